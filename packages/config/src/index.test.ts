@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, commonShape, defineConfig, vars, z } from "./index.ts";
+
+const config = defineConfig({
+  ...commonShape,
+  PORT: vars.port(8080),
+  PEPPER: vars.secretKey(),
+  MODE: z.enum(["a", "b"]).default("a"),
+});
+const pepper = "ab".repeat(32);
+
+describe("defineConfig", () => {
+  it("applies defaults for unset and empty variables", () => {
+    const loaded = config.load({ PEPPER: pepper, PORT: "" });
+    expect(loaded.PORT).toBe(8080);
+    expect(loaded.KAFKA_BROKERS).toEqual(["127.0.0.1:9092"]);
+    expect(loaded.NODE_ENV).toBe("development");
+  });
+
+  it("coerces numbers, flags and broker lists", () => {
+    const loaded = config.load({
+      PEPPER: pepper,
+      PORT: "9000",
+      OTEL_ENABLED: "true",
+      KAFKA_BROKERS: "k1:9092, k2:9093",
+    });
+    expect(loaded.PORT).toBe(9000);
+    expect(loaded.OTEL_ENABLED).toBe(true);
+    expect(loaded.KAFKA_BROKERS).toEqual(["k1:9092", "k2:9093"]);
+  });
+
+  it("fails fast naming every bad variable and the reason", () => {
+    let error: unknown;
+    try {
+      config.load({ PORT: "http", KAFKA_BROKERS: "nohost", DATABASE_URL: "mysql://x" });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const variables = (error as ConfigError).issues.map((issue) => issue.variable).sort();
+    expect(variables).toEqual(["DATABASE_URL", "KAFKA_BROKERS", "PEPPER", "PORT"]);
+    expect((error as ConfigError).message).toContain("DATABASE_URL: must be a URL starting with");
+  });
+
+  it("accepts 32-byte secrets as hex or base64 and refuses shorter ones", () => {
+    expect(config.load({ PEPPER: Buffer.alloc(32, 7).toString("base64") }).PEPPER).toBeTruthy();
+    expect(() => config.load({ PEPPER: "short" })).toThrow(/PEPPER: must be 32 bytes/);
+  });
+});

@@ -1,0 +1,103 @@
+import { z } from "zod";
+
+export { z };
+
+/** Thrown once at start-up when the environment does not satisfy a service's config schema. */
+export class ConfigError extends Error {
+  readonly issues: readonly { variable: string; reason: string }[];
+
+  constructor(issues: readonly { variable: string; reason: string }[]) {
+    super(
+      `invalid configuration: ${issues.map((issue) => `${issue.variable}: ${issue.reason}`).join("; ")}`,
+    );
+    this.name = "ConfigError";
+    this.issues = issues;
+  }
+}
+
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Declares a service's configuration as one zod object keyed by environment variable names.
+ * `load` parses the whole environment once and fails fast naming every bad variable; services
+ * pass the result down instead of reading `process.env` anywhere else.
+ */
+export function defineConfig<Shape extends z.ZodRawShape>(shape: Shape) {
+  const schema = z.object(shape);
+  return {
+    schema,
+    load(env: Environment): z.infer<typeof schema> {
+      // Empty strings mean "unset" so that `FOO= npm start` falls back to the default.
+      const present = Object.fromEntries(
+        Object.entries(env).filter(([, value]) => value !== undefined && value !== ""),
+      );
+      const parsed = schema.safeParse(present);
+      if (!parsed.success) {
+        throw new ConfigError(
+          parsed.error.issues.map((issue) => ({
+            variable: issue.path.map(String).join(".") || "(environment)",
+            reason: issue.message,
+          })),
+        );
+      }
+      return parsed.data;
+    },
+  };
+}
+
+/** Variable types shared by every service, so `PORT=abc` reads the same everywhere. */
+export const vars = {
+  port: (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback),
+  positiveInt: (fallback: number) => z.coerce.number().int().positive().default(fallback),
+  url: (protocols: readonly string[]) =>
+    z.url().refine((value) => protocols.some((protocol) => value.startsWith(`${protocol}:`)), {
+      message: `must be a URL starting with ${protocols.map((p) => `${p}:`).join(" or ")}`,
+    }),
+  flag: (fallback: boolean) => z.stringbool().default(fallback),
+  /** Comma-separated host:port list, as Kafka clients take it. */
+  hostPorts: () =>
+    z
+      .string()
+      .transform((value) =>
+        value
+          .split(",")
+          .map((item) => item.trim())
+          .filter(Boolean),
+      )
+      .refine((items) => items.length > 0 && items.every((item) => /^[^\s:]+:\d+$/.test(item)), {
+        message: "must be a comma-separated list of host:port",
+      }),
+  logLevel: () =>
+    z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** 32 bytes as 64 hex characters or base64: keys for HMAC peppers and AES-256. */
+  secretKey: () =>
+    z.string().refine((value) => decodeKey(value) !== undefined, {
+      message: "must be 32 bytes, written as 64 hex characters or base64",
+    }),
+};
+
+export function decodeKey(value: string): Buffer | undefined {
+  if (/^[0-9a-fA-F]{64}$/.test(value)) {
+    return Buffer.from(value, "hex");
+  }
+  const decoded = Buffer.from(value, "base64");
+  return decoded.length === 32 ? decoded : undefined;
+}
+
+/** The settings every service shares: stores, broker, logging, telemetry, deployment mode. */
+export const commonShape = {
+  /** `production` refuses development conveniences (plain-HTTP webhooks, default secrets). */
+  NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
+  LOG_LEVEL: vars.logLevel(),
+  DATABASE_URL: vars
+    .url(["postgres", "postgresql"])
+    .default("postgres://postgres:postgres@127.0.0.1:5432/postgres"),
+  REDIS_URL: vars.url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
+  /** Unset means the project's dev broker on localhost:9092. */
+  KAFKA_BROKERS: vars.hostPorts().default(["127.0.0.1:9092"]),
+  /** Port of /healthz and /readyz, kept off the public port so probes never meet auth. */
+  INTERNAL_PORT: vars.port(0),
+  OTEL_ENABLED: vars.flag(false),
+  OTEL_EXPORTER_OTLP_ENDPOINT: vars.url(["http", "https"]).optional(),
+  OTEL_SERVICE_NAME: z.string().optional(),
+};

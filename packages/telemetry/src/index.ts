@@ -1,0 +1,11 @@
+export { createLogger, type Logger, type LoggerOptions } from "./logger.ts";
+export { scrubText, scrubValue } from "./redact.ts";
+export {
+  injectContext,
+  inSpan,
+  startTelemetry,
+  type Telemetry,
+  type TelemetryOptions,
+  tracer,
+  withExtractedContext,
+} from "./tracing.ts";
