@@ -1,0 +1,10 @@
+export { type Migration, type MigrationSet, type MigrateResult, migrate, readMigrations } from "./migrate.ts";
+export {
+  assertSchemaName,
+  createPool,
+  inTransaction,
+  type Pool,
+  type PoolClient,
+  type PoolOptions,
+  pingDatabase,
+} from "./pool.ts";
