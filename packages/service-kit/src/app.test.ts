@@ -1,0 +1,118 @@
+import { createLogger } from "@th/telemetry";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createHttpApp, type HttpApp } from "./app.ts";
+import { ApiError, errorResponses } from "./errors.ts";
+import { startInternalServer } from "./internal-server.ts";
+
+let app: HttpApp;
+
+beforeAll(async () => {
+  app = await createHttpApp({
+    logger: createLogger({ service: "kit-test", level: "silent" }),
+    title: "kit test",
+    bodyLimit: 1024,
+  });
+  app.post(
+    "/things",
+    {
+      schema: {
+        body: z.object({ name: z.string().min(1), count: z.number().int().positive() }),
+        response: { 201: z.object({ id: z.string() }), ...errorResponses() },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ id: `t_${request.body.name}` }),
+  );
+  app.get("/boom", async () => {
+    throw new Error("database password is hunter2 at /srv/app.ts:12");
+  });
+  app.get("/gone", async () => {
+    throw new ApiError("tier_required", "webhooks need Operator", { upgrade_url: "https://x/up" });
+  });
+  await app.ready();
+});
+afterAll(() => app.close());
+
+describe("error responses", () => {
+  it("answer invalid bodies with 400 invalid_request naming each failing field", async () => {
+    const response = await app.inject({ method: "POST", url: "/things", payload: { name: "", count: 0 } });
+    expect(response.statusCode).toBe(400);
+    const body = response.json();
+    expect(body.error).toBe("invalid_request");
+    expect(body.fields.map((field: { path: string }) => field.path).sort()).toEqual([
+      "body.count",
+      "body.name",
+    ]);
+    expect(body.request_id).toMatch(/^req_/);
+  });
+
+  it("answer malformed JSON with 400 and oversized bodies with 413", async () => {
+    const malformed = await app.inject({
+      method: "POST",
+      url: "/things",
+      headers: { "content-type": "application/json" },
+      payload: "{nope",
+    });
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.json().error).toBe("invalid_request");
+    const big = await app.inject({
+      method: "POST",
+      url: "/things",
+      payload: { name: "x".repeat(5000), count: 1 },
+    });
+    expect(big.statusCode).toBe(413);
+    expect(big.json().error).toBe("payload_too_large");
+  });
+
+  it("hide the cause of unexpected failures behind a 500 with no stack trace", async () => {
+    const response = await app.inject({ method: "GET", url: "/boom" });
+    expect(response.statusCode).toBe(500);
+    expect(response.json().error).toBe("internal");
+    expect(response.body).not.toContain("hunter2");
+    expect(response.body).not.toContain("app.ts");
+  });
+
+  it("carry the extra fields of domain errors, such as upgrade_url on 403", async () => {
+    const response = await app.inject({ method: "GET", url: "/gone" });
+    expect(response.statusCode).toBe(403);
+    expect(response.json()).toMatchObject({ error: "tier_required", upgrade_url: "https://x/up" });
+  });
+
+  it("answer unknown routes with 404 not_found in the same shape", async () => {
+    const response = await app.inject({ method: "GET", url: "/nowhere?x=1" });
+    expect(response.statusCode).toBe(404);
+    expect(response.json()).toMatchObject({ error: "not_found", detail: "no route for GET /nowhere" });
+  });
+
+  it("publish every route's schemas in the OpenAPI document", () => {
+    const document = app.swagger() as { paths: Record<string, Record<string, unknown>> };
+    expect(Object.keys(document.paths)).toContain("/things");
+  });
+});
+
+describe("internal server", () => {
+  it("reports ready only while every check passes and the service is not draining", async () => {
+    let databaseUp = true;
+    const server = await startInternalServer({
+      port: 0,
+      host: "127.0.0.1",
+      checks: { postgres: async () => databaseUp },
+    });
+    const base = `http://127.0.0.1:${server.port}`;
+    try {
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+      databaseUp = false;
+      const failing = await fetch(`${base}/readyz`);
+      expect(failing.status).toBe(503);
+      expect(await failing.json()).toMatchObject({ checks: { postgres: "failing" } });
+      databaseUp = true;
+      server.markDraining();
+      const draining = await fetch(`${base}/readyz`);
+      expect(draining.status).toBe(503);
+      expect(await draining.json()).toMatchObject({ status: "draining" });
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,129 @@
+import { randomUUID } from "node:crypto";
+import swagger from "@fastify/swagger";
+import type { Logger } from "@th/telemetry";
+import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import {
+  hasZodFastifySchemaValidationErrors,
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from "fastify-type-provider-zod";
+import { ApiError, type ErrorCode } from "./errors.ts";
+
+export type HttpApp = FastifyInstance<
+  // biome-ignore lint/suspicious/noExplicitAny: fastify's default server generics
+  any,
+  // biome-ignore lint/suspicious/noExplicitAny: fastify's default request generics
+  any,
+  // biome-ignore lint/suspicious/noExplicitAny: fastify's default reply generics
+  any,
+  Logger,
+  ZodTypeProvider
+>;
+
+export interface HttpAppOptions {
+  logger: Logger;
+  title: string;
+  version?: string;
+  description?: string;
+  /** Largest JSON body accepted; larger ones get 413. */
+  bodyLimit?: number;
+}
+
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: "payload_too_large",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "unsupported_media_type",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "invalid_request",
+  FST_ERR_CTP_INVALID_JSON_BODY: "invalid_request",
+  FST_ERR_VALIDATION: "invalid_request",
+};
+
+/**
+ * A Fastify instance with the project's conventions: zod schemas on every route (validation,
+ * serialization and the OpenAPI document come from them), request ids, and one error handler
+ * that answers `{error, detail}` and never leaks a stack trace.
+ */
+export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    bodyLimit: options.bodyLimit ?? 1_048_576,
+    genReqId: (request) => {
+      const incoming = request.headers["x-request-id"];
+      return typeof incoming === "string" && /^[\w-]{8,64}$/.test(incoming)
+        ? incoming
+        : `req_${randomUUID().replaceAll("-", "")}`;
+    },
+    disableRequestLogging: false,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: options.title,
+        version: options.version ?? "1.0.0",
+        ...(options.description ? { description: options.description } : {}),
+      },
+      components: {
+        securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "th_live_…" } },
+      },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+
+  app.addHook("onSend", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) {
+      request.log.error({ err: error }, "request failed");
+    }
+    void reply.status(apiError.status).headers(apiError.headers).send(apiError.body(request.id));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const error = new ApiError("not_found", `no route for ${request.method} ${request.url.split("?")[0]}`);
+    void reply.status(404).send(error.body(request.id));
+  });
+
+  return app as unknown as HttpApp;
+}
+
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) {
+    return error;
+  }
+  const fastifyError = error as FastifyError;
+  if (hasZodFastifySchemaValidationErrors(fastifyError)) {
+    const fields = fastifyError.validation.map((issue) => ({
+      path: `${fastifyError.validationContext ?? "request"}${issue.instancePath.replaceAll("/", ".")}`,
+      message: issue.message ?? "is invalid",
+    }));
+    return new ApiError(
+      "invalid_request",
+      `invalid ${fastifyError.validationContext ?? "request"}: ${fields
+        .map((field) => `${field.path} ${field.message}`)
+        .join("; ")}`,
+      { fields },
+    );
+  }
+  const mapped = fastifyError.code ? FASTIFY_CODES[fastifyError.code] : undefined;
+  if (mapped) {
+    return new ApiError(mapped, fastifyError.message);
+  }
+  if (fastifyError.statusCode === 400) {
+    return new ApiError("invalid_request", fastifyError.message);
+  }
+  if (fastifyError.statusCode === 404) {
+    return new ApiError("not_found", "not found");
+  }
+  return new ApiError("internal", "something went wrong on our side; the request id identifies it");
+}

@@ -1,0 +1,11 @@
+export { createHttpApp, type HttpApp, type HttpAppOptions, toApiError } from "./app.ts";
+export {
+  ApiError,
+  ERROR_STATUS,
+  type ErrorBody,
+  type ErrorCode,
+  errorBodySchema,
+  errorResponses,
+} from "./errors.ts";
+export { type InternalServer, type ReadinessCheck, startInternalServer } from "./internal-server.ts";
+export { type Stoppable, stopOnSignals } from "./lifecycle.ts";

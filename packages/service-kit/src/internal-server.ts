@@ -1,0 +1,58 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export type ReadinessCheck = () => Promise<boolean>;
+
+export interface InternalServer {
+  port: number;
+  /** Readiness turns false at once, so load balancers stop sending work before we stop. */
+  markDraining(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * `/healthz` (the process answers) and `/readyz` (every dependency answers and we are not
+ * draining) on a port of their own, so probes never pass through auth or rate limits.
+ */
+export async function startInternalServer(options: {
+  port: number;
+  host?: string;
+  checks: Record<string, ReadinessCheck>;
+}): Promise<InternalServer> {
+  let draining = false;
+  const server: Server = createServer(async (request, response) => {
+    const send = (status: number, body: unknown) => {
+      response.writeHead(status, { "content-type": "application/json" });
+      response.end(JSON.stringify(body));
+    };
+    if (request.url === "/healthz") {
+      send(200, { status: "ok" });
+      return;
+    }
+    if (request.url === "/readyz") {
+      const entries = await Promise.all(
+        Object.entries(options.checks).map(async ([name, check]) => {
+          const ok = await check().catch(() => false);
+          return [name, ok ? "ok" : "failing"] as const;
+        }),
+      );
+      const checks = Object.fromEntries(entries);
+      const ready = !draining && entries.every(([, state]) => state === "ok");
+      send(ready ? 200 : 503, { status: ready ? "ready" : draining ? "draining" : "not_ready", checks });
+      return;
+    }
+    send(404, { error: "not_found", detail: "only /healthz and /readyz live here" });
+  });
+  await new Promise<void>((resolve) => server.listen(options.port, options.host ?? "0.0.0.0", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    markDraining: () => {
+      draining = true;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
