@@ -1,0 +1,226 @@
+// Wires the network server to topics, offsets, the group coordinator and the flusher.
+import { mkdirSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { resolve } from "node:path";
+import type { BrokerContext } from "./apis/types.ts";
+import { Connection, type ConnectionStats } from "./connection.ts";
+import { FetchPurgatory } from "./fetch-purgatory.ts";
+import { GroupCoordinator } from "./groups/coordinator.ts";
+import { Flusher } from "./log/flusher.ts";
+import { DEFAULT_TOPIC_CONFIG, type TopicConfig } from "./log/topic-config.ts";
+import { createLogger, type LogLevel } from "./logger.ts";
+import { OffsetsStore } from "./offsets-store.ts";
+import { TopicRegistry } from "./topics.ts";
+
+export interface BrokerOptions {
+  /** 0 picks a free port; the bound port is what gets advertised. Default 9092. */
+  port?: number;
+  host?: string;
+  /** Host written into Metadata; defaults to `host`, or 127.0.0.1 when listening on 0.0.0.0/::. */
+  advertisedHost?: string;
+  /** Without a data directory everything is kept in memory (tests). */
+  dataDir?: string;
+  /** Off by default, like production clusters with auto.create.topics.enable=false. */
+  autoCreateTopics?: boolean;
+  defaultPartitions?: number;
+  logLevel?: LogLevel;
+  /** Kafka's group.min.session.timeout.ms (6000); tests may lower it. */
+  minSessionTimeoutMs?: number;
+  maxSessionTimeoutMs?: number;
+  /** Kafka's group.initial.rebalance.delay.ms (3000 there; 0 here so dev consumers start fast). */
+  initialRebalanceDelayMs?: number;
+  /** Broker-wide message.max.bytes; a topic's max.message.bytes overrides it. */
+  maxMessageBytes?: number;
+  /** socket.request.max.bytes: larger frames close the connection. */
+  maxRequestBytes?: number;
+  /** Defaults for topics that do not set retention.ms / retention.bytes / segment.bytes / segment.ms. */
+  retentionMs?: number;
+  retentionBytes?: number;
+  segmentBytes?: number;
+  segmentMs?: number;
+  retentionCheckIntervalMs?: number;
+  /** Background fsync of acks=0/1 data and everything else not yet synced. */
+  flushIntervalMs?: number;
+  /** Refuse replication factors above 1 (default: accept and ignore, so provisioning code runs). */
+  strictReplicationFactor?: boolean;
+  clusterId?: string;
+}
+
+export interface BrokerStats {
+  requestsByApiVersion: Record<string, number>;
+  bytesIn: number;
+  bytesOut: number;
+  connectionsAccepted: number;
+  openConnections: number;
+  messagesAppended: number;
+  bytesAppended: number;
+  parkedFetches: number;
+  truncatedBytesOnRecovery: number;
+  retentionBytesFreed: number;
+}
+
+export interface RunningBroker {
+  host: string;
+  port: number;
+  brokers: string[];
+  dataDir: string | null;
+  stats: BrokerStats;
+  /** Runs retention now instead of waiting for the next check interval. */
+  enforceRetention(): number;
+  stop(): Promise<void>;
+}
+
+export async function startBroker(options: BrokerOptions = {}): Promise<RunningBroker> {
+  const logger = createLogger(options.logLevel ?? "warn");
+  const dataDir = options.dataDir === undefined ? null : resolve(options.dataDir);
+  if (dataDir !== null) {
+    mkdirSync(dataDir, { recursive: true });
+  }
+  const flusher = dataDir === null ? null : new Flusher();
+  const topicDefaults: TopicConfig = {
+    retentionMs: options.retentionMs ?? DEFAULT_TOPIC_CONFIG.retentionMs,
+    retentionBytes: options.retentionBytes ?? DEFAULT_TOPIC_CONFIG.retentionBytes,
+    segmentBytes: options.segmentBytes ?? DEFAULT_TOPIC_CONFIG.segmentBytes,
+    segmentMs: options.segmentMs ?? DEFAULT_TOPIC_CONFIG.segmentMs,
+    maxMessageBytes: options.maxMessageBytes ?? DEFAULT_TOPIC_CONFIG.maxMessageBytes,
+  };
+  const topics = new TopicRegistry(dataDir, flusher, topicDefaults);
+  const truncatedBytesOnRecovery = topics.load();
+  if (truncatedBytesOnRecovery > 0) {
+    logger.warn("truncated torn log tails on recovery", { bytes: truncatedBytesOnRecovery });
+  }
+  const offsets = new OffsetsStore(dataDir, flusher);
+  const purgatory = new FetchPurgatory();
+  const coordinator = new GroupCoordinator(
+    {
+      minSessionTimeoutMs: options.minSessionTimeoutMs ?? 6000,
+      maxSessionTimeoutMs: options.maxSessionTimeoutMs ?? 1_800_000,
+      initialRebalanceDelayMs: options.initialRebalanceDelayMs ?? 0,
+      logger,
+    },
+    offsets,
+  );
+  // Producer ids must never repeat across restarts: continue above anything found in the logs.
+  let nextProducerId = Math.max(topics.maxProducerIdSeen() + 1, 1000);
+
+  const stats: BrokerStats = {
+    requestsByApiVersion: {},
+    bytesIn: 0,
+    bytesOut: 0,
+    connectionsAccepted: 0,
+    openConnections: 0,
+    messagesAppended: 0,
+    bytesAppended: 0,
+    parkedFetches: 0,
+    truncatedBytesOnRecovery,
+    retentionBytesFreed: 0,
+  };
+  const host = options.host ?? "127.0.0.1";
+  const settings = {
+    nodeId: 0,
+    clusterId: options.clusterId ?? "dev-broker",
+    advertisedHost:
+      options.advertisedHost ?? (host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host),
+    advertisedPort: 0,
+    autoCreateTopics: options.autoCreateTopics ?? false,
+    defaultPartitions: options.defaultPartitions ?? 1,
+    strictReplicationFactor: options.strictReplicationFactor ?? false,
+  };
+  const ctx: BrokerContext = {
+    settings,
+    topics,
+    offsets,
+    coordinator,
+    purgatory,
+    flusher,
+    logger,
+    allocateProducerId: () => nextProducerId++,
+    stats,
+  };
+  const connectionStats: ConnectionStats = stats;
+  const connections = new Set<Connection>();
+  const maxRequestBytes = options.maxRequestBytes ?? 100 * 1024 * 1024;
+  const server: Server = createServer((socket: Socket) => {
+    const connection = new Connection(socket, ctx, connectionStats, maxRequestBytes);
+    connections.add(connection);
+    stats.connectionsAccepted++;
+    stats.openConnections++;
+    socket.on("close", () => {
+      connections.delete(connection);
+      stats.openConnections--;
+    });
+  });
+
+  await new Promise<void>((resolvePromise, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 9092, host, () => {
+      server.off("error", reject);
+      resolvePromise();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  settings.advertisedPort = port;
+
+  const enforceRetention = (): number => {
+    let freed = 0;
+    const now = Date.now();
+    for (const topic of topics.topics.values()) {
+      for (const partition of topic.partitions) {
+        freed += partition.enforceRetention(now);
+      }
+    }
+    stats.retentionBytesFreed += freed;
+    return freed;
+  };
+  const retentionTimer = setInterval(enforceRetention, options.retentionCheckIntervalMs ?? 60_000);
+  retentionTimer.unref();
+  const flushTimer =
+    flusher === null
+      ? null
+      : setInterval(() => {
+          flusher.flush().catch((error: unknown) => {
+            logger.error("background fsync failed", { error: String(error) });
+          });
+        }, options.flushIntervalMs ?? 1000);
+  flushTimer?.unref();
+  const parkedTimer = setInterval(() => {
+    stats.parkedFetches = purgatory.size;
+  }, 1000);
+  parkedTimer.unref();
+
+  logger.info("broker listening", { host, port, dataDir });
+
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      clearInterval(retentionTimer);
+      clearInterval(parkedTimer);
+      if (flushTimer !== null) {
+        clearInterval(flushTimer);
+      }
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      purgatory.completeWhere(() => true);
+      for (const c of connections) {
+        c.destroy();
+      }
+      await closed;
+      coordinator.close();
+      await flusher?.flush();
+      offsets.close();
+      topics.close();
+      logger.info("broker stopped");
+    })();
+    return stopping;
+  };
+
+  return {
+    host: settings.advertisedHost,
+    port,
+    brokers: [`${settings.advertisedHost}:${port}`],
+    dataDir,
+    stats,
+    enforceRetention,
+    stop,
+  };
+}

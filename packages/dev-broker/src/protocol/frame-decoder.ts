@@ -1,0 +1,41 @@
+// Splits a TCP byte stream into Kafka frames (int32 size prefix). A frame may arrive in any number of
+// chunks and a chunk may carry several frames.
+
+export class FrameTooLargeError extends Error {}
+
+export class FrameDecoder {
+  private readonly maxFrameBytes: number;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(maxFrameBytes: number) {
+    this.maxFrameBytes = maxFrameBytes;
+  }
+
+  /** Returns every complete frame body (without the size prefix) now available. */
+  push(chunk: Buffer): Buffer[] {
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    const frames: Buffer[] = [];
+    if (this.pendingBytes < 4) {
+      return frames;
+    }
+    let data = this.pending.length === 1 ? chunk : Buffer.concat(this.pending, this.pendingBytes);
+    let offset = 0;
+    while (data.length - offset >= 4) {
+      const size = data.readInt32BE(offset);
+      if (size < 0 || size > this.maxFrameBytes) {
+        throw new FrameTooLargeError(`frame of ${size} bytes exceeds limit ${this.maxFrameBytes}`);
+      }
+      if (data.length - offset - 4 < size) {
+        break;
+      }
+      frames.push(data.subarray(offset + 4, offset + 4 + size));
+      offset += 4 + size;
+    }
+    data = data.subarray(offset);
+    this.pending = data.length > 0 ? [data] : [];
+    this.pendingBytes = data.length;
+    return frames;
+  }
+}

@@ -1,0 +1,50 @@
+// Shared helpers for the integration tests: fast kafkajs client configs and polling utilities.
+import { randomUUID } from "node:crypto";
+import { type Consumer, type ConsumerConfig, Kafka, logLevel } from "kafkajs";
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+export function kafkaClient(brokers: string[], clientId = uniqueName("client")): Kafka {
+  return new Kafka({
+    clientId,
+    brokers,
+    logLevel: logLevel.NOTHING,
+    retry: { initialRetryTime: 100, retries: 8 },
+  });
+}
+
+export const FAST_CONSUMER: Omit<ConsumerConfig, "groupId"> = {
+  maxWaitTimeInMs: 200,
+  heartbeatInterval: 150,
+  sessionTimeout: 3000,
+  rebalanceTimeout: 6000,
+  retry: { initialRetryTime: 100, retries: 8 },
+};
+
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await condition()) {
+      return;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Tracks which partitions a consumer currently owns, from kafkajs GROUP_JOIN events. */
+export function trackAssignment(consumer: Consumer, topic: string): { partitions: number[] } {
+  const state = { partitions: [] as number[] };
+  consumer.on(consumer.events.GROUP_JOIN, (event) => {
+    state.partitions = [...(event.payload.memberAssignment[topic] ?? [])].sort((a, b) => a - b);
+  });
+  return state;
+}
