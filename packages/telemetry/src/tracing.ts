@@ -3,6 +3,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import {
   BatchSpanProcessor,
+  NoopSpanProcessor,
   SimpleSpanProcessor,
   type SpanExporter,
   type SpanProcessor,
@@ -35,6 +36,11 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   if (options.endpoint) {
     const url = `${options.endpoint.replace(/\/$/, "")}/v1/traces`;
     processors.push(new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) }));
+  }
+  if (processors.length === 0) {
+    // Without any processor the SDK installs no tracer provider, and trace context would then
+    // stop propagating through Kafka headers even though tracing is on.
+    processors.push(new NoopSpanProcessor());
   }
   const sdk = new NodeSDK({
     serviceName: options.service,

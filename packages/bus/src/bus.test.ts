@@ -1,0 +1,228 @@
+import { randomBytes } from "node:crypto";
+import {
+  contracts,
+  parkedTopicOf,
+  SCHEMA_HEADER,
+  type LeadViewRecorded,
+  type TopicContract,
+} from "@th/contracts";
+import { leadViewRecorded as sampleView } from "@th/contracts/samples";
+import { startBroker } from "@th/dev-broker";
+import { createLogger, inSpan, startTelemetry } from "@th/telemetry";
+import { type Admin, Kafka, logLevel } from "kafkajs";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { Bus, type Delivered, on, PARK_HEADERS, type RunningConsumer } from "./bus.ts";
+import { park, retryLater } from "./outcomes.ts";
+
+const timings = { sessionTimeout: 6000, heartbeatInterval: 300, maxWaitTimeInMs: 100 };
+let broker: Awaited<ReturnType<typeof startBroker>>;
+let bus: Bus;
+let admin: Admin;
+let rawKafka: Kafka;
+const running: RunningConsumer[] = [];
+const telemetry = startTelemetry({ service: "bus-test", enabled: true });
+
+beforeAll(async () => {
+  broker = await startBroker({ port: 0 });
+  bus = new Bus({
+    brokers: broker.brokers,
+    clientId: "bus-test",
+    logger: createLogger({ service: "bus-test", level: "silent" }),
+    consumerTimings: timings,
+  });
+  rawKafka = new Kafka({ brokers: broker.brokers, clientId: "raw", logLevel: logLevel.NOTHING });
+  admin = rawKafka.admin();
+  await admin.connect();
+});
+
+afterAll(async () => {
+  await Promise.all(running.map((consumer) => consumer.stop()));
+  await admin.disconnect();
+  await bus.close();
+  await broker.stop();
+  await telemetry.shutdown();
+});
+
+/** A copy of the lead-view contract on a topic of its own, so tests never see each other. */
+async function isolatedTopic(partitions = 3): Promise<TopicContract<LeadViewRecorded>> {
+  const contract = {
+    ...contracts.leadViewRecorded,
+    topic: `bus-test.${randomBytes(4).toString("hex")}`,
+    partitions,
+  };
+  await bus.provision([contract]);
+  return contract;
+}
+
+function view(tenant: string, folio: string): LeadViewRecorded {
+  return { ...sampleView, tenant_id: tenant, folio };
+}
+
+async function consume(
+  contract: TopicContract<LeadViewRecorded>,
+  handler: (message: Delivered<LeadViewRecorded>) => Promise<ReturnType<typeof park> | undefined>,
+  maxAttempts?: number,
+) {
+  const group = `group-${randomBytes(4).toString("hex")}`;
+  const consumer = await bus.consume({
+    group,
+    subscriptions: [on(contract, handler)],
+    ...(maxAttempts ? { maxAttempts } : {}),
+  });
+  running.push(consumer);
+  return group;
+}
+
+async function parkedRecords(topic: string, expected: number) {
+  const records: { value: Buffer | null; headers: Record<string, string> }[] = [];
+  const consumer = rawKafka.consumer({ groupId: `parked-${randomBytes(4).toString("hex")}`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: parkedTopicOf(topic), fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(message.headers ?? {})) {
+        headers[name] = String(value);
+      }
+      records.push({ value: message.value, headers });
+    },
+  });
+  await vi.waitFor(() => expect(records.length).toBeGreaterThanOrEqual(expected), { timeout: 15_000 });
+  await consumer.disconnect();
+  return records;
+}
+
+describe("bus", () => {
+  it("provisions each topic with its partitions and a parking topic, idempotently", async () => {
+    const contract = await isolatedTopic(6);
+    await bus.provision([contract]);
+    const metadata = await admin.fetchTopicMetadata({ topics: [contract.topic, parkedTopicOf(contract.topic)] });
+    const partitions = Object.fromEntries(metadata.topics.map((topic) => [topic.name, topic.partitions.length]));
+    expect(partitions).toEqual({ [contract.topic]: 6, [parkedTopicOf(contract.topic)]: 1 });
+  });
+
+  it("delivers typed values with their key and schema header, in order per key", async () => {
+    const contract = await isolatedTopic();
+    const received: Delivered<LeadViewRecorded>[] = [];
+    await consume(contract, async (message) => {
+      received.push(message);
+      return undefined;
+    });
+    const values = Array.from({ length: 20 }, (_, i) => view(`tenant-${i % 2}`, `folio-${i}`));
+    await bus.publish(contract, values);
+    await vi.waitFor(() => expect(received).toHaveLength(20), { timeout: 15_000 });
+    expect(received[0]?.headers[SCHEMA_HEADER]).toBe(`${contract.schemaName}@${contract.fingerprint}`);
+    for (const tenant of ["tenant-0", "tenant-1"]) {
+      const sent = values.filter((value) => value.tenant_id === tenant);
+      const got = received.filter((message) => message.key === tenant).map((message) => message.value);
+      expect(got).toEqual(sent);
+    }
+  });
+
+  it("commits a record's offset only after its handler has finished", async () => {
+    const contract = await isolatedTopic(1);
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = false;
+    const group = await consume(contract, async () => {
+      started = true;
+      await gate;
+      return undefined;
+    });
+    await bus.publish(contract, view("t", "f1"));
+    await vi.waitFor(() => expect(started).toBe(true), { timeout: 15_000 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const before = await admin.fetchOffsets({ groupId: group, topics: [contract.topic] });
+    expect(before[0]?.partitions[0]?.offset).toBe("-1");
+    release();
+    await vi.waitFor(
+      async () => {
+        const after = await admin.fetchOffsets({ groupId: group, topics: [contract.topic] });
+        expect(after[0]?.partitions[0]?.offset).toBe("1");
+      },
+      { timeout: 15_000 },
+    );
+  });
+
+  it("redelivers a record whose handler throws, then parks it with the reason and goes on", async () => {
+    const contract = await isolatedTopic(1);
+    const attempts: number[] = [];
+    const handled: string[] = [];
+    await consume(
+      contract,
+      async (message) => {
+        if (message.value.folio === "bad") {
+          attempts.push(message.attempt);
+          throw new Error("downstream exploded");
+        }
+        handled.push(message.value.folio);
+        return undefined;
+      },
+      3,
+    );
+    await bus.publish(contract, [view("t", "bad"), view("t", "good")]);
+    await vi.waitFor(() => expect(handled).toEqual(["good"]), { timeout: 20_000 });
+    expect(attempts).toEqual([1, 2, 3]);
+    const [parked] = await parkedRecords(contract.topic, 1);
+    expect(parked?.headers[PARK_HEADERS.reason]).toBe("handler failed 3 times: downstream exploded");
+    expect(parked?.headers[PARK_HEADERS.from]).toBe(`${contract.topic}/0/0`);
+    expect(parked?.headers[SCHEMA_HEADER]).toBeDefined();
+  });
+
+  it("parks poison records without calling the handler and keeps consuming", async () => {
+    const contract = await isolatedTopic(1);
+    const handled: string[] = [];
+    await consume(contract, async (message) => {
+      handled.push(message.value.folio);
+      return undefined;
+    });
+    const producer = rawKafka.producer();
+    await producer.connect();
+    await producer.send({
+      topic: contract.topic,
+      messages: [{ key: "t", value: Buffer.from("not avro at all"), headers: {} }],
+    });
+    await producer.disconnect();
+    await bus.publish(contract, view("t", "after-poison"));
+    await vi.waitFor(() => expect(handled).toEqual(["after-poison"]), { timeout: 15_000 });
+    const [parked] = await parkedRecords(contract.topic, 1);
+    expect(parked?.value?.toString()).toBe("not avro at all");
+    expect(parked?.headers[PARK_HEADERS.reason]).toMatch(/^cannot decode as th\.usage\.LeadViewRecorded/);
+  });
+
+  it("parks a record when the handler says it can never succeed", async () => {
+    const contract = await isolatedTopic(1);
+    await consume(contract, async () => park("watchlist was deleted"));
+    await bus.publish(contract, view("t", "f"));
+    const [parked] = await parkedRecords(contract.topic, 1);
+    expect(parked?.headers[PARK_HEADERS.reason]).toBe("watchlist was deleted");
+  });
+
+  it("pauses and offers the same record again when the handler asks to retry later", async () => {
+    const contract = await isolatedTopic(1);
+    const seen: string[] = [];
+    await consume(contract, async (message) => {
+      seen.push(`${message.value.folio}@${message.offset}`);
+      return seen.length === 1 ? retryLater(200, "quota not yet reset") : undefined;
+    });
+    await bus.publish(contract, [view("t", "a"), view("t", "b")]);
+    await vi.waitFor(() => expect(seen).toEqual(["a@0", "a@0", "b@1"]), { timeout: 15_000 });
+  });
+
+  it("carries the producer's trace context to the handler in headers", async () => {
+    const contract = await isolatedTopic(1);
+    const headers: Record<string, string>[] = [];
+    await consume(contract, async (message) => {
+      headers.push(message.headers);
+      return undefined;
+    });
+    const traceId = await inSpan("ingest", {}, async (span) => {
+      await bus.publish(contract, view("t", "traced"));
+      return span.spanContext().traceId;
+    });
+    await vi.waitFor(() => expect(headers).toHaveLength(1), { timeout: 15_000 });
+    expect(headers[0]?.traceparent).toContain(traceId);
+  });
+});

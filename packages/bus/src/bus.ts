@@ -1,0 +1,370 @@
+import { parkedTopicOf, type TopicContract } from "@th/contracts";
+import { injectContext, inSpan, type Logger, withExtractedContext } from "@th/telemetry";
+import {
+  type Admin,
+  type Consumer,
+  type EachBatchPayload,
+  Kafka,
+  type KafkaMessage,
+  logLevel,
+  type Producer,
+} from "kafkajs";
+import { backoffMs, type Outcome } from "./outcomes.ts";
+import {
+  decodeValue,
+  encodeValue,
+  headersToStrings,
+  PoisonRecordError,
+  schemaHeaders,
+} from "./serde.ts";
+
+export interface BusOptions {
+  brokers: readonly string[];
+  clientId: string;
+  logger: Logger;
+  /** Tests shorten these; production keeps Kafka's usual values. */
+  consumerTimings?: { sessionTimeout?: number; heartbeatInterval?: number; maxWaitTimeInMs?: number };
+}
+
+export interface Delivered<T> {
+  value: T;
+  key: string | null;
+  topic: string;
+  partition: number;
+  offset: string;
+  headers: Record<string, string>;
+  /** 1 on first delivery; grows while a thrown error is being retried. */
+  attempt: number;
+}
+
+export type Handler<T> = (message: Delivered<T>) => Promise<Outcome | undefined>;
+
+/** A contract of any record type, as lists of topics hold them. */
+export type AnyTopicContract = TopicContract<never>;
+
+export interface Subscription {
+  readonly contract: AnyTopicContract;
+  readonly handle: (message: KafkaMessage, meta: MessageMeta) => Promise<Outcome | undefined>;
+}
+
+interface MessageMeta {
+  topic: string;
+  partition: number;
+  headers: Record<string, string>;
+  attempt: number;
+}
+
+/** Pairs a topic contract with a handler typed by it. */
+export function on<T>(contract: TopicContract<T>, handler: Handler<T>): Subscription {
+  return {
+    contract: contract as AnyTopicContract,
+    handle: (message, meta) =>
+      handler({
+        value: decodeValue(contract, message.value, meta.headers),
+        key: message.key?.toString() ?? null,
+        topic: meta.topic,
+        partition: meta.partition,
+        offset: message.offset,
+        headers: meta.headers,
+        attempt: meta.attempt,
+      }),
+  };
+}
+
+export interface ConsumeOptions {
+  /** Consumer group, named `<service>.<purpose>`. */
+  group: string;
+  subscriptions: readonly Subscription[];
+  fromBeginning?: boolean;
+  /** Attempts for a handler that throws, before the record is parked. */
+  maxAttempts?: number;
+  partitionsConsumedConcurrently?: number;
+}
+
+export interface RunningConsumer {
+  stop(): Promise<void>;
+}
+
+export const PARK_HEADERS = {
+  reason: "th-parked-reason",
+  from: "th-parked-from",
+  group: "th-parked-group",
+  at: "th-parked-at",
+} as const;
+
+const KAFKA_TO_PINO = {
+  [logLevel.ERROR]: "error",
+  [logLevel.WARN]: "warn",
+  [logLevel.INFO]: "info",
+  [logLevel.DEBUG]: "debug",
+  [logLevel.NOTHING]: "silent",
+} as const;
+
+/**
+ * The only door to Kafka. Producers publish typed values by contract; consumers get typed values
+ * and answer with an outcome. Offsets are committed only for records whose outcome is done or
+ * parked, so a crash mid-handler means redelivery (at-least-once), never loss.
+ */
+export class Bus {
+  readonly #kafka: Kafka;
+  readonly #options: BusOptions;
+  readonly #logger: Logger;
+  #producer: Producer | undefined;
+  #producerReady: Promise<Producer> | undefined;
+  #admin: Admin | undefined;
+  readonly #consumers = new Set<Consumer>();
+
+  constructor(options: BusOptions) {
+    this.#options = options;
+    this.#logger = options.logger.child({ component: "bus" });
+    const logger = this.#logger;
+    this.#kafka = new Kafka({
+      clientId: options.clientId,
+      brokers: [...options.brokers],
+      logLevel: logLevel.WARN,
+      retry: { initialRetryTime: 200, retries: 8 },
+      logCreator:
+        () =>
+        ({ level, log }) => {
+          const { message, ...extra } = log;
+          const method = KAFKA_TO_PINO[level as keyof typeof KAFKA_TO_PINO] ?? "info";
+          if (method !== "silent") {
+            logger[method]({ kafka: extra }, message);
+          }
+        },
+    });
+  }
+
+  async #ensureProducer(): Promise<Producer> {
+    if (!this.#producerReady) {
+      const producer = this.#kafka.producer({ allowAutoTopicCreation: false });
+      this.#producerReady = producer.connect().then(() => {
+        this.#producer = producer;
+        return producer;
+      });
+      this.#producerReady.catch(() => {
+        this.#producerReady = undefined;
+      });
+    }
+    return this.#producerReady;
+  }
+
+  async #ensureAdmin(): Promise<Admin> {
+    if (!this.#admin) {
+      const admin = this.#kafka.admin();
+      await admin.connect();
+      this.#admin = admin;
+    }
+    return this.#admin;
+  }
+
+  /** Creates every topic (and its parking topic) a service touches; existing topics are kept. */
+  async provision(contracts: readonly AnyTopicContract[]): Promise<void> {
+    const admin = await this.#ensureAdmin();
+    const existing = new Set(await admin.listTopics());
+    const wanted = contracts.flatMap((contract) => [
+      {
+        topic: contract.topic,
+        numPartitions: contract.partitions,
+        configEntries: [{ name: "retention.ms", value: String(contract.retentionMs) }],
+      },
+      {
+        topic: parkedTopicOf(contract.topic),
+        numPartitions: 1,
+        configEntries: [{ name: "retention.ms", value: "-1" }],
+      },
+    ]);
+    const missing = wanted.filter((topic) => !existing.has(topic.topic));
+    if (missing.length > 0) {
+      await admin.createTopics({ topics: missing, waitForLeaders: true });
+    }
+  }
+
+  /** Publishes values in one request; resolves once every broker acknowledged them (acks=-1). */
+  async publish<T>(
+    contract: TopicContract<T>,
+    values: T | readonly T[],
+    options: { headers?: Record<string, string> } = {},
+  ): Promise<void> {
+    const list = (Array.isArray(values) ? values : [values]) as readonly T[];
+    if (list.length === 0) {
+      return;
+    }
+    const headers = injectContext({
+      ...options.headers,
+      ...schemaHeaders(contract),
+    });
+    const producer = await this.#ensureProducer();
+    await producer.send({
+      topic: contract.topic,
+      acks: -1,
+      messages: list.map((value) => ({
+        key: contract.keyOf(value),
+        value: encodeValue(contract, value),
+        headers,
+      })),
+    });
+  }
+
+  async consume(options: ConsumeOptions): Promise<RunningConsumer> {
+    const timings = this.#options.consumerTimings ?? {};
+    const consumer = this.#kafka.consumer({
+      groupId: options.group,
+      allowAutoTopicCreation: false,
+      ...(timings.sessionTimeout ? { sessionTimeout: timings.sessionTimeout } : {}),
+      ...(timings.heartbeatInterval ? { heartbeatInterval: timings.heartbeatInterval } : {}),
+      ...(timings.maxWaitTimeInMs ? { maxWaitTimeInMs: timings.maxWaitTimeInMs } : {}),
+    });
+    const byTopic = new Map(options.subscriptions.map((sub) => [sub.contract.topic, sub]));
+    const maxAttempts = options.maxAttempts ?? 5;
+    const attempts = new Map<string, number>();
+    const resumeTimers = new Set<NodeJS.Timeout>();
+    const logger = this.#logger.child({ group: options.group });
+
+    await consumer.connect();
+    await consumer.subscribe({
+      topics: [...byTopic.keys()],
+      fromBeginning: options.fromBeginning ?? true,
+    });
+
+    const pauseAndRedeliver = (topic: string, partition: number, offset: string, afterMs: number) => {
+      consumer.pause([{ topic, partitions: [partition] }]);
+      consumer.seek({ topic, partition, offset });
+      const timer = setTimeout(() => {
+        resumeTimers.delete(timer);
+        consumer.resume([{ topic, partitions: [partition] }]);
+      }, afterMs);
+      resumeTimers.add(timer);
+    };
+
+    const eachBatch = async (payload: EachBatchPayload) => {
+      const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
+      const subscription = byTopic.get(batch.topic);
+      if (!subscription) {
+        return;
+      }
+      for (const message of batch.messages) {
+        if (!isRunning() || isStale()) {
+          return;
+        }
+        const headers = headersToStrings(message.headers);
+        const attemptKey = `${batch.topic}/${batch.partition}/${message.offset}`;
+        const attempt = (attempts.get(attemptKey) ?? 0) + 1;
+        let outcome: Outcome;
+        try {
+          outcome = await withExtractedContext(headers, () =>
+            inSpan(
+              `consume ${batch.topic}`,
+              { "messaging.destination": batch.topic, "messaging.kafka.offset": message.offset },
+              async () =>
+                (await subscription.handle(message, {
+                  topic: batch.topic,
+                  partition: batch.partition,
+                  headers,
+                  attempt,
+                })) ?? { kind: "done" },
+            ),
+          );
+        } catch (error) {
+          if (error instanceof PoisonRecordError) {
+            outcome = { kind: "park", reason: error.message };
+          } else if (attempt >= maxAttempts) {
+            outcome = {
+              kind: "park",
+              reason: `handler failed ${attempt} times: ${(error as Error).message}`,
+            };
+          } else {
+            attempts.set(attemptKey, attempt);
+            logger.warn(
+              { err: error, topic: batch.topic, partition: batch.partition, offset: message.offset, attempt },
+              "handler failed; will retry",
+            );
+            pauseAndRedeliver(batch.topic, batch.partition, message.offset, backoffMs(attempt));
+            return;
+          }
+        }
+        if (outcome.kind === "retry") {
+          pauseAndRedeliver(batch.topic, batch.partition, message.offset, outcome.afterMs);
+          return;
+        }
+        if (outcome.kind === "park") {
+          await this.#park(batch.topic, batch.partition, message, headers, options.group, outcome.reason);
+          logger.warn(
+            { topic: batch.topic, partition: batch.partition, offset: message.offset, reason: outcome.reason },
+            "record parked",
+          );
+        }
+        attempts.delete(attemptKey);
+        resolveOffset(message.offset);
+        await heartbeat();
+      }
+    };
+
+    await consumer.run({
+      eachBatchAutoResolve: false,
+      autoCommit: true,
+      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
+      eachBatch,
+    });
+    this.#consumers.add(consumer);
+    return {
+      stop: async () => {
+        for (const timer of resumeTimers) {
+          clearTimeout(timer);
+        }
+        this.#consumers.delete(consumer);
+        await consumer.disconnect();
+      },
+    };
+  }
+
+  /** Parks a copy of the original bytes with why, where from and when; durable before we go on. */
+  async #park(
+    topic: string,
+    partition: number,
+    message: KafkaMessage,
+    headers: Record<string, string>,
+    group: string,
+    reason: string,
+  ): Promise<void> {
+    const producer = await this.#ensureProducer();
+    await producer.send({
+      topic: parkedTopicOf(topic),
+      acks: -1,
+      messages: [
+        {
+          key: message.key,
+          value: message.value,
+          headers: {
+            ...headers,
+            [PARK_HEADERS.reason]: reason.slice(0, 2000),
+            [PARK_HEADERS.from]: `${topic}/${partition}/${message.offset}`,
+            [PARK_HEADERS.group]: group,
+            [PARK_HEADERS.at]: new Date().toISOString(),
+          },
+        },
+      ],
+    });
+  }
+
+  /** Readiness: the cluster answers a metadata request. */
+  async ping(): Promise<boolean> {
+    try {
+      const admin = await this.#ensureAdmin();
+      await admin.describeCluster();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#consumers].map((consumer) => consumer.disconnect()));
+    this.#consumers.clear();
+    await this.#producer?.disconnect();
+    await this.#admin?.disconnect();
+    this.#producer = undefined;
+    this.#producerReady = undefined;
+    this.#admin = undefined;
+  }
+}

@@ -1,0 +1,63 @@
+import {
+  decodeRecord,
+  encodeRecord,
+  SCHEMA_HEADER,
+  schemaHeaderValue,
+  type TopicContract,
+} from "@th/contracts";
+
+/** A record that cannot be read as its topic's contract; it is parked, never retried. */
+export class PoisonRecordError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = "PoisonRecordError";
+  }
+}
+
+export function encodeValue<T>(contract: TopicContract<T>, value: T): Buffer {
+  try {
+    return encodeRecord(contract, value);
+  } catch (error) {
+    // A producer bug, not bad input from outside: say which contract the value broke.
+    throw new Error(`value does not match ${contract.schemaName}: ${(error as Error).message}`);
+  }
+}
+
+export function schemaHeaders<T>(contract: TopicContract<T>): Record<string, string> {
+  return { [SCHEMA_HEADER]: schemaHeaderValue(contract) };
+}
+
+/**
+ * Decodes with the writer schema the record's header names, resolved into the reader's current
+ * schema; anything that cannot be read that way is poison for this consumer.
+ */
+export function decodeValue<T>(
+  contract: TopicContract<T>,
+  value: Buffer | null,
+  headers: Record<string, string>,
+): T {
+  if (value === null) {
+    throw new PoisonRecordError("record has no value");
+  }
+  try {
+    return decodeRecord(contract, value, headers[SCHEMA_HEADER]);
+  } catch (error) {
+    throw new PoisonRecordError(`cannot decode as ${contract.schemaName}: ${(error as Error).message}`);
+  }
+}
+
+export function headersToStrings(
+  headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined,
+): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (value === undefined) {
+      continue;
+    }
+    const last = Array.isArray(value) ? value.at(-1) : value;
+    if (last !== undefined) {
+      result[name] = last.toString();
+    }
+  }
+  return result;
+}
