@@ -57,6 +57,7 @@ export interface BrokerStats {
   parkedFetches: number;
   truncatedBytesOnRecovery: number;
   retentionBytesFreed: number;
+  commitsDuringRebalance: number;
 }
 
 export interface RunningBroker {
@@ -114,6 +115,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
     parkedFetches: 0,
     truncatedBytesOnRecovery,
     retentionBytesFreed: 0,
+    commitsDuringRebalance: 0,
   };
   const host = options.host ?? "127.0.0.1";
   const settings = {
@@ -184,10 +186,11 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
           });
         }, options.flushIntervalMs ?? 1000);
   flushTimer?.unref();
-  const parkedTimer = setInterval(() => {
-    stats.parkedFetches = purgatory.size;
-  }, 1000);
-  parkedTimer.unref();
+  Object.defineProperty(stats, "commitsDuringRebalance", {
+    enumerable: true,
+    get: () => coordinator.commitsDuringRebalance,
+  });
+  Object.defineProperty(stats, "parkedFetches", { enumerable: true, get: () => purgatory.size });
 
   logger.info("broker listening", { host, port, dataDir });
 
@@ -195,7 +198,6 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       clearInterval(retentionTimer);
-      clearInterval(parkedTimer);
       if (flushTimer !== null) {
         clearInterval(flushTimer);
       }

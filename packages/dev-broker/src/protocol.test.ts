@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type RunningBroker, startBroker } from "./index.ts";
 import { Reader } from "./protocol/reader.ts";
 import { FAST_CONSUMER, kafkaClient, uniqueName, waitFor } from "./test-support/kafka.ts";
-import { kafkajsProtocol, RawClient, kafkajsRequire } from "./test-support/raw-client.ts";
+import { kafkajsProtocol, kafkajsRequire, RawClient } from "./test-support/raw-client.ts";
 
 const Long = kafkajsRequire("kafkajs/src/utils/long");
 
@@ -180,7 +180,9 @@ describe("raw protocol behaviour", () => {
           topicData: [
             {
               topic,
-              partitions: [{ partition: 0, firstSequence, messages: values.map((value) => ({ value })) }],
+              partitions: [
+                { partition: 0, firstSequence, messages: values.map((value) => ({ value })) },
+              ],
             },
           ],
         }),

@@ -105,6 +105,8 @@ function sameProtocols(a: GroupProtocol[], b: GroupProtocol[]): boolean {
 
 export class GroupCoordinator {
   private readonly groups = new Map<string, Group>();
+  /** Commits accepted while their group was PreparingRebalance (kafkajs commits before rejoining). */
+  commitsDuringRebalance = 0;
   private readonly options: CoordinatorOptions;
   private readonly offsets: OffsetsStore;
 
@@ -500,6 +502,9 @@ export class GroupCoordinator {
     }
     if (group.state === "CompletingRebalance") {
       return ErrorCode.REBALANCE_IN_PROGRESS;
+    }
+    if (group.state === "PreparingRebalance") {
+      this.commitsDuringRebalance++;
     }
     if (member.pendingJoin === null && member.pendingSync === null) {
       this.armSession(group, member);

@@ -115,7 +115,10 @@ export class RawClient {
   }
 }
 
-export function kafkajsProtocol(api: string, version: number): {
+export function kafkajsProtocol(
+  api: string,
+  version: number,
+): {
   request: (args: unknown) => KafkajsRequest;
   response: KafkajsResponseCodec;
 } {
