@@ -13,9 +13,9 @@ import { ensureStores } from "./stores.mjs";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const toolsDir = join(root, ".tools");
 const pinnedNode = readFileSync(join(root, ".node-version"), "utf8").trim();
-const pinnedPnpm = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).packageManager.split(
-  "@",
-)[1];
+const pinnedPnpm = JSON.parse(
+  readFileSync(join(root, "package.json"), "utf8"),
+).packageManager.split("@")[1];
 
 const commands = {
   start: ["scripts/start.ts"],

@@ -88,7 +88,14 @@ function startPostgres(port) {
 
 /** A freshly installed Debian Postgres asks for a password over TCP; give it the default one. */
 function setDefaultPostgresPassword() {
-  quiet("runuser", ["-u", "postgres", "--", "psql", "-qc", "ALTER USER postgres PASSWORD 'postgres'"]);
+  quiet("runuser", [
+    "-u",
+    "postgres",
+    "--",
+    "psql",
+    "-qc",
+    "ALTER USER postgres PASSWORD 'postgres'",
+  ]);
 }
 
 function startRedis(port) {
@@ -116,7 +123,10 @@ function startRedis(port) {
   return true;
 }
 
-async function ensureOne({ name, variable, url, defaultPort, start, debianPackages, afterInstall }, deps) {
+async function ensureOne(
+  { name, variable, url, defaultPort, start, debianPackages, afterInstall },
+  deps,
+) {
   const { host, port } = endpointOf(url, defaultPort);
   if (await answers(host, port)) {
     return;
@@ -134,7 +144,9 @@ async function ensureOne({ name, variable, url, defaultPort, start, debianPackag
     );
   }
   if (!aptInstall(debianPackages, deps.log)) {
-    deps.fail(`apt-get install ${debianPackages.join(" ")} failed; install ${name} or set ${variable}`);
+    deps.fail(
+      `apt-get install ${debianPackages.join(" ")} failed; install ${name} or set ${variable}`,
+    );
   }
   start(port);
   if (!(await waitFor(host, port, 60))) {
@@ -150,26 +162,26 @@ export async function ensureStores({ env, log, fail }) {
   const deps = { log, fail };
   // One after the other: two apt-get runs at once would fight over the dpkg lock.
   await ensureOne(
-      {
-        name: "Postgres",
-        variable: "DATABASE_URL",
-        url: databaseUrl,
-        defaultPort: 5432,
-        start: startPostgres,
-        debianPackages: ["postgresql"],
-        afterInstall: setDefaultPostgresPassword,
-      },
+    {
+      name: "Postgres",
+      variable: "DATABASE_URL",
+      url: databaseUrl,
+      defaultPort: 5432,
+      start: startPostgres,
+      debianPackages: ["postgresql"],
+      afterInstall: setDefaultPostgresPassword,
+    },
     deps,
   );
   await ensureOne(
-      {
-        name: "Redis",
-        variable: "REDIS_URL",
-        url: redisUrl,
-        defaultPort: 6379,
-        start: startRedis,
-        debianPackages: ["redis-server"],
-      },
+    {
+      name: "Redis",
+      variable: "REDIS_URL",
+      url: redisUrl,
+      defaultPort: 6379,
+      start: startRedis,
+      debianPackages: ["redis-server"],
+    },
     deps,
   );
   return { databaseUrl, redisUrl };

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import {
   contracts,
+  type LeadViewRecorded,
   parkedTopicOf,
   SCHEMA_HEADER,
-  type LeadViewRecorded,
   type TopicContract,
 } from "@th/contracts";
 import { leadViewRecorded as sampleView } from "@th/contracts/samples";
@@ -75,7 +75,10 @@ async function consume(
 
 async function parkedRecords(topic: string, expected: number) {
   const records: { value: Buffer | null; headers: Record<string, string> }[] = [];
-  const consumer = rawKafka.consumer({ groupId: `parked-${randomBytes(4).toString("hex")}`, maxWaitTimeInMs: 100 });
+  const consumer = rawKafka.consumer({
+    groupId: `parked-${randomBytes(4).toString("hex")}`,
+    maxWaitTimeInMs: 100,
+  });
   await consumer.connect();
   await consumer.subscribe({ topic: parkedTopicOf(topic), fromBeginning: true });
   await consumer.run({
@@ -87,7 +90,9 @@ async function parkedRecords(topic: string, expected: number) {
       records.push({ value: message.value, headers });
     },
   });
-  await vi.waitFor(() => expect(records.length).toBeGreaterThanOrEqual(expected), { timeout: 15_000 });
+  await vi.waitFor(() => expect(records.length).toBeGreaterThanOrEqual(expected), {
+    timeout: 15_000,
+  });
   await consumer.disconnect();
   return records;
 }
@@ -96,8 +101,12 @@ describe("bus", () => {
   it("provisions each topic with its partitions and a parking topic, idempotently", async () => {
     const contract = await isolatedTopic(6);
     await bus.provision([contract]);
-    const metadata = await admin.fetchTopicMetadata({ topics: [contract.topic, parkedTopicOf(contract.topic)] });
-    const partitions = Object.fromEntries(metadata.topics.map((topic) => [topic.name, topic.partitions.length]));
+    const metadata = await admin.fetchTopicMetadata({
+      topics: [contract.topic, parkedTopicOf(contract.topic)],
+    });
+    const partitions = Object.fromEntries(
+      metadata.topics.map((topic) => [topic.name, topic.partitions.length]),
+    );
     expect(partitions).toEqual({ [contract.topic]: 6, [parkedTopicOf(contract.topic)]: 1 });
   });
 
@@ -111,10 +120,14 @@ describe("bus", () => {
     const values = Array.from({ length: 20 }, (_, i) => view(`tenant-${i % 2}`, `folio-${i}`));
     await bus.publish(contract, values);
     await vi.waitFor(() => expect(received).toHaveLength(20), { timeout: 15_000 });
-    expect(received[0]?.headers[SCHEMA_HEADER]).toBe(`${contract.schemaName}@${contract.fingerprint}`);
+    expect(received[0]?.headers[SCHEMA_HEADER]).toBe(
+      `${contract.schemaName}@${contract.fingerprint}`,
+    );
     for (const tenant of ["tenant-0", "tenant-1"]) {
       const sent = values.filter((value) => value.tenant_id === tenant);
-      const got = received.filter((message) => message.key === tenant).map((message) => message.value);
+      const got = received
+        .filter((message) => message.key === tenant)
+        .map((message) => message.value);
       expect(got).toEqual(sent);
     }
   });
@@ -166,7 +179,9 @@ describe("bus", () => {
     await vi.waitFor(() => expect(handled).toEqual(["good"]), { timeout: 20_000 });
     expect(attempts).toEqual([1, 2, 3]);
     const [parked] = await parkedRecords(contract.topic, 1);
-    expect(parked?.headers[PARK_HEADERS.reason]).toBe("handler failed 3 times: downstream exploded");
+    expect(parked?.headers[PARK_HEADERS.reason]).toBe(
+      "handler failed 3 times: downstream exploded",
+    );
     expect(parked?.headers[PARK_HEADERS.from]).toBe(`${contract.topic}/0/0`);
     expect(parked?.headers[SCHEMA_HEADER]).toBeDefined();
   });
@@ -189,7 +204,9 @@ describe("bus", () => {
     await vi.waitFor(() => expect(handled).toEqual(["after-poison"]), { timeout: 15_000 });
     const [parked] = await parkedRecords(contract.topic, 1);
     expect(parked?.value?.toString()).toBe("not avro at all");
-    expect(parked?.headers[PARK_HEADERS.reason]).toMatch(/^cannot decode as th\.usage\.LeadViewRecorded/);
+    expect(parked?.headers[PARK_HEADERS.reason]).toMatch(
+      /^cannot decode as th\.usage\.LeadViewRecorded/,
+    );
   });
 
   it("parks a record when the handler says it can never succeed", async () => {

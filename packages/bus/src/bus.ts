@@ -23,7 +23,11 @@ export interface BusOptions {
   clientId: string;
   logger: Logger;
   /** Tests shorten these; production keeps Kafka's usual values. */
-  consumerTimings?: { sessionTimeout?: number; heartbeatInterval?: number; maxWaitTimeInMs?: number };
+  consumerTimings?: {
+    sessionTimeout?: number;
+    heartbeatInterval?: number;
+    maxWaitTimeInMs?: number;
+  };
 }
 
 export interface Delivered<T> {
@@ -176,7 +180,15 @@ export class Bus {
     ]);
     const missing = wanted.filter((topic) => !existing.has(topic.topic));
     if (missing.length > 0) {
-      await admin.createTopics({ topics: missing, waitForLeaders: true });
+      try {
+        await admin.createTopics({ topics: missing, waitForLeaders: true });
+      } catch (error) {
+        // Services start together and provision shared topics at once; losing that race is fine.
+        const errors = (error as { errors?: { type?: string }[] }).errors ?? [];
+        if (errors.length === 0 || errors.some((item) => item.type !== "TOPIC_ALREADY_EXISTS")) {
+          throw error;
+        }
+      }
     }
   }
 
@@ -227,7 +239,12 @@ export class Bus {
       fromBeginning: options.fromBeginning ?? true,
     });
 
-    const pauseAndRedeliver = (topic: string, partition: number, offset: string, afterMs: number) => {
+    const pauseAndRedeliver = (
+      topic: string,
+      partition: number,
+      offset: string,
+      afterMs: number,
+    ) => {
       consumer.pause([{ topic, partitions: [partition] }]);
       consumer.seek({ topic, partition, offset });
       const timer = setTimeout(() => {
@@ -276,7 +293,13 @@ export class Bus {
           } else {
             attempts.set(attemptKey, attempt);
             logger.warn(
-              { err: error, topic: batch.topic, partition: batch.partition, offset: message.offset, attempt },
+              {
+                err: error,
+                topic: batch.topic,
+                partition: batch.partition,
+                offset: message.offset,
+                attempt,
+              },
               "handler failed; will retry",
             );
             pauseAndRedeliver(batch.topic, batch.partition, message.offset, backoffMs(attempt));
@@ -288,9 +311,21 @@ export class Bus {
           return;
         }
         if (outcome.kind === "park") {
-          await this.#park(batch.topic, batch.partition, message, headers, options.group, outcome.reason);
+          await this.#park(
+            batch.topic,
+            batch.partition,
+            message,
+            headers,
+            options.group,
+            outcome.reason,
+          );
           logger.warn(
-            { topic: batch.topic, partition: batch.partition, offset: message.offset, reason: outcome.reason },
+            {
+              topic: batch.topic,
+              partition: batch.partition,
+              offset: message.offset,
+              reason: outcome.reason,
+            },
             "record parked",
           );
         }

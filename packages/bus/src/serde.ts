@@ -42,7 +42,9 @@ export function decodeValue<T>(
   try {
     return decodeRecord(contract, value, headers[SCHEMA_HEADER]);
   } catch (error) {
-    throw new PoisonRecordError(`cannot decode as ${contract.schemaName}: ${(error as Error).message}`);
+    throw new PoisonRecordError(
+      `cannot decode as ${contract.schemaName}: ${(error as Error).message}`,
+    );
   }
 }
 

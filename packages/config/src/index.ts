@@ -53,6 +53,8 @@ export const vars = {
     z.url().refine((value) => protocols.some((protocol) => value.startsWith(`${protocol}:`)), {
       message: `must be a URL starting with ${protocols.map((p) => `${p}:`).join(" or ")}`,
     }),
+  /** Interface to listen on; containers need all interfaces. */
+  host: () => z.string().min(1).default("0.0.0.0"),
   flag: (fallback: boolean) => z.stringbool().default(fallback),
   /** Comma-separated host:port list, as Kafka clients take it. */
   hostPorts: () =>

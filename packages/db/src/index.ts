@@ -1,4 +1,10 @@
-export { type Migration, type MigrationSet, type MigrateResult, migrate, readMigrations } from "./migrate.ts";
+export {
+  type MigrateResult,
+  type Migration,
+  type MigrationSet,
+  migrate,
+  readMigrations,
+} from "./migrate.ts";
 export {
   assertSchemaName,
   createPool,

@@ -43,7 +43,9 @@ describe("migrations", () => {
     await writeFile(file, "CREATE TABLE things (id int);");
     await migrate(db.url, { schema, dir });
     await writeFile(file, "CREATE TABLE things (id bigint);");
-    await expect(migrate(db.url, { schema, dir })).rejects.toThrow(/was edited after it was applied/);
+    await expect(migrate(db.url, { schema, dir })).rejects.toThrow(
+      /was edited after it was applied/,
+    );
   });
 
   it("roll back a failing migration completely and name it", async () => {
@@ -53,7 +55,9 @@ describe("migrations", () => {
       join(dir, "20261101000000_half_broken.sql"),
       "CREATE TABLE half (id int); SELECT no_such_function();",
     );
-    await expect(migrate(db.url, { schema, dir })).rejects.toThrow(/20261101000000_half_broken failed/);
+    await expect(migrate(db.url, { schema, dir })).rejects.toThrow(
+      /20261101000000_half_broken failed/,
+    );
     const { rowCount } = await db.pool.query(
       "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'half'",
       [schema],
@@ -64,7 +68,9 @@ describe("migrations", () => {
   it("reject files that are not timestamp-named", async () => {
     const dir = await mkdtemp(join(tmpdir(), "mig-"));
     await writeFile(join(dir, "001_init.sql"), "SELECT 1;");
-    await expect(readMigrations(dir)).rejects.toThrow(/must be named <yyyymmddhhmmss>_<snake_name>\.sql/);
+    await expect(readMigrations(dir)).rejects.toThrow(
+      /must be named <yyyymmddhhmmss>_<snake_name>\.sql/,
+    );
   });
 });
 

@@ -71,10 +71,14 @@ export async function migrate(url: string, set: MigrationSet): Promise<MigrateRe
     for (const row of rows) {
       const file = known.get(row.id);
       if (!file) {
-        throw new Error(`${schema}: migration ${row.id}_${row.name} was applied but its file is gone`);
+        throw new Error(
+          `${schema}: migration ${row.id}_${row.name} was applied but its file is gone`,
+        );
       }
       if (file.checksum !== row.checksum) {
-        throw new Error(`${schema}: migration ${row.id}_${row.name} was edited after it was applied`);
+        throw new Error(
+          `${schema}: migration ${row.id}_${row.name} was edited after it was applied`,
+        );
       }
     }
     const appliedIds = new Set(rows.map((row) => row.id));
@@ -102,7 +106,9 @@ export async function migrate(url: string, set: MigrationSet): Promise<MigrateRe
     }
     return { schema, applied };
   } finally {
-    await client.query("SELECT pg_advisory_unlock(hashtext($1))", [`migrate:${schema}`]).catch(() => {});
+    await client
+      .query("SELECT pg_advisory_unlock(hashtext($1))", [`migrate:${schema}`])
+      .catch(() => {});
     await client.end();
   }
 }

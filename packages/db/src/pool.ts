@@ -35,7 +35,10 @@ export function createPool(options: PoolOptions): Pool {
 }
 
 /** Runs `work` in one transaction, rolling back on any error. */
-export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");

@@ -35,7 +35,11 @@ afterAll(() => app.close());
 
 describe("error responses", () => {
   it("answer invalid bodies with 400 invalid_request naming each failing field", async () => {
-    const response = await app.inject({ method: "POST", url: "/things", payload: { name: "", count: 0 } });
+    const response = await app.inject({
+      method: "POST",
+      url: "/things",
+      payload: { name: "", count: 0 },
+    });
     expect(response.statusCode).toBe(400);
     const body = response.json();
     expect(body.error).toBe("invalid_request");
@@ -81,7 +85,10 @@ describe("error responses", () => {
   it("answer unknown routes with 404 not_found in the same shape", async () => {
     const response = await app.inject({ method: "GET", url: "/nowhere?x=1" });
     expect(response.statusCode).toBe(404);
-    expect(response.json()).toMatchObject({ error: "not_found", detail: "no route for GET /nowhere" });
+    expect(response.json()).toMatchObject({
+      error: "not_found",
+      detail: "no route for GET /nowhere",
+    });
   });
 
   it("publish every route's schemas in the OpenAPI document", () => {

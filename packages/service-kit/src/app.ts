@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import swagger from "@fastify/swagger";
 import type { Logger } from "@th/telemetry";
-import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyError, type FastifyInstance, LogController } from "fastify";
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
@@ -55,7 +55,8 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
         ? incoming
         : `req_${randomUUID().replaceAll("-", "")}`;
     },
-    disableRequestLogging: false,
+    // One line per request is written in onResponse below, with the URL scrubbed of keys.
+    logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
@@ -70,7 +71,9 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
         ...(options.description ? { description: options.description } : {}),
       },
       components: {
-        securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "th_live_…" } },
+        securitySchemes: {
+          bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "th_live_…" },
+        },
       },
     },
     transform: jsonSchemaTransform,
@@ -79,6 +82,17 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
 
   app.addHook("onSend", async (request, reply) => {
     reply.header("x-request-id", request.id);
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: request.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      "request",
+    );
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -90,7 +104,10 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const error = new ApiError("not_found", `no route for ${request.method} ${request.url.split("?")[0]}`);
+    const error = new ApiError(
+      "not_found",
+      `no route for ${request.method} ${request.url.split("?")[0]}`,
+    );
     void reply.status(404).send(error.body(request.id));
   });
 

@@ -7,5 +7,10 @@ export {
   errorBodySchema,
   errorResponses,
 } from "./errors.ts";
-export { type InternalServer, type ReadinessCheck, startInternalServer } from "./internal-server.ts";
+export {
+  type InternalServer,
+  type ReadinessCheck,
+  startInternalServer,
+} from "./internal-server.ts";
 export { type Stoppable, stopOnSignals } from "./lifecycle.ts";
+export { runService, type ServiceApp, type ServiceDeps, type ServiceSpec } from "./run-service.ts";

@@ -38,12 +38,17 @@ export async function startInternalServer(options: {
       );
       const checks = Object.fromEntries(entries);
       const ready = !draining && entries.every(([, state]) => state === "ok");
-      send(ready ? 200 : 503, { status: ready ? "ready" : draining ? "draining" : "not_ready", checks });
+      send(ready ? 200 : 503, {
+        status: ready ? "ready" : draining ? "draining" : "not_ready",
+        checks,
+      });
       return;
     }
     send(404, { error: "not_found", detail: "only /healthz and /readyz live here" });
   });
-  await new Promise<void>((resolve) => server.listen(options.port, options.host ?? "0.0.0.0", resolve));
+  await new Promise<void>((resolve) =>
+    server.listen(options.port, options.host ?? "0.0.0.0", resolve),
+  );
   return {
     port: (server.address() as AddressInfo).port,
     markDraining: () => {

@@ -31,7 +31,11 @@ export function scrubValue(value: unknown, depth = 0): unknown {
     return value;
   }
   if (value instanceof Error) {
-    return { type: value.name, message: scrubText(value.message), stack: scrubText(value.stack ?? "") };
+    return {
+      type: value.name,
+      message: scrubText(value.message),
+      stack: scrubText(value.stack ?? ""),
+    };
   }
   if (Array.isArray(value)) {
     return value.map((item) => scrubValue(item, depth + 1));

@@ -26,7 +26,10 @@ describe("secret scrubbing", () => {
   it("never writes a full key, secret field or password to a log line", () => {
     const { lines, logger } = capture();
     const key = "th_live_4QmZ8cW1rT9bX2nY7kP3sV6hJ5dL0aFgE1uI8oRzq";
-    logger.info({ headers: { authorization: `Bearer ${key}` }, secret: "whsec_x", note: key }, `got ${key}`);
+    logger.info(
+      { headers: { authorization: `Bearer ${key}` }, secret: "whsec_x", note: key },
+      `got ${key}`,
+    );
     const written = JSON.stringify(lines);
     expect(written).not.toContain(key);
     expect(written).not.toContain("whsec_x");

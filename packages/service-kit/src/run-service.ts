@@ -1,0 +1,141 @@
+import { type AnyTopicContract, Bus } from "@th/bus";
+import type { commonShape, z } from "@th/config";
+import { createPool, type MigrationSet, migrate, type Pool, pingDatabase } from "@th/db";
+import { createLogger, type Logger, startTelemetry } from "@th/telemetry";
+import { Redis } from "ioredis";
+import type { HttpApp } from "./app.ts";
+import { startInternalServer } from "./internal-server.ts";
+import { stopOnSignals } from "./lifecycle.ts";
+
+export type CommonConfig = z.infer<z.ZodObject<typeof commonShape>>;
+
+/** What every service is handed: its config and its connections, never globals. */
+export interface ServiceDeps<Config extends CommonConfig> {
+  config: Config;
+  logger: Logger;
+  pool: Pool;
+  redis: Redis;
+  bus: Bus;
+}
+
+/** What `buildApp` returns: an HTTP app (optional) and the background work it runs. */
+export interface ServiceApp {
+  http?: HttpApp;
+  /** Starts consumers and timers; called after topics exist. */
+  start(): Promise<void>;
+  /** Stops taking work and hands back or finishes what is in flight. */
+  stop(): Promise<void>;
+}
+
+export interface ServiceSpec<Config extends CommonConfig> {
+  name: string;
+  config: Config;
+  migrations: MigrationSet;
+  /** Topics this service produces or consumes; created at start-up when missing. */
+  topics: readonly AnyTopicContract[];
+  /** Public (or service-to-service) HTTP port; omitted for services without routes. */
+  port?: number;
+  host?: string;
+  build(deps: ServiceDeps<Config>): Promise<ServiceApp>;
+}
+
+/**
+ * Process warnings go to the structured log. kafkajs 2.2.4 arms timers with a negative delay
+ * that Node 24 reports on every connection; Node treats it as 1 ms, so that one is dropped.
+ */
+function routeProcessWarnings(logger: Logger) {
+  process.removeAllListeners("warning");
+  process.on("warning", (warning) => {
+    if (warning.name !== "TimeoutNegativeWarning") {
+      logger.warn({ warning: warning.name }, warning.message);
+    }
+  });
+}
+
+/** The broker may still be starting when a service starts; wait for it rather than crash. */
+async function provisionWithRetry(bus: Bus, topics: readonly AnyTopicContract[], logger: Logger) {
+  const deadline = Date.now() + 60_000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await bus.provision(topics);
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) {
+        throw error;
+      }
+      logger.warn({ attempt, err: error }, "Kafka not ready for topic provisioning; retrying");
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
+/**
+ * The one `main` of every service: `node src/main.ts` runs it, `node src/main.ts migrate`
+ * applies its migrations and exits (what the deploy's migration job runs).
+ */
+export async function runService<Config extends CommonConfig>(
+  spec: ServiceSpec<Config>,
+  argv: readonly string[],
+): Promise<void> {
+  const { config } = spec;
+  const logger = createLogger({ service: spec.name, level: config.LOG_LEVEL });
+  routeProcessWarnings(logger);
+  if (argv[0] === "migrate") {
+    const result = await migrate(config.DATABASE_URL, spec.migrations);
+    logger.info({ schema: result.schema, applied: result.applied }, "migrations applied");
+    return;
+  }
+  const telemetry = startTelemetry({
+    service: config.OTEL_SERVICE_NAME ?? spec.name,
+    enabled: config.OTEL_ENABLED,
+    endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
+  });
+  const pool = createPool({
+    url: config.DATABASE_URL,
+    schema: spec.migrations.schema,
+    applicationName: spec.name,
+  });
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 3, lazyConnect: false });
+  redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
+  const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: spec.name, logger });
+
+  const app = await spec.build({ config, logger, pool, redis, bus });
+  await provisionWithRetry(bus, spec.topics, logger);
+  await app.start();
+  if (app.http && spec.port !== undefined) {
+    await app.http.listen({ port: spec.port, host: spec.host ?? "0.0.0.0" });
+  }
+  const internal = await startInternalServer({
+    port: config.INTERNAL_PORT,
+    checks: {
+      postgres: () => pingDatabase(pool),
+      redis: async () => (await redis.ping()) === "PONG",
+      kafka: () => bus.ping(),
+    },
+  });
+  logger.info(
+    {
+      port: app.http?.server.address() ?? null,
+      internal_port: internal.port,
+    },
+    `${spec.name} ready`,
+  );
+
+  stopOnSignals({
+    logger,
+    onDrain: () => internal.markDraining(),
+    service: {
+      stop: async () => {
+        await app.http?.close();
+        await app.stop();
+        await bus.close();
+        await Promise.allSettled([
+          redis.quit(),
+          pool.end(),
+          internal.close(),
+          telemetry.shutdown(),
+        ]);
+      },
+    },
+  });
+}

@@ -1,0 +1,226 @@
+// `npm start`: migrations, the dev broker and every service as separate processes under one
+// supervisor. Logs are prefixed and coloured per process; a process that dies stops everything
+// loudly (nothing restarts silently); Ctrl-C stops all of them gracefully.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { seedDemo } from "./demo.ts";
+
+const root = join(import.meta.dirname, "..");
+const env = process.env;
+const GATEWAY_PORT = Number(env.GATEWAY_PORT ?? 8080);
+const BROKER_PORT = Number(env.BROKER_PORT ?? 9092);
+const externalKafka = Boolean(env.KAFKA_BROKERS);
+const kafkaBrokers = env.KAFKA_BROKERS ?? `127.0.0.1:${BROKER_PORT}`;
+
+interface ServiceEntry {
+  name: string;
+  port: number;
+  internalPort: number;
+}
+
+const services: ServiceEntry[] = [
+  { name: "keys", port: 8081, internalPort: 9081 },
+  { name: "quota-ledger", port: 8082, internalPort: 9082 },
+  { name: "parcels", port: 8083, internalPort: 9083 },
+  { name: "matcher", port: 8084, internalPort: 9084 },
+  { name: "webhook-dispatcher", port: 8085, internalPort: 9085 },
+  { name: "gateway", port: GATEWAY_PORT, internalPort: 9080 },
+].map((service) => ({
+  ...service,
+  port: Number(env[`${service.name.toUpperCase().replaceAll("-", "_")}_PORT`] ?? service.port),
+  internalPort: Number(
+    env[`${service.name.toUpperCase().replaceAll("-", "_")}_INTERNAL_PORT`] ?? service.internalPort,
+  ),
+}));
+
+const COLOURS = [36, 35, 33, 32, 34, 96, 95, 93];
+const LEVELS: Record<number, string> = {
+  10: "trace",
+  20: "debug",
+  30: "info",
+  40: "WARN",
+  50: "ERROR",
+  60: "FATAL",
+};
+const children = new Map<string, ChildProcess>();
+let stopping = false;
+
+function say(message: string) {
+  process.stdout.write(`\u001b[1m[start]\u001b[0m ${message}\n`);
+}
+
+/** Pino lines become `level message key=value`; anything else passes through as is. */
+function formatLine(line: string): string {
+  if (!line.startsWith("{")) {
+    return line;
+  }
+  try {
+    const { level, msg, time, pid, hostname, service, name, ...rest } = JSON.parse(line) as Record<
+      string,
+      unknown
+    >;
+    const extra = Object.entries(rest)
+      .map(([key, value]) => `${key}=${typeof value === "string" ? value : JSON.stringify(value)}`)
+      .join(" ");
+    return `${LEVELS[level as number] ?? level} ${msg ?? ""}${extra ? ` \u001b[2m${extra}\u001b[0m` : ""}`;
+  } catch {
+    return line;
+  }
+}
+
+function launch(name: string, args: string[], extraEnv: Record<string, string>, colour: number) {
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...env, ...extraEnv },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const prefix = `\u001b[${colour}m${name.padEnd(18)}\u001b[0m|`;
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on("line", (line) => {
+      process.stdout.write(`${prefix} ${formatLine(line)}\n`);
+    });
+  }
+  child.on("exit", (code, signal) => {
+    children.delete(name);
+    if (!stopping) {
+      say(`\u001b[31m${name} exited (${signal ?? `code ${code}`}); stopping everything\u001b[0m`);
+      void stopAll(1);
+    }
+  });
+  children.set(name, child);
+  return child;
+}
+
+function runToEnd(name: string, args: string[], extraEnv: Record<string, string>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { ...env, ...extraEnv },
+      stdio: "pipe",
+    });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("exit", (code) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`${name} failed:\n${output.split("\n").map(formatLine).join("\n")}`)),
+    );
+  });
+}
+
+async function waitForReady(url: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && !stopping) {
+    try {
+      const response = await fetch(url);
+      if (response.ok) {
+        return true;
+      }
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return false;
+}
+
+async function stopAll(code: number) {
+  if (stopping) {
+    return;
+  }
+  stopping = true;
+  say("stopping all processes");
+  const exits = [...children.values()].map(
+    (child) =>
+      new Promise<void>((resolve) => {
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  );
+  const timeout = setTimeout(() => {
+    for (const child of children.values()) {
+      child.kill("SIGKILL");
+    }
+  }, 15_000);
+  await Promise.all(exits);
+  clearTimeout(timeout);
+  process.exit(code);
+}
+
+process.on("SIGINT", () => void stopAll(0));
+process.on("SIGTERM", () => void stopAll(0));
+
+say("applying migrations");
+await Promise.all(
+  services.map((service) =>
+    runToEnd(
+      `${service.name} migrate`,
+      [join("services", service.name, "src", "main.ts"), "migrate"],
+      {},
+    ),
+  ),
+).catch((error: Error) => {
+  say(error.message);
+  process.exit(1);
+});
+
+if (!externalKafka) {
+  const dataDir = env.BROKER_DATA_DIR ?? join(root, ".data", "kafka");
+  mkdirSync(dataDir, { recursive: true });
+  launch(
+    "dev-broker",
+    ["packages/dev-broker/src/cli.ts", "--port", String(BROKER_PORT), "--data-dir", dataDir],
+    {},
+    90,
+  );
+}
+
+services.forEach((service, index) => {
+  launch(
+    service.name,
+    [join("services", service.name, "src", "main.ts")],
+    {
+      PORT: String(service.port),
+      INTERNAL_PORT: String(service.internalPort),
+      KAFKA_BROKERS: kafkaBrokers,
+      HOST: env.HOST ?? "127.0.0.1",
+    },
+    COLOURS[index % COLOURS.length] ?? 37,
+  );
+});
+
+const readiness = await Promise.all(
+  services.map(async (service) => ({
+    service,
+    ready: await waitForReady(`http://127.0.0.1:${service.internalPort}/readyz`, 90_000),
+  })),
+);
+const notReady = readiness.filter((entry) => !entry.ready).map((entry) => entry.service.name);
+if (notReady.length > 0) {
+  say(`\u001b[31mnot ready after 90 s: ${notReady.join(", ")}\u001b[0m`);
+  await stopAll(1);
+}
+
+const baseUrl = `http://127.0.0.1:${GATEWAY_PORT}`;
+const demoLines = await seedDemo({ baseUrl, env });
+say(
+  [
+    "\u001b[32mTerminal House is up\u001b[0m",
+    `  REST API      ${baseUrl}/v1   (try: curl ${baseUrl}/v1/health)`,
+    `  OpenAPI       ${baseUrl}/v1/openapi.json`,
+    `  Kafka         ${kafkaBrokers}${externalKafka ? "" : " (dev broker, data in .data/kafka)"}`,
+    ...services.map(
+      (service) =>
+        `  ${service.name.padEnd(19)} readiness http://127.0.0.1:${service.internalPort}/readyz`,
+    ),
+    ...demoLines,
+    "  Ctrl-C stops everything.",
+  ].join("\n"),
+);

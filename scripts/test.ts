@@ -1,0 +1,29 @@
+// `npm test`: lint and format check with zero warnings, strict type check of every package,
+// then the whole vitest suite (unit, integration against real Postgres, Redis and the dev
+// broker, and the cross-service scenarios in test/). Extra arguments go to vitest.
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+
+const root = join(import.meta.dirname, "..");
+const bin = (name: string) => join(root, "node_modules", ".bin", name);
+
+function step(title: string, command: string, args: string[]) {
+  process.stdout.write(`\n\u001b[1m== ${title}\u001b[0m\n`);
+  const result = spawnSync(command, args, { cwd: root, stdio: "inherit" });
+  if (result.status !== 0) {
+    process.stdout.write(`\n${title} failed\n`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+const vitestArgs = process.argv.slice(2);
+if (vitestArgs.length === 0) {
+  step("lint and format (biome)", bin("biome"), ["check", "--error-on-warnings", "."]);
+  step("type check (tsc, every package)", bin("turbo"), [
+    "run",
+    "typecheck",
+    "--output-logs=errors-only",
+    "--log-order=grouped",
+  ]);
+}
+step("tests (vitest)", bin("vitest"), ["run", ...vitestArgs]);

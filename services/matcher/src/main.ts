@@ -1,0 +1,20 @@
+import { contracts } from "@th/contracts";
+import { runService } from "@th/service-kit";
+import { buildApp } from "./app.ts";
+import { readConfig } from "./config.ts";
+import { migrations } from "./db/migrations.ts";
+
+const config = readConfig();
+
+await runService(
+  {
+    name: "matcher",
+    config,
+    migrations,
+    topics: [contracts.parcelIngested, contracts.matchFound],
+    port: config.PORT,
+    host: config.HOST,
+    build: buildApp,
+  },
+  process.argv.slice(2),
+);

@@ -1,0 +1,93 @@
+// `npm start` as a user runs it (minus the bootstrap): the supervisor brings up the dev broker
+// and all six services, every readiness probe turns green, the public health endpoint answers,
+// and one SIGINT stops every process.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const root = join(import.meta.dirname, "..");
+const base = 20_000 + Math.floor(Math.random() * 20_000);
+const ports = {
+  GATEWAY_PORT: base,
+  BROKER_PORT: base + 1,
+  KEYS_PORT: base + 2,
+  QUOTA_LEDGER_PORT: base + 3,
+  PARCELS_PORT: base + 4,
+  MATCHER_PORT: base + 5,
+  WEBHOOK_DISPATCHER_PORT: base + 6,
+  GATEWAY_INTERNAL_PORT: base + 10,
+  KEYS_INTERNAL_PORT: base + 11,
+  QUOTA_LEDGER_INTERNAL_PORT: base + 12,
+  PARCELS_INTERNAL_PORT: base + 13,
+  MATCHER_INTERNAL_PORT: base + 14,
+  WEBHOOK_DISPATCHER_INTERNAL_PORT: base + 15,
+};
+const internalPorts = Object.entries(ports)
+  .filter(([name]) => name.endsWith("_INTERNAL_PORT"))
+  .map(([, port]) => port);
+
+let supervisor: ChildProcess | undefined;
+let output = "";
+
+afterAll(() => {
+  supervisor?.kill("SIGKILL");
+});
+
+function waitForOutput(pattern: RegExp, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`timed out waiting for ${pattern}:\n${output}`)),
+      timeoutMs,
+    );
+    const check = () => {
+      if (pattern.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    supervisor?.stdout?.on("data", check);
+    check();
+  });
+}
+
+describe("npm start", () => {
+  it("brings up the broker and all six services, answers /v1/health, and stops on Ctrl-C", async () => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
+      BROKER_DATA_DIR: mkdtempSync(join(tmpdir(), "th-start-")),
+      LOG_LEVEL: "warn",
+    };
+    delete env.KAFKA_BROKERS;
+    supervisor = spawn(process.execPath, ["scripts/start.ts"], { cwd: root, env, stdio: "pipe" });
+    supervisor.stdout?.on("data", (chunk) => {
+      output += chunk;
+    });
+    supervisor.stderr?.on("data", (chunk) => {
+      output += chunk;
+    });
+    await waitForOutput(/Terminal House is up/, 90_000);
+
+    for (const port of internalPorts) {
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({
+        checks: { postgres: "ok", redis: "ok", kafka: "ok" },
+      });
+    }
+    const health = await fetch(`http://127.0.0.1:${ports.GATEWAY_PORT}/v1/health`, {
+      headers: { authorization: "Bearer whatever" },
+    });
+    expect(health.status).toBe(200);
+    expect(output).toContain(`http://127.0.0.1:${ports.GATEWAY_PORT}/v1/health`);
+
+    const exited = new Promise<number | null>((resolve) => supervisor?.once("exit", resolve));
+    supervisor.kill("SIGINT");
+    expect(await exited).toBe(0);
+    for (const port of [...internalPorts, ports.GATEWAY_PORT]) {
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+    }
+  }, 150_000);
+});

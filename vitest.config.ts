@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["packages/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "test/**/*.test.ts"],
+    exclude: ["**/node_modules/**"],
+    pool: "forks",
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    reporters: ["default"],
+  },
+});
