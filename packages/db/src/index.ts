@@ -14,3 +14,4 @@ export {
   type PoolOptions,
   pingDatabase,
 } from "./pool.ts";
+export { claimEvent } from "./processed-events.ts";
