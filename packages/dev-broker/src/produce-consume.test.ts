@@ -32,7 +32,11 @@ async function consumeAll(
   count: number,
   options: { maxWaitTimeInMs?: number } = {},
 ): Promise<Received[]> {
-  const consumer = kafka.consumer({ groupId: uniqueName("pc-group"), ...FAST_CONSUMER, ...options });
+  const consumer = kafka.consumer({
+    groupId: uniqueName("pc-group"),
+    ...FAST_CONSUMER,
+    ...options,
+  });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   const received: Received[] = [];
@@ -62,7 +66,7 @@ describe("produce and consume", () => {
         "trace-id": `t-${i}`,
         multi: ["a", "b"],
         binary: Buffer.from([0, 255, i]),
-        "ünïcødé": "✓",
+        ünïcødé: "✓",
       },
     }));
     await producer.send({ topic, messages });

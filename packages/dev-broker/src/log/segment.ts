@@ -62,7 +62,7 @@ export class Segment implements Syncable {
 
   static createFile(dir: string, baseOffset: number): Segment {
     const path = join(dir, segmentFileName(baseOffset));
-    return new Segment(baseOffset, path, openSync(path, "a+"));
+    return new Segment(baseOffset, path, openSync(path, "w+"));
   }
 
   /**
@@ -129,7 +129,14 @@ export class Segment implements Syncable {
     } else {
       let written = 0;
       while (written < batch.length) {
-        written += writeSync(this.fd as number, batch, written, batch.length - written);
+        // Positional writes: a recovered segment is opened r+, where the file offset starts at 0.
+        written += writeSync(
+          this.fd as number,
+          batch,
+          written,
+          batch.length - written,
+          position + written,
+        );
       }
     }
     this.index(header, position);

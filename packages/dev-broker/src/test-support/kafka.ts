@@ -6,13 +6,12 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
-export function kafkaClient(brokers: string[], clientId = uniqueName("client")): Kafka {
-  return new Kafka({
-    clientId,
-    brokers,
-    logLevel: logLevel.NOTHING,
-    retry: { initialRetryTime: 100, retries: 8 },
-  });
+export function kafkaClient(
+  brokers: string[],
+  clientId = uniqueName("client"),
+  retry = { initialRetryTime: 100, retries: 8 },
+): Kafka {
+  return new Kafka({ clientId, brokers, logLevel: logLevel.NOTHING, retry });
 }
 
 export const FAST_CONSUMER: Omit<ConsumerConfig, "groupId"> = {
