@@ -63,9 +63,6 @@ const broker = await startBroker({
   ),
 });
 
-process.stdout.write(
-  `dev-broker ready on ${broker.brokers[0]} (data: ${dataDir ?? "in-memory"})\n`,
-);
 
 let shuttingDown = false;
 const shutdown = (signal: string): void => {
@@ -84,3 +81,8 @@ const shutdown = (signal: string): void => {
 };
 process.on("SIGINT", () => shutdown("SIGINT"));
 process.on("SIGTERM", () => shutdown("SIGTERM"));
+
+// Printed only once the signal handlers are in place, so a supervisor may stop us right away.
+process.stdout.write(
+  `dev-broker ready on ${broker.brokers[0]} (data: ${dataDir ?? "in-memory"})\n`,
+);

@@ -131,14 +131,17 @@ export class Connection implements ClientConnection {
    * socket, so tools see UNSUPPORTED_VERSION instead of a connection reset.
    */
   private unsupported(header: RequestHeader): Writer {
-    this.ctx.logger.info("unsupported request", {
+    const fields = {
       apiKey: header.apiKey,
       apiVersion: header.apiVersion,
       clientId: header.clientId,
-    });
+    };
     if (header.apiKey === ApiKey.ApiVersions) {
+      // Routine: librdkafka opens with ApiVersions v3 and retries at our maximum.
+      this.ctx.logger.debug("ApiVersions version downgrade", fields);
       return encodeApiVersions(SUPPORTED_APIS, ErrorCode.UNSUPPORTED_VERSION, 0);
     }
+    this.ctx.logger.info("unsupported request", fields);
     return new Writer(8).int16(ErrorCode.UNSUPPORTED_VERSION);
   }
 
