@@ -45,7 +45,14 @@ describe("CLI", () => {
   test("stops cleanly on SIGINT and SIGTERM", async () => {
     for (const signal of ["SIGINT", "SIGTERM"] as const) {
       const dir = mkdtempSync(join(tmpdir(), "dev-broker-cli-signal-"));
-      const child = await spawnCliBroker(["--port", "0", "--data-dir", dir, "--log-level", "error"]);
+      const child = await spawnCliBroker([
+        "--port",
+        "0",
+        "--data-dir",
+        dir,
+        "--log-level",
+        "error",
+      ]);
       child.process.kill(signal);
       expect(await waitForExit(child.process)).toBe(0);
       rmSync(dir, { recursive: true, force: true });

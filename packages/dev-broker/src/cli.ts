@@ -63,7 +63,6 @@ const broker = await startBroker({
   ),
 });
 
-
 let shuttingDown = false;
 const shutdown = (signal: string): void => {
   if (shuttingDown) {
