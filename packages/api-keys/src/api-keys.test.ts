@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import {
+  containsKeyLikeString,
+  generateApiKey,
+  hashApiKey,
+  isWellFormedApiKey,
+  KEY_LENGTH,
+  lastFour,
+  secretsEqual,
+} from "./index.ts";
+
+const pepper = Buffer.alloc(32, 1);
+
+describe("API key format", () => {
+  it("is th_live_ followed by a base62 tail of at least 160 random bits and a checksum", () => {
+    const key = generateApiKey();
+    expect(key).toMatch(/^th_live_[0-9A-Za-z]{38}$/);
+    expect(key).toHaveLength(KEY_LENGTH);
+    // 32 base62 characters carry log2(62^32) ≈ 190 bits.
+    expect(32 * Math.log2(62)).toBeGreaterThanOrEqual(160);
+    expect(isWellFormedApiKey(key)).toBe(true);
+  });
+
+  it("never repeats across many keys", () => {
+    const keys = new Set(Array.from({ length: 10_000 }, generateApiKey));
+    expect(keys.size).toBe(10_000);
+  });
+
+  it("refuses a key with one character changed, by its checksum, before any lookup", () => {
+    const key = generateApiKey();
+    const position = 12;
+    const swapped = key[position] === "a" ? "b" : "a";
+    const typo = `${key.slice(0, position)}${swapped}${key.slice(position + 1)}`;
+    expect(isWellFormedApiKey(typo)).toBe(false);
+    expect(isWellFormedApiKey(key.slice(0, -1))).toBe(false);
+    expect(isWellFormedApiKey(`th_test_${key.slice(8)}`)).toBe(false);
+    expect(isWellFormedApiKey("")).toBe(false);
+  });
+
+  it("is stored as a peppered hash and last4 only", () => {
+    const key = generateApiKey();
+    const hash = hashApiKey(key, pepper);
+    expect(hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(hash).not.toContain(key.slice(8));
+    expect(hashApiKey(key, Buffer.alloc(32, 2))).not.toBe(hash);
+    expect(lastFour(key)).toBe(key.slice(-4));
+  });
+
+  it("compares secrets in constant time and only equal secrets match", () => {
+    expect(secretsEqual("abc", "abc")).toBe(true);
+    expect(secretsEqual("abc", "abd")).toBe(false);
+    expect(secretsEqual("abc", "abcd")).toBe(false);
+  });
+
+  it("spots key-shaped strings anywhere in a nested value", () => {
+    const key = generateApiKey();
+    expect(containsKeyLikeString({ a: [{ b: `token=${key}` }] })).toBe(true);
+    expect(containsKeyLikeString({ [key]: 1 })).toBe(true);
+    expect(containsKeyLikeString({ label: "my th_live key" })).toBe(false);
+    expect(containsKeyLikeString(42)).toBe(false);
+  });
+});
