@@ -126,7 +126,7 @@ export class Bus {
       clientId: options.clientId,
       brokers: [...options.brokers],
       logLevel: logLevel.WARN,
-      retry: { initialRetryTime: 200, retries: 8 },
+      retry: { initialRetryTime: 200, retries: options.retries ?? 8 },
       logCreator:
         () =>
         ({ level, log }) => {

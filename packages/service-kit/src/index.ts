@@ -13,4 +13,5 @@ export {
   startInternalServer,
 } from "./internal-server.ts";
 export { type Stoppable, stopOnSignals } from "./lifecycle.ts";
+export { createOutboxRelay, enqueueEvent, type OutboxRelay } from "./outbox.ts";
 export { runService, type ServiceApp, type ServiceDeps, type ServiceSpec } from "./run-service.ts";

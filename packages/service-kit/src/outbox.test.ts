@@ -1,0 +1,87 @@
+import { join } from "node:path";
+import { Bus, on } from "@th/bus";
+import { commonShape, defineConfig } from "@th/config";
+import { contracts, type KeyIssued } from "@th/contracts";
+import { keyIssued } from "@th/contracts/samples";
+import { inTransaction } from "@th/db";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createOutboxRelay, enqueueEvent } from "./outbox.ts";
+import { createTestHarness, type TestHarness } from "./testing.ts";
+
+const config = defineConfig(commonShape).load({});
+let harness: TestHarness<typeof config>;
+
+beforeAll(async () => {
+  harness = await createTestHarness({
+    config,
+    migrations: [{ schema: "outbox_test", dir: join(import.meta.dirname, "fixtures", "outbox") }],
+    topics: [contracts.keyIssued],
+  });
+});
+afterAll(() => harness.close());
+
+describe("outbox", () => {
+  it("publishes events of committed transactions only, in order, once", async () => {
+    const received: KeyIssued[] = [];
+    const consumer = await harness.bus.consume({
+      group: "outbox-test",
+      subscriptions: [
+        on(contracts.keyIssued, async (message) => {
+          received.push(message.value);
+          return undefined;
+        }),
+      ],
+    });
+    const relay = createOutboxRelay({
+      pool: harness.pool,
+      bus: harness.bus,
+      logger: harness.logger,
+    });
+    await inTransaction(harness.pool, async (client) => {
+      await enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: "k1" });
+      await enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: "k2" });
+    });
+    await expect(
+      inTransaction(harness.pool, async (client) => {
+        await enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: "rolled-back" });
+        throw new Error("change failed");
+      }),
+    ).rejects.toThrow("change failed");
+    expect(await relay.flush()).toBe(2);
+    expect(await relay.flush()).toBe(0);
+    await vi.waitFor(() => expect(received.map((event) => event.key_id)).toEqual(["k1", "k2"]), {
+      timeout: 15_000,
+    });
+    await consumer.stop();
+  });
+
+  it("keeps events that could not be published for the next attempt", async () => {
+    // A real client whose broker is gone: nothing listens on port 1.
+    const brokenBus = new Bus({
+      brokers: ["127.0.0.1:1"],
+      clientId: "outbox-test",
+      logger: harness.logger,
+      retries: 0,
+    });
+    await inTransaction(harness.pool, (client) =>
+      enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: "k3" }),
+    );
+    const broken = createOutboxRelay({
+      pool: harness.pool,
+      bus: brokenBus,
+      logger: harness.logger,
+    });
+    await expect(broken.flush()).rejects.toThrow();
+    await brokenBus.close();
+    const { rows } = await harness.pool.query(
+      "SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL",
+    );
+    expect(rows[0].n).toBe(1);
+    const relay = createOutboxRelay({
+      pool: harness.pool,
+      bus: harness.bus,
+      logger: harness.logger,
+    });
+    expect(await relay.flush()).toBe(1);
+  });
+});
