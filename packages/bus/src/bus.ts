@@ -28,6 +28,8 @@ export interface BusOptions {
     heartbeatInterval?: number;
     maxWaitTimeInMs?: number;
   };
+  /** Retries of a failed request before it fails; defaults to 8 (about a minute of back-off). */
+  retries?: number;
 }
 
 export interface Delivered<T> {
