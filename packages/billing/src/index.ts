@@ -1,0 +1,9 @@
+export { addMonthsClamped, type BillingPeriod, billingPeriodAt } from "./period.ts";
+export {
+  cheapestTierWith,
+  type Surface,
+  TIERS,
+  type TierFacts,
+  TRIAL_DAYS,
+  tierOpens,
+} from "./tiers.ts";
