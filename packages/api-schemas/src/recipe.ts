@@ -1,0 +1,493 @@
+// The watchlist recipe: which freshly ingested parcels a watchlist picks, and how it scores them.
+// The gateway validates request bodies with `recipeSchema` and the matcher validates what it
+// stores with the same schema, so a recipe accepted at the edge is always one the matcher can run.
+// The schema only validates; it never rewrites its input (no transforms), so it describes
+// requests and responses alike in the OpenAPI document. The matcher canonicalizes a valid recipe
+// (state names to codes, lists sorted and de-duplicated) before it stores or fingerprints it.
+import { z } from "zod";
+
+/**
+ * The lead signals the parcels service computes from the roll and lists in
+ * `parcel.ingested.signals_fired` (and so in the webhook's `match.signals_fired`). Recipes may
+ * only name these. Adding a name is backward compatible; renaming or removing one breaks stored
+ * recipes, so never do either within v1.
+ */
+export const LEAD_SIGNALS = [
+  "absentee_owner",
+  "out_of_state_owner",
+  "in_state_absentee",
+  "foreign_owner",
+  "corporate_owner",
+  "trust_owner",
+  "estate_or_deceased_owner",
+  "long_term_owner",
+  "tired_landlord",
+  "portfolio_owner",
+  "high_equity",
+  "free_and_clear_est",
+  "negative_equity_est",
+  "vacant_land",
+  "homestead_removed",
+  "homestead_ported_away",
+  "recent_sale",
+  "distressed_transfer",
+  "related_party_transfer",
+  "below_market_last_sale",
+  "value_jump",
+  "jv_decrease",
+  "old_structure",
+  "senior_owner_exemption",
+] as const;
+export type LeadSignal = (typeof LEAD_SIGNALS)[number];
+
+/** One line per signal, for the documentation, the dashboard and the OpenAPI description. */
+export const LEAD_SIGNAL_DESCRIPTIONS: Readonly<Record<LeadSignal, string>> = {
+  absentee_owner: "not homesteaded and the owner's mailing address differs from the situs address",
+  out_of_state_owner: "owner mailing address in another US state",
+  in_state_absentee: "absentee owner whose mailing address is in Florida",
+  foreign_owner: "owner mailing address outside the United States",
+  corporate_owner: "owner name is a company (LLC, INC, CORP, LTD, LP, HOLDINGS, ...)",
+  trust_owner: "owner name is a trust or trustee, or a fiduciary is on the roll",
+  estate_or_deceased_owner:
+    "estate, heirs or personal representative on the roll, or a last sale by an executor",
+  long_term_owner: "last sale 15 or more years before the roll was observed",
+  tired_landlord: "absentee, non-homestead residential owner of 10 or more years",
+  portfolio_owner: "the same owner holds 3 or more parcels on the roll",
+  high_equity: "estimated equity is at least half the just value",
+  free_and_clear_est: "the modelled purchase loan is paid off (estimate; no mortgage records)",
+  negative_equity_est: "estimated equity below zero",
+  vacant_land: "vacant land use code, or vacant at the time of the last sale",
+  homestead_removed: "homesteaded on the previous roll, not on this one",
+  homestead_ported_away: "the owner transferred this homestead's differential to a new home",
+  recent_sale: "sold within the 12 months before the roll was observed",
+  distressed_transfer:
+    "last sale was a quit-claim, tax deed, bank (REO) or forced sale (DOR codes 11, 12, 37, 38)",
+  related_party_transfer: "last sale was between affiliated parties (DOR code 30)",
+  below_market_last_sale: "last arm's-length sale below 70% of the just value",
+  value_jump: "just value rose sharply against the previous roll",
+  jv_decrease: "just value fell against the previous roll",
+  old_structure: "built in 1970 or earlier, or an effective age of 40 years or more",
+  senior_owner_exemption: "the owner receives a senior or low-income exemption",
+};
+
+/** Mirrors `USE_CLASSES` of `@th/contracts` (this package depends on zod alone); a matcher test keeps them equal. */
+export const RECIPE_USE_CLASSES = [
+  "residential",
+  "commercial",
+  "industrial",
+  "agricultural",
+  "institutional",
+  "governmental",
+  "miscellaneous",
+] as const;
+
+/** USPS codes of the states, DC, the territories and the military "states", by full name. */
+const US_STATE_CODES_BY_NAME: Readonly<Record<string, string>> = {
+  ALABAMA: "AL",
+  ALASKA: "AK",
+  ARIZONA: "AZ",
+  ARKANSAS: "AR",
+  CALIFORNIA: "CA",
+  COLORADO: "CO",
+  CONNECTICUT: "CT",
+  DELAWARE: "DE",
+  "DISTRICT OF COLUMBIA": "DC",
+  FLORIDA: "FL",
+  GEORGIA: "GA",
+  HAWAII: "HI",
+  IDAHO: "ID",
+  ILLINOIS: "IL",
+  INDIANA: "IN",
+  IOWA: "IA",
+  KANSAS: "KS",
+  KENTUCKY: "KY",
+  LOUISIANA: "LA",
+  MAINE: "ME",
+  MARYLAND: "MD",
+  MASSACHUSETTS: "MA",
+  MICHIGAN: "MI",
+  MINNESOTA: "MN",
+  MISSISSIPPI: "MS",
+  MISSOURI: "MO",
+  MONTANA: "MT",
+  NEBRASKA: "NE",
+  NEVADA: "NV",
+  "NEW HAMPSHIRE": "NH",
+  "NEW JERSEY": "NJ",
+  "NEW MEXICO": "NM",
+  "NEW YORK": "NY",
+  "NORTH CAROLINA": "NC",
+  "NORTH DAKOTA": "ND",
+  OHIO: "OH",
+  OKLAHOMA: "OK",
+  OREGON: "OR",
+  PENNSYLVANIA: "PA",
+  "RHODE ISLAND": "RI",
+  "SOUTH CAROLINA": "SC",
+  "SOUTH DAKOTA": "SD",
+  TENNESSEE: "TN",
+  TEXAS: "TX",
+  UTAH: "UT",
+  VERMONT: "VT",
+  VIRGINIA: "VA",
+  WASHINGTON: "WA",
+  "WEST VIRGINIA": "WV",
+  WISCONSIN: "WI",
+  WYOMING: "WY",
+  "PUERTO RICO": "PR",
+  "US VIRGIN ISLANDS": "VI",
+  "VIRGIN ISLANDS": "VI",
+  GUAM: "GU",
+  "AMERICAN SAMOA": "AS",
+  "NORTHERN MARIANA ISLANDS": "MP",
+  "ARMED FORCES AMERICAS": "AA",
+  "ARMED FORCES EUROPE": "AE",
+  "ARMED FORCES PACIFIC": "AP",
+};
+const US_STATE_CODES: ReadonlySet<string> = new Set(Object.values(US_STATE_CODES_BY_NAME));
+
+/**
+ * The USPS code for a state written as a code or a full name in any case ("fl", "Florida",
+ * "FLORIDA" -> "FL"); null when it names no US state or territory. Rolls spell OWN_STATE both
+ * ways, and so do people writing recipes.
+ */
+export function normalizeStateCode(state: string): string | null {
+  const key = state.trim().toUpperCase().replaceAll(".", "").replace(/\s+/g, " ");
+  if (US_STATE_CODES.has(key)) {
+    return key;
+  }
+  return US_STATE_CODES_BY_NAME[key] ?? null;
+}
+
+// A list or a range bigger than anything sensible is a mistake or an attack on the matcher's
+// per-parcel loop; the caps keep one evaluation cheap.
+const MAX_LIST_ENTRIES = 500;
+const MAX_DOLLARS = 1e12;
+
+/**
+ * Error messages for strict objects: an unknown field is named, a non-object says so. Every
+ * object in a recipe rejects fields it does not know, so a typo never silently widens a recipe.
+ */
+export function unknownFieldError(issue: {
+  code: string;
+  keys?: readonly string[];
+}): string | undefined {
+  if (issue.code === "unrecognized_keys") {
+    return `unknown field${issue.keys && issue.keys.length > 1 ? "s" : ""}: ${(issue.keys ?? []).join(", ")}`;
+  }
+  if (issue.code === "invalid_type") {
+    return "must be an object";
+  }
+  return undefined;
+}
+
+function listOf<T extends z.ZodType>(item: T, what: string) {
+  return z
+    .array(item)
+    .min(1, `must list at least one ${what} (leave the filter out to allow any)`)
+    .max(MAX_LIST_ENTRIES, `must list at most ${MAX_LIST_ENTRIES} entries`);
+}
+
+interface RangeBounds {
+  lowest: number;
+  highest: number;
+  integer?: boolean;
+  /** Added to the "too big" message, e.g. why the bound exists. */
+  highestHint?: string;
+}
+
+/** An inclusive `{min, max}` range; either end may be left out, not both. */
+function rangeOf(bounds: RangeBounds) {
+  let value = z
+    .number({ error: "must be a number" })
+    .min(bounds.lowest, `must be >= ${bounds.lowest}`)
+    .max(
+      bounds.highest,
+      `must be <= ${bounds.highest}${bounds.highestHint ? ` (${bounds.highestHint})` : ""}`,
+    );
+  if (bounds.integer) {
+    value = value.int("must be a whole number");
+  }
+  return z
+    .strictObject({ min: value.optional(), max: value.optional() }, { error: unknownFieldError })
+    .superRefine((range, ctx) => {
+      if (range.min === undefined && range.max === undefined) {
+        ctx.addIssue({ code: "custom", message: "needs min, max or both" });
+      } else if (range.min !== undefined && range.max !== undefined && range.min > range.max) {
+        ctx.addIssue({ code: "custom", path: ["min"], message: "must be <= max" });
+      }
+    });
+}
+
+const signalNameSchema = z.enum(LEAD_SIGNALS, {
+  error: (issue) => `unknown signal ${JSON.stringify(issue.input)}`,
+});
+
+const stateSchema = z
+  .string({ error: "must be a string" })
+  .refine((state) => normalizeStateCode(state) !== null, {
+    error: (issue) =>
+      `unknown US state ${JSON.stringify(issue.input)}; use a USPS code such as "FL" or a full name such as "Florida"`,
+  });
+
+const mailingStatesSchema = z
+  .strictObject(
+    {
+      include: listOf(stateSchema, "state").optional(),
+      exclude: listOf(stateSchema, "state").optional(),
+    },
+    { error: unknownFieldError },
+  )
+  .superRefine((states, ctx) => {
+    if (states.include === undefined && states.exclude === undefined) {
+      ctx.addIssue({ code: "custom", message: "needs include, exclude or both" });
+      return;
+    }
+    const included = new Set((states.include ?? []).map(normalizeStateCode));
+    (states.exclude ?? []).forEach((state, index) => {
+      const code = normalizeStateCode(state);
+      if (code !== null && included.has(code)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["exclude", index],
+          message: `${code} is also in include`,
+        });
+      }
+    });
+  });
+
+export const recipeFiltersSchema = z
+  .strictObject(
+    {
+      counties: listOf(
+        z
+          .number({ error: "must be a DOR county number" })
+          .int("must be a whole number")
+          .min(11, "must be a DOR county number from 11 to 77")
+          .max(77, "must be a DOR county number from 11 to 77"),
+        "county",
+      ).optional(),
+      cities: listOf(
+        z
+          .string({ error: "must be a string" })
+          .max(64, "must be at most 64 characters")
+          .regex(/\S/, "must not be blank"),
+        "city",
+      ).optional(),
+      zip_codes: listOf(
+        z.string({ error: "must be a string" }).regex(/^\d{5}$/, "must be a 5-digit ZIP code"),
+        "ZIP code",
+      ).optional(),
+      use_classes: listOf(
+        z.enum(RECIPE_USE_CLASSES, {
+          error: (issue) =>
+            `unknown use class ${JSON.stringify(issue.input)}; one of ${RECIPE_USE_CLASSES.join(", ")}`,
+        }),
+        "use class",
+      ).optional(),
+      dor_use_codes: listOf(
+        z
+          .string({ error: "must be a string" })
+          .regex(/^\d{3}$/, 'must be a 3-digit DOR land-use code such as "001"'),
+        "land-use code",
+      ).optional(),
+      just_value: rangeOf({ lowest: 0, highest: MAX_DOLLARS }).optional(),
+      est_equity: rangeOf({ lowest: -MAX_DOLLARS, highest: MAX_DOLLARS }).optional(),
+      equity_ratio: rangeOf({
+        lowest: -1_000,
+        highest: 1,
+        highestHint: "equity_ratio is a fraction: 0.5 means 50%",
+      }).optional(),
+      year_built: rangeOf({ lowest: 1600, highest: 2200, integer: true }).optional(),
+      living_area_sqft: rangeOf({ lowest: 0, highest: 1e9 }).optional(),
+      land_sqft: rangeOf({ lowest: 0, highest: 1e12 }).optional(),
+      last_sale_age_years: rangeOf({ lowest: 0, highest: 500 }).optional(),
+      last_qualified_sale_age_years: rangeOf({ lowest: 0, highest: 500 }).optional(),
+      owner_mailing_states: mailingStatesSchema.optional(),
+      homestead: z.boolean({ error: "must be true or false" }).optional(),
+    },
+    { error: unknownFieldError },
+  )
+  .meta({ id: "RecipeFilters" });
+
+// Zod reports a key outside the signal catalogue as `unrecognized_keys`, which its types for
+// record errors do not list; the loose parameter type accepts it.
+function signalMapError(issue: { code: string; keys?: readonly string[] }): string | undefined {
+  if (issue.code === "unrecognized_keys") {
+    const keys = issue.keys ?? [];
+    return `unknown signal${keys.length > 1 ? "s" : ""}: ${keys.join(", ")}`;
+  }
+  return issue.code === "invalid_type" ? "must be an object of signal names to weights" : undefined;
+}
+
+const weightSchema = z
+  .number({ error: "must be a number" })
+  .min(-1, "must be between -1 and 1")
+  .max(1, "must be between -1 and 1")
+  .refine((weight) => weight !== 0, "must not be 0 (leave the signal out instead)");
+
+function signalListOf(what: string) {
+  return z
+    .array(signalNameSchema)
+    .max(LEAD_SIGNALS.length, `must list at most ${LEAD_SIGNALS.length} ${what}`);
+}
+
+/** True when the (possibly invalid) value is an object with at least one own key. */
+function hasKeys(value: unknown): boolean {
+  return typeof value === "object" && value !== null && Object.keys(value).length > 0;
+}
+
+function hasEntries(value: unknown): boolean {
+  return Array.isArray(value) && value.length > 0;
+}
+
+export const recipeSchema = z
+  .strictObject(
+    {
+      filters: recipeFiltersSchema.optional(),
+      signals: z
+        .partialRecord(signalNameSchema, weightSchema, {
+          error: signalMapError,
+        })
+        .optional(),
+      required_signals: signalListOf("required signals").optional(),
+      excluded_signals: signalListOf("excluded signals").optional(),
+      min_score: z
+        .number({ error: "must be a number" })
+        .min(0, "must be between 0 and 1")
+        .max(1, "must be between 0 and 1")
+        .optional(),
+      allow_match_all: z.boolean({ error: "must be true or false" }).optional(),
+    },
+    { error: unknownFieldError },
+  )
+  // Cross-field rules. Zod runs this even when a field above failed, so it reads the value
+  // defensively and reports only contradictions between fields that are themselves well formed.
+  .superRefine((recipe, ctx) => {
+    const weights: Record<string, unknown> = hasKeys(recipe.signals) ? { ...recipe.signals } : {};
+    const required = Array.isArray(recipe.required_signals) ? recipe.required_signals : [];
+    const excluded = new Set<string>(
+      Array.isArray(recipe.excluded_signals) ? recipe.excluded_signals : [],
+    );
+
+    required.forEach((signal, index) => {
+      if (excluded.has(signal)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["required_signals", index],
+          message: `${signal} is also in excluded_signals`,
+        });
+      }
+      const weight = weights[signal];
+      if (typeof weight === "number" && weight < 0) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["signals", signal],
+          message: "a required signal must not have a negative weight",
+        });
+      }
+    });
+    for (const signal of Object.keys(weights)) {
+      if (excluded.has(signal)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["signals", signal],
+          message: "is in excluded_signals, so its weight could never count",
+        });
+      }
+    }
+
+    const weightValues = Object.values(weights).filter(
+      (weight): weight is number => typeof weight === "number",
+    );
+    const hasWeightedSignals = weightValues.length > 0;
+    if (hasWeightedSignals && !weightValues.some((weight) => weight > 0)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["signals"],
+        message: "needs at least one positive weight",
+      });
+    }
+    const minScore = typeof recipe.min_score === "number" ? recipe.min_score : 0;
+    if (minScore > 0 && !hasWeightedSignals) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["min_score"],
+        message: "has no effect without weighted signals (a recipe without signals scores 1)",
+      });
+    }
+
+    const constrained =
+      hasKeys(recipe.filters) ||
+      hasEntries(recipe.required_signals) ||
+      hasEntries(recipe.excluded_signals) ||
+      (hasWeightedSignals && minScore > 0);
+    if (!constrained && recipe.allow_match_all !== true) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          "matches every parcel: add a filter, a required or excluded signal, or signals with min_score above 0 (or set allow_match_all: true)",
+      });
+    }
+  })
+  .meta({
+    id: "Recipe",
+    description:
+      "Filters on parcel fields plus weighted lead signals. A parcel matches when every filter passes, every required signal fired, no excluded signal fired, and its score reaches min_score.",
+  });
+
+export type Recipe = z.infer<typeof recipeSchema>;
+export type RecipeFilters = z.infer<typeof recipeFiltersSchema>;
+export type RecipeRange = NonNullable<RecipeFilters["just_value"]>;
+
+/** One validation failure: the dotted path into the recipe (`recipe.filters.just_value.min`) and why. */
+export interface RecipeIssue {
+  path: string;
+  message: string;
+}
+
+export type RecipeValidation = { ok: true; recipe: Recipe } | { ok: false; issues: RecipeIssue[] };
+
+/** `["filters", "counties", 0]` under `recipe` -> `recipe.filters.counties[0]`. */
+export function formatIssuePath(root: string, path: readonly PropertyKey[]): string {
+  let formatted = root;
+  for (const segment of path) {
+    if (typeof segment === "number") {
+      formatted += `[${segment}]`;
+    } else {
+      formatted += formatted === "" ? String(segment) : `.${String(segment)}`;
+    }
+  }
+  return formatted;
+}
+
+/**
+ * Zod issues as `{path, message}` pairs. An "unknown fields" issue is split into one issue per
+ * field so that every path names the offending key itself.
+ */
+export function toRecipeIssues(error: z.ZodError, root = "recipe"): RecipeIssue[] {
+  const issues: RecipeIssue[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === "unrecognized_keys") {
+      const isSignalMap = issue.path[issue.path.length - 1] === "signals";
+      for (const key of issue.keys) {
+        issues.push({
+          path: formatIssuePath(root, [...issue.path, key]),
+          message: isSignalMap ? `unknown signal ${JSON.stringify(key)}` : "unknown field",
+        });
+      }
+    } else {
+      issues.push({ path: formatIssuePath(root, issue.path), message: issue.message });
+    }
+  }
+  return issues;
+}
+
+/** Validates an untrusted recipe; on failure every issue names its path. */
+export function validateRecipe(input: unknown, root = "recipe"): RecipeValidation {
+  const parsed = recipeSchema.safeParse(input);
+  if (parsed.success) {
+    return { ok: true, recipe: parsed.data };
+  }
+  return { ok: false, issues: toRecipeIssues(parsed.error, root) };
+}
