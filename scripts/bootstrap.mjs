@@ -132,8 +132,13 @@ function ensureDependencies(node, pnpm) {
 }
 
 function childEnv(node) {
-  const path = [dirname(node), join(root, "node_modules", ".bin"), process.env.PATH].join(":");
-  return { ...process.env, PATH: path };
+  const path = [
+    dirname(node),
+    join(toolsDir, "pnpm", "node_modules", ".bin"),
+    join(root, "node_modules", ".bin"),
+    process.env.PATH,
+  ].join(":");
+  return { ...process.env, PATH: path, TURBO_TELEMETRY_DISABLED: "1", DO_NOT_TRACK: "1" };
 }
 
 const command = process.argv[2];

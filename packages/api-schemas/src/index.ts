@@ -3,3 +3,4 @@
 export const API_SCHEMAS_VERSION = "v1";
 export * from "./recipe.ts";
 export * from "./watchlist.ts";
+export * from "./team.ts";

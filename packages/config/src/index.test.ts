@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, commonShape, defineConfig, vars, z } from "./index.ts";
+import {
+  ConfigError,
+  commonShape,
+  DEV_SECRETS,
+  decodeKey,
+  defineConfig,
+  refuseDevDefaultsInProduction,
+  vars,
+  z,
+} from "./index.ts";
 
 const config = defineConfig({
   ...commonShape,
@@ -45,5 +54,26 @@ describe("defineConfig", () => {
   it("accepts 32-byte secrets as hex or base64 and refuses shorter ones", () => {
     expect(config.load({ PEPPER: Buffer.alloc(32, 7).toString("base64") }).PEPPER).toBeTruthy();
     expect(() => config.load({ PEPPER: "short" })).toThrow(/PEPPER: must be 32 bytes/);
+  });
+});
+
+describe("refuseDevDefaultsInProduction", () => {
+  it("refuses development defaults of secrets only in production", () => {
+    const defaults = { TOKEN: "dev" };
+    expect(() =>
+      refuseDevDefaultsInProduction({ NODE_ENV: "development", TOKEN: "dev" }, defaults),
+    ).not.toThrow();
+    expect(() =>
+      refuseDevDefaultsInProduction({ NODE_ENV: "production", TOKEN: "real" }, defaults),
+    ).not.toThrow();
+    expect(() =>
+      refuseDevDefaultsInProduction({ NODE_ENV: "production", TOKEN: "dev" }, defaults),
+    ).toThrow(/TOKEN: must be set in production/);
+  });
+});
+
+describe("DEV_SECRETS", () => {
+  it("hold a well-formed 32-byte pepper", () => {
+    expect(decodeKey(DEV_SECRETS.KEY_PEPPER)).toHaveLength(32);
   });
 });

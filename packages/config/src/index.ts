@@ -103,3 +103,31 @@ export const commonShape = {
   OTEL_EXPORTER_OTLP_ENDPOINT: vars.url(["http", "https"]).optional(),
   OTEL_SERVICE_NAME: z.string().optional(),
 };
+
+/**
+ * Secrets with a development default must be set explicitly in production: running production
+ * on a default that sits in the repository would be no secret at all.
+ */
+export function refuseDevDefaultsInProduction(
+  config: { NODE_ENV: string } & Record<string, unknown>,
+  devDefaults: Record<string, string>,
+): void {
+  if (config.NODE_ENV !== "production") {
+    return;
+  }
+  const issues = Object.entries(devDefaults)
+    .filter(([variable, value]) => config[variable] === value)
+    .map(([variable]) => ({
+      variable,
+      reason: "must be set in production (the default is for development only)",
+    }));
+  if (issues.length > 0) {
+    throw new ConfigError(issues);
+  }
+}
+
+/** Development-only defaults of shared secrets, refused in production. */
+export const DEV_SECRETS = {
+  KEY_PEPPER: "61e62808789f523d6f1ad8784ca8977b32142e12a85763674e177f323d621106",
+  INTERNAL_TOKEN: "dev-internal-token-not-for-production",
+} as const;

@@ -15,3 +15,9 @@ export {
 export { type Stoppable, stopOnSignals } from "./lifecycle.ts";
 export { createOutboxRelay, enqueueEvent, type OutboxRelay } from "./outbox.ts";
 export { runService, type ServiceApp, type ServiceDeps, type ServiceSpec } from "./run-service.ts";
+export {
+  INTERNAL_HEADERS,
+  type InternalCaller,
+  internalCaller,
+  requireInternalToken,
+} from "./internal-api.ts";

@@ -33,7 +33,7 @@ export async function createTestHarness<Config extends CommonConfig>(options: {
   const db = await createTestDatabase(options.migrations);
   const broker = options.brokers ? undefined : await startBroker({ port: 0 });
   const brokers = options.brokers ?? broker?.brokers ?? [];
-  const logger = createLogger({ service: "test", level: "fatal" });
+  const logger = createLogger({ service: "test", level: process.env.TEST_LOG_LEVEL ?? "fatal" });
   const redisUrl = options.config.REDIS_URL;
   const redis = new Redis(redisUrl, { keyPrefix: `test:${randomBytes(6).toString("hex")}:` });
   const bus = new Bus({

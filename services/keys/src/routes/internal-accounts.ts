@@ -1,0 +1,207 @@
+import {
+  addMemberBodySchema,
+  apiKeySchema,
+  changeTierBodySchema,
+  contactBodySchema,
+  contactResponseSchema,
+  issueApiKeyBodySchema,
+  issuedApiKeySchema,
+  memberSchema,
+  startTrialBodySchema,
+  startTrialResponseSchema,
+  tenantSchema,
+} from "@th/api-schemas";
+import { ApiError, errorResponses, type HttpApp, internalCaller } from "@th/service-kit";
+import { z } from "zod";
+import type { Accounts } from "../db/accounts.ts";
+
+const keyIdParams = z.object({ key_id: z.string().min(1).max(64) });
+const memberIdParams = z.object({ member_id: z.string().min(1).max(64) });
+const revokedSchema = z.object({ key_hashes: z.array(z.string()) });
+
+/**
+ * The keys service's internal API. The gateway authenticates the caller and forwards; these
+ * routes enforce what only this service knows: roles, seats, ownership of keys.
+ */
+export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts): void {
+  app.post(
+    "/internal/v1/trials",
+    {
+      schema: {
+        body: startTrialBodySchema,
+        response: { 201: startTrialResponseSchema, ...errorResponses("payment_declined") },
+      },
+    },
+    async (request, reply) => reply.status(201).send(await accounts.startTrial(request.body)),
+  );
+
+  app.post(
+    "/internal/v1/contact",
+    {
+      schema: {
+        body: contactBodySchema,
+        response: { 202: contactResponseSchema, ...errorResponses() },
+      },
+    },
+    async (request, reply) => reply.status(202).send(await accounts.recordContact(request.body)),
+  );
+
+  app.get(
+    "/internal/v1/keys/by-hash/:key_hash",
+    {
+      schema: {
+        params: z.object({ key_hash: z.string().regex(/^[0-9a-f]{64}$/) }),
+        response: {
+          200: z.object({
+            key_id: z.string(),
+            tenant_id: z.string(),
+            member_id: z.string(),
+            revoked: z.boolean(),
+            tenant: z.object({
+              tenant_id: z.string(),
+              revision: z.number(),
+              tier: z.string(),
+              status: z.string(),
+              limits: z.object({
+                lead_views_per_month: z.number(),
+                rate_per_minute: z.number(),
+                concurrent_webhooks: z.number(),
+                seats: z.number(),
+              }),
+              billing_anniversary: z.string().nullable(),
+              trial_ends_at: z.string().nullable(),
+              changed_at: z.string(),
+            }),
+          }),
+          ...errorResponses("not_found"),
+        },
+      },
+    },
+    async (request) => {
+      const found = await accounts.lookupKey(request.params.key_hash);
+      if (!found) {
+        throw new ApiError("not_found", "unknown key");
+      }
+      return found;
+    },
+  );
+
+  app.get(
+    "/internal/v1/api-keys",
+    {
+      schema: {
+        response: {
+          200: z.object({ data: z.array(apiKeySchema) }),
+          ...errorResponses("forbidden"),
+        },
+      },
+    },
+    async (request) => ({ data: await accounts.listKeys(internalCaller(request)) }),
+  );
+
+  app.post(
+    "/internal/v1/api-keys",
+    {
+      schema: {
+        body: issueApiKeyBodySchema,
+        response: { 201: issuedApiKeySchema, ...errorResponses("forbidden") },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await accounts.issueKey(internalCaller(request), request.body.label)),
+  );
+
+  app.delete(
+    "/internal/v1/api-keys/:key_id",
+    {
+      schema: {
+        params: keyIdParams,
+        response: { 200: revokedSchema, ...errorResponses("forbidden", "not_found") },
+      },
+    },
+    async (request) => {
+      const { keyHash } = await accounts.revokeKey(internalCaller(request), request.params.key_id);
+      return { key_hashes: [keyHash] };
+    },
+  );
+
+  app.post(
+    "/internal/v1/api-keys/revoke-all",
+    {
+      schema: {
+        response: {
+          200: z.object({
+            revoked_key_ids: z.array(z.string()),
+            key_hashes: z.array(z.string()),
+            api_key: issuedApiKeySchema,
+          }),
+          ...errorResponses("forbidden"),
+        },
+      },
+    },
+    async (request) => {
+      const result = await accounts.revokeAllForCompromise(internalCaller(request));
+      return {
+        revoked_key_ids: result.revokedKeyIds,
+        key_hashes: result.revokedKeyHashes,
+        api_key: result.apiKey,
+      };
+    },
+  );
+
+  app.get(
+    "/internal/v1/members",
+    { schema: { response: { 200: z.object({ data: z.array(memberSchema) }) } } },
+    async (request) => ({ data: await accounts.listMembers(internalCaller(request)) }),
+  );
+
+  app.post(
+    "/internal/v1/members",
+    {
+      schema: {
+        body: addMemberBodySchema,
+        response: {
+          201: memberSchema,
+          ...errorResponses("forbidden", "seat_limit_reached", "conflict"),
+        },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await accounts.addMember(internalCaller(request), request.body)),
+  );
+
+  app.delete(
+    "/internal/v1/members/:member_id",
+    {
+      schema: {
+        params: memberIdParams,
+        response: { 200: revokedSchema, ...errorResponses("forbidden", "not_found", "conflict") },
+      },
+    },
+    async (request) => {
+      const result = await accounts.removeMember(internalCaller(request), request.params.member_id);
+      return { key_hashes: result.revokedKeyHashes };
+    },
+  );
+
+  app.get("/internal/v1/tenant", { schema: { response: { 200: tenantSchema } } }, async (request) =>
+    accounts.getTenant(internalCaller(request)),
+  );
+
+  app.post(
+    "/internal/v1/tenant/tier",
+    {
+      schema: {
+        body: changeTierBodySchema,
+        response: { 200: tenantSchema, ...errorResponses("forbidden", "conflict") },
+      },
+    },
+    async (request) => accounts.changeTier(internalCaller(request), request.body.tier),
+  );
+
+  app.post(
+    "/internal/v1/tenant/cancel",
+    { schema: { response: { 200: tenantSchema, ...errorResponses("forbidden") } } },
+    async (request) => accounts.cancel(internalCaller(request)),
+  );
+}
