@@ -1,0 +1,310 @@
+import type { ParcelIngested, RollStage } from "@th/contracts";
+import type { Pool, PoolClient } from "@th/db";
+import type { RollSale, SdfSale } from "../domain/nal-row.ts";
+import type { BuiltParcel, StoredParcelState } from "../domain/parcel.ts";
+import type { FiredSignal } from "../domain/signals.ts";
+
+/** Everything a lead read needs beyond the published record. */
+export interface ParcelDetail {
+  signals: FiredSignal[];
+  equity: {
+    est_loan_balance: number;
+    rate_pct: number;
+    basis: { price: number; year: number; month: number; qualification_code: string | null };
+  } | null;
+}
+
+export interface StoredParcel {
+  event: ParcelIngested;
+  detail: ParcelDetail;
+}
+
+/** One advisory lock serialises every writer of parcels, so change_seq order is commit order. */
+const INGEST_LOCK = "hashtext('parcels.ingest')";
+
+/** Runs `work` while holding the ingest lock; waits for another ingest to finish first. */
+export async function withIngestLock<T>(pool: Pool, work: () => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query(`SELECT pg_advisory_lock(${INGEST_LOCK})`);
+    try {
+      return await work();
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(${INGEST_LOCK})`).catch(() => {});
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** Like `withIngestLock`, but gives up at once (returns null) when an ingest holds the lock. */
+export async function tryWithIngestLock<T>(
+  pool: Pool,
+  work: () => Promise<T>,
+): Promise<{ value: T } | null> {
+  const client = await pool.connect();
+  try {
+    const result = await client.query<{ locked: boolean }>(
+      `SELECT pg_try_advisory_lock(${INGEST_LOCK}) AS locked`,
+    );
+    if (!result.rows[0]?.locked) {
+      return null;
+    }
+    try {
+      return { value: await work() };
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(${INGEST_LOCK})`).catch(() => {});
+    }
+  } finally {
+    client.release();
+  }
+}
+
+interface StateRow {
+  folio: string;
+  content_hash: string;
+  roll_year: number;
+  roll_stage: RollStage;
+  homestead: boolean;
+  just_value: string;
+  prior_roll_year: number | null;
+  prior_homestead: boolean | null;
+  prior_just_value: string | null;
+}
+
+/** The stored state of each of `folios` that exists. */
+export async function loadStates(
+  db: Pool | PoolClient,
+  folios: readonly string[],
+): Promise<Map<string, StoredParcelState>> {
+  const result = await db.query<StateRow>(
+    `SELECT folio, content_hash, roll_year, roll_stage, homestead, just_value,
+            prior_roll_year, prior_homestead, prior_just_value
+       FROM parcels WHERE folio = ANY($1::text[])`,
+    [folios],
+  );
+  const states = new Map<string, StoredParcelState>();
+  for (const row of result.rows) {
+    states.set(row.folio, {
+      contentHash: row.content_hash,
+      rollYear: row.roll_year,
+      rollStage: row.roll_stage,
+      homestead: row.homestead,
+      justValue: Number(row.just_value),
+      priorRoll:
+        row.prior_roll_year === null
+          ? null
+          : {
+              rollYear: row.prior_roll_year,
+              homestead: row.prior_homestead ?? false,
+              justValue: Number(row.prior_just_value ?? 0),
+            },
+    });
+  }
+  return states;
+}
+
+interface SaleRow {
+  folio: string;
+  price: string;
+  sale_year: number;
+  sale_month: number;
+  qualification_code: string | null;
+  vacant_or_improved: string | null;
+  multi_parcel: boolean;
+}
+
+/** SDF sales recorded for each of `folios`; empty for parcels without any. */
+export async function loadRecordedSales(
+  db: Pool | PoolClient,
+  folios: readonly string[],
+): Promise<Map<string, RollSale[]>> {
+  const result = await db.query<SaleRow>(
+    `SELECT folio, price, sale_year, sale_month, qualification_code, vacant_or_improved,
+            multi_parcel
+       FROM recorded_sales WHERE folio = ANY($1::text[])`,
+    [folios],
+  );
+  const sales = new Map<string, RollSale[]>();
+  for (const row of result.rows) {
+    const list = sales.get(row.folio) ?? [];
+    list.push({
+      price: Number(row.price),
+      year: row.sale_year,
+      month: row.sale_month,
+      qualificationCode: row.qualification_code,
+      vacantOrImproved: row.vacant_or_improved,
+      multiParcel: row.multi_parcel,
+    });
+    sales.set(row.folio, list);
+  }
+  return sales;
+}
+
+export function detailOf(parcel: BuiltParcel): ParcelDetail {
+  const equity = parcel.equity;
+  return {
+    signals: parcel.signals,
+    equity:
+      equity === null
+        ? null
+        : {
+            est_loan_balance: equity.estLoanBalance,
+            rate_pct: equity.ratePct,
+            basis: {
+              price: equity.basis.price,
+              year: equity.basis.year,
+              month: equity.basis.month,
+              qualification_code: equity.basis.qualificationCode,
+            },
+          },
+  };
+}
+
+/**
+ * Stores new and changed parcels in one statement (a JSON array unpacked server-side, far fewer
+ * round trips than row inserts). Each row takes a fresh change_seq; returns the highest.
+ */
+export async function upsertParcels(
+  db: Pool | PoolClient,
+  parcels: readonly BuiltParcel[],
+): Promise<number> {
+  if (parcels.length === 0) {
+    return 0;
+  }
+  const rows = parcels.map((parcel) => {
+    const event = parcel.event;
+    return {
+      folio: event.folio,
+      county_no: event.county_no,
+      parcel_id: event.parcel_id,
+      roll_year: event.roll_year,
+      roll_stage: event.roll_stage,
+      content_hash: event.content_hash,
+      situs_city: parcel.situsCity,
+      situs_zip5: parcel.situsZip5,
+      use_class: event.land_use.use_class,
+      homestead: event.homestead,
+      just_value: event.valuation.just_value,
+      est_equity: event.valuation.est_equity,
+      signals: event.signals_fired,
+      prior_roll_year: parcel.priorRoll?.rollYear ?? null,
+      prior_homestead: parcel.priorRoll?.homestead ?? null,
+      prior_just_value: parcel.priorRoll?.justValue ?? null,
+      event,
+      detail: detailOf(parcel),
+    };
+  });
+  const result = await db.query<{ max_seq: string | null }>(
+    `WITH stored AS (
+       INSERT INTO parcels (folio, county_no, parcel_id, roll_year, roll_stage, content_hash,
+                            situs_city, situs_zip5, use_class, homestead, just_value, est_equity,
+                            signals, prior_roll_year, prior_homestead, prior_just_value, event,
+                            detail)
+       SELECT * FROM json_to_recordset($1::json) AS r(
+         folio text, county_no smallint, parcel_id text, roll_year smallint, roll_stage text,
+         content_hash text, situs_city text, situs_zip5 text, use_class text, homestead boolean,
+         just_value bigint, est_equity bigint, signals text[], prior_roll_year smallint,
+         prior_homestead boolean, prior_just_value bigint, event jsonb, detail jsonb)
+       ON CONFLICT (folio) DO UPDATE SET
+         county_no = excluded.county_no, parcel_id = excluded.parcel_id,
+         roll_year = excluded.roll_year, roll_stage = excluded.roll_stage,
+         content_hash = excluded.content_hash, situs_city = excluded.situs_city,
+         situs_zip5 = excluded.situs_zip5, use_class = excluded.use_class,
+         homestead = excluded.homestead, just_value = excluded.just_value,
+         est_equity = excluded.est_equity, signals = excluded.signals,
+         prior_roll_year = excluded.prior_roll_year, prior_homestead = excluded.prior_homestead,
+         prior_just_value = excluded.prior_just_value, event = excluded.event,
+         detail = excluded.detail, change_seq = nextval('parcel_change_seq'), updated_at = now()
+       RETURNING change_seq)
+     SELECT max(change_seq) AS max_seq FROM stored`,
+    [JSON.stringify(rows)],
+  );
+  return Number(result.rows[0]?.max_seq ?? 0);
+}
+
+/** Records that every change up to `seq` is on the topic. */
+export async function advanceWatermark(db: Pool | PoolClient, seq: number): Promise<void> {
+  await db.query(
+    "UPDATE publish_watermark SET published_through = greatest(published_through, $1)",
+    [seq],
+  );
+}
+
+/**
+ * Publishes every stored change the topic has not confirmed (a crash between store and publish
+ * leaves some), oldest first, advancing the watermark after each acknowledged batch. Call it
+ * holding the ingest lock. Returns how many records went out.
+ */
+export async function publishPending(
+  pool: Pool,
+  publish: (events: ParcelIngested[]) => Promise<void>,
+  batchSize = 2000,
+): Promise<number> {
+  let published = 0;
+  for (;;) {
+    const result = await pool.query<{ change_seq: string; event: ParcelIngested }>(
+      `SELECT change_seq, event FROM parcels
+        WHERE change_seq > (SELECT published_through FROM publish_watermark)
+        ORDER BY change_seq LIMIT $1`,
+      [batchSize],
+    );
+    const last = result.rows.at(-1);
+    if (!last) {
+      return published;
+    }
+    await publish(result.rows.map((row) => row.event));
+    await advanceWatermark(pool, Number(last.change_seq));
+    published += result.rows.length;
+  }
+}
+
+/**
+ * Stores SDF sales; returns how many were new and how many changed (the rest were already
+ * recorded exactly so).
+ */
+export async function upsertRecordedSales(
+  db: Pool | PoolClient,
+  sales: readonly (SdfSale & { folio: string })[],
+): Promise<{ inserted: number; updated: number }> {
+  if (sales.length === 0) {
+    return { inserted: 0, updated: 0 };
+  }
+  const rows = sales.map((sale) => ({
+    folio: sale.folio,
+    sale_id: sale.saleId,
+    price: sale.price,
+    sale_year: sale.year,
+    sale_month: sale.month,
+    qualification_code: sale.qualificationCode,
+    vacant_or_improved: sale.vacantOrImproved,
+    multi_parcel: sale.multiParcel,
+    or_book: sale.orBook,
+    or_page: sale.orPage,
+    clerk_no: sale.clerkNo,
+  }));
+  const result = await db.query<{ inserted: boolean }>(
+    `INSERT INTO recorded_sales AS s (folio, sale_id, price, sale_year, sale_month,
+                                      qualification_code, vacant_or_improved, multi_parcel,
+                                      or_book, or_page, clerk_no)
+     SELECT * FROM json_to_recordset($1::json) AS r(
+       folio text, sale_id text, price bigint, sale_year smallint, sale_month smallint,
+       qualification_code text, vacant_or_improved text, multi_parcel boolean, or_book text,
+       or_page text, clerk_no text)
+     ON CONFLICT (folio, sale_id) DO UPDATE SET
+       price = excluded.price, sale_year = excluded.sale_year, sale_month = excluded.sale_month,
+       qualification_code = excluded.qualification_code,
+       vacant_or_improved = excluded.vacant_or_improved, multi_parcel = excluded.multi_parcel,
+       or_book = excluded.or_book, or_page = excluded.or_page, clerk_no = excluded.clerk_no
+     WHERE (s.price, s.sale_year, s.sale_month, s.qualification_code, s.vacant_or_improved,
+            s.multi_parcel, s.or_book, s.or_page, s.clerk_no)
+       IS DISTINCT FROM
+           (excluded.price, excluded.sale_year, excluded.sale_month, excluded.qualification_code,
+            excluded.vacant_or_improved, excluded.multi_parcel, excluded.or_book,
+            excluded.or_page, excluded.clerk_no)
+     RETURNING (xmax = 0) AS inserted`,
+    [JSON.stringify(rows)],
+  );
+  const inserted = result.rows.filter((row) => row.inserted).length;
+  return { inserted, updated: result.rows.length - inserted };
+}

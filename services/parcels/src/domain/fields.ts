@@ -1,0 +1,95 @@
+/** Thrown while reading one row; the row is rejected with this column and reason. */
+export class FieldError extends Error {
+  readonly column: string;
+
+  constructor(column: string, reason: string) {
+    super(reason);
+    this.name = "FieldError";
+    this.column = column;
+  }
+}
+
+const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)$/;
+
+/** Reads named fields out of one row by the header's positions. Empty text counts as null. */
+export class FieldReader<Column extends string> {
+  readonly #index: ReadonlyMap<Column, number>;
+  fields: readonly string[] = [];
+
+  constructor(index: ReadonlyMap<Column, number>) {
+    this.#index = index;
+  }
+
+  /** Trimmed text, or null when blank or absent from the header. */
+  text(column: Column): string | null {
+    const position = this.#index.get(column);
+    if (position === undefined) {
+      return null;
+    }
+    const value = (this.fields[position] ?? "").trim();
+    return value === "" ? null : value;
+  }
+
+  requiredText(column: Column): string {
+    const value = this.text(column);
+    if (value === null) {
+      throw new FieldError(column, "is empty but required");
+    }
+    return value;
+  }
+
+  /** A whole number (money, areas, years); decimals are rounded, anything else rejects the row. */
+  integer(column: Column, limits: { min?: number; max?: number } = {}): number | null {
+    const raw = this.text(column);
+    if (raw === null) {
+      return null;
+    }
+    const cleaned = raw.includes(",") || raw.startsWith("$") ? raw.replace(/[$,]/g, "") : raw;
+    if (!NUMBER.test(cleaned)) {
+      throw new FieldError(column, `"${truncate(raw)}" is not a number`);
+    }
+    const value = Math.round(Number(cleaned));
+    if (!Number.isSafeInteger(value)) {
+      throw new FieldError(column, `"${truncate(raw)}" is out of range`);
+    }
+    if (limits.min !== undefined && value < limits.min) {
+      throw new FieldError(column, `${value} is below ${limits.min}`);
+    }
+    if (limits.max !== undefined && value > limits.max) {
+      throw new FieldError(column, `${value} is above ${limits.max}`);
+    }
+    return value;
+  }
+
+  requiredInteger(column: Column, limits: { min?: number; max?: number } = {}): number {
+    const value = this.integer(column, limits);
+    if (value === null) {
+      throw new FieldError(column, "is empty but required");
+    }
+    return value;
+  }
+
+  /** A code written with leading zeros (DOR_UC "001", QUAL_CD "01"), padded back when a
+   * spreadsheet dropped them. */
+  code(column: Column, width: number): string | null {
+    const raw = this.text(column);
+    if (raw === null) {
+      return null;
+    }
+    if (/^\d+$/.test(raw)) {
+      if (raw.length > width) {
+        const trimmed = raw.replace(/^0+(?=\d)/, "");
+        if (trimmed.length > width) {
+          throw new FieldError(column, `"${truncate(raw)}" is longer than ${width} digits`);
+        }
+        return trimmed.padStart(width, "0");
+      }
+      return raw.padStart(width, "0");
+    }
+    throw new FieldError(column, `"${truncate(raw)}" is not a ${width}-digit code`);
+  }
+}
+
+function truncate(value: string): string {
+  return value.length > 40 ? `${value.slice(0, 40)}…` : value;
+}

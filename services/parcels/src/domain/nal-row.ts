@@ -1,0 +1,238 @@
+import { FieldError, FieldReader } from "./fields.ts";
+import type { HeaderMap, Reject } from "./header.ts";
+import type { NalColumn, SdfColumn } from "./nal-layout.ts";
+
+/** A sale as the roll records it: year and month, never the day. */
+export interface RollSale {
+  price: number;
+  year: number;
+  month: number;
+  qualificationCode: string | null;
+  /** VI_CD: V(acant) or I(mproved) at the time of sale. */
+  vacantOrImproved: string | null;
+  /** The price covers several parcels, so it is no basis for one parcel's loan. */
+  multiParcel: boolean;
+}
+
+/** The fields of one NAL row this service uses, typed and checked. */
+export interface NalRow {
+  line: number;
+  countyNo: number;
+  parcelId: string;
+  rollYear: number;
+  dorUc: string | null;
+  appraiserUc: string | null;
+  justValue: number;
+  assessedValue: number | null;
+  taxableValue: number | null;
+  landValue: number | null;
+  homesteadJustValue: number | null;
+  homesteadExemption: number | null;
+  landSqft: number | null;
+  yearBuilt: number | null;
+  livingAreaSqft: number | null;
+  residentialUnits: number | null;
+  sales: RollSale[];
+  ownerName: string | null;
+  ownerAddress1: string | null;
+  ownerAddress2: string | null;
+  ownerCity: string | null;
+  ownerState: string | null;
+  ownerZip: string | null;
+  fiduciaryName: string | null;
+  situsAddress1: string | null;
+  situsAddress2: string | null;
+  situsCity: string | null;
+  situsZip: string | null;
+  publicLand: string | null;
+  seqNo: number | null;
+}
+
+export type RowResult<T> = { ok: true; row: T } | { ok: false; reject: Reject };
+
+const SALE_SLOTS = [
+  ["SALE_PRC1", "SALE_YR1", "SALE_MO1", "QUAL_CD1", "VI_CD1", "MULTI_PAR_SAL1"],
+  ["SALE_PRC2", "SALE_YR2", "SALE_MO2", "QUAL_CD2", "VI_CD2", "MULTI_PAR_SAL2"],
+] as const;
+
+/** Multi-parcel flags are written several ways; any of these means "one price, many parcels". */
+export function isMultiParcelFlag(raw: string | null): boolean {
+  return raw !== null && /^(M|Y|X|C|1|MULTI)$/i.test(raw.trim());
+}
+
+/** Reads NAL rows by one file's header. A row either reads whole or is rejected whole. */
+export class NalRowReader {
+  readonly #reader: FieldReader<NalColumn>;
+  readonly #width: number;
+
+  constructor(header: HeaderMap<NalColumn>) {
+    this.#reader = new FieldReader(header.index);
+    this.#width = header.width;
+  }
+
+  read(fields: readonly string[], line: number): RowResult<NalRow> {
+    const f = this.#reader;
+    f.fields = fields;
+    if (fields.length !== this.#width) {
+      return {
+        ok: false,
+        reject: {
+          line,
+          column: null,
+          reason: `expected ${this.#width} fields, found ${fields.length}`,
+          parcelId: f.text("PARCEL_ID"),
+        },
+      };
+    }
+    try {
+      const rollYear = f.requiredInteger("ASMNT_YR", { min: 1900, max: 2200 });
+      const sales: RollSale[] = [];
+      for (const [price, year, month, qual, vi, multi] of SALE_SLOTS) {
+        const salePrice = f.integer(price, { min: 0 });
+        const saleYear = f.integer(year, { min: 1800, max: rollYear + 1 });
+        const saleMonth = f.integer(month, { min: 1, max: 12 });
+        if (salePrice !== null && saleYear !== null) {
+          sales.push({
+            price: salePrice,
+            year: saleYear,
+            // The roll sometimes omits the month; January keeps the sale inside its year.
+            month: saleMonth ?? 1,
+            qualificationCode: f.code(qual, 2),
+            vacantOrImproved: f.text(vi)?.toUpperCase() ?? null,
+            multiParcel: isMultiParcelFlag(f.text(multi)),
+          });
+        }
+      }
+      return {
+        ok: true,
+        row: {
+          line,
+          countyNo: f.requiredInteger("CO_NO", { min: 11, max: 77 }),
+          parcelId: f.requiredText("PARCEL_ID"),
+          rollYear,
+          dorUc: f.code("DOR_UC", 3),
+          appraiserUc: f.text("PA_UC"),
+          justValue: f.requiredInteger("JV", { min: 0 }),
+          assessedValue: f.integer("AV_NSD", { min: 0 }),
+          taxableValue: f.integer("TV_NSD", { min: 0 }),
+          landValue: f.integer("LND_VAL", { min: 0 }),
+          homesteadJustValue: f.integer("JV_HMSTD", { min: 0 }),
+          homesteadExemption: f.integer("EXMPT_01", { min: 0 }),
+          landSqft: f.integer("LND_SQFOOT", { min: 0 }),
+          yearBuilt: f.integer("ACT_YR_BLT", { min: 0, max: rollYear + 5 }) || null,
+          livingAreaSqft: f.integer("TOT_LVG_AREA", { min: 0, max: 2_000_000_000 }),
+          residentialUnits: f.integer("NO_RES_UNTS", { min: 0 }),
+          sales,
+          ownerName: f.text("OWN_NAME"),
+          ownerAddress1: f.text("OWN_ADDR1"),
+          ownerAddress2: f.text("OWN_ADDR2"),
+          ownerCity: f.text("OWN_CITY"),
+          ownerState: f.text("OWN_STATE"),
+          ownerZip: f.text("OWN_ZIPCD"),
+          fiduciaryName: f.text("FIDU_NAME"),
+          situsAddress1: f.text("PHY_ADDR1"),
+          situsAddress2: f.text("PHY_ADDR2"),
+          situsCity: f.text("PHY_CITY"),
+          situsZip: f.text("PHY_ZIPCD"),
+          publicLand: f.text("PUBLIC_LND"),
+          seqNo: f.integer("SEQ_NO"),
+        },
+      };
+    } catch (error) {
+      if (error instanceof FieldError) {
+        return {
+          ok: false,
+          reject: {
+            line,
+            column: error.column,
+            reason: error.message,
+            parcelId: f.text("PARCEL_ID"),
+          },
+        };
+      }
+      throw error;
+    }
+  }
+}
+
+/** One SDF row: a single sale of one parcel. */
+export interface SdfSale extends RollSale {
+  line: number;
+  countyNo: number;
+  parcelId: string;
+  saleId: string;
+  orBook: string | null;
+  orPage: string | null;
+  clerkNo: string | null;
+}
+
+export class SdfRowReader {
+  readonly #reader: FieldReader<SdfColumn>;
+  readonly #width: number;
+
+  constructor(header: HeaderMap<SdfColumn>) {
+    this.#reader = new FieldReader(header.index);
+    this.#width = header.width;
+  }
+
+  read(fields: readonly string[], line: number): RowResult<SdfSale> {
+    const f = this.#reader;
+    f.fields = fields;
+    if (fields.length !== this.#width) {
+      return {
+        ok: false,
+        reject: {
+          line,
+          column: null,
+          reason: `expected ${this.#width} fields, found ${fields.length}`,
+          parcelId: f.text("PARCEL_ID"),
+        },
+      };
+    }
+    try {
+      const countyNo = f.requiredInteger("CO_NO", { min: 11, max: 77 });
+      const parcelId = f.requiredText("PARCEL_ID");
+      const year = f.requiredInteger("SALE_YR", { min: 1800, max: 2200 });
+      const month = f.requiredInteger("SALE_MO", { min: 1, max: 12 });
+      const price = f.requiredInteger("SALE_PRC", { min: 0 });
+      const orBook = f.text("OR_BOOK");
+      const orPage = f.text("OR_PAGE");
+      const clerkNo = f.text("CLERK_NO");
+      // Without SALE_ID_CD, the deed's book/page/instrument plus date and price identify the sale.
+      const saleId =
+        f.text("SALE_ID_CD") ??
+        [year, month, orBook ?? "", orPage ?? "", clerkNo ?? "", price].join("|");
+      return {
+        ok: true,
+        row: {
+          line,
+          countyNo,
+          parcelId,
+          saleId,
+          price,
+          year,
+          month,
+          qualificationCode: f.code("QUAL_CD", 2),
+          vacantOrImproved: f.text("VI_CD")?.toUpperCase() ?? null,
+          multiParcel: isMultiParcelFlag(f.text("MULTI_PAR_SAL")),
+          orBook,
+          orPage,
+          clerkNo,
+        },
+      };
+    } catch (error) {
+      if (error instanceof FieldError) {
+        return {
+          ok: false,
+          reject: {
+            line,
+            column: error.column,
+            reason: error.message,
+            parcelId: f.text("PARCEL_ID"),
+          },
+        };
+      }
+      throw error;
+    }
+  }
+}

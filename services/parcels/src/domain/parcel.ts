@@ -1,0 +1,248 @@
+import { createHash } from "node:crypto";
+import type { ParcelIngested, RollStage, Sale } from "@th/contracts";
+import { type EquityEstimate, estimateEquity, isQualifiedSale } from "./equity.ts";
+import type { NalRow, RollSale } from "./nal-row.ts";
+import {
+  cleanText,
+  comparableStreet,
+  joinLines,
+  normalizeZip,
+  stateCode,
+  useClassOf,
+  zip5,
+} from "./normalize.ts";
+import { evaluateSignals, type FiredSignal, type PriorRoll } from "./signals.ts";
+
+/**
+ * A lead's folio: the two-digit DOR county number, a dash, and the county's PARCEL_ID as on the
+ * roll. A bare PARCEL_ID is unique only within its county.
+ */
+export function folioOf(countyNo: number, parcelId: string): string {
+  return `${String(countyNo).padStart(2, "0")}-${parcelId}`;
+}
+
+/** Splits a folio back into county and parcel id; null when it is not shaped like one. */
+export function parseFolio(folio: string): { countyNo: number; parcelId: string } | null {
+  const match = /^(\d{2})-(.+)$/.exec(folio);
+  if (!match?.[1] || !match[2]) {
+    return null;
+  }
+  const countyNo = Number(match[1]);
+  return countyNo >= 11 && countyNo <= 77 ? { countyNo, parcelId: match[2] } : null;
+}
+
+/** What the store remembers of a parcel between ingests. */
+export interface StoredParcelState {
+  contentHash: string;
+  rollYear: number;
+  rollStage: RollStage;
+  homestead: boolean;
+  justValue: number;
+  priorRoll: PriorRoll | null;
+}
+
+export interface ParcelContext {
+  ingestId: string;
+  sourceFile: string | null;
+  rollStage: RollStage;
+  observedAt: string;
+  /** Reference date of tenure, recent-sale and loan-age arithmetic. */
+  asOf: Date;
+  previous: StoredParcelState | null;
+  /** Sales of this parcel from SDF files, beyond the two slots on the roll row. */
+  recordedSales: readonly RollSale[];
+}
+
+/** One parcel with every derived fact, ready to store and publish. */
+export interface BuiltParcel {
+  event: ParcelIngested;
+  signals: FiredSignal[];
+  equity: EquityEstimate | null;
+  priorRoll: PriorRoll | null;
+  /** Situs line and owner name for search, already normalized. */
+  situsCity: string | null;
+  situsZip5: string | null;
+}
+
+function toSale(sale: RollSale | null): Sale | null {
+  return sale === null
+    ? null
+    : {
+        price: sale.price,
+        year: sale.year,
+        month: sale.month,
+        qualification_code: sale.qualificationCode,
+      };
+}
+
+function sameSale(a: RollSale, b: RollSale): boolean {
+  return a.year === b.year && a.month === b.month && a.price === b.price;
+}
+
+/** The roll's two sale slots plus recorded SDF sales, newest first, each sale once. */
+export function saleHistory(row: NalRow, recorded: readonly RollSale[]): RollSale[] {
+  const all: RollSale[] = [];
+  for (const sale of [...row.sales, ...recorded]) {
+    if (!all.some((known) => sameSale(known, sale))) {
+      all.push(sale);
+    }
+  }
+  return all.sort((a, b) => b.year - a.year || b.month - a.month);
+}
+
+/** Homestead: a homestead just value or the base homestead exemption (EXMPT_01). */
+export function isHomestead(row: NalRow): boolean {
+  return (row.homesteadJustValue ?? 0) > 0 || (row.homesteadExemption ?? 0) > 0;
+}
+
+/**
+ * The prior roll a comparison signal looks at: the stored parcel when it came from an earlier
+ * roll year, else whatever prior roll the stored parcel already carried (a restated roll of the
+ * same year compares with the same previous year).
+ */
+export function priorRollOf(
+  previous: StoredParcelState | null,
+  rollYear: number,
+): PriorRoll | null {
+  if (previous === null) {
+    return null;
+  }
+  if (previous.rollYear < rollYear) {
+    return {
+      rollYear: previous.rollYear,
+      homestead: previous.homestead,
+      justValue: previous.justValue,
+    };
+  }
+  return previous.priorRoll;
+}
+
+/**
+ * Derives a lead from one roll row: normalized owner and situs, use class, homestead, sales,
+ * the equity estimate and the signals. Pure: the same row and context give the same result.
+ */
+export function buildParcel(row: NalRow, context: ParcelContext): BuiltParcel {
+  const history = saleHistory(row, context.recordedSales);
+  const lastSale = history[0] ?? null;
+  const lastQualified = history.find(isQualifiedSale) ?? null;
+  const homestead = isHomestead(row);
+  const useClass = useClassOf(row.dorUc);
+  const ownerName = cleanText(row.ownerName) ?? "";
+  const mailingZip = normalizeZip(row.ownerZip);
+  const mailingState = stateCode(row.ownerState);
+  const situsLine1 = cleanText(row.situsAddress1);
+  const situsCity = cleanText(row.situsCity);
+  const situsZip = normalizeZip(row.situsZip);
+  const mailingLine1 = cleanText(row.ownerAddress1);
+  const equity = estimateEquity(row.justValue, history, context.asOf);
+  const priorRoll = priorRollOf(context.previous, row.rollYear);
+
+  const rollFacts = {
+    county_no: row.countyNo,
+    parcel_id: row.parcelId,
+    roll_year: row.rollYear,
+    roll_stage: context.rollStage,
+    situs: {
+      address: joinLines(situsLine1, cleanText(row.situsAddress2)),
+      city: situsCity,
+      zip: situsZip,
+    },
+    land_use: { dor_uc: row.dorUc, use_class: useClass, appraiser_uc: row.appraiserUc },
+    owner: {
+      name: ownerName,
+      mailing_state: mailingState,
+      mailing_address: {
+        line1: mailingLine1,
+        line2: cleanText(row.ownerAddress2),
+        city: cleanText(row.ownerCity),
+        state: row.ownerState,
+        zip: mailingZip,
+      },
+    },
+    just_value: row.justValue,
+    assessed_value: row.assessedValue,
+    taxable_value: row.taxableValue,
+    land_value: row.landValue,
+    year_built: row.yearBuilt,
+    living_area_sqft: row.livingAreaSqft,
+    land_sqft: row.landSqft,
+    homestead,
+    last_sale: toSale(lastSale),
+    last_qualified_sale: toSale(lastQualified),
+  };
+  const contentHash = contentHashOf(rollFacts);
+
+  const signals = evaluateSignals({
+    homestead,
+    useClass,
+    dorUc: row.dorUc,
+    ownerName,
+    fiduciaryName: cleanText(row.fiduciaryName),
+    mailingStreet: comparableStreet(mailingLine1),
+    mailingZip5: zip5(mailingZip),
+    mailingState,
+    situsStreet: comparableStreet(situsLine1),
+    situsZip5: zip5(situsZip),
+    justValue: row.justValue,
+    equity,
+    lastSale,
+    publicLand: row.publicLand,
+    priorRoll,
+    asOf: context.asOf,
+  });
+
+  const event: ParcelIngested = {
+    ingest_id: context.ingestId,
+    folio: folioOf(row.countyNo, row.parcelId),
+    county_no: row.countyNo,
+    parcel_id: row.parcelId,
+    roll_year: row.rollYear,
+    roll_stage: context.rollStage,
+    source_file: context.sourceFile,
+    content_hash: contentHash,
+    previous_content_hash: context.previous?.contentHash ?? null,
+    situs: rollFacts.situs,
+    land_use: rollFacts.land_use,
+    owner: rollFacts.owner,
+    valuation: {
+      just_value: row.justValue,
+      assessed_value: row.assessedValue,
+      taxable_value: row.taxableValue,
+      land_value: row.landValue,
+      est_equity: equity?.estEquity ?? null,
+      equity_ratio: equity?.equityRatio ?? null,
+    },
+    year_built: row.yearBuilt,
+    living_area_sqft: row.livingAreaSqft,
+    land_sqft: row.landSqft,
+    homestead,
+    last_sale: rollFacts.last_sale,
+    last_qualified_sale: rollFacts.last_qualified_sale,
+    signals_fired: signals.map((signal) => signal.name),
+    observed_at: context.observedAt,
+  };
+  return { event, signals, equity, priorRoll, situsCity, situsZip5: zip5(situsZip) };
+}
+
+/**
+ * Hex SHA-256 of the normalized roll facts. Derived facts (signals, equity) are left out: they
+ * move with the calendar, and a parcel whose roll content is unchanged is not news.
+ */
+export function contentHashOf(rollFacts: unknown): string {
+  return createHash("sha256").update(JSON.stringify(rollFacts)).digest("hex");
+}
+
+/** Whether an incoming roll may replace the stored one: never an older year, never P over F. */
+export function isStaleRoll(
+  previous: StoredParcelState | null,
+  rollYear: number,
+  stage: RollStage,
+): boolean {
+  if (previous === null) {
+    return false;
+  }
+  if (rollYear !== previous.rollYear) {
+    return rollYear < previous.rollYear;
+  }
+  return previous.rollStage === "final" && stage === "preliminary";
+}

@@ -1,0 +1,130 @@
+/**
+ * `npm run ingest -- <files...>`: streams Florida DOR NAL (and SDF) files into the parcel store
+ * and publishes new and changed parcels on `parcel.ingested`. SDF files go first so their sales
+ * enrich the rolls of the same run. Progress on stderr; a summary per file and in total.
+ */
+import { basename } from "node:path";
+import { parseArgs } from "node:util";
+import { Bus } from "@th/bus";
+import { contracts } from "@th/contracts";
+import { createPool, migrate } from "@th/db";
+import { createLogger } from "@th/telemetry";
+import { readConfig } from "../config.ts";
+import { migrations } from "../db/migrations.ts";
+import { parseRollFileName } from "../domain/nal-layout.ts";
+import {
+  type IngestProgress,
+  type IngestSummary,
+  ingestFile,
+  type Publish,
+} from "./ingest-file.ts";
+
+const usage = "usage: npm run ingest -- [--stage P|F] [--no-rejects] <NAL..csv | SDF..csv>...";
+
+function formatDuration(seconds: number): string {
+  if (!Number.isFinite(seconds)) {
+    return "--:--";
+  }
+  const whole = Math.max(0, Math.round(seconds));
+  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
+}
+
+/** A one-line progress bar redrawn in place when stderr is a terminal, else a line every few seconds. */
+export function progressReporter(label: string, stream = process.stderr) {
+  const started = performance.now();
+  let lastDraw = 0;
+  return (progress: IngestProgress, final = false) => {
+    const now = performance.now();
+    const interval = stream.isTTY ? 200 : 5000;
+    if (!final && now - lastDraw < interval) {
+      return;
+    }
+    lastDraw = now;
+    const seconds = (now - started) / 1000;
+    const fraction = progress.totalBytes > 0 ? progress.bytesRead / progress.totalBytes : 1;
+    const rate = seconds > 0 ? progress.rowsRead / seconds : 0;
+    const eta = fraction > 0 ? (seconds / fraction) * (1 - fraction) : Number.POSITIVE_INFINITY;
+    const width = 24;
+    const filled = Math.round(fraction * width);
+    const bar = `${"#".repeat(filled)}${"-".repeat(width - filled)}`;
+    const line = `${label} [${bar}] ${(fraction * 100).toFixed(1)}% ${progress.rowsRead.toLocaleString("en-US")} rows ${Math.round(rate).toLocaleString("en-US")} rows/s ETA ${formatDuration(eta)}`;
+    stream.write(stream.isTTY ? `\r\u001b[2K${line}${final ? "\n" : ""}` : `${line}\n`);
+  };
+}
+
+function summaryLine(summary: IngestSummary): string {
+  return `${basename(summary.file)} (${summary.kind}): read ${summary.read}, new ${summary.new}, changed ${summary.changed}, unchanged ${summary.unchanged}, rejected ${summary.rejected}, published ${summary.published} in ${summary.seconds.toFixed(1)}s`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      stage: { type: "string" },
+      "no-rejects": { type: "boolean", default: false },
+    },
+  });
+  if (positionals.length === 0) {
+    console.error(usage);
+    return 2;
+  }
+  const stage =
+    values.stage === undefined
+      ? undefined
+      : values.stage.toUpperCase() === "P"
+        ? "preliminary"
+        : "final";
+  const config = readConfig();
+  const logger = createLogger({ service: "parcels-ingest", level: "warn" });
+  await migrate(config.DATABASE_URL, migrations);
+  const pool = createPool({ url: config.DATABASE_URL, schema: migrations.schema, max: 4 });
+  const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: "parcels-ingest", logger });
+  await bus.provision([contracts.parcelIngested]);
+  const publish: Publish = (events) => bus.publish(contracts.parcelIngested, events);
+  // Sales first, so the rolls of the same run see them.
+  const files = [...positionals].sort(
+    (a, b) =>
+      Number(parseRollFileName(basename(b))?.kind === "SDF") -
+      Number(parseRollFileName(basename(a))?.kind === "SDF"),
+  );
+  const totals = { read: 0, new: 0, changed: 0, unchanged: 0, rejected: 0 };
+  let failed = false;
+  try {
+    for (const file of files) {
+      const report = progressReporter(basename(file));
+      try {
+        const summary = await ingestFile({ pool, publish }, file, {
+          batchSize: config.INGEST_BATCH_SIZE,
+          ...(stage ? { rollStage: stage } : {}),
+          ...(values["no-rejects"] ? { rejectsPath: null } : {}),
+          onProgress: (progress) => report(progress),
+        });
+        report({ rowsRead: summary.read, bytesRead: 1, totalBytes: 1 }, true);
+        console.info(summaryLine(summary));
+        if (summary.rejectsPath) {
+          console.info(`  rejects report: ${summary.rejectsPath}`);
+        }
+        for (const key of Object.keys(totals) as (keyof typeof totals)[]) {
+          totals[key] += summary[key];
+        }
+      } catch (error) {
+        failed = true;
+        console.error(`${basename(file)}: ${(error as Error).message}`);
+      }
+    }
+  } finally {
+    await bus.close();
+    await pool.end();
+  }
+  if (files.length > 1) {
+    console.info(
+      `total: read ${totals.read}, new ${totals.new}, changed ${totals.changed}, unchanged ${totals.unchanged}, rejected ${totals.rejected}`,
+    );
+  }
+  return failed ? 1 : 0;
+}
+
+if (import.meta.main) {
+  process.exitCode = await main(process.argv.slice(2));
+}

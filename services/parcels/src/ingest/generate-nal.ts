@@ -1,0 +1,582 @@
+/**
+ * Writes realistic synthetic Florida DOR NAL roll files of any size for tests, demos and
+ * benchmarks: real county numbers, cities and ZIPs, owner names with LLC/TRUST/INC/estates,
+ * out-of-state and foreign mailing addresses written as codes or full names, a homestead mix,
+ * sale years, prices and qualification codes, DOR use codes, and CSV that needs quoting (commas,
+ * doubled quotes and line breaks inside fields). Deterministic per seed.
+ *
+ *   node services/parcels/src/ingest/generate-nal.ts --rows 500 --seed 7 --county 23 --out dir/
+ */
+import { createWriteStream } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { NAL_COLUMNS, type NalColumn } from "../domain/nal-layout.ts";
+
+const COLUMN_INDEX = new Map<NalColumn, number>(
+  NAL_COLUMNS.map((column, index) => [column, index]),
+);
+
+/** One NAL line from named values; every other column is empty. */
+export function nalLine(values: Partial<Record<NalColumn, string | number>>): string {
+  const fields = new Array<string>(NAL_COLUMNS.length).fill("");
+  for (const [column, value] of Object.entries(values)) {
+    const index = COLUMN_INDEX.get(column as NalColumn);
+    if (index !== undefined && value !== undefined) {
+      fields[index] = csvField(String(value));
+    }
+  }
+  return fields.join(",");
+}
+
+export const NAL_HEADER_LINE = NAL_COLUMNS.join(",");
+
+export function csvField(value: string): string {
+  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}
+
+/** mulberry32: small, fast, and the same sequence for the same seed on every machine. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface County {
+  no: number;
+  cities: [name: string, zipFrom: number, zipTo: number][];
+}
+
+export const GENERATOR_COUNTIES: readonly County[] = [
+  {
+    no: 23,
+    cities: [
+      ["MIAMI", 33125, 33189],
+      ["HIALEAH", 33010, 33016],
+      ["HOMESTEAD", 33030, 33035],
+      ["MIAMI BEACH", 33139, 33141],
+      ["UNINCORPORATED", 33157, 33196],
+    ],
+  },
+  {
+    no: 16,
+    cities: [
+      ["FORT LAUDERDALE", 33301, 33334],
+      ["HOLLYWOOD", 33019, 33029],
+      ["POMPANO BEACH", 33060, 33069],
+      ["CORAL SPRINGS", 33065, 33076],
+    ],
+  },
+  {
+    no: 60,
+    cities: [
+      ["WEST PALM BEACH", 33401, 33417],
+      ["BOCA RATON", 33428, 33498],
+      ["JUPITER", 33458, 33478],
+      ["LAKE WORTH", 33460, 33467],
+    ],
+  },
+  {
+    no: 39,
+    cities: [
+      ["TAMPA", 33602, 33647],
+      ["BRANDON", 33510, 33511],
+      ["PLANT CITY", 33563, 33567],
+      ["RIVERVIEW", 33569, 33579],
+    ],
+  },
+  {
+    no: 58,
+    cities: [
+      ["ORLANDO", 32801, 32839],
+      ["WINTER PARK", 32789, 32792],
+      ["APOPKA", 32703, 32712],
+    ],
+  },
+  {
+    no: 26,
+    cities: [
+      ["JACKSONVILLE", 32202, 32277],
+      ["JACKSONVILLE BEACH", 32250, 32250],
+    ],
+  },
+  {
+    no: 62,
+    cities: [
+      ["ST PETERSBURG", 33701, 33716],
+      ["CLEARWATER", 33755, 33767],
+      ["LARGO", 33770, 33778],
+    ],
+  },
+  {
+    no: 46,
+    cities: [
+      ["CAPE CORAL", 33904, 33914],
+      ["FORT MYERS", 33901, 33919],
+      ["LEHIGH ACRES", 33936, 33976],
+    ],
+  },
+  {
+    no: 68,
+    cities: [
+      ["SARASOTA", 34230, 34243],
+      ["VENICE", 34285, 34293],
+      ["NORTH PORT", 34286, 34291],
+    ],
+  },
+  {
+    no: 52,
+    cities: [
+      ["OCALA", 34470, 34482],
+      ["DUNNELLON", 34431, 34434],
+    ],
+  },
+  {
+    no: 74,
+    cities: [
+      ["DAYTONA BEACH", 32114, 32124],
+      ["DELTONA", 32725, 32738],
+    ],
+  },
+  {
+    no: 11,
+    cities: [
+      ["GAINESVILLE", 32601, 32653],
+      ["ALACHUA", 32615, 32616],
+    ],
+  },
+];
+
+const SURNAMES = [
+  "SMITH",
+  "JOHNSON",
+  "WILLIAMS",
+  "GARCIA",
+  "RODRIGUEZ",
+  "MARTINEZ",
+  "HERNANDEZ",
+  "LOPEZ",
+  "GONZALEZ",
+  "BROWN",
+  "JONES",
+  "MILLER",
+  "DAVIS",
+  "WILSON",
+  "ANDERSON",
+  "THOMAS",
+  "TAYLOR",
+  "MOORE",
+  "JACKSON",
+  "PEREZ",
+  "SANCHEZ",
+  "RAMIREZ",
+  "TORRES",
+  "NGUYEN",
+  "O'BRIEN",
+  "MCDONALD",
+  "VINGIANO",
+  "ST JEAN",
+  "DIAZ",
+  "REYES",
+  "COHEN",
+  "PATEL",
+  "KOWALSKI",
+  "MUELLER",
+  "ROSSI",
+];
+const GIVEN = [
+  "JOHN",
+  "MARY",
+  "JOSE",
+  "MARIA",
+  "ROBERT",
+  "PATRICIA",
+  "MICHAEL",
+  "LINDA",
+  "DAVID",
+  "CARMEN",
+  "JAMES",
+  "BARBARA",
+  "LUIS",
+  "ANA",
+  "WILLIAM",
+  "ELIZABETH",
+  "CARLOS",
+  "SUSAN",
+  "THOMAS",
+  "YOLANDA",
+];
+const ENTITY_WORDS = [
+  "SUNSHINE",
+  "CORAL",
+  "PALM",
+  "GULF",
+  "ATLANTIC",
+  "BISCAYNE",
+  "EVERGLADES",
+  "TROPIC",
+  "MANGROVE",
+  "PELICAN",
+  "HARBOR",
+  "KEYSTONE",
+];
+const ENTITY_KINDS = [
+  "HOLDINGS LLC",
+  "PROPERTIES LLC",
+  "INVESTMENTS INC",
+  "REALTY CORP",
+  "CAPITAL GROUP LLC",
+  "RENTALS LLC",
+  "HOMES LP",
+  "VENTURES LLC",
+];
+const STREETS = [
+  "NW 7TH ST",
+  "SW 8TH ST",
+  "BISCAYNE BLVD",
+  "CORAL WAY",
+  "OCEAN DR",
+  "PALM AVE",
+  "MAIN ST",
+  "OAK ST",
+  "PINE TREE LN",
+  "WEEPING WILLOW CT",
+  "LAKE SHORE DR",
+  "SUNRISE BLVD",
+  "COUNTY ROAD 42",
+  "HIBISCUS TER",
+  "MANGO CIR",
+  "SEMINOLE TRL",
+  "NE 5TH PL",
+  "GULF BLVD",
+];
+const OUT_OF_STATE: [code: string, name: string, city: string, zip: string][] = [
+  ["NY", "NEW YORK", "BROOKLYN", "11201"],
+  ["NJ", "NEW JERSEY", "HOBOKEN", "07030"],
+  ["CT", "CONNECTICUT", "WEST HAVEN", "06516"],
+  ["MA", "MASSACHUSETTS", "BOSTON", "02108"],
+  ["GA", "GEORGIA", "ATLANTA", "30303"],
+  ["NC", "NORTH CAROLINA", "CHARLOTTE", "28202"],
+  ["OH", "OHIO", "COLUMBUS", "43215"],
+  ["IL", "ILLINOIS", "CHICAGO", "60601"],
+  ["TX", "TEXAS", "AUSTIN", "78701"],
+  ["CA", "CALIFORNIA", "LOS ANGELES", "90012"],
+  ["PA", "PENNSYLVANIA", "PHILADELPHIA", "19103"],
+  ["MI", "MICHIGAN", "DETROIT", "48226"],
+];
+const FOREIGN: [city: string, state: string, zip: string][] = [
+  ["TORONTO ON", "", "M5V 2T6"],
+  ["MONTREAL QC", "QC", "H3B 1A7"],
+  ["BOGOTA", "", ""],
+];
+const USE_CODES: [code: string, weight: number][] = [
+  ["001", 55],
+  ["004", 14],
+  ["000", 8],
+  ["002", 3],
+  ["003", 2],
+  ["008", 2],
+  ["011", 2],
+  ["017", 1],
+  ["021", 1],
+  ["039", 0.5],
+  ["048", 1],
+  ["040", 0.5],
+  ["010", 1],
+  ["052", 1],
+  ["066", 0.5],
+  ["070", 0.3],
+  ["071", 0.5],
+  ["080", 0.3],
+  ["082", 0.3],
+  ["086", 0.3],
+  ["091", 0.3],
+  ["094", 0.2],
+  ["099", 0.5],
+];
+const USE_WEIGHT_TOTAL = USE_CODES.reduce((sum, [, weight]) => sum + weight, 0);
+const QUAL_CODES: [code: string, weight: number][] = [
+  ["01", 55],
+  ["02", 8],
+  ["11", 14],
+  ["05", 3],
+  ["12", 5],
+  ["30", 6],
+  ["37", 3],
+  ["38", 2],
+  ["19", 2],
+  ["14", 1],
+  ["41", 1],
+];
+const QUAL_WEIGHT_TOTAL = QUAL_CODES.reduce((sum, [, weight]) => sum + weight, 0);
+
+export interface GenerateOptions {
+  rows: number;
+  seed: number;
+  countyNo?: number;
+  rollYear?: number;
+}
+
+/** Yields the header and then `rows` data lines (without line ends). */
+export function* generateNalLines(options: GenerateOptions): Generator<string> {
+  const random = seededRandom(options.seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+  const chance = (p: number) => random() < p;
+  const between = (from: number, to: number) => from + Math.floor(random() * (to - from + 1));
+  const weighted = (items: readonly [string, number][], total: number) => {
+    let roll = random() * total;
+    for (const [code, weight] of items) {
+      roll -= weight;
+      if (roll <= 0) {
+        return code;
+      }
+    }
+    return items[0]?.[0] ?? "";
+  };
+  const county =
+    GENERATOR_COUNTIES.find((item) => item.no === options.countyNo) ?? pick(GENERATOR_COUNTIES);
+  const rollYear = options.rollYear ?? 2025;
+  const yearsOfAppreciation = (year: number) => 1.045 ** (rollYear - year);
+  yield NAL_HEADER_LINE;
+
+  for (let index = 0; index < options.rows; index++) {
+    const [city, zipFrom, zipTo] = pick(county.cities);
+    const zip = String(between(zipFrom, zipTo)).padStart(5, "0");
+    const useCode = weighted(USE_CODES, USE_WEIGHT_TOTAL);
+    const residential = Number(useCode) <= 9;
+    const vacant = ["000", "010", "040", "070", "080"].includes(useCode);
+    const house = `${between(100, 29999)} ${pick(STREETS)}`;
+    const situs =
+      vacant && chance(0.5)
+        ? ""
+        : useCode === "004"
+          ? `${house} UNIT ${between(1, 40)}${pick(["", "A", "B"])}`
+          : house;
+    const base = residential ? between(90, 900) * 1000 : between(150, 6000) * 1000;
+    const jv = vacant ? Math.round(base / 4) : base;
+    const landValue = Math.round(jv * (vacant ? 1 : 0.25 + random() * 0.3));
+    const homestead = residential && !vacant && chance(0.5);
+    const ownerKind = random();
+    const surname = pick(SURNAMES);
+    const given = pick(GIVEN);
+    let owner: string;
+    if (!homestead && ownerKind < 0.22) {
+      owner = chance(0.1)
+        ? `"${pick(ENTITY_WORDS)}" ${pick(ENTITY_KINDS)}`
+        : `${pick(ENTITY_WORDS)} ${pick(ENTITY_WORDS)} ${pick(ENTITY_KINDS)}`;
+    } else if (ownerKind < 0.3) {
+      owner = chance(0.5) ? `${surname} ${given} TR` : `${surname} FAMILY TRUST`;
+    } else if (ownerKind < 0.33) {
+      owner = chance(0.5) ? `ESTATE OF ${surname} ${given}` : `${surname} ${given} EST`;
+    } else if (ownerKind < 0.45) {
+      owner = `${surname}, ${given} & ${pick(GIVEN)}`;
+    } else {
+      owner = `${surname} ${given}${chance(0.3) ? ` & ${pick(GIVEN)}` : ""}`;
+    }
+    let mailing: { line1: string; city: string; state: string; zip: string };
+    const where = random();
+    if (homestead || (where < 0.35 && situs !== "")) {
+      mailing = {
+        line1: situs || house,
+        city: city === "UNINCORPORATED" ? "MIAMI" : city,
+        state: chance(0.85) ? "FL" : "FLORIDA",
+        zip,
+      };
+    } else if (where < 0.7) {
+      const [otherCity, from, to] = pick(pick(GENERATOR_COUNTIES).cities);
+      mailing = {
+        line1: chance(0.15)
+          ? `PO BOX ${between(1, 99999)}`
+          : `${between(100, 29999)} ${pick(STREETS)}`,
+        city: otherCity === "UNINCORPORATED" ? "MIAMI" : otherCity,
+        state: chance(0.8) ? "FL" : "FLORIDA",
+        zip: String(between(from, to)).padStart(5, "0"),
+      };
+    } else if (where < 0.97) {
+      const [code, name, otherCity, otherZip] = pick(OUT_OF_STATE);
+      mailing = {
+        line1: `${between(1, 999)} ${pick(["ELM ST", "MAPLE AVE", "BROADWAY", "PARK PL"])}`,
+        city: otherCity,
+        state: chance(0.7) ? code : name,
+        zip: chance(0.2) ? `${otherZip}${between(1000, 9999)}` : otherZip,
+      };
+    } else {
+      const [foreignCity, state, foreignZip] = pick(FOREIGN);
+      mailing = {
+        line1: `${between(1, 999)} RUE ${pick(SURNAMES)}`,
+        city: foreignCity,
+        state,
+        zip: foreignZip,
+      };
+    }
+    const sold = chance(0.85);
+    const saleYear = sold ? (chance(0.6) ? between(2005, rollYear) : between(1972, 2004)) : 0;
+    const qual = sold ? weighted(QUAL_CODES, QUAL_WEIGHT_TOTAL) : "";
+    const nominal = qual === "11" || qual === "30";
+    const salePrice = sold
+      ? nominal
+        ? pick([0, 10, 100])
+        : Math.round(((jv / yearsOfAppreciation(saleYear)) * (0.8 + random() * 0.4)) / 100) * 100
+      : 0;
+    const secondSale = sold && saleYear > 1980 && chance(0.5);
+    const secondYear = secondSale ? between(1970, saleYear - 1) : 0;
+    const yearBuilt = vacant ? "" : between(1925, rollYear);
+    const legalParts = [
+      `LOT ${between(1, 60)} BLK ${between(1, 30)}`,
+      `${pick(ENTITY_WORDS)} ${pick(["SUB", "ESTATES", "PARK", "HEIGHTS"])}`,
+      `PB ${between(1, 180)}-${between(1, 99)}`,
+    ];
+    const legal = chance(0.02)
+      ? `${legalParts.join(", ")}\nLESS N 10 FT`
+      : chance(0.03)
+        ? `${legalParts[0]} "A" ${legalParts[1]}`
+        : legalParts.join(" ");
+    const parcelId = `${pick(["01", "02", "30", "31", "35"])}${between(1000, 9999)}${String(index).padStart(8, "0")}`;
+    yield nalLine({
+      CO_NO: county.no,
+      PARCEL_ID: parcelId,
+      FILE_T: "R",
+      ASMNT_YR: rollYear,
+      BAS_STRT: between(1, 9),
+      ATV_STRT: between(1, 9),
+      GRP_NO: between(1, 5),
+      DOR_UC: useCode,
+      PA_UC: `${useCode.slice(1)}${pick(["01", "02", "00"])}`,
+      JV: jv,
+      AV_SD: homestead ? Math.round(jv * 0.7) : jv,
+      AV_NSD: homestead ? Math.round(jv * 0.7) : Math.round(jv * 0.9),
+      TV_SD: homestead ? Math.max(0, Math.round(jv * 0.7) - 25000) : jv,
+      TV_NSD: homestead ? Math.max(0, Math.round(jv * 0.7) - 50000) : Math.round(jv * 0.9),
+      JV_HMSTD: homestead ? jv : 0,
+      AV_HMSTD: homestead ? Math.round(jv * 0.7) : 0,
+      JV_NON_HMSTD_RESD: residential && !homestead ? jv : 0,
+      LND_VAL: landValue,
+      LND_UNTS_CD: vacant && chance(0.3) ? 2 : 1,
+      NO_LND_UNTS: between(2000, 43560),
+      LND_SQFOOT: between(2000, 43560),
+      DT_LAST_INSPT: `${String(between(1, 12)).padStart(2, "0")}${String(between(15, 24))}`,
+      IMP_QUAL: vacant ? "" : between(1, 6),
+      CONST_CLASS: vacant ? "" : between(1, 5),
+      EFF_YR_BLT: yearBuilt,
+      ACT_YR_BLT: yearBuilt,
+      TOT_LVG_AREA: vacant ? "" : between(600, 4800),
+      NO_BULDNG: vacant ? 0 : 1,
+      NO_RES_UNTS:
+        residential && !vacant
+          ? useCode === "003"
+            ? between(10, 80)
+            : useCode === "008"
+              ? between(2, 9)
+              : 1
+          : 0,
+      MULTI_PAR_SAL1: sold && qual === "05" ? "M" : "",
+      QUAL_CD1: qual,
+      VI_CD1: sold ? (vacant ? "V" : "I") : "",
+      SALE_PRC1: sold ? salePrice : "",
+      SALE_YR1: sold ? saleYear : "",
+      SALE_MO1: sold ? between(1, saleYear === rollYear ? 6 : 12) : "",
+      OR_BOOK1: sold ? between(1000, 35000) : "",
+      OR_PAGE1: sold ? between(1, 4999) : "",
+      CLERK_NO1: sold ? `${saleYear}${between(100000, 999999)}` : "",
+      QUAL_CD2: secondSale ? pick(["01", "01", "02", "11"]) : "",
+      VI_CD2: secondSale ? "I" : "",
+      SALE_PRC2: secondSale ? Math.round(jv / yearsOfAppreciation(secondYear) / 100) * 100 : "",
+      SALE_YR2: secondSale ? secondYear : "",
+      SALE_MO2: secondSale ? between(1, 12) : "",
+      OWN_NAME: owner,
+      OWN_ADDR1: mailing.line1,
+      OWN_ADDR2: chance(0.05) ? `APT ${between(1, 999)}` : "",
+      OWN_CITY: mailing.city,
+      OWN_STATE: mailing.state,
+      OWN_ZIPCD: mailing.zip,
+      OWN_STATE_DOM: mailing.state,
+      FIDU_NAME:
+        owner.includes("EST") && chance(0.5) ? `${pick(SURNAMES)} ${pick(GIVEN)} PERS REP` : "",
+      S_LEGAL: legal,
+      MKT_AR: between(1, 99),
+      NBRHD_CD: between(1000, 9999),
+      PUBLIC_LND: ["080", "082", "086"].includes(useCode) ? pick(["C", "M", "S", "W"]) : "",
+      TAX_AUTH_CD: between(100, 999),
+      TWN: `${between(40, 56)}S`,
+      RNG: `${between(37, 42)}E`,
+      SEC: between(1, 36),
+      CENSUS_BK: `12${String(county.no).padStart(3, "0")}${between(100000, 999999)}`,
+      PHY_ADDR1: situs,
+      PHY_CITY: city,
+      PHY_ZIPCD: situs === "" && chance(0.5) ? "" : zip,
+      ALT_KEY: between(1000000, 9999999),
+      EXMPT_01: homestead ? 25000 : "",
+      EXMPT_02: homestead && jv > 75000 ? 25000 : "",
+      SEQ_NO: index + 1,
+      STATE_PAR_ID: `C${county.no}-${parcelId.slice(0, 3)}-${parcelId.slice(3, 6)}-${parcelId.slice(6, 10)}-${parcelId.slice(10, 11) || "0"}`,
+    });
+  }
+}
+
+/** Conventional DOR file name for a generated roll. */
+export function nalFileName(countyNo: number, stage: "P" | "F", year: number): string {
+  return `NAL${String(countyNo).padStart(2, "0")}${stage}${year}01.csv`;
+}
+
+/** Streams a generated roll to `path`, honouring back-pressure so memory stays flat. */
+export async function writeNalFile(path: string, options: GenerateOptions): Promise<void> {
+  const out = createWriteStream(path);
+  let buffer = "";
+  for (const line of generateNalLines(options)) {
+    buffer += `${line}\r\n`;
+    if (buffer.length > 1 << 20) {
+      if (!out.write(buffer)) {
+        await new Promise<void>((resolve) => out.once("drain", () => resolve()));
+      }
+      buffer = "";
+    }
+  }
+  out.write(buffer);
+  await new Promise<void>((resolve, reject) =>
+    out.end((error?: Error | null) => (error ? reject(error) : resolve())),
+  );
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      rows: { type: "string", default: "1000" },
+      seed: { type: "string", default: "1" },
+      county: { type: "string" },
+      year: { type: "string", default: "2025" },
+      stage: { type: "string", default: "F" },
+      out: { type: "string", default: "." },
+    },
+  });
+  const rows = Number(values.rows);
+  const seed = Number(values.seed);
+  const year = Number(values.year);
+  const countyNo = values.county
+    ? Number(values.county)
+    : (GENERATOR_COUNTIES[seed % GENERATOR_COUNTIES.length]?.no ?? 23);
+  if (!Number.isInteger(rows) || rows < 0 || !Number.isInteger(seed)) {
+    console.error(
+      "usage: generate-nal.ts --rows <n> --seed <n> [--county 11..77] [--year 2025] [--stage P|F] [--out dir|file.csv]",
+    );
+    process.exitCode = 2;
+    return;
+  }
+  const target = values.out.endsWith(".csv")
+    ? values.out
+    : join(values.out, nalFileName(countyNo, values.stage === "P" ? "P" : "F", year));
+  if (!values.out.endsWith(".csv")) {
+    await mkdir(values.out, { recursive: true });
+  }
+  await writeNalFile(target, { rows, seed, countyNo, rollYear: year });
+  console.info(`wrote ${rows} rows to ${target}`);
+}
+
+if (import.meta.main) {
+  await main(process.argv.slice(2));
+}

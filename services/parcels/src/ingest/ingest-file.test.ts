@@ -1,0 +1,176 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { contracts, type ParcelIngested } from "@th/contracts";
+import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { type Config, readConfig } from "../config.ts";
+import { migrations } from "../db/migrations.ts";
+import { publishPending } from "../db/parcel-store.ts";
+import { NAL_HEADER_LINE, nalLine, writeNalFile } from "./generate-nal.ts";
+import { ingestFile, type Publish } from "./ingest-file.ts";
+
+let harness: TestHarness<Config>;
+let dir: string;
+let published: ParcelIngested[];
+const asOf = new Date("2025-10-01T00:00:00Z");
+
+const collect: Publish = async (events) => {
+  published.push(...events);
+};
+
+beforeAll(async () => {
+  harness = await createTestHarness({
+    config: readConfig({}),
+    migrations: [migrations],
+    topics: [contracts.parcelIngested],
+  });
+  dir = await mkdtemp(join(tmpdir(), "nal-ingest-"));
+});
+afterAll(async () => {
+  await harness.close();
+  await rm(dir, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  published = [];
+  await harness.pool.query("TRUNCATE parcels, recorded_sales, ingest_runs");
+  await harness.pool.query("UPDATE publish_watermark SET published_through = 0");
+});
+
+const row = (parcelId: string, extra: Record<string, string | number> = {}) =>
+  nalLine({
+    CO_NO: 23,
+    PARCEL_ID: parcelId,
+    ASMNT_YR: 2025,
+    DOR_UC: "001",
+    JV: 300000,
+    OWN_NAME: "DOE JOHN",
+    OWN_ADDR1: "1 MAIN ST",
+    OWN_CITY: "MIAMI",
+    OWN_STATE: "FL",
+    OWN_ZIPCD: "33125",
+    PHY_ADDR1: "1 MAIN ST",
+    PHY_CITY: "MIAMI",
+    PHY_ZIPCD: "33125",
+    ...extra,
+  });
+
+async function writeRoll(name: string, lines: string[]): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, `${[NAL_HEADER_LINE, ...lines].join("\r\n")}\r\n`);
+  return path;
+}
+
+describe("content-hash diff", () => {
+  it("publishes every parcel of a first ingest and nothing when the same file is ingested again", async () => {
+    const path = join(dir, "NAL23F202501.csv");
+    await writeNalFile(path, { rows: 300, seed: 11, countyNo: 23 });
+    const first = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    expect(first).toMatchObject({ read: 300, new: 300, changed: 0, unchanged: 0, rejected: 0 });
+    expect(published).toHaveLength(300);
+
+    published = [];
+    const again = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    expect(again).toMatchObject({ read: 300, new: 0, changed: 0, unchanged: 300, rejected: 0 });
+    expect(published).toHaveLength(0);
+  });
+
+  it("publishes a changed row once, with the previous hash, and leaves the others alone", async () => {
+    const before = await writeRoll("NAL23F202501.csv", [row("A1"), row("A2"), row("A3")]);
+    await ingestFile({ pool: harness.pool, publish: collect }, before, { asOf });
+    const firstHash = published.find((event) => event.folio === "23-A2")?.content_hash;
+    published = [];
+
+    const after = await writeRoll("NAL23F202501.csv", [
+      row("A1"),
+      row("A2", { JV: 310000 }),
+      row("A3"),
+    ]);
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, after, { asOf });
+    expect(summary).toMatchObject({ new: 0, changed: 1, unchanged: 2 });
+    expect(published.map((event) => event.folio)).toEqual(["23-A2"]);
+    expect(published[0]?.previous_content_hash).toBe(firstHash);
+    expect(published[0]?.valuation.just_value).toBe(310000);
+
+    published = [];
+    await ingestFile({ pool: harness.pool, publish: collect }, after, { asOf });
+    expect(published).toHaveLength(0);
+  });
+});
+
+describe("publish after store", () => {
+  it("republishes stored changes whose publish failed, on the next run", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [row("B1"), row("B2")]);
+    const crashing: Publish = async () => {
+      throw new Error("broker went away");
+    };
+    await expect(
+      ingestFile({ pool: harness.pool, publish: crashing }, path, { asOf }),
+    ).rejects.toThrow("broker went away");
+    const stored = await harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
+    expect(stored.rows.map((r) => r.folio)).toEqual(["23-B1", "23-B2"]);
+
+    // The next run finds the file unchanged, but first publishes what the crash left behind.
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    expect(summary.unchanged).toBe(2);
+    expect(published.map((event) => event.folio).sort()).toEqual(["23-B1", "23-B2"]);
+    expect(await publishPending(harness.pool, collect)).toBe(0);
+  });
+
+  it("publishes to the parcel.ingested topic through the bus, keyed by folio", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [row("C1")]);
+    const received: { key: string | null; value: ParcelIngested }[] = [];
+    const { on } = await import("@th/bus");
+    const consumer = await harness.bus.consume({
+      group: "ingest-test",
+      fromBeginning: true,
+      subscriptions: [
+        on(contracts.parcelIngested, async (message) => {
+          received.push({ key: message.key, value: message.value });
+          return undefined;
+        }),
+      ],
+    });
+    try {
+      await ingestFile(
+        {
+          pool: harness.pool,
+          publish: (events) => harness.bus.publish(contracts.parcelIngested, events),
+        },
+        path,
+        { asOf },
+      );
+      await expect.poll(() => received.length, { timeout: 15_000 }).toBe(1);
+      expect(received[0]?.key).toBe("23-C1");
+      expect(received[0]?.value.owner.mailing_state).toBe("FL");
+    } finally {
+      await consumer.stop();
+    }
+  });
+});
+
+describe("rejects report", () => {
+  it("lists each bad row with line, column and reason, and stores the good rows", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [
+      row("D1"),
+      row("D2", { JV: "12O000" }),
+      "23,D3,R,2025",
+      row("D4", { SALE_MO1: 13, SALE_YR1: 2020, SALE_PRC1: 1000 }),
+      row("", {}),
+      row("D6"),
+    ]);
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    expect(summary).toMatchObject({ read: 6, new: 2, rejected: 4 });
+    expect(summary.rejects).toEqual([
+      { line: 3, column: "JV", reason: '"12O000" is not a number', parcelId: "D2" },
+      { line: 4, column: null, reason: "expected 165 fields, found 4", parcelId: "D3" },
+      { line: 5, column: "SALE_MO1", reason: "13 is above 12", parcelId: "D4" },
+      { line: 6, column: "PARCEL_ID", reason: "is empty but required", parcelId: null },
+    ]);
+    const report = await readFile(`${path}.rejects.csv`, "utf8");
+    expect(report.split("\n")[0]).toBe("line,column,parcel_id,reason");
+    expect(report).toContain('3,JV,D2,"""12O000"" is not a number"');
+    const stored = await harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
+    expect(stored.rows.map((r) => r.folio)).toEqual(["23-D1", "23-D6"]);
+  });
+});

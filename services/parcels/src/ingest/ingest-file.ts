@@ -1,0 +1,395 @@
+import { randomBytes } from "node:crypto";
+import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { basename } from "node:path";
+import type { ParcelIngested, RollStage } from "@th/contracts";
+import type { Pool } from "@th/db";
+import {
+  advanceWatermark,
+  loadRecordedSales,
+  loadStates,
+  publishPending,
+  upsertParcels,
+  upsertRecordedSales,
+  withIngestLock,
+} from "../db/parcel-store.ts";
+import { CsvReader, type CsvRecord } from "../domain/csv.ts";
+import { headerDriftRejects, looksLikeHeader, mapHeader, type Reject } from "../domain/header.ts";
+import {
+  NAL_COLUMN_ALIASES,
+  NAL_COLUMNS,
+  NAL_REQUIRED_COLUMNS,
+  parseRollFileName,
+  SDF_COLUMN_ALIASES,
+  SDF_COLUMNS,
+  SDF_REQUIRED_COLUMNS,
+} from "../domain/nal-layout.ts";
+import { type NalRow, NalRowReader, SdfRowReader, type SdfSale } from "../domain/nal-row.ts";
+import { type BuiltParcel, buildParcel, folioOf, isStaleRoll } from "../domain/parcel.ts";
+
+export type Publish = (events: ParcelIngested[]) => Promise<void>;
+
+export interface IngestDeps {
+  pool: Pool;
+  /** Sends records to `parcel.ingested`; resolves once the broker acknowledged them. */
+  publish: Publish;
+}
+
+export interface IngestProgress {
+  rowsRead: number;
+  bytesRead: number;
+  totalBytes: number;
+}
+
+export interface IngestOptions {
+  batchSize?: number;
+  /** Reference date of tenure and loan-age arithmetic; defaults to now. */
+  asOf?: Date;
+  now?: () => Date;
+  /** Overrides the stage read from the file name (NAL..P.. / NAL..F..). */
+  rollStage?: RollStage;
+  /** Where the rejects report goes; null writes none. Defaults to `<file>.rejects.csv`. */
+  rejectsPath?: string | null;
+  onProgress?: (progress: IngestProgress) => void;
+}
+
+export interface IngestSummary {
+  ingestId: string;
+  file: string;
+  kind: "NAL" | "SDF";
+  read: number;
+  new: number;
+  changed: number;
+  unchanged: number;
+  rejected: number;
+  /** The first rejects, for display; the report file has them all. */
+  rejects: Reject[];
+  rejectsPath: string | null;
+  published: number;
+  seconds: number;
+}
+
+const KEPT_REJECTS = 1000;
+
+/** Collects rejects: keeps the first ones in memory, writes every one to the report file. */
+class RejectsReport {
+  readonly path: string | null;
+  readonly kept: Reject[] = [];
+  count = 0;
+  #stream: WriteStream | undefined;
+
+  constructor(path: string | null) {
+    this.path = path;
+  }
+
+  add(reject: Reject): void {
+    this.count += 1;
+    if (this.kept.length < KEPT_REJECTS) {
+      this.kept.push(reject);
+    }
+    if (this.path !== null) {
+      if (!this.#stream) {
+        this.#stream = createWriteStream(this.path);
+        this.#stream.write("line,column,parcel_id,reason\n");
+      }
+      this.#stream.write(
+        `${[reject.line, reject.column ?? "", reject.parcelId ?? "", reject.reason].map(csvCell).join(",")}\n`,
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    const stream = this.#stream;
+    if (stream) {
+      await new Promise<void>((resolve, reject) =>
+        stream.end((error?: Error | null) => (error ? reject(error) : resolve())),
+      );
+    }
+  }
+}
+
+function csvCell(value: string | number): string {
+  const text = String(value);
+  return /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+function detectKind(file: string, header: readonly string[]): "NAL" | "SDF" {
+  const named = parseRollFileName(basename(file));
+  if (named) {
+    return named.kind;
+  }
+  const names = new Set(header.map((name) => name.trim().toUpperCase()));
+  return names.has("SALE_ID_CD") || (names.has("SALE_PRC") && !names.has("JV")) ? "SDF" : "NAL";
+}
+
+/**
+ * Streams one NAL or SDF file into the parcel store. NAL rows are diffed by content hash against
+ * the stored parcel; only new and changed parcels are stored and then published (store first,
+ * publish second, watermark third: a crash anywhere republishes, never loses). Memory stays flat:
+ * one batch is parsed while the previous one is being stored.
+ */
+export async function ingestFile(
+  deps: IngestDeps,
+  file: string,
+  options: IngestOptions = {},
+): Promise<IngestSummary> {
+  return withIngestLock(deps.pool, async () => {
+    // A previous run may have stored changes and died before publishing them.
+    await publishPending(deps.pool, deps.publish);
+    return ingestLocked(deps, file, options);
+  });
+}
+
+async function ingestLocked(
+  deps: IngestDeps,
+  file: string,
+  options: IngestOptions,
+): Promise<IngestSummary> {
+  const started = performance.now();
+  const now = options.now ?? (() => new Date());
+  const asOf = options.asOf ?? now();
+  const batchSize = options.batchSize ?? 2000;
+  const named = parseRollFileName(basename(file));
+  const rollStage: RollStage = options.rollStage ?? named?.stage ?? "final";
+  const ingestId = `ing_${named ? `${named.year}${rollStage === "final" ? "F" : "P"}_${named.countyNo}_${String(named.submission).padStart(2, "0")}` : "file"}_${Date.now().toString(36)}${randomBytes(2).toString("hex")}`;
+  const report = new RejectsReport(
+    options.rejectsPath === undefined ? `${file}.rejects.csv` : options.rejectsPath,
+  );
+  const totalBytes = (await stat(file)).size;
+  const counts = { read: 0, new: 0, changed: 0, unchanged: 0, published: 0 };
+  let kind: "NAL" | "SDF" = "NAL";
+
+  await deps.pool.query(
+    "INSERT INTO ingest_runs (ingest_id, source_file, kind) VALUES ($1, $2, $3)",
+    [ingestId, basename(file), "pending"],
+  );
+
+  let processRecords: ((records: CsvRecord[]) => Promise<void>) | undefined;
+  let skipAll = false;
+  let inflight: Promise<void> = Promise.resolve();
+  let pendingRecords: CsvRecord[] = [];
+
+  /** Starts the header: maps columns, reports drift, and picks the row reader. */
+  const onHeader = (header: CsvRecord, first: boolean) => {
+    kind = detectKind(file, header.fields);
+    if (kind === "SDF") {
+      const fields = first && looksLikeHeader(header.fields) ? header.fields : [...SDF_COLUMNS];
+      const map = mapHeader(fields, SDF_COLUMNS, SDF_COLUMN_ALIASES, SDF_REQUIRED_COLUMNS);
+      for (const reject of headerDriftRejects(map)) {
+        report.add(reject);
+      }
+      skipAll = map.missingRequired.length > 0;
+      const reader = new SdfRowReader(map);
+      processRecords = (records) => storeSales(records, reader);
+      return fields !== header.fields;
+    }
+    const map = mapHeader(header.fields, NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS);
+    for (const reject of headerDriftRejects(map)) {
+      report.add(reject);
+    }
+    skipAll = map.missingRequired.length > 0;
+    const reader = new NalRowReader(map);
+    processRecords = (records) => storeParcels(records, reader);
+    return false;
+  };
+
+  const storeParcels = async (records: CsvRecord[], reader: NalRowReader) => {
+    const byFolio = new Map<string, NalRow>();
+    for (const record of records) {
+      counts.read += 1;
+      if (record.error) {
+        report.add({ line: record.line, column: null, reason: record.error });
+        continue;
+      }
+      const result = reader.read(record.fields, record.line);
+      if (!result.ok) {
+        report.add(result.reject);
+        continue;
+      }
+      const folio = folioOf(result.row.countyNo, result.row.parcelId);
+      const earlier = byFolio.get(folio);
+      if (earlier) {
+        // DOR rolls can repeat a PARCEL_ID; the highest SEQ_NO is the current record.
+        const keepLater = (result.row.seqNo ?? 0) >= (earlier.seqNo ?? 0);
+        const dropped = keepLater ? earlier : result.row;
+        report.add({
+          line: dropped.line,
+          column: "PARCEL_ID",
+          reason: `duplicate parcel in file; kept line ${keepLater ? result.row.line : earlier.line}`,
+          parcelId: dropped.parcelId,
+        });
+        if (!keepLater) {
+          continue;
+        }
+      }
+      byFolio.set(folio, result.row);
+    }
+    if (byFolio.size === 0) {
+      return;
+    }
+    const folios = [...byFolio.keys()];
+    const [states, sales] = await Promise.all([
+      loadStates(deps.pool, folios),
+      loadRecordedSales(deps.pool, folios),
+    ]);
+    const observedAt = now().toISOString();
+    const changed: BuiltParcel[] = [];
+    for (const [folio, row] of byFolio) {
+      const previous = states.get(folio) ?? null;
+      if (isStaleRoll(previous, row.rollYear, rollStage)) {
+        report.add({
+          line: row.line,
+          column: "ASMNT_YR",
+          reason: `roll ${row.rollYear} ${rollStage} is older than the stored ${previous?.rollYear} ${previous?.rollStage} roll`,
+          parcelId: row.parcelId,
+        });
+        continue;
+      }
+      const parcel = buildParcel(row, {
+        ingestId,
+        sourceFile: basename(file),
+        rollStage,
+        observedAt,
+        asOf,
+        previous,
+        recordedSales: sales.get(folio) ?? [],
+      });
+      if (previous?.contentHash === parcel.event.content_hash) {
+        counts.unchanged += 1;
+        continue;
+      }
+      if (previous) {
+        counts.changed += 1;
+      } else {
+        counts.new += 1;
+      }
+      changed.push(parcel);
+    }
+    if (changed.length === 0) {
+      return;
+    }
+    const maxSeq = await upsertParcels(deps.pool, changed);
+    await deps.publish(changed.map((parcel) => parcel.event));
+    await advanceWatermark(deps.pool, maxSeq);
+    counts.published += changed.length;
+  };
+
+  const storeSales = async (records: CsvRecord[], reader: SdfRowReader) => {
+    const byKey = new Map<string, SdfSale & { folio: string }>();
+    for (const record of records) {
+      counts.read += 1;
+      if (record.error) {
+        report.add({ line: record.line, column: null, reason: record.error });
+        continue;
+      }
+      const result = reader.read(record.fields, record.line);
+      if (!result.ok) {
+        report.add(result.reject);
+        continue;
+      }
+      const folio = folioOf(result.row.countyNo, result.row.parcelId);
+      byKey.set(`${folio}\u0000${result.row.saleId}`, { ...result.row, folio });
+    }
+    const sales = [...byKey.values()];
+    const { inserted, updated } = await upsertRecordedSales(deps.pool, sales);
+    counts.new += inserted;
+    counts.changed += updated;
+    counts.unchanged += sales.length - inserted - updated;
+  };
+
+  const flush = async (records: CsvRecord[]) => {
+    await inflight;
+    if (skipAll) {
+      counts.read += records.length;
+      for (const record of records) {
+        report.add({
+          line: record.line,
+          column: null,
+          reason: "skipped: header lacks a required column",
+        });
+      }
+      return;
+    }
+    const work = processRecords;
+    if (work) {
+      inflight = work(records);
+      // Surface a failure at the next await instead of as an unhandled rejection.
+      inflight.catch(() => {});
+    }
+  };
+
+  const csv = new CsvReader();
+  let headerSeen = false;
+  let bytesRead = 0;
+  const handle = async (records: CsvRecord[]) => {
+    let start = 0;
+    if (!headerSeen && records.length > 0) {
+      headerSeen = true;
+      const header = records[0];
+      if (header && !onHeader(header, true)) {
+        start = 1;
+      }
+    }
+    for (let index = start; index < records.length; index++) {
+      const record = records[index];
+      if (record) {
+        pendingRecords.push(record);
+      }
+      if (pendingRecords.length >= batchSize) {
+        const batch = pendingRecords;
+        pendingRecords = [];
+        await flush(batch);
+      }
+    }
+  };
+
+  try {
+    const stream = createReadStream(file, { encoding: "utf8", highWaterMark: 1 << 20 });
+    for await (const chunk of stream) {
+      bytesRead += Buffer.byteLength(chunk as string);
+      const records: CsvRecord[] = [];
+      csv.push(chunk as string, records);
+      await handle(records);
+      options.onProgress?.({
+        rowsRead: counts.read + pendingRecords.length,
+        bytesRead,
+        totalBytes,
+      });
+    }
+    const tail: CsvRecord[] = [];
+    csv.end(tail);
+    await handle(tail);
+    await flush(pendingRecords);
+    pendingRecords = [];
+    await inflight;
+    options.onProgress?.({ rowsRead: counts.read, bytesRead: totalBytes, totalBytes });
+  } finally {
+    await report.close();
+  }
+
+  await deps.pool.query(
+    `UPDATE ingest_runs SET kind = $2, finished_at = now(), rows_read = $3, rows_new = $4,
+            rows_changed = $5, rows_unchanged = $6, rows_rejected = $7
+      WHERE ingest_id = $1`,
+    [ingestId, kind, counts.read, counts.new, counts.changed, counts.unchanged, report.count],
+  );
+  return {
+    ingestId,
+    file,
+    kind,
+    read: counts.read,
+    new: counts.new,
+    changed: counts.changed,
+    unchanged: counts.unchanged,
+    rejected: countRowRejects(report),
+    rejects: report.kept,
+    rejectsPath: report.count > 0 ? report.path : null,
+    published: counts.published,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/** Rows rejected; header-drift lines (line 1) are reported but are not rows. */
+function countRowRejects(report: RejectsReport): number {
+  return report.count - report.kept.filter((reject) => reject.line === 1).length;
+}
