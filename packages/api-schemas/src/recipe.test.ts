@@ -43,7 +43,7 @@ describe("valid recipes", () => {
       },
       signals: { absentee_owner: 0.4, high_equity: 0.6, corporate_owner: -0.2 },
       required_signals: ["absentee_owner"],
-      excluded_signals: ["estate_or_deceased_owner"],
+      excluded_signals: ["estate_owner"],
       min_score: 0.5,
       allow_match_all: false,
     };

@@ -8,66 +8,50 @@ import { z } from "zod";
 
 /**
  * The lead signals the parcels service computes from the roll and lists in
- * `parcel.ingested.signals_fired` (and so in the webhook's `match.signals_fired`). Recipes may
- * only name these. Adding a name is backward compatible; renaming or removing one breaks stored
- * recipes, so never do either within v1.
+ * `parcel.ingested.signals_fired` (and so in the webhook's `match.signals_fired`), in the order it
+ * evaluates them. These are exactly the names it emits; recipes may name only these, so a recipe
+ * can never wait for a signal that cannot fire. Adding a name is backward compatible; renaming or
+ * removing one breaks stored recipes, so never do either within v1.
  */
 export const LEAD_SIGNALS = [
   "absentee_owner",
   "out_of_state_owner",
-  "in_state_absentee",
-  "foreign_owner",
   "corporate_owner",
   "trust_owner",
-  "estate_or_deceased_owner",
+  "estate_owner",
   "long_term_owner",
-  "tired_landlord",
-  "portfolio_owner",
   "high_equity",
-  "free_and_clear_est",
-  "negative_equity_est",
-  "vacant_land",
-  "homestead_removed",
-  "homestead_ported_away",
-  "recent_sale",
-  "distressed_transfer",
-  "related_party_transfer",
-  "below_market_last_sale",
+  "free_and_clear",
+  "negative_equity",
+  "homestead_dropped",
   "value_jump",
-  "jv_decrease",
-  "old_structure",
-  "senior_owner_exemption",
+  "recent_sale",
+  "vacant_land",
+  "distressed_transfer",
+  "tired_landlord",
 ] as const;
 export type LeadSignal = (typeof LEAD_SIGNALS)[number];
 
 /** One line per signal, for the documentation, the dashboard and the OpenAPI description. */
 export const LEAD_SIGNAL_DESCRIPTIONS: Readonly<Record<LeadSignal, string>> = {
-  absentee_owner: "not homesteaded and the owner's mailing address differs from the situs address",
-  out_of_state_owner: "owner mailing address in another US state",
-  in_state_absentee: "absentee owner whose mailing address is in Florida",
-  foreign_owner: "owner mailing address outside the United States",
-  corporate_owner: "owner name is a company (LLC, INC, CORP, LTD, LP, HOLDINGS, ...)",
-  trust_owner: "owner name is a trust or trustee, or a fiduciary is on the roll",
-  estate_or_deceased_owner:
-    "estate, heirs or personal representative on the roll, or a last sale by an executor",
-  long_term_owner: "last sale 15 or more years before the roll was observed",
-  tired_landlord: "absentee, non-homestead residential owner of 10 or more years",
-  portfolio_owner: "the same owner holds 3 or more parcels on the roll",
-  high_equity: "estimated equity is at least half the just value",
-  free_and_clear_est: "the modelled purchase loan is paid off (estimate; no mortgage records)",
-  negative_equity_est: "estimated equity below zero",
-  vacant_land: "vacant land use code, or vacant at the time of the last sale",
-  homestead_removed: "homesteaded on the previous roll, not on this one",
-  homestead_ported_away: "the owner transferred this homestead's differential to a new home",
+  absentee_owner:
+    "not homesteaded, and the owner's mailing street or ZIP differs from the property's (government land excluded)",
+  out_of_state_owner: "the owner's mailing address is in a US state other than Florida",
+  corporate_owner: "the owner name carries an entity word: LLC, INC, CORP, LTD, LP, HOLDINGS, ...",
+  trust_owner: "the owner name names a trust or trustee",
+  estate_owner: "the owner name marks an estate, heirs, a personal representative or a life estate",
+  long_term_owner: "the last sale is 15 or more years before the roll was observed",
+  high_equity: "estimated equity is at least 50% of the just value",
+  free_and_clear: "the modelled purchase loan is paid off (an estimate; the roll has no mortgages)",
+  negative_equity: "the modelled loan balance exceeds the just value (an estimate)",
+  homestead_dropped: "homesteaded on the previous roll, not on this one",
+  value_jump: "the just value rose 20% or more over the previous roll",
   recent_sale: "sold within the 12 months before the roll was observed",
+  vacant_land:
+    "a vacant land-use code: 000 residential, 010 commercial, 040 industrial, 070 institutional",
   distressed_transfer:
-    "last sale was a quit-claim, tax deed, bank (REO) or forced sale (DOR codes 11, 12, 37, 38)",
-  related_party_transfer: "last sale was between affiliated parties (DOR code 30)",
-  below_market_last_sale: "last arm's-length sale below 70% of the just value",
-  value_jump: "just value rose sharply against the previous roll",
-  jv_decrease: "just value fell against the previous roll",
-  old_structure: "built in 1970 or earlier, or an effective age of 40 years or more",
-  senior_owner_exemption: "the owner receives a senior or low-income exemption",
+    "the last sale was a quit-claim or tax deed, a bank deed, off-market or forced (DOR codes 11, 12, 37, 38)",
+  tired_landlord: "absentee owner of a non-homestead residential parcel for 10 or more years",
 };
 
 /** Mirrors `USE_CLASSES` of `@th/contracts` (this package depends on zod alone); a matcher test keeps them equal. */
