@@ -19,7 +19,9 @@ export const apiKeySchema = z
 
 export const issuedApiKeySchema = apiKeySchema
   .extend({
-    secret: z.string().describe("The full key. Shown in this response only; it cannot be retrieved again."),
+    secret: z
+      .string()
+      .describe("The full key. Shown in this response only; it cannot be retrieved again."),
   })
   .meta({ id: "IssuedApiKey" });
 
@@ -53,7 +55,11 @@ export const tenantSchema = z
     rate_per_minute: z.number().int(),
     concurrent_webhooks: z.number().int(),
     trial_ends_at: z.string().describe("No charge is made before this instant"),
-    billing_anniversary: z.string().describe("Activation instant; the monthly quota resets on its day each month"),
+    billing_anniversary: z
+      .string()
+      .describe(
+        "UTC day of activation; the monthly quota resets at 00:00 UTC on this day of each month (the month's last day when shorter)",
+      ),
     card: z.object({ brand: z.string(), last4: z.string() }),
   })
   .meta({ id: "Tenant" });
@@ -88,7 +94,10 @@ export const compromiseResponseSchema = z
   })
   .meta({ id: "CompromiseResponse" });
 
-export const changeTierBodySchema = z.object({ tier: tierSchema }).strict().meta({ id: "ChangeTierRequest" });
+export const changeTierBodySchema = z
+  .object({ tier: tierSchema })
+  .strict()
+  .meta({ id: "ChangeTierRequest" });
 
 export const contactBodySchema = z
   .object({

@@ -8,6 +8,12 @@ export {
   errorResponses,
 } from "./errors.ts";
 export {
+  INTERNAL_HEADERS,
+  type InternalCaller,
+  internalCaller,
+  requireInternalToken,
+} from "./internal-api.ts";
+export {
   type InternalServer,
   type ReadinessCheck,
   startInternalServer,
@@ -15,9 +21,3 @@ export {
 export { type Stoppable, stopOnSignals } from "./lifecycle.ts";
 export { createOutboxRelay, enqueueEvent, type OutboxRelay } from "./outbox.ts";
 export { runService, type ServiceApp, type ServiceDeps, type ServiceSpec } from "./run-service.ts";
-export {
-  INTERNAL_HEADERS,
-  type InternalCaller,
-  internalCaller,
-  requireInternalToken,
-} from "./internal-api.ts";

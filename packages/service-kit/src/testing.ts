@@ -3,7 +3,7 @@ import { type AnyTopicContract, Bus } from "@th/bus";
 import type { MigrationSet } from "@th/db";
 import { createTestDatabase, type TestDatabase } from "@th/db/testing";
 import { startBroker } from "@th/dev-broker";
-import { createLogger } from "@th/telemetry";
+import { createLogger, type Logger } from "@th/telemetry";
 import { Redis } from "ioredis";
 import type { CommonConfig, ServiceDeps } from "./run-service.ts";
 
@@ -29,11 +29,13 @@ export async function createTestHarness<Config extends CommonConfig>(options: {
   migrations: readonly MigrationSet[];
   topics?: readonly AnyTopicContract[];
   brokers?: string[];
+  /** Tests that read what was logged pass their own logger. */
+  logger?: Logger;
 }): Promise<TestHarness<Config>> {
   const db = await createTestDatabase(options.migrations);
   const broker = options.brokers ? undefined : await startBroker({ port: 0 });
   const brokers = options.brokers ?? broker?.brokers ?? [];
-  const logger = createLogger({ service: "test", level: process.env.TEST_LOG_LEVEL ?? "fatal" });
+  const logger = options.logger ?? createLogger({ service: "test", level: "fatal" });
   const redisUrl = options.config.REDIS_URL;
   const redis = new Redis(redisUrl, { keyPrefix: `test:${randomBytes(6).toString("hex")}:` });
   const bus = new Bus({

@@ -1,22 +1,65 @@
+import type { RunningConsumer } from "@th/bus";
 import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
-import type { Config } from "./config.ts";
+import { createKeysClient, createUpstream } from "./clients/keys-client.ts";
+import { type Config, pepperOf } from "./config.ts";
+import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
+import { registerEdge } from "./edge/authenticate.ts";
+import { createEdgeStore } from "./edge/edge-store.ts";
+import { registerAccountRoutes } from "./routes/account.ts";
+import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
+import { registerPublicRoutes } from "./routes/public.ts";
+import { registerTeamRoutes } from "./routes/team.ts";
 
 export const API_VERSION = "1.0.0";
 
+export interface GatewayOptions {
+  now?: () => number;
+}
+
 /** Builds the gateway without listening, so tests can `inject` requests. */
-export async function buildApp(deps: ServiceDeps<Config>): Promise<ServiceApp> {
+export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOptions = {}) {
+  const { config } = deps;
   const http = await createHttpApp({
     logger: deps.logger,
     title: "Terminal House API",
     version: API_VERSION,
     description: "Florida property parcels as leads: REST, webhooks and MCP.",
   });
+  const store = createEdgeStore(deps.redis, { tenantTtlSeconds: config.TENANT_CACHE_SECONDS });
+  const keysUpstream = createUpstream({
+    baseUrl: config.KEYS_URL,
+    internalToken: config.INTERNAL_TOKEN,
+    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+  });
+  registerEdge(http, {
+    store,
+    keys: createKeysClient(keysUpstream),
+    pepper: pepperOf(config),
+    upgradeUrl: config.UPGRADE_URL,
+    publicRatePerMinute: config.PUBLIC_RATE_PER_MINUTE,
+    authFailureRatePerMinute: config.AUTH_FAILURE_RATE_PER_MINUTE,
+    ...(options.now ? { now: options.now } : {}),
+  });
   registerHealthRoutes(http, { version: API_VERSION });
-  http.get("/v1/openapi.json", { schema: { hide: true } }, async () => http.swagger());
-  return {
+  registerDocsRoutes(http);
+  registerPublicRoutes(http, { keys: keysUpstream });
+  registerAccountRoutes(http, { keys: keysUpstream, store });
+  registerTeamRoutes(http, { keys: keysUpstream, store });
+
+  let consumer: RunningConsumer | undefined;
+  const app: ServiceApp & { store: typeof store } = {
     http,
-    start: async () => {},
-    stop: async () => {},
+    store,
+    async start() {
+      consumer = await deps.bus.consume({
+        group: "gateway.edge-state",
+        subscriptions: edgeStateSubscriptions(store),
+      });
+    },
+    async stop() {
+      await consumer?.stop();
+    },
   };
+  return app;
 }

@@ -1,10 +1,33 @@
-import { commonShape, defineConfig, vars } from "@th/config";
+import {
+  commonShape,
+  DEV_SECRETS,
+  decodeKey,
+  defineConfig,
+  refuseDevDefaultsInProduction,
+  vars,
+  z,
+} from "@th/config";
 
 export const configSchema = defineConfig({
   ...commonShape,
   PORT: vars.port(8080),
   INTERNAL_PORT: vars.port(9080),
   HOST: vars.host(),
+  /** Server pepper of API key hashes; must equal the keys service's. */
+  KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
+  /** Shared secret presented on calls to the services' internal APIs. */
+  INTERNAL_TOKEN: z.string().min(16).default(DEV_SECRETS.INTERNAL_TOKEN),
+  KEYS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8081"),
+  /** Where 403 and 402 answers send a tenant to upgrade. */
+  UPGRADE_URL: vars.url(["http", "https"]).default("https://terminal.house/pricing"),
+  /** Per client IP, for `/v1/public/*`. */
+  PUBLIC_RATE_PER_MINUTE: vars.positiveInt(30),
+  /** Per client IP, for requests refused with 401, so keys cannot be guessed at speed. */
+  AUTH_FAILURE_RATE_PER_MINUTE: vars.positiveInt(60),
+  /** How long a tenant's tier and limits are trusted from the cache; tier changes show within it. */
+  TENANT_CACHE_SECONDS: vars.positiveInt(30),
+  /** Timeout of calls to internal services. */
+  UPSTREAM_TIMEOUT_MS: vars.positiveInt(10_000),
 });
 
 export type Config = ReturnType<typeof configSchema.load>;
@@ -13,5 +36,11 @@ export type Config = ReturnType<typeof configSchema.load>;
 export function readConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
-  return configSchema.load(env);
+  const config = configSchema.load(env);
+  refuseDevDefaultsInProduction(config, DEV_SECRETS);
+  return config;
+}
+
+export function pepperOf(config: Config): Buffer {
+  return decodeKey(config.KEY_PEPPER) as Buffer;
 }

@@ -18,6 +18,7 @@ export function registerHealthRoutes(app: HttpApp, info: { version: string }): v
   app.get(
     "/v1/health",
     {
+      config: { edge: { public: true } },
       schema: {
         tags: ["health"],
         operationId: "getHealth",

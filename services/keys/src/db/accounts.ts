@@ -63,7 +63,7 @@ export function tenantView(row: TenantRow) {
     rate_per_minute: row.rate_per_minute,
     concurrent_webhooks: row.concurrent_webhooks,
     trial_ends_at: row.trial_ends_at.toISOString(),
-    billing_anniversary: row.activated_at.toISOString(),
+    billing_anniversary: row.activated_at.toISOString().slice(0, 10),
     card: { brand: row.card_brand ?? "card", last4: row.card_last4 ?? "????" },
   };
 }

@@ -1,0 +1,259 @@
+import { containsKeyLikeString, hashApiKey, isWellFormedApiKey, KEY_LIKE } from "@th/api-keys";
+import { billingPeriodAt, cheapestTierWith, type Surface, TIERS, tierOpens } from "@th/billing";
+import type { Tier } from "@th/contracts";
+import { ApiError, type HttpApp } from "@th/service-kit";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { KeysClient } from "../clients/keys-client.ts";
+import type { EdgeStore, RateWindow } from "./edge-store.ts";
+
+/** What a route tells the edge about itself. */
+export interface EdgeRouteConfig {
+  /** No key needed; an Authorization header is ignored; a per-IP limit applies. */
+  public?: boolean;
+  /** The surface a tier must open; `rest` when not said. */
+  surface?: Surface;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    edge?: EdgeRouteConfig;
+  }
+  interface FastifyRequest {
+    edge?: EdgeContext;
+  }
+}
+
+export interface Tenancy {
+  tenantId: string;
+  memberId: string;
+  keyId: string;
+  tier: Tier;
+}
+
+export interface QuotaState {
+  limit: number;
+  remaining: number;
+  resetsAt: Date;
+}
+
+export interface EdgeContext {
+  tenancy?: Tenancy;
+  window?: RateWindow;
+  quota?: QuotaState;
+}
+
+/** The month's lead-view state; until metering exists the whole cap remains. */
+export type QuotaReader = (
+  tenancy: Tenancy,
+  cap: number,
+  period: { start: Date; end: Date },
+) => Promise<number>;
+
+export interface EdgeOptions {
+  store: EdgeStore;
+  keys: KeysClient;
+  pepper: Buffer;
+  upgradeUrl: string;
+  publicRatePerMinute: number;
+  authFailureRatePerMinute: number;
+  remainingLeadViews?: QuotaReader;
+  now?: () => number;
+}
+
+export function upgradeUrlFor(base: string, tier: string, surface: Surface): string {
+  const url = new URL(base);
+  url.searchParams.set("from", tier);
+  url.searchParams.set("to", cheapestTierWith(surface));
+  url.searchParams.set("feature", surface);
+  return url.toString();
+}
+
+function retryAfterSeconds(window: RateWindow, now: number): number {
+  return Math.max(1, Math.ceil((window.retryAtMs - now) / 1000));
+}
+
+function rateLimited(window: RateWindow, now: number, who: string): ApiError {
+  const seconds = retryAfterSeconds(window, now);
+  return new ApiError(
+    "rate_limited",
+    `${who} exceeded ${window.limit} requests per rolling minute; wait ${seconds} s before retrying (retrying sooner extends the wait)`,
+    { retry_after_seconds: seconds },
+    { "retry-after": String(seconds) },
+  );
+}
+
+/**
+ * The authenticated edge: every `/v1` request passes here before its route. A key is accepted
+ * only as `Authorization: Bearer`; a key-shaped string anywhere in the URL or body is refused
+ * with 401 whatever else the request carries. One Redis round trip resolves the key and charges
+ * the tenant's rolling minute; the tier gate and the six limit headers follow from the answer.
+ */
+export function registerEdge(app: HttpApp, options: EdgeOptions): void {
+  const now = options.now ?? (() => Date.now());
+
+  async function refuse(request: FastifyRequest, detail: string): Promise<never> {
+    // Failed authentication is limited per client IP so keys cannot be guessed at speed.
+    const window = await options.store.limitIp(
+      "authfail",
+      request.ip,
+      options.authFailureRatePerMinute,
+      now(),
+    );
+    request.edge = { window };
+    if (!window.allowed) {
+      throw rateLimited(window, now(), "this client");
+    }
+    throw new ApiError("unauthorized", detail);
+  }
+
+  async function resolve(request: FastifyRequest, keyHash: string) {
+    let answer = await options.store.authorize(keyHash, now());
+    if (answer.kind === "miss") {
+      const found = await options.keys.lookup(keyHash, request.id);
+      if (!found) {
+        await options.store.putUnknown(keyHash);
+        return options.store.authorize(keyHash, now());
+      }
+      await options.store.putTenant(found.tenant);
+      const record = { tenantId: found.tenant_id, memberId: found.member_id, keyId: found.key_id };
+      if (found.revoked) {
+        await options.store.markRevoked(keyHash, record);
+      } else {
+        await options.store.putKey(keyHash, { ...record, revoked: false });
+      }
+      answer = await options.store.authorize(keyHash, now());
+      if (answer.kind === "miss") {
+        throw new ApiError(
+          "unavailable",
+          "authentication state is being rebuilt; try again shortly",
+        );
+      }
+    }
+    return answer;
+  }
+
+  app.addHook("onRequest", async (request) => {
+    if (!request.url.startsWith("/v1/") && request.url !== "/v1") {
+      return;
+    }
+    const config = request.routeOptions.config?.edge ?? {};
+    let url = request.url;
+    try {
+      url = decodeURIComponent(request.url);
+    } catch {
+      // A malformed escape cannot hide a key from the raw test below.
+    }
+    if (KEY_LIKE.test(url)) {
+      await refuse(
+        request,
+        "an API key must never be sent in the URL or query string; send it as Authorization: Bearer <key>, and revoke this key",
+      );
+    }
+    if (config.public) {
+      const window = await options.store.limitIp(
+        "public",
+        request.ip,
+        options.publicRatePerMinute,
+        now(),
+      );
+      request.edge = { window };
+      if (!window.allowed) {
+        throw rateLimited(window, now(), "this client");
+      }
+      return;
+    }
+    const header = request.headers.authorization;
+    if (!header) {
+      await refuse(request, "missing API key: send Authorization: Bearer <key>");
+    }
+    const match = /^Bearer +(\S+)$/.exec(header ?? "");
+    if (!match) {
+      await refuse(request, "the Authorization header must be Bearer <key>");
+    }
+    const key = match?.[1] ?? "";
+    if (!isWellFormedApiKey(key)) {
+      await refuse(request, "malformed API key");
+    }
+    const answer = await resolve(request, hashApiKey(key, options.pepper));
+    if (answer.kind === "unknown") {
+      return refuse(request, "unknown API key");
+    }
+    if (answer.kind === "revoked") {
+      return refuse(request, "this API key has been revoked");
+    }
+    if (answer.kind === "inactive") {
+      return refuse(request, "the subscription of this key's tenant has ended");
+    }
+    if (answer.kind !== "ok") {
+      throw new ApiError("unavailable", "authentication state is being rebuilt; try again shortly");
+    }
+    const tier = answer.tier as Tier;
+    const tenancy: Tenancy = {
+      tenantId: answer.tenantId,
+      memberId: answer.memberId,
+      keyId: answer.keyId,
+      tier,
+    };
+    const anchor = new Date(`${answer.billingAnniversary}T00:00:00Z`);
+    const period = billingPeriodAt(
+      Number.isNaN(anchor.getTime()) ? new Date(now()) : anchor,
+      new Date(now()),
+    );
+    const cap = answer.leadViewsPerMonth;
+    const remaining = options.remainingLeadViews
+      ? await options.remainingLeadViews(tenancy, cap, period)
+      : cap;
+    request.edge = {
+      tenancy,
+      window: answer.window,
+      quota: { limit: cap, remaining, resetsAt: period.end },
+    };
+    if (!answer.window.allowed) {
+      throw rateLimited(answer.window, now(), "this tenant (all of its keys together)");
+    }
+    const surface = config.surface ?? "rest";
+    if (!tierOpens(tier, surface)) {
+      throw new ApiError(
+        "tier_required",
+        `the ${TIERS[tier].label} tier does not include ${surface === "management" ? "the management API" : surface}; upgrade to ${TIERS[cheapestTierWith(surface)].label} or above`,
+        { upgrade_url: upgradeUrlFor(options.upgradeUrl, tier, surface) },
+      );
+    }
+  });
+
+  app.addHook("preValidation", async (request) => {
+    if (
+      request.url.startsWith("/v1/") &&
+      request.body !== undefined &&
+      containsKeyLikeString(request.body)
+    ) {
+      await refuse(
+        request,
+        "an API key must never be sent in the request body; send it as Authorization: Bearer <key>, and revoke this key",
+      );
+    }
+  });
+
+  app.addHook("onSend", async (request, reply: FastifyReply) => {
+    const edge = request.edge;
+    if (edge?.window) {
+      reply.header("x-ratelimit-limit", edge.window.limit);
+      reply.header("x-ratelimit-remaining", edge.window.remaining);
+      reply.header("x-ratelimit-reset", Math.ceil(edge.window.resetAtMs / 1000));
+    }
+    if (edge?.quota) {
+      reply.header("x-quota-lead-views-limit", edge.quota.limit);
+      reply.header("x-quota-lead-views-remaining", Math.max(0, edge.quota.remaining));
+      reply.header("x-quota-resets", edge.quota.resetsAt.toISOString());
+    }
+  });
+}
+
+/** The tenancy of an authenticated request; routes behind the edge can rely on it. */
+export function tenancyOf(request: FastifyRequest): Tenancy {
+  const tenancy = request.edge?.tenancy;
+  if (!tenancy) {
+    throw new ApiError("unauthorized", "authentication required");
+  }
+  return tenancy;
+}

@@ -1,0 +1,84 @@
+import { changeTierBodySchema, tenantSchema } from "@th/api-schemas";
+import { errorResponses, type HttpApp } from "@th/service-kit";
+import type { Upstream } from "../clients/keys-client.ts";
+import { tenancyOf } from "../edge/authenticate.ts";
+import type { EdgeStore } from "../edge/edge-store.ts";
+import { callAs, relay } from "./forward.ts";
+
+const tags = ["account"];
+const security = [{ bearerAuth: [] }];
+
+/** The tenant's own subscription; open on every tier so a Starter tenant can upgrade. */
+export function registerAccountRoutes(
+  app: HttpApp,
+  deps: { keys: Upstream; store: EdgeStore },
+): void {
+  app.get(
+    "/v1/account",
+    {
+      schema: {
+        tags,
+        security,
+        operationId: "getAccount",
+        summary: "The tenant: tier, caps, trial end, billing anniversary",
+        response: { 200: tenantSchema, ...errorResponses("unauthorized", "rate_limited") },
+      },
+    },
+    async (request, reply) =>
+      relay(reply, await callAs(deps.keys, request, "GET", "/internal/v1/tenant")),
+  );
+
+  app.post(
+    "/v1/account/tier",
+    {
+      schema: {
+        tags,
+        security,
+        operationId: "changeTier",
+        summary: "Upgrade or downgrade; the new caps apply from the next request",
+        body: changeTierBodySchema,
+        response: {
+          200: tenantSchema,
+          ...errorResponses("unauthorized", "forbidden", "conflict", "rate_limited"),
+        },
+      },
+    },
+    async (request, reply) => {
+      const upstream = await callAs(
+        deps.keys,
+        request,
+        "POST",
+        "/internal/v1/tenant/tier",
+        request.body,
+      );
+      if (upstream.status === 200) {
+        // The cached caps are dropped so the next request reads the new ones.
+        await deps.store.forgetTenant(tenancyOf(request).tenantId);
+      }
+      return relay(reply, upstream);
+    },
+  );
+
+  app.post(
+    "/v1/account/cancel",
+    {
+      schema: {
+        tags,
+        security,
+        operationId: "cancelSubscription",
+        summary: "Cancel at any time; nothing is charged during the trial",
+        response: {
+          200: tenantSchema,
+          ...errorResponses("unauthorized", "forbidden", "rate_limited"),
+        },
+      },
+    },
+    async (request, reply) => {
+      const upstream = await callAs(deps.keys, request, "POST", "/internal/v1/tenant/cancel");
+      if (upstream.status === 200) {
+        await deps.store.forgetTenant(tenancyOf(request).tenantId);
+      }
+      return relay(reply, upstream);
+    },
+  );
+}

@@ -1,0 +1,57 @@
+import type { HttpApp } from "@th/service-kit";
+
+interface OpenApiOperation {
+  summary?: string;
+  operationId?: string;
+  tags?: string[];
+  security?: unknown[];
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}
+
+/** A plain, dependency-free page of every operation, generated from the OpenAPI document. */
+export function renderDocsPage(document: {
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, OpenApiOperation>>;
+}): string {
+  const rows = Object.entries(document.paths)
+    .flatMap(([path, operations]) =>
+      Object.entries(operations).map(([method, operation]) => ({ path, method, operation })),
+    )
+    .sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))
+    .map(
+      ({ path, method, operation }) =>
+        `<tr><td><code>${method.toUpperCase()}</code></td><td><code>${escapeHtml(path)}</code></td>` +
+        `<td>${escapeHtml(operation.summary ?? operation.operationId ?? "")}</td>` +
+        `<td>${operation.security ? "API key" : "none"}</td></tr>`,
+    )
+    .join("\n");
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(document.info.title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#111}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
+code{font-size:.9em}</style></head>
+<body><h1>${escapeHtml(document.info.title)} <small>${escapeHtml(document.info.version)}</small></h1>
+<p>Send your API key as <code>Authorization: Bearer th_live_…</code>. Never put a key in a URL, query string or body: such requests are refused with 401.
+Every response to an authenticated request carries <code>X-RateLimit-Limit</code>, <code>X-RateLimit-Remaining</code>, <code>X-RateLimit-Reset</code>,
+<code>X-Quota-Lead-Views-Limit</code>, <code>X-Quota-Lead-Views-Remaining</code> and <code>X-Quota-Resets</code>.
+The machine-readable document is <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1).</p>
+<table><thead><tr><th>Method</th><th>Path</th><th>What it does</th><th>Auth</th></tr></thead><tbody>
+${rows}
+</tbody></table></body></html>`;
+}
+
+export function registerDocsRoutes(app: HttpApp): void {
+  const publicRoute = { edge: { public: true } };
+  app.get("/v1/openapi.json", { config: publicRoute, schema: { hide: true } }, async () =>
+    app.swagger(),
+  );
+  app.get("/v1/docs", { config: publicRoute, schema: { hide: true } }, async (_request, reply) =>
+    reply
+      .type("text/html; charset=utf-8")
+      .send(renderDocsPage(app.swagger() as Parameters<typeof renderDocsPage>[0])),
+  );
+}
