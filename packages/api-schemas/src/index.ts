@@ -2,5 +2,5 @@
 // and the owning service validates its internal API with the same schemas, so the two never drift.
 export const API_SCHEMAS_VERSION = "v1";
 export * from "./recipe.ts";
-export * from "./watchlist.ts";
 export * from "./team.ts";
+export * from "./watchlist.ts";

@@ -213,6 +213,15 @@ describe("last sale age, in whole months from the sale to the observation", () =
     ).toEqual([]);
   });
 
+  it("reports the age that missed, to four decimals", () => {
+    expect(
+      evaluateRecipe({ filters: { last_sale_age_years: { min: 15 } } }, parcelIngested)
+        .failed_filters,
+    ).toEqual([
+      { filter: "last_sale_age_years", reason: "not_met", expected: ">= 15", actual: 6.3333 },
+    ]);
+  });
+
   it("is judged at the parcel's observation time, not the wall clock", () => {
     const later = parcelWith({ observed_at: "2030-10-14T00:00:00.000Z" });
     expect(failedFilterNames({ filters: { last_sale_age_years: { min: 10 } } }, later)).toEqual([]);

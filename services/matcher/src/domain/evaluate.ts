@@ -152,7 +152,10 @@ function checkFilters(compiled: CompiledRecipe, parcel: ParcelIngested): FailedF
     if (value === null) {
       failed.push({ filter, reason: "missing_data", expected: describeRange(range), actual: null });
     } else if (!inRange(value, range)) {
-      failed.push({ filter, reason: "not_met", expected: describeRange(range), actual: value });
+      // Sale ages are months / 12; four decimals show them without binary noise (6.3333, not
+      // 6.333333333333333). The comparison above used the exact value.
+      const shown = Number.isInteger(value) ? value : Math.round(value * 10_000) / 10_000;
+      failed.push({ filter, reason: "not_met", expected: describeRange(range), actual: shown });
     }
   };
 
