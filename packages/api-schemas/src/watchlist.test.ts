@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { toRecipeIssues } from "./recipe.ts";
 import {
   watchlistCreateSchema,
@@ -102,5 +103,17 @@ describe("watchlist record", () => {
   it("pages records with an opaque cursor", () => {
     const page = { data: [record], next_cursor: null };
     expect(watchlistListSchema.parse(page)).toEqual(page);
+  });
+});
+
+describe("OpenAPI", () => {
+  it("converts every watchlist schema to JSON Schema, recipe included", () => {
+    for (const schema of [watchlistCreateSchema, watchlistUpdateSchema, watchlistSchema]) {
+      for (const io of ["input", "output"] as const) {
+        const json = JSON.stringify(z.toJSONSchema(schema, { io }));
+        expect(json).toContain('"Recipe"');
+        expect(json).toContain('"absentee_owner"');
+      }
+    }
   });
 });

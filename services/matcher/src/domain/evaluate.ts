@@ -82,6 +82,10 @@ export function compileRecipe(recipe: Recipe): CompiledRecipe {
   };
 }
 
+function isCompiledRecipe(recipe: Recipe | CompiledRecipe): recipe is CompiledRecipe {
+  return "kind" in recipe && recipe.kind === "compiled_recipe";
+}
+
 /** Whole months from the sale's month to the observation's UTC month, in years (e.g. 14.75). */
 export function saleAgeYears(sale: Sale | null, observedAt: string): number | null {
   const observed = new Date(observedAt);
@@ -240,10 +244,7 @@ export function evaluateRecipe(
   recipe: Recipe | CompiledRecipe,
   parcel: ParcelIngested,
 ): RecipeEvaluation {
-  const compiled =
-    "kind" in recipe && recipe.kind === "compiled_recipe"
-      ? recipe
-      : compileRecipe(recipe as Recipe);
+  const compiled = isCompiledRecipe(recipe) ? recipe : compileRecipe(recipe);
   const failed = checkFilters(compiled, parcel);
   const fired = new Set<string>(parcel.signals_fired);
   const { required_signals, excluded_signals, min_score } = compiled.recipe;

@@ -1,4 +1,4 @@
-import type { Recipe } from "@th/api-schemas";
+import { type Recipe, recipeSchema } from "@th/api-schemas";
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "./canonical-json.ts";
 import { normalizeRecipe, recipeFingerprint } from "./recipe.ts";
@@ -49,6 +49,11 @@ describe("normalizeRecipe", () => {
       min_score: 0.5,
       allow_match_all: false,
     });
+  });
+
+  it("yields a recipe the shared schema still accepts (it is what the API returns)", () => {
+    expect(recipeSchema.safeParse(normalizeRecipe(recipe)).success).toBe(true);
+    expect(recipeSchema.safeParse(normalizeRecipe({ allow_match_all: true })).success).toBe(true);
   });
 
   it("is idempotent", () => {
