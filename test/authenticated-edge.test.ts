@@ -2,7 +2,7 @@
 // Each test names the rule of the specification it proves.
 import { generateApiKey } from "@th/api-keys";
 import { createLogger } from "@th/telemetry";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
 
 const logLines: string[] = [];
@@ -61,6 +61,19 @@ describe("Authentication 1: one key as Authorization: Bearer", () => {
         detail: expect.stringMatching(detail),
       });
     }
+  });
+});
+
+describe("Authentication 4: the same key works on every surface the tier opens", () => {
+  it("answers /v1/me from the edge alone with the key's tenant, member and tier", async () => {
+    const tenant = await stack.startTrial("operator");
+    const response = await stack.request("GET", "/v1/me", { key: tenant.key });
+    expect(response.json()).toEqual({
+      tenant_id: tenant.tenantId,
+      member_id: tenant.memberId,
+      key_id: tenant.keyId,
+      tier: "operator",
+    });
   });
 });
 
@@ -206,6 +219,38 @@ describe("Authentication 5 and Errors 403: a tier mismatch returns 403 with an u
       const body = response.json();
       expect(body.error).toBe("tier_required");
       expect(new URL(body.upgrade_url).searchParams.get("to")).toBe("team");
+    }
+  });
+
+  it("applies a tier change made elsewhere within 30 s, from the tenant.changed event", async () => {
+    const tenant = await stack.startTrial("starter");
+    await stack.gateway.start();
+    try {
+      expect(
+        (await stack.request("GET", "/v1/me", { key: tenant.key })).headers["x-ratelimit-limit"],
+      ).toBe("300");
+      const changed = await stack.keys.http?.inject({
+        method: "POST",
+        url: "/internal/v1/tenant/tier",
+        headers: {
+          "x-th-internal-token": stack.harness.config.INTERNAL_TOKEN,
+          "x-th-tenant-id": tenant.tenantId,
+          "x-th-member-id": tenant.memberId,
+          "x-th-key-id": tenant.keyId,
+        },
+        payload: { tier: "custom" },
+      });
+      expect(changed?.statusCode).toBe(200);
+      await vi.waitFor(
+        async () => {
+          const response = await stack.request("GET", "/v1/me", { key: tenant.key });
+          expect(response.headers["x-ratelimit-limit"]).toBe("1200");
+          expect(response.json().tier).toBe("custom");
+        },
+        { timeout: 30_000, interval: 250 },
+      );
+    } finally {
+      await stack.gateway.stop();
     }
   });
 

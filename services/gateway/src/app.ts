@@ -1,3 +1,4 @@
+import { pepperKey } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
 import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
 import { createKeysClient, createUpstream } from "./clients/keys-client.ts";
@@ -8,6 +9,7 @@ import { createEdgeStore } from "./edge/edge-store.ts";
 import { registerAccountRoutes } from "./routes/account.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
+import { registerMeRoute } from "./routes/me.ts";
 import { registerPublicRoutes } from "./routes/public.ts";
 import { registerTeamRoutes } from "./routes/team.ts";
 
@@ -35,7 +37,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerEdge(http, {
     store,
     keys: createKeysClient(keysUpstream),
-    pepper: pepperOf(config),
+    pepper: pepperKey(pepperOf(config)),
     upgradeUrl: config.UPGRADE_URL,
     publicRatePerMinute: config.PUBLIC_RATE_PER_MINUTE,
     authFailureRatePerMinute: config.AUTH_FAILURE_RATE_PER_MINUTE,
@@ -43,6 +45,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   });
   registerHealthRoutes(http, { version: API_VERSION });
   registerDocsRoutes(http);
+  registerMeRoute(http);
   registerPublicRoutes(http, { keys: keysUpstream });
   registerAccountRoutes(http, { keys: keysUpstream, store });
   registerTeamRoutes(http, { keys: keysUpstream, store });

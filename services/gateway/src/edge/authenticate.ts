@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import { containsKeyLikeString, hashApiKey, isWellFormedApiKey, KEY_LIKE } from "@th/api-keys";
 import { billingPeriodAt, cheapestTierWith, type Surface, TIERS, tierOpens } from "@th/billing";
 import type { Tier } from "@th/contracts";
@@ -52,7 +53,7 @@ export type QuotaReader = (
 export interface EdgeOptions {
   store: EdgeStore;
   keys: KeysClient;
-  pepper: Buffer;
+  pepper: Buffer | KeyObject;
   upgradeUrl: string;
   publicRatePerMinute: number;
   authFailureRatePerMinute: number;
