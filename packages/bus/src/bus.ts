@@ -7,6 +7,8 @@ import {
   Kafka,
   type KafkaMessage,
   logLevel,
+  Partitioners,
+  type PartitionMetadata,
   type Producer,
 } from "kafkajs";
 import { backoffMs, type Outcome } from "./outcomes.ts";
@@ -89,6 +91,36 @@ export interface ConsumeOptions {
 
 export interface RunningConsumer {
   stop(): Promise<void>;
+  /**
+   * Resolves true once this group has finished (done or parked) every record of the partition
+   * below `offset`, by this process or by another member of the group (seen through its
+   * committed offsets); false when `timeoutMs` passes first.
+   */
+  waitUntilProcessed(
+    topic: string,
+    partition: number,
+    offset: string,
+    options?: { timeoutMs?: number },
+  ): Promise<boolean>;
+}
+
+export interface ReplayOptions<T> {
+  /** Called with each fetched batch of one partition, in offset order; the next waits for it. */
+  onBatch(records: readonly ReplayedRecord<T>[]): Promise<void>;
+  /** Partitions fetched at once; defaults to all of them. */
+  partitionsConsumedConcurrently?: number;
+}
+
+export interface ReplayedRecord<T> {
+  value: T;
+  partition: number;
+  offset: string;
+}
+
+export interface ReplayResult {
+  records: number;
+  /** The high-water marks the replay read up to, taken when it began. */
+  highWaterMarks: ReadonlyMap<number, string>;
 }
 
 export const PARK_HEADERS = {
@@ -106,6 +138,72 @@ const KAFKA_TO_PINO = {
   [logLevel.NOTHING]: "silent",
 } as const;
 
+const defaultPartitioner = Partitioners.DefaultPartitioner();
+
+const COMMITTED_POLL_MS = 100;
+
+/**
+ * How far a consumer has got in each partition, and who is waiting for it to get further. The
+ * local figure is exact and immediate; the group's committed offset covers partitions another
+ * member owns and what finished before this process started.
+ */
+class ProcessedOffsets {
+  readonly #next = new Map<string, bigint>();
+  readonly #waiters = new Set<() => void>();
+
+  advance(topic: string, partition: number, next: bigint) {
+    const key = `${topic}/${partition}`;
+    if ((this.#next.get(key) ?? -1n) < next) {
+      this.#next.set(key, next);
+      for (const wake of [...this.#waiters]) {
+        wake();
+      }
+    }
+  }
+
+  close() {
+    for (const wake of [...this.#waiters]) {
+      wake();
+    }
+  }
+
+  async waitFor(
+    topic: string,
+    partition: number,
+    target: bigint,
+    options: { timeoutMs: number; committed: () => Promise<bigint> },
+  ): Promise<boolean> {
+    const key = `${topic}/${partition}`;
+    const deadline = Date.now() + options.timeoutMs;
+    // Offset 0 means an empty partition: nothing to wait for.
+    const reached = () => target <= 0n || (this.#next.get(key) ?? -1n) >= target;
+    let nextCommittedCheck = 0;
+    while (!reached()) {
+      if (Date.now() >= nextCommittedCheck) {
+        nextCommittedCheck = Date.now() + COMMITTED_POLL_MS;
+        if ((await options.committed().catch(() => -1n)) >= target) {
+          return true;
+        }
+        continue;
+      }
+      const wait = Math.min(deadline, nextCommittedCheck) - Date.now();
+      if (Date.now() >= deadline) {
+        return false;
+      }
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.#waiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, Math.max(1, wait));
+        this.#waiters.add(wake);
+      });
+    }
+    return true;
+  }
+}
+
 /**
  * The only door to Kafka. Producers publish typed values by contract; consumers get typed values
  * and answer with an outcome. Offsets are committed only for records whose outcome is done or
@@ -119,6 +217,7 @@ export class Bus {
   #producerReady: Promise<Producer> | undefined;
   #admin: Admin | undefined;
   readonly #consumers = new Set<Consumer>();
+  readonly #partitionCounts = new Map<string, number>();
 
   constructor(options: BusOptions) {
     this.#options = options;
@@ -234,6 +333,7 @@ export class Bus {
     const attempts = new Map<string, number>();
     const resumeTimers = new Set<NodeJS.Timeout>();
     const logger = this.#logger.child({ group: options.group });
+    const progress = new ProcessedOffsets();
 
     await consumer.connect();
     await consumer.subscribe({
@@ -333,6 +433,7 @@ export class Bus {
         }
         attempts.delete(attemptKey);
         resolveOffset(message.offset);
+        progress.advance(batch.topic, batch.partition, BigInt(message.offset) + 1n);
         await heartbeat();
       }
     };
@@ -350,9 +451,140 @@ export class Bus {
           clearTimeout(timer);
         }
         this.#consumers.delete(consumer);
+        progress.close();
         await consumer.disconnect();
       },
+      waitUntilProcessed: (topic, partition, offset, waitOptions = {}) =>
+        progress.waitFor(topic, partition, BigInt(offset), {
+          timeoutMs: waitOptions.timeoutMs ?? 5000,
+          committed: () => this.#committedOffset(options.group, topic, partition),
+        }),
     };
+  }
+
+  /** The group's committed offset of one partition, or -1 when it has none. */
+  async #committedOffset(group: string, topic: string, partition: number): Promise<bigint> {
+    const admin = await this.#ensureAdmin();
+    const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+    const entry = committed?.partitions.find((item) => item.partition === partition);
+    return entry ? BigInt(entry.offset) : -1n;
+  }
+
+  /** Each partition's high-water mark: the offset the next produced record will get. */
+  async highWaterMarks(topic: string): Promise<Map<number, string>> {
+    const admin = await this.#ensureAdmin();
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return new Map(offsets.map((item) => [item.partition, item.high]));
+  }
+
+  /**
+   * The partition a record with this key goes to, as the producer picks it (kafkajs's default,
+   * Java-compatible murmur2 partitioner over the topic's current partition count).
+   */
+  async partitionFor(topic: string, key: string): Promise<number> {
+    let count = this.#partitionCounts.get(topic);
+    if (count === undefined) {
+      const admin = await this.#ensureAdmin();
+      const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+      count = metadata.topics[0]?.partitions.length ?? 0;
+      if (count === 0) {
+        throw new Error(`topic ${topic} has no partitions`);
+      }
+      this.#partitionCounts.set(topic, count);
+    }
+    const partitionMetadata: PartitionMetadata[] = Array.from({ length: count }, (_, index) => ({
+      partitionId: index,
+      leader: 0,
+      partitionErrorCode: 0,
+      replicas: [0],
+      isr: [0],
+    }));
+    return defaultPartitioner({ topic, partitionMetadata, message: { key, value: null } });
+  }
+
+  /**
+   * Reads a topic from its first offset up to the high-water marks it had when the replay
+   * began, through a throwaway consumer group that never commits, so live groups are untouched.
+   * Records that cannot be decoded are skipped and counted (the live consumer parks them).
+   */
+  async replay<T>(contract: TopicContract<T>, options: ReplayOptions<T>): Promise<ReplayResult> {
+    const highWaterMarks = await this.highWaterMarks(contract.topic);
+    const remaining = new Set(
+      [...highWaterMarks].filter(([, high]) => BigInt(high) > 0n).map(([partition]) => partition),
+    );
+    let records = 0;
+    if (remaining.size === 0) {
+      return { records, highWaterMarks };
+    }
+    const consumer = this.#kafka.consumer({
+      groupId: `${this.#options.clientId}.replay.${Date.now()}.${Math.random().toString(36).slice(2)}`,
+      allowAutoTopicCreation: false,
+      maxBytes: 64 * 1024 * 1024,
+      maxBytesPerPartition: 16 * 1024 * 1024,
+      maxWaitTimeInMs: 50,
+    });
+    let failed = false;
+    let finish: () => void = () => {};
+    let fail: (error: unknown) => void = () => {};
+    const finished = new Promise<void>((resolve, reject) => {
+      finish = resolve;
+      fail = reject;
+    });
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topics: [contract.topic], fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently:
+          options.partitionsConsumedConcurrently ?? Math.max(1, highWaterMarks.size),
+        eachBatch: async ({ batch }) => {
+          const high = BigInt(highWaterMarks.get(batch.partition) ?? "0");
+          if (failed) {
+            return;
+          }
+          const decoded: ReplayedRecord<T>[] = [];
+          let reachedEnd = false;
+          for (const message of batch.messages) {
+            const offset = BigInt(message.offset);
+            if (offset + 1n >= high) {
+              reachedEnd = true;
+            }
+            if (offset >= high) {
+              break;
+            }
+            try {
+              decoded.push({
+                value: decodeValue(contract, message.value, headersToStrings(message.headers)),
+                partition: batch.partition,
+                offset: message.offset,
+              });
+            } catch (error) {
+              if (!(error instanceof PoisonRecordError)) {
+                throw error;
+              }
+            }
+          }
+          try {
+            if (decoded.length > 0) {
+              await options.onBatch(decoded);
+              records += decoded.length;
+            }
+          } catch (error) {
+            failed = true;
+            fail(error);
+            return;
+          }
+          if (reachedEnd && remaining.delete(batch.partition) && remaining.size === 0) {
+            finish();
+          }
+        },
+      });
+      await finished;
+      return { records, highWaterMarks };
+    } finally {
+      await consumer.disconnect();
+    }
   }
 
   /** Parks a copy of the original bytes with why, where from and when; durable before we go on. */

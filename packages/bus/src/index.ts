@@ -7,6 +7,9 @@ export {
   type Handler,
   on,
   PARK_HEADERS,
+  type ReplayedRecord,
+  type ReplayOptions,
+  type ReplayResult,
   type RunningConsumer,
   type Subscription,
 } from "./bus.ts";
