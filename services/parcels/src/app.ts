@@ -1,10 +1,33 @@
-import type { ServiceApp, ServiceDeps } from "@th/service-kit";
+import { contracts } from "@th/contracts";
+import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
 import type { Config } from "./config.ts";
+import { publishPending, tryWithIngestLock } from "./db/parcel-store.ts";
+import { registerParcelRoutes } from "./routes/parcels.ts";
 
 /** Builds the service without starting it, so tests can drive it directly. */
-export async function buildApp(_deps: ServiceDeps<Config>): Promise<ServiceApp> {
+export async function buildApp(deps: ServiceDeps<Config>): Promise<ServiceApp> {
+  const http = await createHttpApp({
+    logger: deps.logger,
+    title: "Terminal House parcels (internal)",
+    description: "The parcel store behind lead reads; called by the gateway only.",
+  });
+  registerParcelRoutes(http, { pool: deps.pool, internalToken: deps.config.INTERNAL_TOKEN });
+  http.get("/internal/v1/openapi.json", { schema: { hide: true } }, async () => http.swagger());
   return {
-    start: async () => {},
+    http,
+    start: async () => {
+      // An ingest that stored changes and died before publishing leaves them above the
+      // watermark; send them now. A running ingest holds the lock and publishes them itself.
+      const outcome = await tryWithIngestLock(deps.pool, () =>
+        publishPending(deps.pool, (events) => deps.bus.publish(contracts.parcelIngested, events)),
+      );
+      if (outcome && outcome.value > 0) {
+        deps.logger.info(
+          { published: outcome.value },
+          "published parcels left by an interrupted ingest",
+        );
+      }
+    },
     stop: async () => {},
   };
 }

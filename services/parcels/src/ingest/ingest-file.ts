@@ -67,6 +67,8 @@ export interface IngestSummary {
   rejectsPath: string | null;
   published: number;
   seconds: number;
+  /** Wall-clock milliseconds spent in each stage (stages overlap with reading). */
+  stageMs: { read: number; diff: number; store: number; publish: number };
 }
 
 const KEPT_REJECTS = 1000;
@@ -157,6 +159,15 @@ async function ingestLocked(
   );
   const totalBytes = (await stat(file)).size;
   const counts = { read: 0, new: 0, changed: 0, unchanged: 0, published: 0 };
+  const stageMs = { read: 0, diff: 0, store: 0, publish: 0 };
+  const timed = async <T>(stage: keyof typeof stageMs, work: () => Promise<T>): Promise<T> => {
+    const begin = performance.now();
+    try {
+      return await work();
+    } finally {
+      stageMs[stage] += performance.now() - begin;
+    }
+  };
   let kind: "NAL" | "SDF" = "NAL";
 
   await deps.pool.query(
@@ -228,10 +239,10 @@ async function ingestLocked(
       return;
     }
     const folios = [...byFolio.keys()];
-    const [states, sales] = await Promise.all([
-      loadStates(deps.pool, folios),
-      loadRecordedSales(deps.pool, folios),
-    ]);
+    const [states, sales] = await timed("read", () =>
+      Promise.all([loadStates(deps.pool, folios), loadRecordedSales(deps.pool, folios)]),
+    );
+    const diffStarted = performance.now();
     const observedAt = now().toISOString();
     const changed: BuiltParcel[] = [];
     for (const [folio, row] of byFolio) {
@@ -265,11 +276,12 @@ async function ingestLocked(
       }
       changed.push(parcel);
     }
+    stageMs.diff += performance.now() - diffStarted;
     if (changed.length === 0) {
       return;
     }
-    const maxSeq = await upsertParcels(deps.pool, changed);
-    await deps.publish(changed.map((parcel) => parcel.event));
+    const maxSeq = await timed("store", () => upsertParcels(deps.pool, changed));
+    await timed("publish", () => deps.publish(changed.map((parcel) => parcel.event)));
     await advanceWatermark(deps.pool, maxSeq);
     counts.published += changed.length;
   };
@@ -385,6 +397,7 @@ async function ingestLocked(
     rejects: report.kept,
     rejectsPath: report.count > 0 ? report.path : null,
     published: counts.published,
+    stageMs,
     seconds: (performance.now() - started) / 1000,
   };
 }

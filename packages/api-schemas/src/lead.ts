@@ -1,0 +1,162 @@
+import { z } from "zod";
+
+const sale = z
+  .object({
+    price: z.number().int().describe("Whole US dollars"),
+    year: z.number().int(),
+    month: z.number().int().min(1).max(12),
+    qualification_code: z
+      .string()
+      .nullable()
+      .describe("DOR QUAL_CD; 01 and 02 are arm's-length sales"),
+  })
+  .describe("A sale as the roll records it: year and month, never the day")
+  .meta({ id: "Sale" });
+
+export const USE_CLASSES = [
+  "residential",
+  "commercial",
+  "industrial",
+  "agricultural",
+  "institutional",
+  "governmental",
+  "miscellaneous",
+] as const;
+
+export const useClassSchema = z.enum(USE_CLASSES);
+
+/**
+ * A parcel as a lead: the county roll's facts, normalized, plus what the service derives from
+ * them (signals with their reasons, the equity estimate). Keyed by folio.
+ */
+export const leadSchema = z
+  .object({
+    folio: z
+      .string()
+      .describe("Statewide lead id: two-digit DOR county number, a dash, the county PARCEL_ID"),
+    county: z.object({
+      number: z.number().int().min(11).max(77).describe("DOR county number (23 = Miami-Dade)"),
+      name: z.string().nullable(),
+    }),
+    parcel_id: z.string().describe("The county's PARCEL_ID as on the roll"),
+    roll_year: z.number().int(),
+    roll_stage: z.enum(["preliminary", "final"]),
+    address: z.object({
+      line: z.string().nullable().describe("Situs street line; vacant land often has none"),
+      city: z.string().nullable().describe("May be UNINCORPORATED"),
+      zip: z.string().nullable(),
+      formatted: z.string().describe("One-line situs address, as in webhook payloads"),
+    }),
+    owner: z.object({
+      name: z.string(),
+      mailing_address: z.object({
+        line1: z.string().nullable(),
+        line2: z.string().nullable(),
+        city: z.string().nullable(),
+        state: z.string().nullable().describe("As written on the roll"),
+        zip: z.string().nullable(),
+      }),
+      mailing_state: z
+        .string()
+        .nullable()
+        .describe("USPS code (FLORIDA and FL are both FL); null when blank or foreign"),
+    }),
+    valuation: z.object({
+      just_value: z.number().int(),
+      assessed_value: z.number().int().nullable(),
+      taxable_value: z.number().int().nullable(),
+      land_value: z.number().int().nullable(),
+      est_equity: z
+        .number()
+        .int()
+        .nullable()
+        .describe("Estimate: just value minus the modelled balance of the last purchase loan"),
+      equity_ratio: z.number().nullable().describe("Estimate: est_equity / just_value"),
+    }),
+    equity_estimate: z
+      .object({
+        is_estimate: z.literal(true),
+        est_loan_balance: z.number().int(),
+        basis_sale: sale,
+        assumed_loan_to_value: z.number(),
+        assumed_rate_pct: z.number(),
+        assumed_term_years: z.number().int(),
+        method: z.string(),
+      })
+      .nullable()
+      .describe("How est_equity was modelled; null when the roll shows no usable purchase"),
+    land_use: z.object({
+      use_class: useClassSchema.nullable(),
+      dor_use_code: z.string().nullable().describe("DOR_UC, three digits"),
+      appraiser_use_code: z.string().nullable(),
+    }),
+    building: z.object({
+      year_built: z.number().int().nullable(),
+      living_area_sqft: z.number().int().nullable(),
+    }),
+    land_sqft: z.number().int().nullable(),
+    sales: z.object({
+      last_qualified_sale: sale.nullable(),
+      last_sale: sale.nullable(),
+    }),
+    homestead: z.boolean(),
+    signals_fired: z.array(z.string()),
+    signals: z.array(z.object({ name: z.string(), reason: z.string() })),
+    observed_at: z.string().describe("When this content was observed, RFC 3339 UTC"),
+  })
+  .meta({ id: "Lead" });
+
+export type Lead = z.infer<typeof leadSchema>;
+
+/** Body of a batch read: at most 100 folios. */
+export const leadLookupRequestSchema = z
+  .object({ folios: z.array(z.string().min(1).max(64)).min(1).max(100) })
+  .meta({ id: "LeadLookupRequest" });
+
+export const leadLookupResponseSchema = z
+  .object({
+    leads: z.array(leadSchema),
+    missing: z.array(z.string()).describe("Requested folios with no parcel"),
+  })
+  .meta({ id: "LeadLookupResponse" });
+
+const commaList = z.string().transform((value) =>
+  value
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean),
+);
+
+const money = z.coerce.number().int().min(-1e12).max(1e12);
+
+/** Search filters and paging of a lead list; every filter is optional. */
+export const leadSearchQuerySchema = z
+  .object({
+    county: z.coerce.number().int().min(11).max(77).optional(),
+    city: z.string().min(1).max(64).optional(),
+    zip: z
+      .string()
+      .regex(/^\d{5}$/, "must be a 5-digit ZIP")
+      .optional(),
+    use_class: useClassSchema.optional(),
+    signals: commaList.optional().describe("Comma-separated; a lead must have all of them"),
+    min_just_value: money.optional(),
+    max_just_value: money.optional(),
+    min_equity: money.optional(),
+    max_equity: money.optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+    cursor: z.string().min(1).max(512).optional().describe("Opaque; from next_cursor"),
+  })
+  .meta({ id: "LeadSearchQuery" });
+
+export type LeadSearchQuery = z.infer<typeof leadSearchQuerySchema>;
+
+export const leadPageSchema = z
+  .object({
+    leads: z.array(leadSchema),
+    next_cursor: z
+      .string()
+      .nullable()
+      .describe("Pass as cursor for the next page; null at the end"),
+  })
+  .meta({ id: "LeadPage" });

@@ -1,0 +1,98 @@
+import type { LeadSearchQuery } from "@th/api-schemas";
+import type { ParcelIngested } from "@th/contracts";
+import type { Pool } from "@th/db";
+import type { ParcelDetail, StoredParcel } from "./parcel-store.ts";
+
+interface Row {
+  folio: string;
+  event: ParcelIngested;
+  detail: ParcelDetail;
+}
+
+const COLUMNS = "folio, event, detail";
+
+export async function findByFolios(
+  pool: Pool,
+  folios: readonly string[],
+): Promise<Map<string, StoredParcel>> {
+  const result = await pool.query<Row>(
+    `SELECT ${COLUMNS} FROM parcels WHERE folio = ANY($1::text[])`,
+    [folios],
+  );
+  return new Map(result.rows.map((row) => [row.folio, { event: row.event, detail: row.detail }]));
+}
+
+/** Parcels whose county PARCEL_ID is `parcelId`, in any county (at most `limit`). */
+export async function findByParcelId(pool: Pool, parcelId: string, limit = 5): Promise<Row[]> {
+  const result = await pool.query<Row>(
+    `SELECT ${COLUMNS} FROM parcels WHERE parcel_id = $1 ORDER BY folio LIMIT $2`,
+    [parcelId, limit],
+  );
+  return result.rows;
+}
+
+/** The cursor is the last folio of the previous page, base64url-encoded so clients treat it as opaque. */
+export function encodeCursor(folio: string): string {
+  return Buffer.from(`f:${folio}`, "utf8").toString("base64url");
+}
+
+export function decodeCursor(cursor: string): string | null {
+  const decoded = Buffer.from(cursor, "base64url").toString("utf8");
+  return decoded.startsWith("f:") && decoded.length > 2 ? decoded.slice(2) : null;
+}
+
+/** One page of parcels matching every given filter, in folio order (keyset pagination). */
+export async function searchParcels(
+  pool: Pool,
+  query: Omit<LeadSearchQuery, "cursor"> & { after: string | null },
+): Promise<{ parcels: StoredParcel[]; lastFolio: string | null; more: boolean }> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (clause: (placeholder: string) => string, value: unknown) => {
+    params.push(value);
+    where.push(clause(`$${params.length}`));
+  };
+  if (query.county !== undefined) {
+    add((p) => `county_no = ${p}`, query.county);
+  }
+  if (query.city !== undefined) {
+    add((p) => `situs_city = ${p}`, query.city.trim().toUpperCase().replace(/\s+/g, " "));
+  }
+  if (query.zip !== undefined) {
+    add((p) => `situs_zip5 = ${p}`, query.zip);
+  }
+  if (query.use_class !== undefined) {
+    add((p) => `use_class = ${p}`, query.use_class);
+  }
+  if (query.signals !== undefined && query.signals.length > 0) {
+    add((p) => `signals @> ${p}::text[]`, query.signals);
+  }
+  if (query.min_just_value !== undefined) {
+    add((p) => `just_value >= ${p}`, query.min_just_value);
+  }
+  if (query.max_just_value !== undefined) {
+    add((p) => `just_value <= ${p}`, query.max_just_value);
+  }
+  if (query.min_equity !== undefined) {
+    add((p) => `est_equity >= ${p}`, query.min_equity);
+  }
+  if (query.max_equity !== undefined) {
+    add((p) => `est_equity <= ${p}`, query.max_equity);
+  }
+  if (query.after !== null) {
+    add((p) => `folio > ${p}`, query.after);
+  }
+  params.push(query.limit + 1);
+  const result = await pool.query<Row>(
+    `SELECT ${COLUMNS} FROM parcels
+      ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
+      ORDER BY folio LIMIT $${params.length}`,
+    params,
+  );
+  const rows = result.rows.slice(0, query.limit);
+  return {
+    parcels: rows.map((row) => ({ event: row.event, detail: row.detail })),
+    lastFolio: rows.at(-1)?.folio ?? null,
+    more: result.rows.length > query.limit,
+  };
+}

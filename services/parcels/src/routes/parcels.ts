@@ -1,0 +1,173 @@
+import { timingSafeEqual } from "node:crypto";
+import {
+  type Lead,
+  leadLookupRequestSchema,
+  leadLookupResponseSchema,
+  leadPageSchema,
+  leadSchema,
+  leadSearchQuerySchema,
+} from "@th/api-schemas";
+import type { Pool } from "@th/db";
+import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import { z } from "zod";
+import {
+  decodeCursor,
+  encodeCursor,
+  findByFolios,
+  findByParcelId,
+  searchParcels,
+} from "../db/parcel-queries.ts";
+import type { StoredParcel } from "../db/parcel-store.ts";
+import { toLead } from "../domain/lead.ts";
+import { parseFolio } from "../domain/parcel.ts";
+
+export const INTERNAL_TOKEN_HEADER = "x-th-internal-token";
+
+function tokenMatches(presented: unknown, expected: string): boolean {
+  if (typeof presented !== "string") {
+    return false;
+  }
+  const a = Buffer.from(presented);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+const leadOf = (parcel: StoredParcel): Lead => toLead(parcel.event, parcel.detail);
+
+/**
+ * Resolves what a caller calls a folio: a full folio first; else a bare county PARCEL_ID when
+ * exactly one county has it. Ambiguous ids answer with the candidates.
+ */
+async function resolveOne(pool: Pool, requested: string): Promise<StoredParcel | null> {
+  if (parseFolio(requested)) {
+    const found = (await findByFolios(pool, [requested])).get(requested);
+    if (found) {
+      return found;
+    }
+  }
+  const candidates = await findByParcelId(pool, requested);
+  if (candidates.length > 1) {
+    throw new ApiError(
+      "conflict",
+      `parcel id ${requested} exists in ${candidates.length} counties; ask by folio: ${candidates.map((row) => row.folio).join(", ")}`,
+    );
+  }
+  const only = candidates[0];
+  return only ? { event: only.event, detail: only.detail } : null;
+}
+
+/**
+ * The internal read API the gateway calls for lead reads. Every route needs the shared internal
+ * token; metering and tenant checks happen at the gateway before the call.
+ */
+export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalToken: string }) {
+  const { pool } = deps;
+  app.addHook("onRequest", async (request) => {
+    if (
+      request.url.startsWith("/internal/") &&
+      !tokenMatches(request.headers[INTERNAL_TOKEN_HEADER], deps.internalToken)
+    ) {
+      throw new ApiError("unauthorized", `missing or invalid ${INTERNAL_TOKEN_HEADER}`);
+    }
+  });
+
+  app.get(
+    "/internal/v1/parcels/:folio",
+    {
+      schema: {
+        tags: ["parcels"],
+        operationId: "getParcel",
+        summary: "One lead by folio, or by a bare county parcel id when only one county has it",
+        params: z.object({ folio: z.string().min(1).max(64) }),
+        response: { 200: leadSchema, ...errorResponses("unauthorized", "not_found", "conflict") },
+      },
+    },
+    async (request) => {
+      const parcel = await resolveOne(pool, request.params.folio);
+      if (!parcel) {
+        throw new ApiError("not_found", `no parcel ${request.params.folio}`);
+      }
+      return leadOf(parcel);
+    },
+  );
+
+  app.post(
+    "/internal/v1/parcels/lookup",
+    {
+      schema: {
+        tags: ["parcels"],
+        operationId: "lookupParcels",
+        summary: "The leads among up to 100 folios that exist",
+        body: leadLookupRequestSchema,
+        response: { 200: leadLookupResponseSchema, ...errorResponses("unauthorized") },
+      },
+    },
+    async (request) => {
+      const requested = [...new Set(request.body.folios)];
+      const found = await findByFolios(pool, requested);
+      const leads: Lead[] = [];
+      const missing: string[] = [];
+      const seen = new Set<string>();
+      for (const folio of requested) {
+        let parcel = found.get(folio);
+        if (!parcel) {
+          // A bare parcel id counts only when one county has it.
+          const candidates = await findByParcelId(pool, folio, 2);
+          const only = candidates.length === 1 ? candidates[0] : undefined;
+          parcel = only ? { event: only.event, detail: only.detail } : undefined;
+        }
+        if (!parcel) {
+          missing.push(folio);
+        } else if (!seen.has(parcel.event.folio)) {
+          seen.add(parcel.event.folio);
+          leads.push(leadOf(parcel));
+        }
+      }
+      return { leads, missing };
+    },
+  );
+
+  app.get(
+    "/internal/v1/parcels",
+    {
+      schema: {
+        tags: ["parcels"],
+        operationId: "searchParcels",
+        summary: "Leads matching every filter, in folio order, one page at a time",
+        querystring: leadSearchQuerySchema,
+        response: { 200: leadPageSchema, ...errorResponses("unauthorized") },
+      },
+    },
+    async (request) => {
+      const { cursor, ...filters } = request.query;
+      const after = cursor === undefined ? null : decodeCursor(cursor);
+      if (cursor !== undefined && after === null) {
+        throw new ApiError(
+          "invalid_request",
+          "invalid querystring: cursor is not one this API issued",
+          {
+            fields: [{ path: "querystring.cursor", message: "is not a cursor this API issued" }],
+          },
+        );
+      }
+      const ranges = [
+        ["min_just_value", "max_just_value"],
+        ["min_equity", "max_equity"],
+      ] as const;
+      for (const [min, max] of ranges) {
+        const low = filters[min];
+        const high = filters[max];
+        if (low !== undefined && high !== undefined && low > high) {
+          throw new ApiError("invalid_request", `invalid querystring: ${min} is above ${max}`, {
+            fields: [{ path: `querystring.${min}`, message: `must not exceed ${max}` }],
+          });
+        }
+      }
+      const page = await searchParcels(pool, { ...filters, after });
+      return {
+        leads: page.parcels.map(leadOf),
+        next_cursor: page.more && page.lastFolio !== null ? encodeCursor(page.lastFolio) : null,
+      };
+    },
+  );
+}
