@@ -19,11 +19,8 @@ function step(title: string, command: string, args: string[]) {
 const vitestArgs = process.argv.slice(2);
 if (vitestArgs.length === 0) {
   step("lint and format (biome)", bin("biome"), ["check", "--error-on-warnings", "."]);
-  step("type check (tsc, every package)", bin("turbo"), [
-    "run",
-    "typecheck",
-    "--output-logs=errors-only",
-    "--log-order=grouped",
-  ]);
+  // One program over every package: an order of magnitude faster than one tsc per package,
+  // and imports still resolve per package, so an undeclared dependency still fails.
+  step("type check (tsc, every package)", bin("tsc"), ["-p", "tsconfig.json"]);
 }
 step("tests (vitest)", bin("vitest"), ["run", ...vitestArgs]);
