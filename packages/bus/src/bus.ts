@@ -464,10 +464,15 @@ export class Bus {
 
   /** The group's committed offset of one partition, or -1 when it has none. */
   async #committedOffset(group: string, topic: string, partition: number): Promise<bigint> {
+    const offset = (await this.committedOffsets(group, topic)).get(partition);
+    return offset === undefined ? -1n : BigInt(offset);
+  }
+
+  /** A group's committed offset of each partition of a topic ("-1" where it has none). */
+  async committedOffsets(group: string, topic: string): Promise<Map<number, string>> {
     const admin = await this.#ensureAdmin();
     const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-    const entry = committed?.partitions.find((item) => item.partition === partition);
-    return entry ? BigInt(entry.offset) : -1n;
+    return new Map((committed?.partitions ?? []).map((item) => [item.partition, item.offset]));
   }
 
   /** Each partition's high-water mark: the offset the next produced record will get. */

@@ -116,6 +116,7 @@ describe("bus progress and replay", () => {
     await bus.publish(contract, [view("t-other", "a"), view("t-other", "b"), view("t-other", "c")]);
     expect(await first.waitUntilProcessed(contract.topic, 0, "3", { timeoutMs: 5000 })).toBe(true);
     await first.stop();
+    expect((await bus.committedOffsets(group, contract.topic)).get(0)).toBe("3");
     // A new member that has handled nothing itself still knows the group got there.
     const second = await bus.consume({
       group,

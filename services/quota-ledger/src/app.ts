@@ -1,10 +1,68 @@
-import type { ServiceApp, ServiceDeps } from "@th/service-kit";
+import type { RunningConsumer } from "@th/bus";
+import { contracts } from "@th/contracts";
+import {
+  createHttpApp,
+  requireInternalToken,
+  type ServiceApp,
+  type ServiceDeps,
+} from "@th/service-kit";
 import type { Config } from "./config.ts";
+import { consumeLeadViews, consumeTenantChanges } from "./consumers/ledger.ts";
+import { createLedger } from "./db/ledger.ts";
+import { createTenants } from "./db/tenants.ts";
+import { registerInternalUsageRoutes } from "./routes/internal-usage.ts";
 
-/** Builds the service without starting it, so tests can drive it directly. */
-export async function buildApp(_deps: ServiceDeps<Config>): Promise<ServiceApp> {
-  return {
-    start: async () => {},
-    stop: async () => {},
+export interface QuotaLedgerOptions {
+  now?: () => Date;
+}
+
+/** Builds the service without listening or consuming; `start` begins consuming. */
+export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOptions = {}) {
+  const ledger = createLedger(deps.pool);
+  const tenants = createTenants(deps.pool);
+  const consumers: RunningConsumer[] = [];
+  let leadViewConsumer: RunningConsumer | undefined;
+
+  /** True once the ledger has read the tenant's partition up to its end as of this call. */
+  async function catchUp(tenantId: string): Promise<boolean> {
+    const topic = contracts.leadViewRecorded.topic;
+    const [partition, highWaterMarks] = await Promise.all([
+      deps.bus.partitionFor(topic, tenantId),
+      deps.bus.highWaterMarks(topic),
+    ]);
+    const high = highWaterMarks.get(partition) ?? "0";
+    if (!leadViewConsumer) {
+      return high === "0";
+    }
+    return leadViewConsumer.waitUntilProcessed(topic, partition, high, {
+      timeoutMs: deps.config.SEED_CATCH_UP_TIMEOUT_MS,
+    });
+  }
+
+  const http = await createHttpApp({ logger: deps.logger, title: "quota-ledger (internal)" });
+  requireInternalToken(http, deps.config.INTERNAL_TOKEN);
+  registerInternalUsageRoutes(http, {
+    ledger,
+    tenants,
+    catchUp,
+    now: options.now ?? (() => new Date()),
+  });
+
+  const app: ServiceApp & { ledger: typeof ledger; tenants: typeof tenants } = {
+    http,
+    ledger,
+    tenants,
+    async start() {
+      consumers.push(await consumeTenantChanges(deps.bus, tenants));
+      leadViewConsumer = await consumeLeadViews(deps.bus, ledger, {
+        partitionsConsumedConcurrently: deps.config.LEDGER_PARTITIONS_CONCURRENTLY,
+      });
+      consumers.push(leadViewConsumer);
+    },
+    async stop() {
+      leadViewConsumer = undefined;
+      await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+    },
   };
+  return app;
 }

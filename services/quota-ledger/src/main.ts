@@ -1,20 +1,63 @@
+import { Bus } from "@th/bus";
 import { contracts } from "@th/contracts";
+import { createPool } from "@th/db";
 import { runService } from "@th/service-kit";
+import { createLogger } from "@th/telemetry";
+import { Redis } from "ioredis";
 import { buildApp } from "./app.ts";
-import { readConfig } from "./config.ts";
+import { type Config, readConfig } from "./config.ts";
+import { formatRebuildReport, rebuildLedger } from "./consumers/rebuild.ts";
 import { migrations } from "./db/migrations.ts";
 
 const config = readConfig();
+const argv = process.argv.slice(2);
 
-await runService(
-  {
-    name: "quota-ledger",
-    config,
-    migrations,
-    topics: [contracts.leadViewRecorded, contracts.tenantChanged],
-    port: config.PORT,
-    host: config.HOST,
-    build: buildApp,
-  },
-  process.argv.slice(2),
-);
+/** `node src/main.ts rebuild`: replay, prove equality, re-seed Redis; exit 1 on any mismatch. */
+async function rebuild(config: Config): Promise<number> {
+  const logger = createLogger({ service: "quota-ledger-rebuild", level: config.LOG_LEVEL });
+  const pool = createPool({
+    url: config.DATABASE_URL,
+    schema: migrations.schema,
+    applicationName: "quota-ledger-rebuild",
+    max: 16,
+  });
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 3 });
+  const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: "quota-ledger-rebuild", logger });
+  try {
+    await bus.provision([contracts.leadViewRecorded]);
+    const report = await rebuildLedger({
+      pool,
+      bus,
+      redis,
+      liveCatchUpTimeoutMs: config.REBUILD_LIVE_CATCH_UP_TIMEOUT_MS,
+    });
+    for (const line of formatRebuildReport(report)) {
+      console.info(line);
+    }
+    return report.equal ? 0 : 1;
+  } catch (error) {
+    console.error(`rebuild failed: ${(error as Error).message}`);
+    return 2;
+  } finally {
+    await bus.close();
+    redis.disconnect();
+    await pool.end();
+  }
+}
+
+if (argv[0] === "rebuild") {
+  process.exitCode = await rebuild(config);
+} else {
+  await runService(
+    {
+      name: "quota-ledger",
+      config,
+      migrations,
+      topics: [contracts.leadViewRecorded, contracts.tenantChanged],
+      port: config.PORT,
+      host: config.HOST,
+      build: buildApp,
+    },
+    argv,
+  );
+}

@@ -1,0 +1,191 @@
+import type { Bus } from "@th/bus";
+import { contracts } from "@th/contracts";
+import type { Pool } from "@th/db";
+import { createLeadViewMeter } from "@th/quota";
+import type { Redis } from "ioredis";
+import { createLedger } from "../db/ledger.ts";
+import {
+  type CounterDifference,
+  createShadowLedger,
+  type PeriodDifference,
+  type ShadowRow,
+} from "../db/shadow-ledger.ts";
+import { createTenants } from "../db/tenants.ts";
+import { currentPeriod, utcDayOf } from "../domain/period.ts";
+import { LEDGER_GROUP } from "./ledger.ts";
+
+export interface RebuildDeps {
+  pool: Pool;
+  bus: Bus;
+  redis: Redis;
+  now?: () => Date;
+  /** How long to wait for the live ledger to reach the offsets the replay read. */
+  liveCatchUpTimeoutMs: number;
+  /** The live ledger's consumer group (tests run their own). */
+  liveGroup?: string;
+}
+
+export interface RebuildReport {
+  /** Events read from leadview.recorded. */
+  events: number;
+  /** Distinct (tenant, day, folio) lead-views among them. */
+  leadViews: number;
+  duplicates: number;
+  tenants: number;
+  periods: number;
+  replayMs: number;
+  eventsPerSecond: number;
+  /** Whether the live ledger had read everything the replay read when they were compared. */
+  liveCaughtUp: boolean;
+  differences: PeriodDifference[];
+  counterDifferences: CounterDifference[];
+  equal: boolean;
+  /** Tenants whose current-period Redis counters were re-seeded (only when equal). */
+  reseeded: number;
+}
+
+/** Serializes rebuilds: two at once would truncate each other's shadow ledger. */
+const REBUILD_LOCK = "hashtext('quota-ledger.rebuild')";
+
+/**
+ * Replays leadview.recorded from its first offset into the shadow ledger with the live
+ * consumer's rule (the first event of a (tenant, day, folio) wins; all of a tenant's events share
+ * one partition, so "first" is the same order the live consumer saw), proves the live ledger
+ * holds the same rows per tenant and period, and then re-seeds each tenant's current-period
+ * meter in Redis from the ledger. Redis is left alone when the ledgers differ.
+ */
+export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
+  const now = deps.now ?? (() => new Date());
+  const shadow = createShadowLedger(deps.pool);
+  const lock = await deps.pool.connect();
+  try {
+    const { rows } = await lock.query<{ locked: boolean }>(
+      `SELECT pg_try_advisory_lock(${REBUILD_LOCK}) AS locked`,
+    );
+    if (!rows[0]?.locked) {
+      throw new Error("another ledger rebuild is running");
+    }
+    await shadow.reset();
+
+    const seen = new Set<string>();
+    let events = 0;
+    const started = performance.now();
+    const replay = await deps.bus.replay(contracts.leadViewRecorded, {
+      onBatch: async (records) => {
+        events += records.length;
+        const fresh: ShadowRow[] = [];
+        for (const record of records) {
+          const { tenant_id, day, folio } = record.value;
+          const key = `${tenant_id}\u0000${day}\u0000${folio}`;
+          if (!seen.has(key)) {
+            seen.add(key);
+            fresh.push({ view: record.value, partition: record.partition, offset: record.offset });
+          }
+        }
+        await shadow.insert(fresh);
+      },
+    });
+    const replayMs = performance.now() - started;
+
+    const liveCaughtUp = await waitForLiveLedger(
+      deps.bus,
+      deps.liveGroup ?? LEDGER_GROUP,
+      replay.highWaterMarks,
+      deps.liveCatchUpTimeoutMs,
+    );
+    const [differences, counterDifferences, summary] = await Promise.all([
+      shadow.differences(replay.highWaterMarks),
+      shadow.counterDifferences(),
+      shadow.summary(),
+    ]);
+    const equal = differences.length === 0 && counterDifferences.length === 0;
+    const reseeded = equal ? await reseedMeters(deps.pool, deps.redis, now()) : 0;
+    return {
+      events,
+      leadViews: seen.size,
+      duplicates: events - seen.size,
+      tenants: summary.tenants,
+      periods: summary.periods,
+      replayMs,
+      eventsPerSecond: replayMs > 0 ? Math.round((events / replayMs) * 1000) : 0,
+      liveCaughtUp,
+      differences,
+      counterDifferences,
+      equal,
+      reseeded,
+    };
+  } finally {
+    await lock.query(`SELECT pg_advisory_unlock(${REBUILD_LOCK})`).catch(() => {});
+    lock.release();
+  }
+}
+
+async function waitForLiveLedger(
+  bus: Bus,
+  group: string,
+  highWaterMarks: ReadonlyMap<number, string>,
+  timeoutMs: number,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const committed = await bus.committedOffsets(group, contracts.leadViewRecorded.topic);
+    const behind = [...highWaterMarks].some(
+      ([partition, high]) =>
+        BigInt(high) > 0n && BigInt(committed.get(partition) ?? "-1") < BigInt(high),
+    );
+    if (!behind) {
+      return true;
+    }
+    if (Date.now() >= deadline) {
+      return false;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * Forces each known tenant's current-period counter and today's folio set to the ledger's
+ * figures, replacing whatever Redis held (a flushed, stale or drifted meter).
+ */
+async function reseedMeters(pool: Pool, redis: Redis, at: Date): Promise<number> {
+  const ledger = createLedger(pool);
+  const tenants = createTenants(pool);
+  const meter = createLeadViewMeter(redis, {
+    loadUsage: async (tenantId, period, day) =>
+      ledger.seedFigures(tenantId, utcDayOf(period.start), day),
+  });
+  const day = utcDayOf(at);
+  let reseeded = 0;
+  for (const tenant of await tenants.all()) {
+    const period = currentPeriod(tenant.billingAnniversary, at);
+    const figures = await ledger.seedFigures(tenant.tenantId, utcDayOf(period.start), day);
+    await meter.seed(tenant.tenantId, { start: period.start, end: period.end }, day, figures, true);
+    reseeded++;
+  }
+  return reseeded;
+}
+
+/** The report an operator reads, one fact a line. */
+export function formatRebuildReport(report: RebuildReport): string[] {
+  const lines = [
+    `replayed ${report.events} leadview.recorded events in ${(report.replayMs / 1000).toFixed(2)} s (${report.eventsPerSecond} events/s)`,
+    `shadow ledger: ${report.leadViews} lead-views (${report.duplicates} duplicate events skipped), ${report.tenants} tenants, ${report.periods} tenant periods`,
+    `live ledger caught up with the replay: ${report.liveCaughtUp ? "yes" : "no (still behind when compared)"}`,
+  ];
+  for (const difference of report.differences) {
+    lines.push(
+      `MISMATCH ${difference.tenant_id} period ${difference.period_start}: live ${difference.live_lead_views ?? "none"}, replayed ${difference.shadow_lead_views ?? "none"} lead-views (rows differ)`,
+    );
+  }
+  for (const difference of report.counterDifferences) {
+    lines.push(
+      `MISMATCH ${difference.tenant_id} period ${difference.period_start}: counter says ${difference.counted ?? "nothing"}, ledger rows ${difference.rows ?? "none"}`,
+    );
+  }
+  lines.push(
+    report.equal
+      ? `EQUAL: the live ledger matches the replay; re-seeded the Redis meters of ${report.reseeded} tenants`
+      : `NOT EQUAL: ${report.differences.length + report.counterDifferences.length} tenant periods differ; Redis meters left untouched`,
+  );
+  return lines;
+}

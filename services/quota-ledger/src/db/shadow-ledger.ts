@@ -1,0 +1,133 @@
+import type { LeadViewRecorded } from "@th/contracts";
+import type { Pool } from "@th/db";
+
+export interface ShadowRow {
+  view: LeadViewRecorded;
+  partition: number;
+  offset: string;
+}
+
+/** One round trip per chunk: eleven arrays unnested into rows, no per-row parameters. */
+const INSERT_SQL = `
+INSERT INTO lead_views_shadow (tenant_id, day, folio, billing_period_start, surface, request_id,
+  key_id, member_id, recorded_at, source_partition, source_offset)
+SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::date[], $5::text[], $6::text[],
+  $7::text[], $8::text[], $9::timestamptz[], $10::int[], $11::bigint[])`;
+
+const CHUNK = 20_000;
+
+/**
+ * A row's fingerprint per (tenant, period): every column the ledger keeps except where it came
+ * from in the log, in one canonical order, hashed. Equal fingerprints mean equal rows.
+ */
+function fingerprintQuery(table: string): string {
+  return `SELECT tenant_id, to_char(billing_period_start, 'YYYY-MM-DD') AS period_start,
+      count(*)::int AS lead_views,
+      md5(string_agg(concat_ws('|', to_char(day, 'YYYY-MM-DD'), folio, surface, request_id,
+        coalesce(key_id, '-'), coalesce(member_id, '-'),
+        to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')),
+        E'\\n' ORDER BY day, folio)) AS fingerprint
+    FROM ${table} AS rows
+    JOIN unnest($1::int[], $2::bigint[]) AS replayed(partition, high)
+      ON rows.source_partition = replayed.partition AND rows.source_offset < replayed.high
+    GROUP BY tenant_id, billing_period_start`;
+}
+
+export interface PeriodDifference {
+  tenant_id: string;
+  period_start: string;
+  live_lead_views: number | null;
+  shadow_lead_views: number | null;
+}
+
+export interface CounterDifference {
+  tenant_id: string;
+  period_start: string;
+  counted: number | null;
+  rows: number | null;
+}
+
+export function createShadowLedger(pool: Pool) {
+  return {
+    async reset(): Promise<void> {
+      await pool.query("TRUNCATE lead_views_shadow");
+    },
+
+    async insert(rows: readonly ShadowRow[]): Promise<void> {
+      for (let start = 0; start < rows.length; start += CHUNK) {
+        const chunk = rows.slice(start, start + CHUNK);
+        const columns: unknown[][] = Array.from({ length: 11 }, () => new Array(chunk.length));
+        chunk.forEach(({ view, partition, offset }, index) => {
+          const values = [
+            view.tenant_id,
+            view.day,
+            view.folio,
+            view.billing_period_start,
+            view.surface,
+            view.request_id,
+            view.key_id,
+            view.member_id,
+            view.recorded_at,
+            partition,
+            offset,
+          ];
+          values.forEach((value, column) => {
+            (columns[column] as unknown[])[index] = value;
+          });
+        });
+        await pool.query(INSERT_SQL, columns);
+      }
+    },
+
+    /**
+     * Tenant periods whose live rows differ from the replayed ones, looking only at events the
+     * replay read (offsets below the high-water marks it began with).
+     */
+    async differences(highWaterMarks: ReadonlyMap<number, string>): Promise<PeriodDifference[]> {
+      const partitions = [...highWaterMarks.keys()];
+      const highs = partitions.map((partition) => highWaterMarks.get(partition) ?? "0");
+      const { rows } = await pool.query<PeriodDifference>(
+        `WITH live AS (${fingerprintQuery("lead_views")}),
+              shadow AS (${fingerprintQuery("lead_views_shadow")})
+         SELECT coalesce(live.tenant_id, shadow.tenant_id) AS tenant_id,
+                coalesce(live.period_start, shadow.period_start) AS period_start,
+                live.lead_views AS live_lead_views, shadow.lead_views AS shadow_lead_views
+         FROM live FULL JOIN shadow USING (tenant_id, period_start)
+         WHERE live.fingerprint IS DISTINCT FROM shadow.fingerprint
+         ORDER BY 1, 2`,
+        [partitions, highs],
+      );
+      return rows;
+    },
+
+    /** Period counters that disagree with the live rows they count. */
+    async counterDifferences(): Promise<CounterDifference[]> {
+      const { rows } = await pool.query<CounterDifference>(
+        `WITH counted AS (
+           SELECT tenant_id, to_char(billing_period_start, 'YYYY-MM-DD') AS period_start,
+                  count(*)::int AS rows
+           FROM lead_views GROUP BY tenant_id, billing_period_start)
+         SELECT coalesce(usage.tenant_id, counted.tenant_id) AS tenant_id,
+                coalesce(usage.period_start, counted.period_start) AS period_start,
+                usage.lead_views AS counted, counted.rows
+         FROM (SELECT tenant_id, to_char(period_start, 'YYYY-MM-DD') AS period_start, lead_views
+               FROM period_usage) AS usage
+         FULL JOIN counted USING (tenant_id, period_start)
+         WHERE usage.lead_views IS DISTINCT FROM counted.rows
+         ORDER BY 1, 2`,
+      );
+      return rows;
+    },
+
+    async summary(): Promise<{ rows: number; tenants: number; periods: number }> {
+      const { rows } = await pool.query<{ rows: number; tenants: number; periods: number }>(
+        `SELECT count(*)::int AS rows, count(DISTINCT tenant_id)::int AS tenants,
+                count(DISTINCT (tenant_id, billing_period_start))::int AS periods
+         FROM lead_views_shadow`,
+      );
+      return rows[0] ?? { rows: 0, tenants: 0, periods: 0 };
+    },
+  };
+}
+
+export type ShadowLedger = ReturnType<typeof createShadowLedger>;
