@@ -55,6 +55,27 @@ describe("outbox", () => {
     await consumer.stop();
   });
 
+  it("publishes rows committed while a drain is already running", async () => {
+    const relay = createOutboxRelay({
+      pool: harness.pool,
+      bus: harness.bus,
+      logger: harness.logger,
+    });
+    await inTransaction(harness.pool, (client) =>
+      enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: "during-1" }),
+    );
+    const first = relay.flush();
+    await inTransaction(harness.pool, (client) =>
+      enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: "during-2" }),
+    );
+    const second = relay.flush();
+    await Promise.all([first, second]);
+    const { rows } = await harness.pool.query(
+      "SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL",
+    );
+    expect(rows[0].n).toBe(0);
+  });
+
   it("keeps events that could not be published for the next attempt", async () => {
     // A real client whose broker is gone: nothing listens on port 1.
     const brokenBus = new Bus({

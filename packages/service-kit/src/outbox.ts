@@ -91,13 +91,28 @@ export function createOutboxRelay(options: {
     }
   }
 
+  let pending: Promise<number> | undefined;
+
+  /**
+   * Drains now. A flush asked for while a drain runs gets a fresh drain after it: the running one
+   * may already have read past rows committed a moment ago.
+   */
   function flush(): Promise<number> {
     if (!running) {
       running = drain().finally(() => {
         running = undefined;
       });
+      return running;
     }
-    return running;
+    if (!pending) {
+      pending = running
+        .catch(() => 0)
+        .then(() => {
+          pending = undefined;
+          return flush();
+        });
+    }
+    return pending;
   }
 
   function schedule() {
