@@ -22,6 +22,7 @@ const commands = {
   test: ["scripts/test.ts"],
   migrate: ["scripts/migrate.ts"],
   broker: ["packages/dev-broker/src/cli.ts"],
+  "ledger-rebuild": ["services/quota-ledger/src/main.ts", "rebuild"],
   ingest: ["services/parcels/src/ingest/cli.ts"],
 };
 
