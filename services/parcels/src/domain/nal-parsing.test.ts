@@ -1,0 +1,248 @@
+import { describe, expect, it } from "vitest";
+import { NAL_HEADER_LINE, nalLine } from "../ingest/generate-nal.ts";
+import { CsvReader, type CsvRecord } from "./csv.ts";
+import { headerDriftRejects, mapHeader } from "./header.ts";
+import {
+  NAL_COLUMN_ALIASES,
+  NAL_COLUMNS,
+  NAL_REQUIRED_COLUMNS,
+  parseRollFileName,
+  SDF_COLUMN_ALIASES,
+  SDF_COLUMNS,
+  SDF_REQUIRED_COLUMNS,
+} from "./nal-layout.ts";
+import { NalRowReader, SdfRowReader } from "./nal-row.ts";
+import { stateCode } from "./normalize.ts";
+import { buildParcel } from "./parcel.ts";
+
+function readAll(text: string, chunkSize = 7): CsvRecord[] {
+  const reader = new CsvReader();
+  const out: CsvRecord[] = [];
+  for (let at = 0; at < text.length; at += chunkSize) {
+    reader.push(text.slice(at, at + chunkSize), out);
+  }
+  reader.end(out);
+  return out;
+}
+
+describe("CSV reading", () => {
+  it("handles quotes, doubled quotes, embedded commas and newlines, CRLF, empty fields, across chunk edges", () => {
+    const text = 'a,b,c\r\n1,"SMITH, JOHN",x\r\n2,"LOT 5 ""A""\nLESS N 10 FT",\r\n3,,\n,"",last';
+    const records = readAll(text);
+    expect(records.map((record) => record.fields)).toEqual([
+      ["a", "b", "c"],
+      ["1", "SMITH, JOHN", "x"],
+      ["2", 'LOT 5 "A"\nLESS N 10 FT', ""],
+      ["3", "", ""],
+      ["", "", "last"],
+    ]);
+    // Line numbers are where each record starts; the embedded newline moves the next one down.
+    expect(records.map((record) => record.line)).toEqual([1, 2, 3, 5, 6]);
+  });
+
+  it("strips a byte-order mark and keeps a stray quote inside an unquoted field", () => {
+    const records = readAll('\ufeffCO_NO,OWN_NAME\n23,O"BRIEN PAT\n');
+    expect(records.map((record) => record.fields)).toEqual([
+      ["CO_NO", "OWN_NAME"],
+      ["23", 'O"BRIEN PAT'],
+    ]);
+  });
+
+  it("flags an unterminated quote at end of file instead of throwing", () => {
+    const records = readAll('a,b\n1,"never closed\n2,3\n');
+    expect(records[1]?.error).toBe("unterminated quoted field at end of file");
+  });
+});
+
+const header = mapHeader(NAL_COLUMNS, NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS);
+const fieldsOf = (line: string) => readAll(`${line}\n`, 1 << 16)[0]?.fields ?? [];
+
+describe("NAL rows", () => {
+  const reader = new NalRowReader(header);
+
+  it("reads the 165-column layout and normalizes FLORIDA and FL to one state", () => {
+    const spelledOut = reader.read(
+      fieldsOf(
+        nalLine({
+          CO_NO: 23,
+          PARCEL_ID: "0101",
+          ASMNT_YR: 2025,
+          JV: 1000,
+          OWN_STATE: "FLORIDA",
+          DOR_UC: "1",
+        }),
+      ),
+      2,
+    );
+    const coded = reader.read(
+      fieldsOf(
+        nalLine({ CO_NO: 23, PARCEL_ID: "0102", ASMNT_YR: 2025, JV: 1000, OWN_STATE: "FL" }),
+      ),
+      3,
+    );
+    expect(spelledOut.ok && coded.ok).toBe(true);
+    if (spelledOut.ok && coded.ok) {
+      expect(stateCode(spelledOut.row.ownerState)).toBe("FL");
+      expect(stateCode(coded.row.ownerState)).toBe("FL");
+      expect(spelledOut.row.dorUc).toBe("001");
+    }
+    expect(stateCode("Fla.")).toBe("FL");
+    expect(stateCode("CONNECTICUT")).toBe("CT");
+    expect(stateCode("ONTARIO")).toBeNull();
+  });
+
+  it("rejects a non-numeric value naming the column, a short row naming the field count", () => {
+    expect(
+      reader.read(fieldsOf(nalLine({ CO_NO: 23, PARCEL_ID: "9", ASMNT_YR: 2025, JV: "N/A" })), 7),
+    ).toEqual({
+      ok: false,
+      reject: { line: 7, column: "JV", reason: '"N/A" is not a number', parcelId: "9" },
+    });
+    expect(reader.read(["23", "9", "R"], 8)).toEqual({
+      ok: false,
+      reject: { line: 8, column: null, reason: "expected 165 fields, found 3", parcelId: "9" },
+    });
+    const badCounty = reader.read(
+      fieldsOf(nalLine({ CO_NO: 99, PARCEL_ID: "9", ASMNT_YR: 2025, JV: 1 })),
+      9,
+    );
+    expect(badCounty.ok ? null : badCounty.reject.column).toBe("CO_NO");
+  });
+
+  it("reads by header name, so a reordered header with DBF aliases still ingests, and reports drift", () => {
+    const reordered = ["PARCEL_ID", "CO_NO", "JV", "ASMNT_YR", "TOT_LVG_AR", "EXTRA_COL"];
+    const map = mapHeader(reordered, NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS);
+    const result = new NalRowReader(map).read(["A1", "46", "250000", "2025", "1420", "zzz"], 2);
+    expect(result.ok && result.row).toMatchObject({
+      parcelId: "A1",
+      countyNo: 46,
+      justValue: 250000,
+      livingAreaSqft: 1420,
+    });
+    const drift = headerDriftRejects(map);
+    expect(drift).toContainEqual({
+      line: 1,
+      column: "EXTRA_COL",
+      reason: "unexpected column in header; ignored",
+    });
+    expect(drift).toContainEqual({
+      line: 1,
+      column: "OWN_NAME",
+      reason: "column missing from header; read as empty",
+    });
+    expect(map.missingRequired).toEqual([]);
+    expect(
+      mapHeader(["CO_NO", "PARCEL_ID"], NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS)
+        .missingRequired,
+    ).toEqual(["ASMNT_YR", "JV"]);
+  });
+
+  it("the generator's header is exactly the DOR layout and its rows read cleanly", () => {
+    expect(NAL_HEADER_LINE.split(",")).toHaveLength(165);
+    expect(parseRollFileName("NAL23F202501.csv")).toEqual({
+      kind: "NAL",
+      countyNo: 23,
+      stage: "final",
+      year: 2025,
+      submission: 1,
+    });
+    expect(parseRollFileName("SDF16P202501.csv")?.stage).toBe("preliminary");
+  });
+});
+
+describe("SDF sales", () => {
+  it("reads one sale per row, flags multi-parcel sales, and keeps them out of the purchase basis", () => {
+    const map = mapHeader(SDF_COLUMNS, SDF_COLUMNS, SDF_COLUMN_ALIASES, SDF_REQUIRED_COLUMNS);
+    const reader = new SdfRowReader(map);
+    const row = (values: Record<string, string>) =>
+      SDF_COLUMNS.map((column) => values[column] ?? "");
+    const multi = reader.read(
+      row({
+        CO_NO: "16",
+        PARCEL_ID: "474119030010",
+        SALE_ID_CD: "99000120039267",
+        QUAL_CD: "5",
+        SALE_YR: "2023",
+        SALE_MO: "4",
+        SALE_PRC: "52500000",
+        MULTI_PAR_SAL: "C",
+      }),
+      2,
+    );
+    const single = reader.read(
+      row({
+        CO_NO: "16",
+        PARCEL_ID: "474119030010",
+        SALE_ID_CD: "99000120039268",
+        QUAL_CD: "01",
+        SALE_YR: "2021",
+        SALE_MO: "6",
+        SALE_PRC: "350000",
+      }),
+      3,
+    );
+    expect(multi.ok && multi.row).toMatchObject({
+      multiParcel: true,
+      qualificationCode: "05",
+      price: 52500000,
+    });
+    expect(single.ok && single.row).toMatchObject({ multiParcel: false, qualificationCode: "01" });
+    if (!multi.ok || !single.ok) {
+      return;
+    }
+    const nal = new NalRowReader(header).read(
+      fieldsOf(
+        nalLine({
+          CO_NO: 16,
+          PARCEL_ID: "474119030010",
+          ASMNT_YR: 2025,
+          JV: 500000,
+          DOR_UC: "001",
+        }),
+      ),
+      2,
+    );
+    if (!nal.ok) {
+      throw new Error("fixture row must read");
+    }
+    const built = buildParcel(nal.row, {
+      ingestId: "ing_test",
+      sourceFile: null,
+      rollStage: "final",
+      observedAt: "2025-10-01T00:00:00.000Z",
+      asOf: new Date("2025-10-01T00:00:00Z"),
+      previous: null,
+      recordedSales: [multi.row, single.row],
+    });
+    expect(built.event.last_sale).toEqual({
+      price: 52500000,
+      year: 2023,
+      month: 4,
+      qualification_code: "05",
+    });
+    expect(built.event.last_qualified_sale).toEqual({
+      price: 350000,
+      year: 2021,
+      month: 6,
+      qualification_code: "01",
+    });
+    expect(built.equity?.basis.price).toBe(350000);
+  });
+
+  it("rejects a sale with a non-numeric price", () => {
+    const map = mapHeader(SDF_COLUMNS, SDF_COLUMNS, SDF_COLUMN_ALIASES, SDF_REQUIRED_COLUMNS);
+    const fields = SDF_COLUMNS.map((column) =>
+      column === "SALE_PRC"
+        ? "ten"
+        : column === "CO_NO"
+          ? "16"
+          : column === "SALE_YR"
+            ? "2020"
+            : column === "SALE_MO"
+              ? "1"
+              : "X",
+    );
+    const result = new SdfRowReader(map).read(fields, 4);
+    expect(result.ok ? null : result.reject).toMatchObject({ line: 4, column: "SALE_PRC" });
+  });
+});
