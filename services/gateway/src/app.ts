@@ -1,17 +1,22 @@
 import { pepperKey } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
+import { createLeadViewMeter } from "@th/quota";
 import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
 import { createKeysClient, createUpstream } from "./clients/keys-client.ts";
+import { ledgerUsageLoader } from "./clients/ledger-client.ts";
 import { type Config, pepperOf } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
 import { registerEdge } from "./edge/authenticate.ts";
 import { createEdgeStore } from "./edge/edge-store.ts";
+import { createMetering } from "./edge/metering.ts";
 import { registerAccountRoutes } from "./routes/account.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
+import { registerLeadRoutes } from "./routes/leads.ts";
 import { registerMeRoute } from "./routes/me.ts";
 import { registerPublicRoutes } from "./routes/public.ts";
 import { registerTeamRoutes } from "./routes/team.ts";
+import { registerUsageRoute } from "./routes/usage.ts";
 
 export const API_VERSION = "1.0.0";
 
@@ -29,11 +34,18 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     description: "Florida property parcels as leads: REST, webhooks and MCP.",
   });
   const store = createEdgeStore(deps.redis, { tenantTtlSeconds: config.TENANT_CACHE_SECONDS });
-  const keysUpstream = createUpstream({
-    baseUrl: config.KEYS_URL,
-    internalToken: config.INTERNAL_TOKEN,
-    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
-  });
+  const upstreamOf = (baseUrl: string) =>
+    createUpstream({
+      baseUrl,
+      internalToken: config.INTERNAL_TOKEN,
+      timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    });
+  const keysUpstream = upstreamOf(config.KEYS_URL);
+  const ledgerUpstream = upstreamOf(config.LEDGER_URL);
+  const parcelsUpstream = upstreamOf(config.PARCELS_URL);
+  const meter = createLeadViewMeter(deps.redis, { loadUsage: ledgerUsageLoader(ledgerUpstream) });
+  const now = options.now ?? (() => Date.now());
+  const metering = createMetering({ meter, bus: deps.bus, upgradeUrl: config.UPGRADE_URL, now });
   registerEdge(http, {
     store,
     keys: createKeysClient(keysUpstream),
@@ -41,7 +53,14 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     upgradeUrl: config.UPGRADE_URL,
     publicRatePerMinute: config.PUBLIC_RATE_PER_MINUTE,
     authFailureRatePerMinute: config.AUTH_FAILURE_RATE_PER_MINUTE,
-    ...(options.now ? { now: options.now } : {}),
+    now,
+    remainingLeadViews: (tenancy, cap, period) =>
+      meter.remaining({
+        tenantId: tenancy.tenantId,
+        cap,
+        period,
+        day: new Date(now()).toISOString().slice(0, 10),
+      }),
   });
   registerHealthRoutes(http, { version: API_VERSION });
   registerDocsRoutes(http);
@@ -49,6 +68,8 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerPublicRoutes(http, { keys: keysUpstream });
   registerAccountRoutes(http, { keys: keysUpstream, store });
   registerTeamRoutes(http, { keys: keysUpstream, store });
+  registerLeadRoutes(http, { parcels: parcelsUpstream, metering });
+  registerUsageRoute(http, { ledger: ledgerUpstream });
 
   let consumer: RunningConsumer | undefined;
   const app: ServiceApp & { store: typeof store } = {

@@ -18,6 +18,10 @@ export const configSchema = defineConfig({
   /** Shared secret presented on calls to the services' internal APIs. */
   INTERNAL_TOKEN: z.string().min(16).default(DEV_SECRETS.INTERNAL_TOKEN),
   KEYS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8081"),
+  LEDGER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8082"),
+  PARCELS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8083"),
+  MATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8084"),
+  DISPATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8085"),
   /** Where 403 and 402 answers send a tenant to upgrade. */
   UPGRADE_URL: vars.url(["http", "https"]).default("https://terminal.house/pricing"),
   /** Per client IP, for `/v1/public/*`. */

@@ -33,7 +33,10 @@ export interface Tenancy {
 
 export interface QuotaState {
   limit: number;
-  remaining: number;
+  /** Known after a reservation; otherwise read once, when the headers are written. */
+  remaining?: number;
+  periodStart: Date;
+  /** The next billing anniversary, when the month's lead-views reset. */
   resetsAt: Date;
 }
 
@@ -200,14 +203,10 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       Number.isNaN(anchor.getTime()) ? new Date(now()) : anchor,
       new Date(now()),
     );
-    const cap = answer.leadViewsPerMonth;
-    const remaining = options.remainingLeadViews
-      ? await options.remainingLeadViews(tenancy, cap, period)
-      : cap;
     request.edge = {
       tenancy,
       window: answer.window,
-      quota: { limit: cap, remaining, resetsAt: period.end },
+      quota: { limit: answer.leadViewsPerMonth, periodStart: period.start, resetsAt: period.end },
     };
     if (!answer.window.allowed) {
       throw rateLimited(answer.window, now(), "this tenant (all of its keys together)");
@@ -242,10 +241,25 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       reply.header("x-ratelimit-remaining", edge.window.remaining);
       reply.header("x-ratelimit-reset", Math.ceil(edge.window.resetAtMs / 1000));
     }
-    if (edge?.quota) {
-      reply.header("x-quota-lead-views-limit", edge.quota.limit);
-      reply.header("x-quota-lead-views-remaining", Math.max(0, edge.quota.remaining));
-      reply.header("x-quota-resets", edge.quota.resetsAt.toISOString());
+    if (edge?.quota && edge.tenancy) {
+      const quota = edge.quota;
+      if (quota.remaining === undefined) {
+        quota.remaining = options.remainingLeadViews
+          ? await options
+              .remainingLeadViews(edge.tenancy, quota.limit, {
+                start: quota.periodStart,
+                end: quota.resetsAt,
+              })
+              .catch((error: unknown) => {
+                // The headers must not fail the response; the next request reads the counter again.
+                request.log.warn({ err: error }, "lead-view counter unavailable for headers");
+                return quota.limit;
+              })
+          : quota.limit;
+      }
+      reply.header("x-quota-lead-views-limit", quota.limit);
+      reply.header("x-quota-lead-views-remaining", Math.max(0, quota.remaining ?? quota.limit));
+      reply.header("x-quota-resets", quota.resetsAt.toISOString());
     }
   });
 }

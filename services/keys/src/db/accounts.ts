@@ -455,6 +455,40 @@ export function createAccounts(deps: AccountsDeps) {
       });
     },
 
+    /**
+     * Operators set a Custom tenant's negotiated caps (the tier table gives only its floor).
+     * Not reachable from the public API.
+     */
+    async setCustomLimits(
+      tenantId: string,
+      limits: Partial<{
+        lead_views_per_month: number;
+        rate_per_minute: number;
+        concurrent_webhooks: number;
+        seats: number;
+      }>,
+    ) {
+      return inTransaction(pool, async (client) => {
+        const tenant = await loadTenant(client, tenantId, true);
+        if (tenant.tier !== "custom") {
+          throw new ApiError("conflict", "only Custom tenants have negotiated limits");
+        }
+        const next = { ...tenant, ...limits };
+        await client.query(
+          `UPDATE tenants SET seats = $2, lead_views_per_month = $3, rate_per_minute = $4, concurrent_webhooks = $5
+           WHERE id = $1`,
+          [
+            tenantId,
+            next.seats,
+            next.lead_views_per_month,
+            next.rate_per_minute,
+            next.concurrent_webhooks,
+          ],
+        );
+        return tenantView(await bumpTenant(client, next));
+      });
+    },
+
     /** Cancels at any time. During the trial nothing is ever charged. */
     async cancel(caller: Caller) {
       return inTransaction(pool, async (client) => {

@@ -41,7 +41,7 @@ function as(caller: { tenantId: string; memberId: string; keyId?: string }) {
 }
 
 async function call(
-  method: "GET" | "POST" | "DELETE",
+  method: "GET" | "POST" | "PUT" | "DELETE",
   url: string,
   headers: Record<string, string>,
   payload?: object,
@@ -350,5 +350,34 @@ describe("internal API", () => {
     const response = await call("GET", "/internal/v1/api-keys", {});
     expect(response.statusCode).toBe(401);
     expect(response.json().error).toBe("unauthorized");
+  });
+});
+
+describe("Custom contracts", () => {
+  it("let operators set a Custom tenant's negotiated caps, announced on tenant.changed", async () => {
+    const trial = (await startTrial("custom")).json();
+    const response = await call(
+      "PUT",
+      `/internal/v1/operator/tenants/${trial.tenant.id}/limits`,
+      token,
+      {
+        lead_views_per_month: 25_000,
+        seats: 12,
+      },
+    );
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({
+      lead_views_per_month: 25_000,
+      seats: 12,
+      rate_per_minute: 1_200,
+    });
+    const team = (await startTrial("team")).json();
+    const refused = await call(
+      "PUT",
+      `/internal/v1/operator/tenants/${team.tenant.id}/limits`,
+      token,
+      { seats: 9 },
+    );
+    expect(refused.statusCode).toBe(409);
   });
 });

@@ -199,6 +199,25 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
     async (request) => accounts.changeTier(internalCaller(request), request.body.tier),
   );
 
+  app.put(
+    "/internal/v1/operator/tenants/:tenant_id/limits",
+    {
+      schema: {
+        params: z.object({ tenant_id: z.string().min(1).max(64) }),
+        body: z
+          .object({
+            lead_views_per_month: z.number().int().min(1).optional(),
+            rate_per_minute: z.number().int().min(1).optional(),
+            concurrent_webhooks: z.number().int().min(0).optional(),
+            seats: z.number().int().min(1).optional(),
+          })
+          .strict(),
+        response: { 200: tenantSchema, ...errorResponses("not_found", "conflict") },
+      },
+    },
+    async (request) => accounts.setCustomLimits(request.params.tenant_id, request.body),
+  );
+
   app.post(
     "/internal/v1/tenant/cancel",
     { schema: { response: { 200: tenantSchema, ...errorResponses("forbidden") } } },
