@@ -155,8 +155,8 @@ describe("ledger rebuild", () => {
     // The command an operator runs says the same and exits 1.
     const cli = spawn(process.execPath, ["services/quota-ledger/src/main.ts", "rebuild"], {
       env: {
-        ...process.env,
         DATABASE_URL: harness.config.DATABASE_URL,
+        REDIS_URL: harness.config.REDIS_URL,
         KAFKA_BROKERS: harness.brokers.join(","),
         REBUILD_LIVE_CATCH_UP_TIMEOUT_MS: "2000",
         LOG_LEVEL: "error",

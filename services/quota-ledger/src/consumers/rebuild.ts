@@ -8,6 +8,7 @@ import {
   type CounterDifference,
   createShadowLedger,
   type PeriodDifference,
+  type ShadowLedger,
   type ShadowRow,
 } from "../db/shadow-ledger.ts";
 import { createTenants } from "../db/tenants.ts";
@@ -65,27 +66,8 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
     if (!rows[0]?.locked) {
       throw new Error("another ledger rebuild is running");
     }
-    await shadow.reset();
-
-    const seen = new Set<string>();
-    let events = 0;
-    const started = performance.now();
-    const replay = await deps.bus.replay(contracts.leadViewRecorded, {
-      onBatch: async (records) => {
-        events += records.length;
-        const fresh: ShadowRow[] = [];
-        for (const record of records) {
-          const { tenant_id, day, folio } = record.value;
-          const key = `${tenant_id}\u0000${day}\u0000${folio}`;
-          if (!seen.has(key)) {
-            seen.add(key);
-            fresh.push({ view: record.value, partition: record.partition, offset: record.offset });
-          }
-        }
-        await shadow.insert(fresh);
-      },
-    });
-    const replayMs = performance.now() - started;
+    const replay = await replayIntoShadow(deps.bus, shadow);
+    const { events, replayMs, leadViews } = replay;
 
     const liveCaughtUp = await waitForLiveLedger(
       deps.bus,
@@ -102,8 +84,8 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
     const reseeded = equal ? await reseedMeters(deps.pool, deps.redis, now()) : 0;
     return {
       events,
-      leadViews: seen.size,
-      duplicates: events - seen.size,
+      leadViews,
+      duplicates: events - leadViews,
       tenants: summary.tenants,
       periods: summary.periods,
       replayMs,
@@ -118,6 +100,45 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
     await lock.query(`SELECT pg_advisory_unlock(${REBUILD_LOCK})`).catch(() => {});
     lock.release();
   }
+}
+
+export interface ShadowReplay {
+  events: number;
+  leadViews: number;
+  replayMs: number;
+  highWaterMarks: ReadonlyMap<number, string>;
+}
+
+/**
+ * Reads leadview.recorded from its first offset into an emptied shadow ledger, keeping the first
+ * event of each (tenant, day, folio) as the live consumer does.
+ */
+export async function replayIntoShadow(bus: Bus, shadow: ShadowLedger): Promise<ShadowReplay> {
+  await shadow.reset();
+  const seen = new Set<string>();
+  let events = 0;
+  const started = performance.now();
+  const replay = await bus.replay(contracts.leadViewRecorded, {
+    onBatch: async (records) => {
+      events += records.length;
+      const fresh: ShadowRow[] = [];
+      for (const record of records) {
+        const { tenant_id, day, folio } = record.value;
+        const key = `${tenant_id}\u0000${day}\u0000${folio}`;
+        if (!seen.has(key)) {
+          seen.add(key);
+          fresh.push({ view: record.value, partition: record.partition, offset: record.offset });
+        }
+      }
+      await shadow.insert(fresh);
+    },
+  });
+  return {
+    events,
+    leadViews: seen.size,
+    replayMs: performance.now() - started,
+    highWaterMarks: replay.highWaterMarks,
+  };
 }
 
 async function waitForLiveLedger(
