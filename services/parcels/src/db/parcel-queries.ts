@@ -9,7 +9,8 @@ interface Row {
   detail: ParcelDetail;
 }
 
-const COLUMNS = "folio, event, detail";
+/** Documents are stored as JSON text; Postgres parses them back for the reply. */
+const COLUMNS = "folio, event::json AS event, detail::json AS detail";
 
 export async function findByFolios(
   pool: Pool,

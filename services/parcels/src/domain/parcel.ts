@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { ParcelIngested, RollStage, Sale } from "@th/contracts";
 import { type EquityEstimate, estimateEquity, isQualifiedSale } from "./equity.ts";
 import type { NalRow, RollSale } from "./nal-row.ts";
@@ -229,7 +229,7 @@ export function buildParcel(row: NalRow, context: ParcelContext): BuiltParcel {
  * move with the calendar, and a parcel whose roll content is unchanged is not news.
  */
 export function contentHashOf(rollFacts: unknown): string {
-  return createHash("sha256").update(JSON.stringify(rollFacts)).digest("hex");
+  return hash("sha256", JSON.stringify(rollFacts), "hex");
 }
 
 /** Whether an incoming roll may replace the stored one: never an older year, never P over F. */

@@ -44,7 +44,11 @@ export const SIGNAL_THRESHOLDS = {
   recentSaleMonths: 12,
 } as const;
 
-const money = (value: number) => `$${Math.round(value).toLocaleString("en-US")}`;
+/** "$1,234,567"; toLocaleString is an order of magnitude slower on the ingest hot path. */
+const money = (value: number) => {
+  const digits = String(Math.abs(Math.round(value))).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return `${value < 0 ? "-" : ""}$${digits}`;
+};
 
 function yearsSince(sale: { year: number; month: number }, asOf: Date): number {
   return ((asOf.getUTCFullYear() - sale.year) * 12 + (asOf.getUTCMonth() + 1 - sale.month)) / 12;
