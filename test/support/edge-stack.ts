@@ -1,6 +1,7 @@
 // The gateway and the keys service in one process, on real Postgres, Redis and a dev broker:
 // keys listens on a free port and the gateway calls it over HTTP, as in production.
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { contracts } from "@th/contracts";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import { readConfig as readGatewayConfig } from "@th/gateway/config";
@@ -8,40 +9,94 @@ import { migrations as gatewayMigrations } from "@th/gateway/migrations";
 import { buildApp as buildKeys } from "@th/keys/app";
 import { readConfig as readKeysConfig } from "@th/keys/config";
 import { migrations as keysMigrations } from "@th/keys/migrations";
+import { buildApp as buildParcels } from "@th/parcels/app";
+import { readConfig as readParcelsConfig } from "@th/parcels/config";
+import { ingestFile } from "@th/parcels/ingest";
+import { migrations as parcelsMigrations } from "@th/parcels/migrations";
+import { buildApp as buildLedger } from "@th/quota-ledger/app";
+import { readConfig as readLedgerConfig } from "@th/quota-ledger/config";
+import { migrations as ledgerMigrations } from "@th/quota-ledger/migrations";
+import type { HttpApp } from "@th/service-kit";
 import { createTestHarness } from "@th/service-kit/testing";
 import type { Logger } from "@th/telemetry";
 
 export type EdgeStack = Awaited<ReturnType<typeof startEdgeStack>>;
+
+async function listen(http: HttpApp | undefined): Promise<number> {
+  if (!http) {
+    throw new Error("the service has no HTTP app");
+  }
+  await http.listen({ port: 0, host: "127.0.0.1" });
+  return (http.server.address() as AddressInfo).port;
+}
+
+export const SAMPLE_ROLL = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "services",
+  "parcels",
+  "sample",
+  "NAL23F202501.csv",
+);
 
 export async function startEdgeStack(
   options: { logger?: Logger; now?: () => number; gatewayEnv?: Record<string, string> } = {},
 ) {
   const harness = await createTestHarness({
     config: readGatewayConfig({}),
-    migrations: [gatewayMigrations, keysMigrations],
+    migrations: [gatewayMigrations, keysMigrations, parcelsMigrations, ledgerMigrations],
     topics: [
       contracts.tenantChanged,
       contracts.keyIssued,
       contracts.keyRevoked,
       contracts.leadViewRecorded,
+      contracts.parcelIngested,
     ],
     ...(options.logger ? { logger: options.logger } : {}),
   });
-  const keys = await buildKeys({
-    ...harness,
-    config: { ...readKeysConfig({}), DATABASE_URL: harness.db.url, KAFKA_BROKERS: harness.brokers },
-    pool: harness.db.poolFor("keys"),
-  });
-  const keysHttp = keys.http;
-  if (!keysHttp) {
-    throw new Error("the keys service has no HTTP app");
-  }
-  await keysHttp.listen({ port: 0, host: "127.0.0.1" });
+  const testNow = options.now;
+  const keys = await buildKeys(
+    {
+      ...harness,
+      config: {
+        ...readKeysConfig({}),
+        DATABASE_URL: harness.db.url,
+        KAFKA_BROKERS: harness.brokers,
+      },
+      pool: harness.db.poolFor("keys"),
+    },
+    testNow ? { now: () => new Date(testNow()) } : {},
+  );
+  const keysPort = await listen(keys.http);
   await keys.start();
-  const keysPort = (keysHttp.server.address() as AddressInfo).port;
+  const parcelsConfig = {
+    ...readParcelsConfig({}),
+    DATABASE_URL: harness.db.url,
+    KAFKA_BROKERS: harness.brokers,
+  };
+  const parcels = await buildParcels({
+    ...harness,
+    config: parcelsConfig,
+    pool: harness.db.poolFor("parcels"),
+  });
+  const parcelsPort = await listen(parcels.http);
+  const ledger = await buildLedger({
+    ...harness,
+    config: {
+      ...readLedgerConfig({}),
+      DATABASE_URL: harness.db.url,
+      KAFKA_BROKERS: harness.brokers,
+    },
+    pool: harness.db.poolFor("quota_ledger"),
+  });
+  const ledgerPort = await listen(ledger.http);
+  await ledger.start();
   const gatewayConfig = {
     ...readGatewayConfig({ ...options.gatewayEnv }),
     KEYS_URL: `http://127.0.0.1:${keysPort}`,
+    PARCELS_URL: `http://127.0.0.1:${parcelsPort}`,
+    LEDGER_URL: `http://127.0.0.1:${ledgerPort}`,
     DATABASE_URL: harness.db.url,
     KAFKA_BROKERS: harness.brokers,
   };
@@ -105,9 +160,44 @@ export async function startEdgeStack(
     };
   }
 
+  /** Ingests the sample roll into the parcel store; returns the folios it holds. */
+  async function ingestSample(): Promise<string[]> {
+    await ingestFile(
+      {
+        pool: harness.db.poolFor("parcels"),
+        publish: (events) => harness.bus.publish(contracts.parcelIngested, events),
+      },
+      SAMPLE_ROLL,
+      { rejectsPath: null },
+    );
+    const { rows } = await harness.db
+      .poolFor("parcels")
+      .query<{ folio: string }>("SELECT folio FROM parcels ORDER BY folio");
+    return rows.map((row) => row.folio);
+  }
+
+  /** Operator tooling: a Custom tenant's negotiated caps. */
+  async function setCustomLimits(tenantId: string, limits: Record<string, number>) {
+    const response = await keys.http?.inject({
+      method: "PUT",
+      url: `/internal/v1/operator/tenants/${tenantId}/limits`,
+      headers: { "x-th-internal-token": readKeysConfig({}).INTERNAL_TOKEN },
+      payload: limits,
+    });
+    if (response?.statusCode !== 200) {
+      throw new Error(`limits not set: ${response?.body}`);
+    }
+    await gateway.store.forgetTenant(tenantId);
+  }
+
   return {
     harness,
     keys,
+    parcels,
+    ledger,
+    ingestSample,
+    setCustomLimits,
+    gatewayConfig,
     gateway,
     addGateway,
     request,
@@ -117,6 +207,9 @@ export async function startEdgeStack(
         await each.stop();
         await each.http?.close();
       }
+      await ledger.stop();
+      await ledger.http?.close();
+      await parcels.http?.close();
       await keys.stop();
       await keys.http?.close();
       await harness.close();

@@ -97,7 +97,8 @@ export function registerLeadRoutes(
         operationId: "searchLeads",
         summary:
           "Search leads by county, city, ZIP, use class, signals, value and equity; 50 per page (200 at most), opaque cursor; one lead-view per lead returned",
-        querystring: leadSearchQuerySchema,
+        // A query string cannot be a shared component in OpenAPI; the same fields, inlined.
+        querystring: z.object(leadSearchQuerySchema.shape),
         response: { 200: leadPageSchema, ...paidErrors },
       },
     },
