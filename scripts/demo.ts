@@ -1,10 +1,83 @@
-// Demo data for `npm start`: the place where a demo tenant, the sample roll and its printed API
-// key are created once those capabilities exist. Returns the lines to print under the URLs.
+// Demo data for `npm start`: the sample roll in the parcel store and a demo tenant (Team tier,
+// on trial) whose API key is printed. The key is kept in .data/demo.json so a restart reuses the
+// same tenant; a key that no longer works is replaced by a fresh trial.
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
 export interface DemoContext {
   baseUrl: string;
+  root: string;
   env: NodeJS.ProcessEnv;
+  say: (message: string) => void;
 }
 
-export async function seedDemo(_context: DemoContext): Promise<string[]> {
-  return ["  Demo tenant   not seeded yet: tenants, keys and the sample roll are not built yet"];
+const SAMPLE_ROLL = join("services", "parcels", "sample", "NAL23F202501.csv");
+
+async function ingestSampleRoll(context: DemoContext): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [join("services", "parcels", "src", "ingest", "cli.ts"), "--no-rejects", SAMPLE_ROLL],
+      { cwd: context.root, env: context.env, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`sample roll ingest failed:\n${output}`)),
+    );
+  });
+}
+
+async function keyStillWorks(baseUrl: string, key: string): Promise<boolean> {
+  const response = await fetch(`${baseUrl}/v1/me`, { headers: { authorization: `Bearer ${key}` } });
+  return response.status === 200;
+}
+
+async function startDemoTrial(baseUrl: string): Promise<{ key: string; tenantId: string }> {
+  const response = await fetch(`${baseUrl}/v1/public/trials`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      tier: "team",
+      company: "Demo Realty LLC",
+      admin_email: "demo@demo-realty.example",
+      payment_method: "pm_card_visa",
+    }),
+  });
+  if (response.status !== 201) {
+    throw new Error(`demo trial could not start: ${response.status} ${await response.text()}`);
+  }
+  const body = (await response.json()) as { tenant: { id: string }; api_key: { secret: string } };
+  return { key: body.api_key.secret, tenantId: body.tenant.id };
+}
+
+export async function seedDemo(context: DemoContext): Promise<string[]> {
+  context.say("ingesting the sample roll (Miami-Dade, 300 parcels)");
+  await ingestSampleRoll(context);
+  const file = join(context.root, ".data", "demo.json");
+  let demo: { key: string; tenantId: string } | undefined;
+  if (existsSync(file)) {
+    const saved = JSON.parse(readFileSync(file, "utf8")) as { key: string; tenantId: string };
+    if (await keyStillWorks(context.baseUrl, saved.key)) {
+      demo = saved;
+    }
+  }
+  if (!demo) {
+    demo = await startDemoTrial(context.baseUrl);
+    mkdirSync(join(context.root, ".data"), { recursive: true });
+    writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
+  }
+  const auth = `-H "Authorization: Bearer ${demo.key}"`;
+  return [
+    `  Demo tenant   ${demo.tenantId} (Team tier, 14-day trial), sample roll loaded`,
+    `  API key       ${demo.key}`,
+    `  Try           curl ${auth} "${context.baseUrl}/v1/leads?county=23&limit=3"`,
+    `                curl ${auth} ${context.baseUrl}/v1/usage`,
+  ];
 }

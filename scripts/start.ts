@@ -182,6 +182,15 @@ if (!externalKafka) {
   );
 }
 
+const portOf = (name: string) => services.find((service) => service.name === name)?.port;
+const upstreamUrls = {
+  KEYS_URL: `http://127.0.0.1:${portOf("keys")}`,
+  LEDGER_URL: `http://127.0.0.1:${portOf("quota-ledger")}`,
+  PARCELS_URL: `http://127.0.0.1:${portOf("parcels")}`,
+  MATCHER_URL: `http://127.0.0.1:${portOf("matcher")}`,
+  DISPATCHER_URL: `http://127.0.0.1:${portOf("webhook-dispatcher")}`,
+};
+
 services.forEach((service, index) => {
   launch(
     service.name,
@@ -191,6 +200,7 @@ services.forEach((service, index) => {
       INTERNAL_PORT: String(service.internalPort),
       KAFKA_BROKERS: kafkaBrokers,
       HOST: env.HOST ?? "127.0.0.1",
+      ...upstreamUrls,
     },
     COLOURS[index % COLOURS.length] ?? 37,
   );
@@ -209,7 +219,18 @@ if (notReady.length > 0) {
 }
 
 const baseUrl = `http://127.0.0.1:${GATEWAY_PORT}`;
-const demoLines = await seedDemo({ baseUrl, env });
+let demoLines: string[];
+try {
+  demoLines = await seedDemo({
+    baseUrl,
+    root,
+    env: { ...env, ...upstreamUrls, KAFKA_BROKERS: kafkaBrokers },
+    say,
+  });
+} catch (error) {
+  say(`\u001b[31m${(error as Error).message}\u001b[0m`);
+  demoLines = ["  Demo tenant   could not be created (see above)"];
+}
 say(
   [
     "\u001b[32mTerminal House is up\u001b[0m",

@@ -2,10 +2,13 @@
 // and all six services, every readiness probe turns green, the public health endpoint answers,
 // and one SIGINT stops every process.
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { serverUrl } from "@th/db/testing";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "..");
 const base = 20_000 + Math.floor(Math.random() * 20_000);
@@ -30,9 +33,25 @@ const internalPorts = Object.entries(ports)
 
 let supervisor: ChildProcess | undefined;
 let output = "";
+// A database of its own, so the run neither sees nor leaves data in the development database.
+const database = `th_start_${randomBytes(5).toString("hex")}`;
+const databaseUrl = (() => {
+  const url = new URL(serverUrl());
+  url.pathname = `/${database}`;
+  return url.toString();
+})();
 
-afterAll(() => {
+async function admin(sql: string) {
+  const client = new pg.Client({ connectionString: serverUrl() });
+  await client.connect();
+  await client.query(sql);
+  await client.end();
+}
+
+beforeAll(() => admin(`CREATE DATABASE ${database}`));
+afterAll(async () => {
   supervisor?.kill("SIGKILL");
+  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
 });
 
 function waitForOutput(pattern: RegExp, timeoutMs: number): Promise<void> {
@@ -58,6 +77,7 @@ describe("npm start", () => {
       ...process.env,
       ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
       BROKER_DATA_DIR: mkdtempSync(join(tmpdir(), "th-start-")),
+      DATABASE_URL: databaseUrl,
       LOG_LEVEL: "warn",
     };
     delete env.KAFKA_BROKERS;
@@ -82,6 +102,15 @@ describe("npm start", () => {
     });
     expect(health.status).toBe(200);
     expect(output).toContain(`http://127.0.0.1:${ports.GATEWAY_PORT}/v1/health`);
+
+    // The printed demo key reads leads of the sample roll.
+    const key = /API key\s+(th_live_\w+)/.exec(output)?.[1];
+    expect(key).toBeDefined();
+    const leads = await fetch(`http://127.0.0.1:${ports.GATEWAY_PORT}/v1/leads?county=23&limit=3`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(leads.status).toBe(200);
+    expect(((await leads.json()) as { leads: unknown[] }).leads).toHaveLength(3);
 
     const exited = new Promise<number | null>((resolve) => supervisor?.once("exit", resolve));
     supervisor.kill("SIGINT");
