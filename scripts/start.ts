@@ -131,26 +131,39 @@ async function waitForReady(url: string, timeoutMs: number): Promise<boolean> {
   return false;
 }
 
+function stopChildren(names: string[], graceMs: number): Promise<void> {
+  const exits = names.flatMap((name) => {
+    const child = children.get(name);
+    if (!child) {
+      return [];
+    }
+    return [
+      new Promise<void>((resolve) => {
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+    ];
+  });
+  const timeout = setTimeout(() => {
+    for (const name of names) {
+      children.get(name)?.kill("SIGKILL");
+    }
+  }, graceMs);
+  return Promise.all(exits).then(() => clearTimeout(timeout));
+}
+
+/** Services first, so they commit their offsets and finish their work; the broker last. */
 async function stopAll(code: number) {
   if (stopping) {
     return;
   }
   stopping = true;
   say("stopping all processes");
-  const exits = [...children.values()].map(
-    (child) =>
-      new Promise<void>((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
+  await stopChildren(
+    [...children.keys()].filter((name) => name !== "dev-broker"),
+    20_000,
   );
-  const timeout = setTimeout(() => {
-    for (const child of children.values()) {
-      child.kill("SIGKILL");
-    }
-  }, 15_000);
-  await Promise.all(exits);
-  clearTimeout(timeout);
+  await stopChildren(["dev-broker"], 10_000);
   process.exit(code);
 }
 
