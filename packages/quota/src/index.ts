@@ -53,6 +53,12 @@ return 1
 `;
 
 const DAY_SET_TTL_SECONDS = 2 * 86_400;
+
+/**
+ * The period counter's key without its tenant and day; the edge's authorization script reads
+ * the counter in the same round trip by building `th:` + this + `<tenant>:<period start day>`.
+ */
+export const LEAD_VIEW_COUNTER_PREFIX = "lv:used:";
 const COUNTER_GRACE_MS = 7 * 86_400_000;
 
 export interface Period {
@@ -91,7 +97,7 @@ export function createLeadViewMeter(redis: Redis, options: { loadUsage: UsageLoa
     redis.defineCommand("thLvSeed", { numberOfKeys: 2, lua: SEED_LUA });
   }
   const usedKey = (tenantId: string, period: Period) =>
-    `th:lv:used:${tenantId}:${utcDay(period.start)}`;
+    `th:${LEAD_VIEW_COUNTER_PREFIX}${tenantId}:${utcDay(period.start)}`;
   const dayKey = (tenantId: string, day: string) => `th:lv:day:${tenantId}:${day}`;
 
   async function seed(

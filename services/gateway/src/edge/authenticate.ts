@@ -206,7 +206,14 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     request.edge = {
       tenancy,
       window: answer.window,
-      quota: { limit: answer.leadViewsPerMonth, periodStart: period.start, resetsAt: period.end },
+      quota: {
+        limit: answer.leadViewsPerMonth,
+        periodStart: period.start,
+        resetsAt: period.end,
+        ...(answer.leadViewsUsed !== undefined
+          ? { remaining: Math.max(0, answer.leadViewsPerMonth - answer.leadViewsUsed) }
+          : {}),
+      },
     };
     if (!answer.window.allowed) {
       throw rateLimited(answer.window, now(), "this tenant (all of its keys together)");

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { TenantChanged } from "@th/contracts";
+import { LEAD_VIEW_COUNTER_PREFIX } from "@th/quota";
 import type { Redis } from "ioredis";
 
 /**
@@ -44,7 +45,23 @@ if allowed == 0 then
   local idx = count - limit
   retryAt = tonumber(redis.call('ZRANGE', log, idx, idx, 'WITHSCORES')[2]) + window
 end
-return {'ok', rec[1], rec[2], rec[3], t[1], t[2], limit, count, oldest, allowed, retryAt, t[4], t[5]}
+-- The month's lead-view counter, so the quota headers need no second round trip. The period
+-- starts on the anniversary's day of this month (clamped to the month's length) or, before that
+-- day, of the previous month. ARGV[5..10]: counter prefix, year, month, day, days in this month,
+-- days in the previous month.
+local used = ''
+if t[5] and string.len(t[5]) == 10 then
+  local anniversary = tonumber(string.sub(t[5], 9, 10))
+  local y, m, d = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+  local startDay = math.min(anniversary, tonumber(ARGV[9]))
+  if d < startDay then
+    m = m - 1
+    if m == 0 then m = 12; y = y - 1 end
+    startDay = math.min(anniversary, tonumber(ARGV[10]))
+  end
+  used = redis.call('GET', ARGV[1] .. ARGV[5] .. rec[1] .. ':' .. string.format('%04d-%02d-%02d', y, m, startDay)) or ''
+end
+return {'ok', rec[1], rec[2], rec[3], t[1], t[2], limit, count, oldest, allowed, retryAt, t[4], t[5], used}
 `;
 
 /** A sliding log per client IP; the same counting rule as tenants. */
@@ -115,16 +132,12 @@ export type Authorization =
       window: RateWindow;
       leadViewsPerMonth: number;
       billingAnniversary: string;
+      /** Lead-views used this billing period, when the counter is in Redis. */
+      leadViewsUsed: number | undefined;
     };
 
 type EdgeRedis = Redis & {
-  thAuthorize(
-    key: string,
-    prefix: string,
-    now: number,
-    member: string,
-    window: number,
-  ): Promise<string[]>;
+  thAuthorize(key: string, ...args: (string | number)[]): Promise<string[]>;
   thIpLimit(
     key: string,
     now: number,
@@ -173,12 +186,21 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
 
   return {
     async authorize(keyHash: string, now = Date.now()): Promise<Authorization> {
+      const today = new Date(now);
+      const year = today.getUTCFullYear();
+      const month = today.getUTCMonth();
       const reply = await edge.thAuthorize(
         `th:key:${keyHash}`,
         prefix,
         now,
         uniqueMember(now),
         WINDOW_MS,
+        LEAD_VIEW_COUNTER_PREFIX,
+        year,
+        month + 1,
+        today.getUTCDate(),
+        new Date(Date.UTC(year, month + 1, 0)).getUTCDate(),
+        new Date(Date.UTC(year, month, 0)).getUTCDate(),
       );
       const [kind] = reply;
       if (kind === "miss" || kind === "unknown" || kind === "revoked") {
@@ -201,6 +223,7 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
         retryAt,
         views,
         anniversary,
+        used,
       ] = reply.map(String);
       return {
         kind: "ok",
@@ -218,6 +241,7 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
         ),
         leadViewsPerMonth: Number(views),
         billingAnniversary: anniversary as string,
+        leadViewsUsed: used ? Number(used) : undefined,
       };
     },
 
