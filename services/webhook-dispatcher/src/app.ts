@@ -1,10 +1,127 @@
-import type { ServiceApp, ServiceDeps } from "@th/service-kit";
+import { Bus, type RunningConsumer } from "@th/bus";
+import { createLeadViewMeter, type UsageLoader } from "@th/quota";
+import {
+  createHttpApp,
+  createOutboxRelay,
+  requireInternalToken,
+  type ServiceApp,
+  type ServiceDeps,
+} from "@th/service-kit";
+import {
+  ledgerUsageLoader,
+  matcherWatchlists,
+  type WatchlistDirectory,
+} from "./clients/internal.ts";
 import type { Config } from "./config.ts";
+import { matchSubscriptions, retrySubscriptions, tenantSubscriptions } from "./consumers/index.ts";
+import { createTenantSlots } from "./delivery/concurrency.ts";
+import { createSecretStore } from "./delivery/secret-store.ts";
+import { createSender } from "./delivery/sender.ts";
+import { createWorker } from "./delivery/worker.ts";
+import { createEndpointService } from "./domain/endpoints.ts";
+import { createSecretBox } from "./domain/secrets.ts";
+import { registerWebhookRoutes } from "./routes/webhooks.ts";
 
-/** Builds the service without starting it, so tests can drive it directly. */
-export async function buildApp(_deps: ServiceDeps<Config>): Promise<ServiceApp> {
-  return {
-    start: async () => {},
-    stop: async () => {},
+export interface DispatcherOptions {
+  /** Who owns a watchlist; the matcher's internal API unless a test passes its own. */
+  watchlists?: WatchlistDirectory;
+  /** Seeds lead-view counters; the quota ledger's internal API unless a test passes its own. */
+  loadUsage?: UsageLoader;
+  now?: () => number;
+}
+
+/** Builds the dispatcher without starting it, so tests can drive it directly. */
+export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOptions = {}) {
+  const { config, pool, logger } = deps;
+  const now = options.now ?? (() => Date.now());
+  const internal = {
+    internalToken: config.INTERNAL_TOKEN,
+    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
   };
+  const policy = { allowLoopback: config.WEBHOOK_ALLOW_LOOPBACK_HTTP };
+  const http = await createHttpApp({ logger, title: "webhook-dispatcher internal API" });
+  requireInternalToken(http, config.INTERNAL_TOKEN);
+  const relay = createOutboxRelay({ pool, bus: deps.bus, logger, intervalMs: 200 });
+  const secrets = createSecretStore({
+    pool,
+    box: createSecretBox(config.SECRET_KEYS),
+    overlapSeconds: config.SECRET_ROTATION_OVERLAP_SECONDS,
+    now,
+  });
+  const sender = createSender({ policy, timeoutMs: config.DELIVERY_TIMEOUT_MS });
+  const worker = createWorker({
+    pool,
+    logger,
+    sender,
+    slots: createTenantSlots(deps.redis, { leaseMs: config.LEASE_MS }),
+    secrets,
+    meter: createLeadViewMeter(deps.redis, {
+      loadUsage:
+        options.loadUsage ?? ledgerUsageLoader({ ...internal, baseUrl: config.LEDGER_URL }),
+    }),
+    relay,
+    leaseMs: config.LEASE_MS,
+    pollMs: config.POLL_MS,
+    maxInFlight: config.MAX_IN_FLIGHT,
+    retrySweepGraceMs: config.RETRY_SWEEP_GRACE_MS,
+    longDelayScale: config.LONG_DELAY_SCALE,
+    defaultConcurrency: config.DEFAULT_CONCURRENT_WEBHOOKS,
+    now,
+  });
+  const endpoints = createEndpointService({
+    pool,
+    secrets,
+    watchlists:
+      options.watchlists ?? matcherWatchlists({ ...internal, baseUrl: config.MATCHER_URL }),
+    policy,
+    now,
+    wake: () => worker.wake(),
+  });
+  registerWebhookRoutes(http, endpoints);
+
+  // Retry records are held until shortly before they are due; a short fetch wait keeps the
+  // hand-off prompt when a paused partition resumes.
+  const retryBus = new Bus({
+    brokers: config.KAFKA_BROKERS,
+    clientId: "webhook-dispatcher-retries",
+    logger,
+    consumerTimings: { maxWaitTimeInMs: 100 },
+  });
+  const consumers: RunningConsumer[] = [];
+  const app: ServiceApp & { worker: typeof worker; endpoints: typeof endpoints } = {
+    http,
+    worker,
+    endpoints,
+    async start() {
+      relay.start();
+      worker.start();
+      consumers.push(
+        await deps.bus.consume({
+          group: "webhook-dispatcher.matches",
+          subscriptions: matchSubscriptions({ pool, worker }),
+          partitionsConsumedConcurrently: 12,
+        }),
+        await retryBus.consume({
+          group: "webhook-dispatcher.retries",
+          subscriptions: retrySubscriptions({ pool, worker, now }),
+          partitionsConsumedConcurrently: 48,
+        }),
+        await deps.bus.consume({
+          group: "webhook-dispatcher.tenants",
+          subscriptions: tenantSubscriptions({ pool, worker, endpoints, logger }),
+          partitionsConsumedConcurrently: 4,
+        }),
+      );
+    },
+    async stop() {
+      await Promise.allSettled(consumers.map((consumer) => consumer.stop()));
+      consumers.length = 0;
+      await worker.stop();
+      await relay.stop();
+      await relay.flush().catch(() => {});
+      await retryBus.close();
+      sender.close();
+    },
+  };
+  return app;
 }

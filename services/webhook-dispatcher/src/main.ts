@@ -1,4 +1,4 @@
-import { contracts } from "@th/contracts";
+import { contracts, deliveryRetryLadder } from "@th/contracts";
 import { runService } from "@th/service-kit";
 import { buildApp } from "./app.ts";
 import { readConfig } from "./config.ts";
@@ -14,15 +14,15 @@ await runService(
     topics: [
       contracts.matchFound,
       contracts.deliveryAttempted,
-      contracts.deliveryRetry1s,
-      contracts.deliveryRetry5s,
-      contracts.deliveryRetry30s,
-      contracts.deliveryRetry5m,
+      ...deliveryRetryLadder.map((stage) => stage.contract),
       contracts.deliveryDeadLetter,
+      contracts.leadViewRecorded,
+      contracts.tenantChanged,
+      contracts.keyRevoked,
     ],
     port: config.PORT,
     host: config.HOST,
-    build: buildApp,
+    build: (deps) => buildApp(deps),
   },
   process.argv.slice(2),
 );

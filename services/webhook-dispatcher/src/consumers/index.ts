@@ -1,0 +1,139 @@
+import { done, on, retryLater, type Subscription } from "@th/bus";
+import { contracts, type DeliveryRetry, deliveryRetryLadder } from "@th/contracts";
+import type { Pool } from "@th/db";
+import type { Logger } from "@th/telemetry";
+import type { Worker } from "../delivery/worker.ts";
+import type { EndpointService } from "../domain/endpoints.ts";
+import { EVENT_TYPE, webhookBody } from "../domain/payload.ts";
+
+/** Retry records are handed to the scheduler this long before they are due. */
+export const RETRY_HANDOFF_LEAD_MS = 300;
+
+/**
+ * `match.found`: one delivery row per subscribed endpoint, body fixed now, in one idempotent
+ * statement (the (endpoint, match) key makes redelivery a no-op). Nothing is sent here; the
+ * handler returns as soon as the rows are durable, so the partition never waits on a receiver.
+ */
+export function matchSubscriptions(deps: { pool: Pool; worker: Worker }): Subscription[] {
+  return [
+    on(contracts.matchFound, async ({ value }) => {
+      const inserted = await deps.pool.query(
+        `INSERT INTO deliveries (id, endpoint_id, tenant_id, watchlist_id, match_id, folio,
+                                 event_type, body)
+         SELECT gen_random_uuid(), e.id, e.tenant_id, e.watchlist_id, $3, $4, $5, $6
+           FROM endpoints e
+          WHERE e.tenant_id = $1 AND e.watchlist_id = $2 AND e.deleted_at IS NULL
+            AND $5 = ANY (e.events)
+         ON CONFLICT (endpoint_id, match_id) DO NOTHING`,
+        [
+          value.tenant_id,
+          value.watchlist.id,
+          value.match_id,
+          value.match.folio,
+          EVENT_TYPE,
+          webhookBody(value),
+        ],
+      );
+      if ((inserted.rowCount ?? 0) > 0) {
+        deps.worker.wake();
+      }
+      return done;
+    }),
+  ];
+}
+
+/**
+ * The retry topics, one per back-off stage. Every record of a stage waits the same delay, so a
+ * partition's records come due in order: the head is held (its partition paused) until shortly
+ * before it is due, then handed to the scheduler, which runs the attempt at the exact due time.
+ * The record's (attempt, replay) must still be the delivery's next one; otherwise it is stale.
+ */
+export function retrySubscriptions(deps: {
+  pool: Pool;
+  worker: Worker;
+  now: () => number;
+}): Subscription[] {
+  const handle = async ({ value }: { value: DeliveryRetry }) => {
+    const due = Date.parse(value.due_at);
+    const wait = due - deps.now() - RETRY_HANDOFF_LEAD_MS;
+    if (wait > 0) {
+      return retryLater(wait, "retry not due yet");
+    }
+    const updated = await deps.pool.query(
+      `UPDATE deliveries SET state = 'pending', due_at = $4
+        WHERE id = $1 AND state = 'retrying' AND attempts = $2 AND replay_no = $3`,
+      [value.delivery_id, value.attempt - 1, value.replay_no, new Date(due)],
+    );
+    if ((updated.rowCount ?? 0) > 0) {
+      deps.worker.wakeAt(due);
+    }
+    return done;
+  };
+  return deliveryRetryLadder.map((stage) => on(stage.contract, handle));
+}
+
+/**
+ * `tenant.changed` (highest revision wins) keeps tier, status, cap, anniversary and the
+ * concurrent-webhooks figure; a newer revision releases the tenant's parked deliveries (an
+ * upgrade, a raised cap, a reactivation). `key.revoked` with reason `compromise` rotates every
+ * endpoint secret of the tenant.
+ */
+export function tenantSubscriptions(deps: {
+  pool: Pool;
+  worker: Worker;
+  endpoints: EndpointService;
+  logger: Logger;
+}): Subscription[] {
+  return [
+    on(contracts.tenantChanged, async ({ value }) => {
+      const applied = await deps.pool.query(
+        `INSERT INTO tenants (tenant_id, revision, tier, status, lead_views_per_month,
+                              concurrent_webhooks, billing_anniversary, changed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (tenant_id) DO UPDATE SET
+           revision = EXCLUDED.revision, tier = EXCLUDED.tier, status = EXCLUDED.status,
+           lead_views_per_month = EXCLUDED.lead_views_per_month,
+           concurrent_webhooks = EXCLUDED.concurrent_webhooks,
+           billing_anniversary = EXCLUDED.billing_anniversary, changed_at = EXCLUDED.changed_at
+         WHERE tenants.revision < EXCLUDED.revision`,
+        [
+          value.tenant_id,
+          value.revision,
+          value.tier,
+          value.status,
+          value.limits.lead_views_per_month,
+          value.limits.concurrent_webhooks,
+          value.billing_anniversary,
+          value.changed_at,
+        ],
+      );
+      if ((applied.rowCount ?? 0) > 0) {
+        const released = await deps.pool.query(
+          `UPDATE deliveries SET state = 'pending', due_at = now(), parked_reason = NULL
+            WHERE tenant_id = $1 AND state = 'parked'`,
+          [value.tenant_id],
+        );
+        if ((released.rowCount ?? 0) > 0) {
+          deps.worker.wake();
+        }
+      }
+      return done;
+    }),
+    on(contracts.keyRevoked, async ({ value }) => {
+      if (value.reason !== "compromise") {
+        return done;
+      }
+      const rotated = await deps.endpoints.rotateAfterCompromise(
+        value.tenant_id,
+        new Date(value.revoked_at),
+      );
+      if (rotated > 0) {
+        deps.logger.warn(
+          { tenant_id: value.tenant_id, endpoints: rotated },
+          "compromise reported: every webhook secret of the tenant rotated",
+        );
+      }
+      return done;
+    }),
+  ];
+}

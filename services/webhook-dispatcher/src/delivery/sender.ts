@@ -1,0 +1,213 @@
+import { type LookupAddress, lookup } from "node:dns";
+import { lookup as lookupAsync } from "node:dns/promises";
+import http from "node:http";
+import https from "node:https";
+import type { LookupFunction } from "node:net";
+import { type AddressPolicy, isIpLiteral, refusalOf } from "../domain/address.ts";
+import type { AttemptResult } from "../domain/schedule.ts";
+
+export const USER_AGENT = "terminal-house-webhooks/1.0";
+const EXCERPT_BYTES = 1024;
+
+export class BlockedAddressError extends Error {
+  readonly code = "EBLOCKED";
+}
+
+/** Why a URL may not be an endpoint, or null. Resolves the host now (again at every delivery). */
+export async function refuseEndpointUrl(
+  raw: string,
+  policy: AddressPolicy,
+): Promise<string | null> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return "url must be an absolute URL";
+  }
+  if (url.username || url.password) {
+    return "url must not carry credentials";
+  }
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && policy.allowLoopback)) {
+    return "url must use https";
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  let addresses: string[];
+  if (isIpLiteral(host)) {
+    addresses = [host];
+  } else {
+    try {
+      addresses = (await lookupAsync(host, { all: true, verbatim: true })).map((a) => a.address);
+    } catch {
+      return `url host ${host} does not resolve`;
+    }
+  }
+  for (const address of addresses) {
+    const refusal = refusalFor(url.protocol, address, policy);
+    if (refusal) {
+      return `url host ${host} resolves to a refused address: ${refusal}`;
+    }
+  }
+  return null;
+}
+
+/** Plain HTTP is only ever allowed to loopback, and only with the development flag. */
+function refusalFor(protocol: string, address: string, policy: AddressPolicy): string | null {
+  const refusal = refusalOf(address, policy);
+  if (refusal) {
+    return refusal;
+  }
+  if (protocol === "http:" && refusalOf(address, { allowLoopback: false }) === null) {
+    return `${address} is not loopback; plain http is only allowed to loopback in development`;
+  }
+  return null;
+}
+
+/**
+ * Posts one attempt. The address check runs inside the socket's DNS lookup, so the address
+ * connected to is the address checked: a name that re-binds to a private address between
+ * subscribe time and delivery (or between two lookups) is refused. Redirects are not followed.
+ */
+export function createSender(options: { policy: AddressPolicy; timeoutMs: number }) {
+  const guardedLookup = (protocol: string): LookupFunction =>
+    ((
+      hostname: string,
+      lookupOptions: { all?: boolean },
+      callback: (...args: unknown[]) => void,
+    ) => {
+      lookup(hostname, { all: true, verbatim: true }, (error, addresses: LookupAddress[]) => {
+        if (error) {
+          callback(error);
+          return;
+        }
+        for (const address of addresses) {
+          const refusal = refusalFor(protocol, address.address, options.policy);
+          if (refusal) {
+            callback(
+              new BlockedAddressError(`${hostname} resolves to a refused address: ${refusal}`),
+            );
+            return;
+          }
+        }
+        if (lookupOptions?.all) {
+          callback(null, addresses);
+        } else {
+          const first = addresses[0] as LookupAddress;
+          callback(null, first.address, first.family);
+        }
+      });
+    }) as LookupFunction;
+  const agents = {
+    "http:": new http.Agent({ keepAlive: true, maxSockets: 256, lookup: guardedLookup("http:") }),
+    "https:": new https.Agent({
+      keepAlive: true,
+      maxSockets: 256,
+      lookup: guardedLookup("https:"),
+    }),
+  } as const;
+
+  function send(
+    rawUrl: string,
+    body: string,
+    headers: Record<string, string>,
+  ): Promise<AttemptResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    let url: URL;
+    try {
+      url = new URL(rawUrl);
+    } catch {
+      return Promise.resolve({
+        kind: "failure",
+        failure: "other",
+        error: "invalid url",
+        durationMs: 0,
+      });
+    }
+    const protocol = url.protocol as "http:" | "https:";
+    const agent = agents[protocol];
+    if (!agent || (protocol === "http:" && !options.policy.allowLoopback)) {
+      return Promise.resolve({
+        kind: "failure",
+        failure: "blocked_address",
+        error: "url must use https",
+        durationMs: 0,
+      });
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    if (isIpLiteral(host)) {
+      const refusal = refusalFor(protocol, host, options.policy);
+      if (refusal) {
+        return Promise.resolve({
+          kind: "failure",
+          failure: "blocked_address",
+          error: refusal,
+          durationMs: 0,
+        });
+      }
+    }
+    return new Promise<AttemptResult>((resolve) => {
+      let settled = false;
+      const finish = (result: AttemptResult) => {
+        if (!settled) {
+          settled = true;
+          clearTimeout(timer);
+          resolve(result);
+        }
+      };
+      const payload = Buffer.from(body, "utf8");
+      const request = (protocol === "https:" ? https : http).request(url, {
+        method: "POST",
+        agent,
+        headers: { ...headers, "content-length": String(payload.length) },
+      });
+      const timer = setTimeout(() => {
+        finish({
+          kind: "failure",
+          failure: "timeout",
+          error: `no response within ${options.timeoutMs} ms`,
+          durationMs: elapsed(),
+        });
+        request.destroy();
+      }, options.timeoutMs);
+      request.on("response", (response) => {
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        response.on("data", (chunk: Buffer) => {
+          if (kept < EXCERPT_BYTES) {
+            chunks.push(chunk);
+            kept += chunk.length;
+          }
+        });
+        const done = () =>
+          finish({
+            kind: "response",
+            status: response.statusCode ?? 0,
+            durationMs: elapsed(),
+            excerpt: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString("utf8"),
+          });
+        response.on("end", done);
+        response.on("error", done);
+      });
+      request.on("error", (error: Error & { code?: string }) => {
+        const blocked = error instanceof BlockedAddressError || error.code === "EBLOCKED";
+        finish({
+          kind: "failure",
+          failure: blocked ? "blocked_address" : "network",
+          error: `${error.code ?? "error"}: ${error.message}`.slice(0, 500),
+          durationMs: elapsed(),
+        });
+      });
+      request.end(payload);
+    });
+  }
+
+  return {
+    send,
+    close() {
+      agents["http:"].destroy();
+      agents["https:"].destroy();
+    },
+  };
+}
+
+export type Sender = ReturnType<typeof createSender>;

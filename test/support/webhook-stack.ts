@@ -1,0 +1,330 @@
+// The webhook dispatcher on real Postgres, Redis and a dev broker, with a loopback receiver that
+// answers scripted statuses. Loopback HTTP is allowed through the development flag.
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Bus } from "@th/bus";
+import {
+  contracts,
+  deliveryRetryLadder,
+  type MatchFound,
+  type TenantChanged,
+  type Tier,
+} from "@th/contracts";
+import { matchFound as sampleMatch } from "@th/contracts/samples";
+import { createPool, type Pool } from "@th/db";
+import { INTERNAL_HEADERS } from "@th/service-kit";
+import { createTestHarness, TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
+import { buildApp } from "@th/webhook-dispatcher/app";
+import { readConfig } from "@th/webhook-dispatcher/config";
+import { migrations } from "@th/webhook-dispatcher/migrations";
+
+export const DISPATCHER_TOPICS = [
+  contracts.matchFound,
+  contracts.deliveryAttempted,
+  ...deliveryRetryLadder.map((stage) => stage.contract),
+  contracts.deliveryDeadLetter,
+  contracts.leadViewRecorded,
+  contracts.tenantChanged,
+  contracts.keyRevoked,
+];
+
+/** Settings every test dispatcher shares; a test adds its own. */
+export const TEST_DISPATCHER_ENV: Record<string, string> = {
+  WEBHOOK_ALLOW_LOOPBACK_HTTP: "true",
+  LOG_LEVEL: "fatal",
+  POLL_MS: "20",
+  LEASE_MS: "4000",
+  RETRY_SWEEP_GRACE_MS: "3000",
+};
+
+export const INTERNAL_TOKEN = readConfig({}).INTERNAL_TOKEN;
+
+export interface ReceivedRequest {
+  webhookId: string;
+  signature: string;
+  eventType: string;
+  userAgent: string;
+  contentType: string;
+  body: string;
+  at: number;
+  status: number;
+}
+
+export type Script = (request: {
+  webhookId: string;
+  seen: number;
+  body: string;
+  path: string;
+}) => number | { status: number; delayMs?: number };
+
+/** A loopback HTTP receiver; `script` picks each answer (by default 200). */
+export async function startReceiver(script: Script = () => 200) {
+  const received: ReceivedRequest[] = [];
+  const seen = new Map<string, number>();
+  let current = script;
+  const server: Server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      const webhookId = String(req.headers["x-flpf-webhook-id"] ?? "");
+      const count = (seen.get(webhookId) ?? 0) + 1;
+      seen.set(webhookId, count);
+      const answer = current({ webhookId, seen: count, body, path: req.url ?? "/" });
+      const { status, delayMs } =
+        typeof answer === "number" ? { status: answer, delayMs: 0 } : answer;
+      received.push({
+        webhookId,
+        signature: String(req.headers["x-flpf-signature"] ?? ""),
+        eventType: String(req.headers["x-flpf-event-type"] ?? ""),
+        userAgent: String(req.headers["user-agent"] ?? ""),
+        contentType: String(req.headers["content-type"] ?? ""),
+        body,
+        at: Date.now(),
+        status,
+      });
+      const reply = () => {
+        if (!res.destroyed) {
+          res.writeHead(status, { "content-type": "text/plain" });
+          res.end(`answered ${status}`);
+        }
+      };
+      if (delayMs) {
+        setTimeout(reply, delayMs);
+      } else {
+        reply();
+      }
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    received,
+    setScript(next: Script) {
+      current = next;
+    },
+    of(webhookId: string) {
+      return received.filter((request) => request.webhookId === webhookId);
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
+  const deadline = Date.now() + (options.timeoutMs ?? 15_000);
+  for (;;) {
+    const value = await probe();
+    if (value) {
+      return value as T;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${options.what ?? "a condition"}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 20));
+  }
+}
+
+/** A watchlist id that the stub directory says belongs to another tenant. */
+export const FOREIGN_WATCHLIST = "wl_someone_else";
+
+export async function startWebhookStack() {
+  const base = readConfig(TEST_DISPATCHER_ENV);
+  const harness = await createTestHarness({
+    config: base,
+    migrations: [migrations],
+    topics: DISPATCHER_TOPICS,
+  });
+  const pools: Pool[] = [];
+  const instances: Awaited<ReturnType<typeof buildApp>>[] = [];
+  const buses: Bus[] = [];
+  const revisions = new Map<string, number>();
+
+  /** One dispatcher instance (several share the database, Redis and consumer groups). */
+  async function startDispatcher(env: Record<string, string> = {}) {
+    const config = {
+      ...readConfig({ ...TEST_DISPATCHER_ENV, ...env }),
+      DATABASE_URL: harness.db.url,
+      REDIS_URL: harness.config.REDIS_URL,
+      KAFKA_BROKERS: harness.brokers,
+    };
+    const pool = createPool({ url: harness.db.url, schema: migrations.schema, max: 20 });
+    const bus = new Bus({
+      brokers: harness.brokers,
+      clientId: `dispatcher-${instances.length}`,
+      logger: harness.logger,
+      consumerTimings: TEST_CONSUMER_TIMINGS,
+    });
+    pools.push(pool);
+    buses.push(bus);
+    const app = await buildApp(
+      { config, logger: harness.logger, pool, redis: harness.redis, bus },
+      {
+        watchlists: { owns: async (_caller, watchlistId) => watchlistId !== FOREIGN_WATCHLIST },
+        loadUsage: async () => ({ used: 0, foliosToday: [] }),
+      },
+    );
+    await app.start();
+    instances.push(app);
+    return app;
+  }
+
+  async function publishTenant(
+    tenantId: string,
+    tier: Tier,
+    limits: Partial<TenantChanged["limits"]> = {},
+    extra: Partial<TenantChanged> = {},
+  ) {
+    const revision = (revisions.get(tenantId) ?? 0) + 1;
+    revisions.set(tenantId, revision);
+    const defaults = {
+      starter: { lead_views_per_month: 500, concurrent_webhooks: 0 },
+      operator: { lead_views_per_month: 2000, concurrent_webhooks: 5 },
+      team: { lead_views_per_month: 5000, concurrent_webhooks: 10 },
+      custom: { lead_views_per_month: 10000, concurrent_webhooks: 20 },
+    }[tier];
+    const event: TenantChanged = {
+      tenant_id: tenantId,
+      revision,
+      tier,
+      status: "active",
+      limits: { rate_per_minute: 600, seats: 1, ...defaults, ...limits },
+      billing_anniversary: new Date().toISOString().slice(0, 10),
+      trial_ends_at: null,
+      changed_at: new Date().toISOString(),
+      ...extra,
+    };
+    await harness.bus.publish(contracts.tenantChanged, event);
+    return event;
+  }
+
+  /** Waits until the dispatcher's projection has the tenant at this revision. */
+  async function tenantApplied(tenantId: string) {
+    const revision = revisions.get(tenantId) ?? 0;
+    await waitFor(
+      async () =>
+        (
+          await harness.db.pool.query(
+            "SELECT 1 FROM dispatcher.tenants WHERE tenant_id = $1 AND revision >= $2",
+            [tenantId, revision],
+          )
+        ).rowCount,
+      { what: `tenant ${tenantId} revision ${revision}` },
+    );
+  }
+
+  function match(tenantId: string, watchlistId: string, overrides: Partial<MatchFound> = {}) {
+    const id = overrides.match_id ?? `m_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+    return {
+      ...sampleMatch,
+      match_id: id,
+      tenant_id: tenantId,
+      watchlist: { id: watchlistId, name: "Test watchlist" },
+      match: { ...sampleMatch.match, folio: `23-${id}` },
+      occurred_at: new Date().toISOString(),
+      ...overrides,
+    } satisfies MatchFound;
+  }
+
+  async function publishMatches(matches: MatchFound[]) {
+    for (let i = 0; i < matches.length; i += 500) {
+      await harness.bus.publish(contracts.matchFound, matches.slice(i, i + 500));
+    }
+  }
+
+  function headersFor(tenantId: string) {
+    return {
+      [INTERNAL_HEADERS.token]: INTERNAL_TOKEN,
+      [INTERNAL_HEADERS.tenant]: tenantId,
+      [INTERNAL_HEADERS.member]: "mb_test",
+      [INTERNAL_HEADERS.key]: "key_test",
+    };
+  }
+
+  /** Calls the first instance's internal API as a tenant. */
+  async function call(
+    tenantId: string,
+    method: "GET" | "POST" | "DELETE",
+    path: string,
+    payload?: unknown,
+  ) {
+    const app = instances[0];
+    if (!app?.http) {
+      throw new Error("start a dispatcher first");
+    }
+    const response = await app.http.inject({
+      method,
+      url: `/internal/v1${path}`,
+      headers: headersFor(tenantId),
+      ...(payload !== undefined ? { payload: payload as object } : {}),
+    });
+    return { status: response.statusCode, body: response.body ? response.json() : undefined };
+  }
+
+  async function subscribe(tenantId: string, watchlistId: string, url: string) {
+    const reply = await call(tenantId, "POST", `/watchlists/${watchlistId}/webhooks`, {
+      url,
+      events: ["watchlist.match"],
+    });
+    if (reply.status !== 201) {
+      throw new Error(`subscribe failed: ${reply.status} ${JSON.stringify(reply.body)}`);
+    }
+    return reply.body as { id: string; url: string; events: string[]; secret: string };
+  }
+
+  async function deliveryOf(webhookId: string) {
+    const { rows } = await harness.db.pool.query(
+      "SELECT * FROM dispatcher.deliveries WHERE id = $1",
+      [webhookId],
+    );
+    return rows[0];
+  }
+
+  return {
+    harness,
+    pool: harness.db.pool,
+    startDispatcher,
+    instances,
+    publishTenant,
+    tenantApplied,
+    match,
+    publishMatches,
+    call,
+    subscribe,
+    deliveryOf,
+    headersFor,
+    async stopDispatcher(app: Awaited<ReturnType<typeof buildApp>>) {
+      const index = instances.indexOf(app);
+      await app.stop();
+      await app.http?.close();
+      if (index >= 0) {
+        instances.splice(index, 1);
+        await buses[index]?.close();
+        await pools[index]?.end();
+        buses.splice(index, 1);
+        pools.splice(index, 1);
+      }
+    },
+    async close() {
+      for (const app of instances) {
+        await app.stop().catch(() => {});
+        await app.http?.close().catch(() => {});
+      }
+      await Promise.allSettled(buses.map((bus) => bus.close()));
+      await Promise.allSettled(pools.map((pool) => pool.end()));
+      await harness.close();
+    },
+  };
+}
+
+export type WebhookStack = Awaited<ReturnType<typeof startWebhookStack>>;
