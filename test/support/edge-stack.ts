@@ -160,14 +160,14 @@ export async function startEdgeStack(
     };
   }
 
-  /** Ingests the sample roll into the parcel store; returns the folios it holds. */
-  async function ingestSample(): Promise<string[]> {
+  /** Ingests a roll (the sample by default) into the parcel store; returns every folio held. */
+  async function ingestSample(file = SAMPLE_ROLL): Promise<string[]> {
     await ingestFile(
       {
         pool: harness.db.poolFor("parcels"),
         publish: (events) => harness.bus.publish(contracts.parcelIngested, events),
       },
-      SAMPLE_ROLL,
+      file,
       { rejectsPath: null },
     );
     const { rows } = await harness.db

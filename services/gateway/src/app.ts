@@ -11,6 +11,7 @@ import { createEdgeStore } from "./edge/edge-store.ts";
 import { createMetering } from "./edge/metering.ts";
 import { registerAccountRoutes } from "./routes/account.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
+import { registerExportRoutes } from "./routes/export.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerLeadRoutes } from "./routes/leads.ts";
 import { registerMeRoute } from "./routes/me.ts";
@@ -70,6 +71,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerTeamRoutes(http, { keys: keysUpstream, store });
   registerLeadRoutes(http, { parcels: parcelsUpstream, metering });
   registerUsageRoute(http, { ledger: ledgerUpstream });
+  registerExportRoutes(http, { parcels: parcelsUpstream, metering, upgradeUrl: config.UPGRADE_URL });
 
   let consumer: RunningConsumer | undefined;
   const app: ServiceApp & { store: typeof store } = {

@@ -42,11 +42,10 @@ export function decodeCursor(cursor: string): string | null {
   return decoded.startsWith("f:") && decoded.length > 2 ? decoded.slice(2) : null;
 }
 
-/** One page of parcels matching every given filter, in folio order (keyset pagination). */
-export async function searchParcels(
-  pool: Pool,
-  query: Omit<LeadSearchQuery, "cursor"> & { after: string | null },
-): Promise<{ parcels: StoredParcel[]; lastFolio: string | null; more: boolean }> {
+type SearchFilters = Omit<LeadSearchQuery, "cursor" | "limit">;
+
+/** The WHERE clause of a search, with its parameters numbered from $1. */
+function filterClause(query: SearchFilters, after: string | null) {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (clause: (placeholder: string) => string, value: unknown) => {
@@ -80,14 +79,21 @@ export async function searchParcels(
   if (query.max_equity !== undefined) {
     add((p) => `est_equity <= ${p}`, query.max_equity);
   }
-  if (query.after !== null) {
-    add((p) => `folio > ${p}`, query.after);
+  if (after !== null) {
+    add((p) => `folio > ${p}`, after);
   }
-  params.push(query.limit + 1);
+  return { sql: where.length > 0 ? `WHERE ${where.join(" AND ")}` : "", params };
+}
+
+/** One page of parcels matching every given filter, in folio order (keyset pagination). */
+export async function searchParcels(
+  pool: Pool,
+  query: Omit<LeadSearchQuery, "cursor"> & { after: string | null },
+): Promise<{ parcels: StoredParcel[]; lastFolio: string | null; more: boolean }> {
+  const filter = filterClause(query, query.after);
+  const params = [...filter.params, query.limit + 1];
   const result = await pool.query<Row>(
-    `SELECT ${COLUMNS} FROM parcels
-      ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY folio LIMIT $${params.length}`,
+    `SELECT ${COLUMNS} FROM parcels ${filter.sql} ORDER BY folio LIMIT $${params.length}`,
     params,
   );
   const rows = result.rows.slice(0, query.limit);
@@ -96,4 +102,14 @@ export async function searchParcels(
     lastFolio: rows.at(-1)?.folio ?? null,
     more: result.rows.length > query.limit,
   };
+}
+
+/** How many parcels a search matches in all, so an export can be priced before it starts. */
+export async function countParcels(pool: Pool, query: SearchFilters): Promise<number> {
+  const filter = filterClause(query, null);
+  const result = await pool.query<{ n: string }>(
+    `SELECT count(*) AS n FROM parcels ${filter.sql}`,
+    filter.params,
+  );
+  return Number(result.rows[0]?.n ?? 0);
 }

@@ -11,6 +11,7 @@ import type { Pool } from "@th/db";
 import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
 import { z } from "zod";
 import {
+  countParcels,
   decodeCursor,
   encodeCursor,
   findByFolios,
@@ -125,6 +126,20 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
       }
       return { leads, missing };
     },
+  );
+
+  app.get(
+    "/internal/v1/parcels/count",
+    {
+      schema: {
+        tags: ["parcels"],
+        operationId: "countParcels",
+        summary: "How many leads a search matches in all",
+        querystring: leadSearchQuerySchema.omit({ cursor: true, limit: true }),
+        response: { 200: z.object({ count: z.number().int() }), ...errorResponses("unauthorized") },
+      },
+    },
+    async (request) => ({ count: await countParcels(pool, request.query) }),
   );
 
   app.get(

@@ -1,0 +1,129 @@
+import { Readable } from "node:stream";
+import { type Lead, leadSearchQuerySchema } from "@th/api-schemas";
+import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import { z } from "zod";
+import type { Upstream } from "../clients/keys-client.ts";
+import { leadCsvHeader, leadCsvRow } from "../domain/csv.ts";
+import { tenancyOf, upgradeUrlFor } from "../edge/authenticate.ts";
+import type { Metering } from "../edge/metering.ts";
+import { callAs } from "./forward.ts";
+
+const PAGE_SIZE = 200;
+export const EXPORT_MAX_ROWS = 100_000;
+
+const exportQuerySchema = z.object({
+  ...leadSearchQuerySchema.omit({ cursor: true, limit: true }).shape,
+  max_rows: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(EXPORT_MAX_ROWS)
+    .default(EXPORT_MAX_ROWS)
+    .describe("Stop after this many rows"),
+});
+
+function searchPath(query: URLSearchParams, cursor: string | null): string {
+  const params = new URLSearchParams(query);
+  params.delete("max_rows");
+  params.set("limit", String(PAGE_SIZE));
+  if (cursor) {
+    params.set("cursor", cursor);
+  }
+  return `/internal/v1/parcels?${params}`;
+}
+
+/**
+ * CSV export of a lead search: RFC 4180, streamed page by page as the client reads it, so a
+ * 100k-row export holds one page in memory. It is priced before the first byte: when the month's
+ * remaining lead-views cannot cover every row, the answer is 402 and nothing is charged. Each
+ * page is then charged as it is written (one lead-view per parcel per UTC day).
+ */
+export function registerExportRoutes(
+  app: HttpApp,
+  deps: { parcels: Upstream; metering: Metering; upgradeUrl: string },
+): void {
+  app.get(
+    "/v1/exports/leads.csv",
+    {
+      config: { edge: { surface: "csv" } },
+      schema: {
+        tags: ["leads"],
+        security: [{ bearerAuth: [] }],
+        operationId: "exportLeadsCsv",
+        summary:
+          "Every lead of a search as CSV (text/csv, RFC 4180, documented columns); one lead-view per row, refused with 402 up front when the quota cannot cover the export",
+        querystring: exportQuerySchema,
+        response: {
+          // A stream of text/csv, sent as is: the header row, then one row per lead.
+          200: z.unknown().describe("text/csv; header row, then one row per lead"),
+          ...errorResponses(
+            "unauthorized",
+            "tier_required",
+            "quota_exceeded",
+            "rate_limited",
+            "unavailable",
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const query = new URLSearchParams(
+        request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "",
+      );
+      const filters = new URLSearchParams(query);
+      filters.delete("max_rows");
+      const counted = await callAs(
+        deps.parcels,
+        request,
+        "GET",
+        `/internal/v1/parcels/count?${filters}`,
+      );
+      if (counted.status !== 200) {
+        throw new ApiError("unavailable", "the export could not be priced; try again shortly");
+      }
+      const rows = Math.min((counted.body as { count: number }).count, request.query.max_rows);
+      const quota = request.edge?.quota;
+      const remaining = quota?.remaining ?? quota?.limit ?? 0;
+      if (quota && rows > remaining) {
+        throw new ApiError(
+          "quota_exceeded",
+          `this export has ${rows} rows and ${remaining} lead-views remain this month; narrow the search or set max_rows`,
+          {
+            quota_resets_at: quota.resetsAt.toISOString(),
+            upgrade_url: upgradeUrlFor(deps.upgradeUrl, tenancyOf(request).tier, "csv"),
+          },
+        );
+      }
+      async function* lines() {
+        yield leadCsvHeader();
+        let cursor: string | null = null;
+        let written = 0;
+        while (written < rows) {
+          const page = await callAs(deps.parcels, request, "GET", searchPath(query, cursor));
+          if (page.status !== 200) {
+            throw new Error(`export page failed with ${page.status}`);
+          }
+          const body = page.body as { leads: Lead[]; next_cursor: string | null };
+          const leads = body.leads.slice(0, rows - written);
+          await deps.metering.charge(
+            request,
+            leads.map((lead) => lead.folio),
+            "csv",
+          );
+          yield leads.map(leadCsvRow).join("");
+          written += leads.length;
+          if (!body.next_cursor || leads.length === 0) {
+            return;
+          }
+          cursor = body.next_cursor;
+        }
+      }
+      const date = new Date().toISOString().slice(0, 10);
+      return reply
+        .type("text/csv; charset=utf-8")
+        .header("content-disposition", `attachment; filename="leads-${date}.csv"`)
+        .header("x-export-rows", String(rows))
+        .send(Readable.from(lines()));
+    },
+  );
+}

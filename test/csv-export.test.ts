@@ -1,0 +1,114 @@
+// CSV export end to end: the tier gate, RFC 4180 output read back by a real CSV parser, metering
+// one lead-view per row, refusal up front when the quota cannot cover it, and streaming with
+// back-pressure (the server reads ahead only as far as the client consumes).
+import { mkdtempSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { writeNalFile } from "@th/parcels/generate";
+import { parse } from "csv-parse/sync";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+
+let stack: EdgeStack;
+let sampleCount = 0;
+const LARGE_ROWS = 10_000;
+
+beforeAll(async () => {
+  stack = await startEdgeStack();
+  sampleCount = (await stack.ingestSample()).length;
+  const file = join(mkdtempSync(join(tmpdir(), "th-export-")), "NAL16F202501.csv");
+  await writeNalFile(file, { rows: LARGE_ROWS, seed: 7, countyNo: 16, rollYear: 2025 });
+  await stack.ingestSample(file);
+}, 120_000);
+afterAll(() => stack.close());
+
+async function remainingOf(key: string) {
+  return Number(
+    (await stack.request("GET", "/v1/me", { key })).headers["x-quota-lead-views-remaining"],
+  );
+}
+
+describe("CSV export", () => {
+  it("is refused to Starter, whose tier lacks CSV, with 403 and an upgrade URL", async () => {
+    const tenant = await stack.startTrial("starter");
+    const response = await stack.request("GET", "/v1/exports/leads.csv?county=23", {
+      key: tenant.key,
+    });
+    expect(response.statusCode).toBe(403);
+    expect(response.json()).toMatchObject({ error: "tier_required" });
+  });
+
+  it("streams every lead of a search as RFC 4180 CSV and charges one lead-view per row", async () => {
+    const tenant = await stack.startTrial("operator");
+    const response = await stack.request("GET", "/v1/exports/leads.csv?county=23", {
+      key: tenant.key,
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["content-type"]).toContain("text/csv");
+    const rows = parse(response.body, { columns: true }) as Record<string, string>[];
+    expect(rows).toHaveLength(sampleCount);
+    expect(new Set(rows.map((row) => row.folio)).size).toBe(sampleCount);
+    expect(rows.every((row) => row.folio?.startsWith("23-"))).toBe(true);
+    expect(await remainingOf(tenant.key)).toBe(2000 - sampleCount);
+  });
+
+  it("stops at max_rows and charges only the rows written", async () => {
+    const tenant = await stack.startTrial("operator");
+    const response = await stack.request("GET", "/v1/exports/leads.csv?county=23&max_rows=5", {
+      key: tenant.key,
+    });
+    expect(parse(response.body, { columns: true })).toHaveLength(5);
+    expect(await remainingOf(tenant.key)).toBe(1995);
+  });
+
+  it("is refused up front with 402 when the remaining lead-views cannot cover it, charging nothing", async () => {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, { lead_views_per_month: 10 });
+    const response = await stack.request("GET", "/v1/exports/leads.csv?county=23", {
+      key: tenant.key,
+    });
+    expect(response.statusCode).toBe(402);
+    expect(response.json()).toMatchObject({ error: "quota_exceeded" });
+    expect(await remainingOf(tenant.key)).toBe(10);
+  });
+
+  it(`streams a ${LARGE_ROWS}-row export with back-pressure: nothing is read far ahead of the client`, async () => {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, {
+      lead_views_per_month: 50_000,
+      rate_per_minute: 100_000,
+    });
+    const http = stack.gateway.http;
+    if (!http) {
+      throw new Error("no gateway");
+    }
+    await http.listen({ port: 0, host: "127.0.0.1" });
+    const port = (http.server.address() as AddressInfo).port;
+    const response = await fetch(`http://127.0.0.1:${port}/v1/exports/leads.csv?county=16`, {
+      headers: { authorization: `Bearer ${tenant.key}` },
+    });
+    expect(response.status).toBe(200);
+    const reader = response.body?.getReader();
+    if (!reader) {
+      throw new Error("no body");
+    }
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value);
+    // The client stops reading; the server may fill the socket buffers, no more.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const chargedWhilePaused = 50_000 - (await remainingOf(tenant.key));
+    expect(chargedWhilePaused).toBeGreaterThan(0);
+    expect(chargedWhilePaused).toBeLessThan(LARGE_ROWS / 2);
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) {
+        break;
+      }
+      text += decoder.decode(chunk.value, { stream: true });
+    }
+    const rows = parse(text, { columns: true }) as Record<string, string>[];
+    expect(rows).toHaveLength(LARGE_ROWS);
+    expect(50_000 - (await remainingOf(tenant.key))).toBe(LARGE_ROWS);
+  }, 120_000);
+});
