@@ -1,8 +1,11 @@
 // The webhook dispatcher on real Postgres, Redis and a dev broker, with a loopback receiver that
 // answers scripted statuses. Loopback HTTP is allowed through the development flag.
+
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { Bus } from "@th/bus";
 import {
   contracts,
@@ -223,6 +226,38 @@ export async function startWebhookStack() {
     );
   }
 
+  const children: ChildProcess[] = [];
+  /** A dispatcher in a child process (same database, Redis prefix and broker). */
+  async function spawnDispatcher(env: Record<string, string> = {}): Promise<ChildProcess> {
+    const child = spawn(
+      process.execPath,
+      [join(import.meta.dirname, "webhook-dispatcher-child.ts")],
+      {
+        env: {
+          ...process.env,
+          ...TEST_DISPATCHER_ENV,
+          ...env,
+          DATABASE_URL: harness.db.url,
+          REDIS_URL: harness.config.REDIS_URL,
+          REDIS_PREFIX: harness.redis.options.keyPrefix ?? "",
+          KAFKA_BROKERS: harness.brokers.join(","),
+          NODE_ENV: "test",
+        },
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
+    children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on("data", (chunk: Buffer) => {
+        if (chunk.toString().includes("ready")) {
+          resolve();
+        }
+      });
+      child.on("exit", (code) => reject(new Error(`dispatcher child exited with ${code}`)));
+    });
+    return child;
+  }
+
   function match(tenantId: string, watchlistId: string, overrides: Partial<MatchFound> = {}) {
     const id = overrides.match_id ?? `m_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
     return {
@@ -294,6 +329,7 @@ export async function startWebhookStack() {
     harness,
     pool: harness.db.pool,
     startDispatcher,
+    spawnDispatcher,
     instances,
     publishTenant,
     tenantApplied,
@@ -316,6 +352,11 @@ export async function startWebhookStack() {
       }
     },
     async close() {
+      for (const child of children) {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill("SIGKILL");
+        }
+      }
       for (const app of instances) {
         await app.stop().catch(() => {});
         await app.http?.close().catch(() => {});

@@ -1,0 +1,38 @@
+// A dispatcher in its own process, for the kill -9 and two-process tests. It shares the parent's
+// database, Redis prefix and dev broker; everything comes from the environment.
+import { Bus } from "@th/bus";
+import { createPool } from "@th/db";
+import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
+import { createLogger } from "@th/telemetry";
+import { buildApp } from "@th/webhook-dispatcher/app";
+import { readConfig } from "@th/webhook-dispatcher/config";
+import { Redis } from "ioredis";
+
+// kafkajs arms negative timers on Node 24; the service runner drops that warning, and so does this.
+process.removeAllListeners("warning");
+const config = readConfig(process.env);
+const logger = createLogger({ service: "dispatcher-child", level: "fatal" });
+const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });
+const pool = createPool({ url: config.DATABASE_URL, schema: "dispatcher", max: 20 });
+const bus = new Bus({
+  brokers: config.KAFKA_BROKERS,
+  clientId: `child-${process.pid}`,
+  logger,
+  consumerTimings: TEST_CONSUMER_TIMINGS,
+});
+const app = await buildApp(
+  { config, logger, pool, redis, bus },
+  {
+    watchlists: { owns: async () => true },
+    loadUsage: async () => ({ used: 0, foliosToday: [] }),
+  },
+);
+await app.start();
+process.stdout.write("ready\n");
+process.on("SIGTERM", async () => {
+  await app.stop();
+  await bus.close();
+  await pool.end();
+  redis.disconnect();
+  process.exit(0);
+});

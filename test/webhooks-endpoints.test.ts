@@ -1,0 +1,379 @@
+// Issue 7: endpoints (subscribe, list, get, delete, secret once), SSRF refusals at subscribe and
+// at delivery (DNS re-binding), secrets sealed at rest, rotation overlap, compromise rotation,
+// replay keeping the webhook id, bulk replay of dead letters, the delivery log, production refusal.
+import { contracts } from "@th/contracts";
+import { readConfig } from "@th/webhook-dispatcher/config";
+import { verifySignature } from "@th/webhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  FOREIGN_WATCHLIST,
+  type Receiver,
+  startReceiver,
+  startWebhookStack,
+  type WebhookStack,
+  waitFor,
+} from "./support/webhook-stack.ts";
+
+let stack: WebhookStack;
+let receiver: Receiver;
+const TENANT = "tn_endpoints";
+let answer = 200;
+
+beforeAll(async () => {
+  stack = await startWebhookStack();
+  await stack.startDispatcher({ SECRET_ROTATION_OVERLAP_SECONDS: "3" });
+  await stack.publishTenant(TENANT, "operator");
+  await stack.tenantApplied(TENANT);
+  receiver = await startReceiver(() => answer);
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await stack?.close();
+});
+
+async function deliverAndWait(watchlist: string, states = ["complete"]) {
+  const match = stack.match(TENANT, watchlist);
+  await stack.publishMatches([match]);
+  return waitFor(
+    async () =>
+      (
+        await stack.pool.query(
+          "SELECT * FROM dispatcher.deliveries WHERE match_id = $1 AND state = ANY($2)",
+          [match.match_id, states],
+        )
+      ).rows[0],
+    { what: `delivery of ${match.match_id}` },
+  );
+}
+
+describe("webhook endpoints", () => {
+  it("subscribe answers 201 with a whsec_ secret once; list and get never show it; delete removes it", async () => {
+    const created = await stack.call(TENANT, "POST", "/watchlists/wl_crud/webhooks", {
+      url: receiver.url,
+      events: ["watchlist.match"],
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ url: receiver.url, events: ["watchlist.match"] });
+    expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    const list = await stack.call(TENANT, "GET", "/watchlists/wl_crud/webhooks");
+    expect(list.status).toBe(200);
+    expect(list.body.data).toHaveLength(1);
+    expect(JSON.stringify(list.body)).not.toContain("whsec_");
+    const got = await stack.call(TENANT, "GET", `/watchlists/wl_crud/webhooks/${created.body.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.secret).toBeUndefined();
+    // Another tenant sees nothing.
+    const foreign = await stack.call(
+      "tn_other",
+      "GET",
+      `/watchlists/wl_crud/webhooks/${created.body.id}`,
+    );
+    expect(foreign.status).toBe(404);
+    const removed = await stack.call(
+      TENANT,
+      "DELETE",
+      `/watchlists/wl_crud/webhooks/${created.body.id}`,
+    );
+    expect(removed.status).toBe(204);
+    const gone = await stack.call(TENANT, "GET", `/watchlists/wl_crud/webhooks/${created.body.id}`);
+    expect(gone.status).toBe(404);
+  });
+
+  it("accepts only watchlist.match, and only the caller's own watchlists", async () => {
+    const wrongEvent = await stack.call(TENANT, "POST", "/watchlists/wl_x/webhooks", {
+      url: receiver.url,
+      events: ["watchlist.deleted"],
+    });
+    expect(wrongEvent.status).toBe(400);
+    const foreign = await stack.call(TENANT, "POST", `/watchlists/${FOREIGN_WATCHLIST}/webhooks`, {
+      url: receiver.url,
+      events: ["watchlist.match"],
+    });
+    expect(foreign.status).toBe(404);
+  });
+
+  it("stores secrets sealed with AES-256-GCM under a named key", async () => {
+    const created = await stack.subscribe(TENANT, "wl_sealed", receiver.url);
+    const { rows } = await stack.pool.query(
+      "SELECT key_id, nonce, sealed FROM dispatcher.endpoint_secrets WHERE endpoint_id = $1",
+      [created.id],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0].key_id).toBe("dev1");
+    expect(rows[0].nonce).toHaveLength(12);
+    expect(rows[0].sealed.toString("latin1")).not.toContain(created.secret.slice(6));
+  });
+});
+
+describe("SSRF refusals", () => {
+  const strict = () =>
+    stack.instances[0]?.endpoints as NonNullable<(typeof stack.instances)[0]>["endpoints"];
+
+  it.each([
+    ["plain http to a public host", "http://example.com/hook"],
+    ["loopback over https", "https://127.0.0.1/hook"],
+    ["a private 10/8 address", "https://10.1.2.3/hook"],
+    ["a private 192.168/16 address", "https://192.168.0.10/hook"],
+    ["a private 172.16/12 address", "https://172.20.0.1/hook"],
+    ["link-local cloud metadata", "https://169.254.169.254/latest/meta-data"],
+    ["IPv6 loopback", "https://[::1]/hook"],
+    ["IPv6 unique-local", "https://[fd00::1]/hook"],
+    ["IPv4-mapped IPv6 loopback", "https://[::ffff:127.0.0.1]/hook"],
+    ["a name resolving to loopback", "https://localhost/hook"],
+    ["credentials in the URL", "https://user:pass@example.com/hook"],
+    ["not a URL", "hooks.example.com"],
+  ])("refuses %s at subscribe time", async (_name, url) => {
+    const stackStrict = await startWebhookStackStrict();
+    const reply = await stackStrict.call(TENANT, "POST", "/watchlists/wl_ssrf/webhooks", {
+      url,
+      events: ["watchlist.match"],
+    });
+    expect(reply.status).toBe(400);
+    expect(reply.body.fields?.[0]?.path).toBe("url");
+    expect(strict()).toBeDefined();
+  });
+
+  it("the development flag allows plain http to loopback only, and is refused in production", () => {
+    const secrets = {
+      INTERNAL_TOKEN: "a-production-internal-token",
+      SECRET_KEYS: `k2026:${"ab".repeat(32)}`,
+    };
+    expect(() =>
+      readConfig({ NODE_ENV: "production", WEBHOOK_ALLOW_LOOPBACK_HTTP: "true", ...secrets }),
+    ).toThrow(/WEBHOOK_ALLOW_LOOPBACK_HTTP/);
+    expect(readConfig({ NODE_ENV: "production", ...secrets }).WEBHOOK_ALLOW_LOOPBACK_HTTP).toBe(
+      false,
+    );
+    expect(() => readConfig({ NODE_ENV: "production" })).toThrow(/SECRET_KEYS|INTERNAL_TOKEN/);
+  });
+
+  it("checks the address again at every delivery, so a name re-bound to a private address is refused", async () => {
+    // The endpoint passed its check when subscribed; its name now resolves to loopback
+    // (re-binding). A dispatcher without the development flag refuses it at connect time.
+    const created = await stack.subscribe(TENANT, "wl_rebind", receiver.url);
+    const port = new URL(receiver.url).port;
+    await stack.pool.query("UPDATE dispatcher.endpoints SET url = $2 WHERE id = $1", [
+      created.id,
+      `https://localhost:${port}/hooks`,
+    ]);
+    const first = stack.instances[0];
+    if (first) {
+      await stack.stopDispatcher(first);
+    }
+    await stack.startDispatcher({ WEBHOOK_ALLOW_LOOPBACK_HTTP: "false" });
+    const before = receiver.received.length;
+    const row = await deliverAndWait("wl_rebind", ["dead_letter"]);
+    expect(row.dead_letter_reason).toBe("blocked_address");
+    expect(row.last_failure).toBe("blocked_address");
+    expect(receiver.received.length).toBe(before);
+    const last = stack.instances[0];
+    if (last) {
+      await stack.stopDispatcher(last);
+    }
+    await stack.startDispatcher({ SECRET_ROTATION_OVERLAP_SECONDS: "3" });
+  });
+});
+
+/** The refusal cases need a dispatcher without the loopback flag; it is started once. */
+let strictStack: WebhookStack | undefined;
+async function startWebhookStackStrict() {
+  if (!strictStack) {
+    strictStack = await startWebhookStack();
+    await strictStack.startDispatcher({ WEBHOOK_ALLOW_LOOPBACK_HTTP: "false" });
+  }
+  return strictStack;
+}
+afterAll(async () => {
+  await strictStack?.close();
+});
+
+describe("rotation", () => {
+  it("signs with both secrets during the overlap, then with the new one only", async () => {
+    const created = await stack.subscribe(TENANT, "wl_rotate", receiver.url);
+    const rotated = await stack.call(
+      TENANT,
+      "POST",
+      `/watchlists/wl_rotate/webhooks/${created.id}:rotate`,
+    );
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(created.secret);
+    expect(Date.parse(rotated.body.previous_secret_expires_at) - Date.now()).toBeLessThanOrEqual(
+      3_000,
+    );
+
+    const during = await deliverAndWait("wl_rotate");
+    const duringRequest = receiver.of(during.id)[0];
+    expect(duringRequest?.signature.match(/v1=/g)).toHaveLength(2);
+    expect(
+      verifySignature(duringRequest?.body ?? "", duringRequest?.signature, [created.secret]).ok,
+    ).toBe(true);
+    expect(
+      verifySignature(duringRequest?.body ?? "", duringRequest?.signature, [rotated.body.secret])
+        .ok,
+    ).toBe(true);
+
+    await new Promise((resolve) => setTimeout(resolve, 4_200));
+    const after = await deliverAndWait("wl_rotate");
+    const afterRequest = receiver.of(after.id)[0];
+    expect(afterRequest?.signature.match(/v1=/g)).toHaveLength(1);
+    expect(
+      verifySignature(afterRequest?.body ?? "", afterRequest?.signature, [created.secret]).ok,
+    ).toBe(false);
+    expect(
+      verifySignature(afterRequest?.body ?? "", afterRequest?.signature, [rotated.body.secret]).ok,
+    ).toBe(true);
+  });
+
+  it("a compromise (key.revoked, reason compromise) rotates every endpoint secret of the tenant, once", async () => {
+    const tenant = "tn_compromised";
+    await stack.publishTenant(tenant, "team");
+    await stack.tenantApplied(tenant);
+    const a = await stack.subscribe(tenant, "wl_a", receiver.url);
+    const b = await stack.subscribe(tenant, "wl_b", receiver.url);
+    const revokedAt = new Date().toISOString();
+    const revoked = {
+      key_id: "key_1",
+      tenant_id: tenant,
+      key_hash: "h1",
+      last4: "abcd",
+      member_id: "mb_1",
+      label: "ci",
+      revoked_by_member_id: "mb_1",
+      reason: "compromise" as const,
+      revoked_at: revokedAt,
+    };
+    // Two keys revoked by one compromise, and a redelivery: one rotation per endpoint.
+    await stack.harness.bus.publish(contracts.keyRevoked, [
+      revoked,
+      { ...revoked, key_id: "key_2", key_hash: "h2" },
+      revoked,
+    ]);
+    const secrets = async (id: string) =>
+      (
+        await stack.pool.query(
+          "SELECT retires_at FROM dispatcher.endpoint_secrets WHERE endpoint_id = $1 ORDER BY id",
+          [id],
+        )
+      ).rows;
+    await waitFor(
+      async () => (await secrets(a.id)).length === 2 && (await secrets(b.id)).length === 2,
+      {
+        what: "both endpoints rotated",
+      },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    for (const id of [a.id, b.id]) {
+      const rows = await secrets(id);
+      expect(rows).toHaveLength(2);
+      expect(rows[0].retires_at.getTime()).toBeLessThanOrEqual(Date.now());
+      expect(rows[1].retires_at).toBeNull();
+    }
+    // The old secret no longer signs.
+    const row = await deliverAndWaitFor(tenant, "wl_a");
+    const request = receiver.of(row.id)[0];
+    expect(verifySignature(request?.body ?? "", request?.signature, [a.secret]).ok).toBe(false);
+  });
+});
+
+async function deliverAndWaitFor(tenant: string, watchlist: string) {
+  const match = stack.match(tenant, watchlist);
+  await stack.publishMatches([match]);
+  return waitFor(
+    async () =>
+      (
+        await stack.pool.query(
+          "SELECT * FROM dispatcher.deliveries WHERE match_id = $1 AND state = 'complete'",
+          [match.match_id],
+        )
+      ).rows[0],
+    { what: "delivery" },
+  );
+}
+
+describe("replay and the delivery log", () => {
+  it("replays a dead letter with the same webhook id; bulk-replays dead letters since a time; lists and inspects deliveries", async () => {
+    const created = await stack.subscribe(TENANT, "wl_replay", receiver.url);
+    answer = 410;
+    const since = new Date(Date.now() - 1000).toISOString();
+    const dead = await deliverAndWait("wl_replay", ["dead_letter"]);
+    const dead2 = await deliverAndWait("wl_replay", ["dead_letter"]);
+    answer = 200;
+    const base = `/watchlists/wl_replay/webhooks/${created.id}`;
+
+    const replayed = await stack.call(TENANT, "POST", `${base}/deliveries/${dead.id}:replay`);
+    expect(replayed.status).toBe(202);
+    expect(replayed.body.id).toBe(dead.id);
+    await waitFor(async () => (await stack.deliveryOf(dead.id)).state === "complete", {
+      what: "replay complete",
+    });
+    const requests = receiver.of(dead.id);
+    expect(requests.map((r) => r.webhookId)).toEqual([dead.id, dead.id]);
+    expect(requests[1]?.body).toBe(requests[0]?.body);
+    expect((await stack.deliveryOf(dead.id)).replay_no).toBe(1);
+
+    // Replaying something that is not dead-lettered or complete is a conflict.
+    const again = await stack.call(
+      TENANT,
+      "POST",
+      `${base}/deliveries/00000000-0000-4000-8000-000000000000:replay`,
+    );
+    expect(again.status).toBe(404);
+
+    const bulk = await stack.call(TENANT, "POST", `${base}/deliveries:replay`, { since });
+    expect(bulk.status).toBe(202);
+    expect(bulk.body.replayed).toBe(1);
+    expect(bulk.body.delivery_ids).toEqual([dead2.id]);
+    await waitFor(async () => (await stack.deliveryOf(dead2.id)).state === "complete", {
+      what: "bulk replay complete",
+    });
+
+    const log = await stack.call(TENANT, "GET", `${base}/deliveries?limit=1`);
+    expect(log.status).toBe(200);
+    expect(log.body.data).toHaveLength(1);
+    expect(log.body.next_cursor).toBeTruthy();
+    const next = await stack.call(
+      TENANT,
+      "GET",
+      `${base}/deliveries?limit=5&cursor=${log.body.next_cursor}`,
+    );
+    expect(next.body.data).toHaveLength(1);
+    const detail = await stack.call(TENANT, "GET", `${base}/deliveries/${dead.id}`);
+    expect(detail.status).toBe(200);
+    expect(
+      detail.body.attempts.map((a: { replay_no: number; status_code: number }) => [
+        a.replay_no,
+        a.status_code,
+      ]),
+    ).toEqual([
+      [0, 410],
+      [1, 200],
+    ]);
+    expect(detail.body.attempts[0].response_excerpt).toBe("answered 410");
+  });
+
+  it("publishes every attempt on delivery.attempted and dead letters on delivery.dead-letter", async () => {
+    const attempted: string[] = [];
+    const deadLetters: string[] = [];
+    await stack.harness.bus.replay(contracts.deliveryAttempted, {
+      onBatch: async (records) => {
+        attempted.push(
+          ...records.map((r) => `${r.value.delivery_id}/${r.value.replay_no}/${r.value.attempt}`),
+        );
+      },
+    });
+    await stack.harness.bus.replay(contracts.deliveryDeadLetter, {
+      onBatch: async (records) => {
+        deadLetters.push(...records.map((r) => r.value.delivery_id));
+      },
+    });
+    const { rows } = await stack.pool.query(
+      "SELECT delivery_id || '/' || replay_no || '/' || attempt AS key FROM dispatcher.attempts",
+    );
+    for (const row of rows) {
+      expect(attempted).toContain(row.key);
+    }
+    expect(deadLetters.length).toBeGreaterThan(0);
+  });
+});
