@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# One image for all six services. Node 24 runs the TypeScript sources directly (type stripping),
+# so there is no build step: the image is the workspace's production install. Each service is
+# one entry command, which the Helm chart sets per Deployment:
+#   node services/<name>/src/main.ts           run the service
+#   node services/<name>/src/main.ts migrate   apply its migrations and exit
+# Workspace packages stay at /app/packages/* (linked from node_modules/@th/*): Node refuses to
+# strip types of files whose real path lies under node_modules, which rules out `pnpm deploy`.
+# test/deploy-image.test.ts repeats the install below from the same COPY list and starts a service.
+
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+
+FROM ${NODE_IMAGE} AS install
+ENV PNPM_HOME=/pnpm CI=true
+RUN npm install --global --no-fund --no-audit pnpm@10.34.9
+WORKDIR /app
+# The lockfile alone decides what is fetched, so this layer is cached until it changes.
+COPY pnpm-lock.yaml pnpm-workspace.yaml ./
+RUN pnpm fetch --prod
+COPY package.json ./
+COPY packages ./packages
+COPY services ./services
+RUN pnpm install --offline --prod --frozen-lockfile --ignore-scripts
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=install /app /app
+# The image's `node` user (uid 1000); the code is owned by root and read-only to it.
+USER 1000:1000
+EXPOSE 8080 9080
+CMD ["node", "services/gateway/src/main.ts"]
