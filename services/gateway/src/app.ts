@@ -18,6 +18,7 @@ import { registerMeRoute } from "./routes/me.ts";
 import { registerPublicRoutes } from "./routes/public.ts";
 import { registerTeamRoutes } from "./routes/team.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
+import { registerWebhookRoutes } from "./routes/webhooks.ts";
 
 export const API_VERSION = "1.0.0";
 
@@ -71,6 +72,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerTeamRoutes(http, { keys: keysUpstream, store });
   registerLeadRoutes(http, { parcels: parcelsUpstream, metering });
   registerUsageRoute(http, { ledger: ledgerUpstream });
+  registerWebhookRoutes(http, { dispatcher: upstreamOf(config.DISPATCHER_URL) });
   registerExportRoutes(http, { parcels: parcelsUpstream, metering, upgradeUrl: config.UPGRADE_URL });
 
   let consumer: RunningConsumer | undefined;
