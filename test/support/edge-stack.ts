@@ -9,6 +9,9 @@ import { migrations as gatewayMigrations } from "@th/gateway/migrations";
 import { buildApp as buildKeys } from "@th/keys/app";
 import { readConfig as readKeysConfig } from "@th/keys/config";
 import { migrations as keysMigrations } from "@th/keys/migrations";
+import { buildApp as buildMatcher, type MatcherOptions } from "@th/matcher/app";
+import { readConfig as readMatcherConfig } from "@th/matcher/config";
+import { migrations as matcherMigrations } from "@th/matcher/migrations";
 import { buildApp as buildParcels } from "@th/parcels/app";
 import { readConfig as readParcelsConfig } from "@th/parcels/config";
 import { ingestFile } from "@th/parcels/ingest";
@@ -45,13 +48,20 @@ export async function startEdgeStack(
 ) {
   const harness = await createTestHarness({
     config: readGatewayConfig({}),
-    migrations: [gatewayMigrations, keysMigrations, parcelsMigrations, ledgerMigrations],
+    migrations: [
+      gatewayMigrations,
+      keysMigrations,
+      parcelsMigrations,
+      ledgerMigrations,
+      matcherMigrations,
+    ],
     topics: [
       contracts.tenantChanged,
       contracts.keyIssued,
       contracts.keyRevoked,
       contracts.leadViewRecorded,
       contracts.parcelIngested,
+      contracts.matchFound,
     ],
     ...(options.logger ? { logger: options.logger } : {}),
   });
@@ -92,11 +102,30 @@ export async function startEdgeStack(
   });
   const ledgerPort = await listen(ledger.http);
   await ledger.start();
+  const matcherConfig = {
+    ...readMatcherConfig({}),
+    DATABASE_URL: harness.db.url,
+    KAFKA_BROKERS: harness.brokers,
+  };
+  const matchers: Awaited<ReturnType<typeof buildMatcher>>[] = [];
+  /** Another matcher instance in the same consumer group (the first one serves HTTP). */
+  async function addMatcher(matcherOptions: MatcherOptions = {}) {
+    const instance = await buildMatcher(
+      { ...harness, config: matcherConfig, pool: harness.db.poolFor("matcher") },
+      matcherOptions,
+    );
+    await instance.start();
+    matchers.push(instance);
+    return instance;
+  }
+  const matcher = await addMatcher();
+  const matcherPort = await listen(matcher.http);
   const gatewayConfig = {
     ...readGatewayConfig({ ...options.gatewayEnv }),
     KEYS_URL: `http://127.0.0.1:${keysPort}`,
     PARCELS_URL: `http://127.0.0.1:${parcelsPort}`,
     LEDGER_URL: `http://127.0.0.1:${ledgerPort}`,
+    MATCHER_URL: `http://127.0.0.1:${matcherPort}`,
     DATABASE_URL: harness.db.url,
     KAFKA_BROKERS: harness.brokers,
   };
@@ -113,7 +142,7 @@ export async function startEdgeStack(
   const gateway = await addGateway();
 
   async function request(
-    method: "GET" | "POST" | "DELETE",
+    method: "GET" | "POST" | "PATCH" | "DELETE",
     url: string,
     init: {
       key?: string;
@@ -195,6 +224,9 @@ export async function startEdgeStack(
     keys,
     parcels,
     ledger,
+    matcher,
+    addMatcher,
+    matchers: () => [...matchers],
     ingestSample,
     setCustomLimits,
     gatewayConfig,
@@ -204,6 +236,10 @@ export async function startEdgeStack(
     startTrial,
     async close() {
       for (const each of gateways) {
+        await each.stop();
+        await each.http?.close();
+      }
+      for (const each of matchers) {
         await each.stop();
         await each.http?.close();
       }

@@ -64,3 +64,59 @@ export type WatchlistCreate = z.infer<typeof watchlistCreateSchema>;
 export type WatchlistUpdate = z.infer<typeof watchlistUpdateSchema>;
 export type Watchlist = z.infer<typeof watchlistSchema>;
 export type WatchlistList = z.infer<typeof watchlistListSchema>;
+
+/** A manual run of a watchlist's current recipe over the most recent parcels of the store. */
+export const manualRunSchema = z
+  .object({
+    id: z.string().min(1),
+    watchlist_id: z.string().min(1),
+    recipe_version: z.number().int().min(1),
+    status: z.enum(["queued", "running", "succeeded", "failed"]),
+    /** At most this many parcels are evaluated, most recently observed first. */
+    parcel_limit: z.number().int().min(1),
+    /** Parcels the run will evaluate; null until it has counted them. */
+    parcels_total: z.number().int().min(0).nullable(),
+    parcels_scanned: z.number().int().min(0),
+    matches_found: z.number().int().min(0),
+    error: z.string().nullable(),
+    created_at: instantSchema,
+    started_at: instantSchema.nullable(),
+    finished_at: instantSchema.nullable(),
+  })
+  .meta({ id: "ManualRun" });
+
+/** One match as the free polling call returns it: no parcel details, no lead-view. */
+export const matchSummarySchema = z
+  .object({
+    match_id: z.string(),
+    folio: z.string(),
+    score: z.number().min(0).max(1),
+    signals_fired: z.array(z.string()),
+    observed_at: instantSchema,
+    recipe_version: z.number().int().min(1),
+    trigger: z.enum(["ingest", "manual_run"]),
+    matched_at: instantSchema,
+  })
+  .meta({ id: "MatchSummary" });
+
+/**
+ * A page of a watchlist's matches, oldest first. `next_cursor` is always set: pass it back to get
+ * the matches found since; `has_more` says whether more are already waiting.
+ */
+export const matchSummaryPageSchema = z
+  .object({
+    matches: z.array(matchSummarySchema),
+    next_cursor: z.string(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: "MatchSummaryPage" });
+
+/** Paging of a watchlist's matches: `limit` per page (100 at most), from after `cursor`. */
+export const matchPageQuerySchema = z.object({
+  cursor: z.string().min(1).max(128).optional().describe("Opaque; from next_cursor"),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+});
+
+export type ManualRun = z.infer<typeof manualRunSchema>;
+export type MatchSummary = z.infer<typeof matchSummarySchema>;
+export type MatchSummaryPage = z.infer<typeof matchSummaryPageSchema>;

@@ -18,6 +18,7 @@ import { registerMeRoute } from "./routes/me.ts";
 import { registerPublicRoutes } from "./routes/public.ts";
 import { registerTeamRoutes } from "./routes/team.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
+import { registerWatchlistRoutes } from "./routes/watchlists.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 
 export const API_VERSION = "1.0.0";
@@ -45,6 +46,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   const keysUpstream = upstreamOf(config.KEYS_URL);
   const ledgerUpstream = upstreamOf(config.LEDGER_URL);
   const parcelsUpstream = upstreamOf(config.PARCELS_URL);
+  const matcherUpstream = upstreamOf(config.MATCHER_URL);
   const meter = createLeadViewMeter(deps.redis, { loadUsage: ledgerUsageLoader(ledgerUpstream) });
   const now = options.now ?? (() => Date.now());
   const metering = createMetering({ meter, bus: deps.bus, upgradeUrl: config.UPGRADE_URL, now });
@@ -70,7 +72,8 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerPublicRoutes(http, { keys: keysUpstream });
   registerAccountRoutes(http, { keys: keysUpstream, store });
   registerTeamRoutes(http, { keys: keysUpstream, store });
-  registerLeadRoutes(http, { parcels: parcelsUpstream, metering });
+  registerLeadRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
+  registerWatchlistRoutes(http, { matcher: matcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
   registerWebhookRoutes(http, { dispatcher: upstreamOf(config.DISPATCHER_URL) });
   registerExportRoutes(http, { parcels: parcelsUpstream, metering, upgradeUrl: config.UPGRADE_URL });

@@ -1,10 +1,99 @@
-import type { ServiceApp, ServiceDeps } from "@th/service-kit";
+import type { RunningConsumer } from "@th/bus";
+import {
+  createHttpApp,
+  createOutboxRelay,
+  requireInternalToken,
+  type ServiceApp,
+  type ServiceDeps,
+} from "@th/service-kit";
 import type { Config } from "./config.ts";
+import { consumeParcelsForMatching, type MatchCounters } from "./consumers/match.ts";
+import { consumeParcelsForProjection } from "./consumers/projection.ts";
+import { createWatchlistStore } from "./db/watchlists.ts";
+import { createManualRuns } from "./matching/manual-runs.ts";
+import { WatchlistCache } from "./matching/watchlist-cache.ts";
+import { registerWatchlistRoutes } from "./routes/watchlists.ts";
 
-/** Builds the service without starting it, so tests can drive it directly. */
-export async function buildApp(_deps: ServiceDeps<Config>): Promise<ServiceApp> {
+export interface MatcherOptions {
+  /** Leave out the parcel projection consumer (benchmarks of matching alone). */
+  projection?: boolean;
+}
+
+export type MatcherApp = ServiceApp & {
+  cache: WatchlistCache;
+  counters: () => MatchCounters;
+  runs: ReturnType<typeof createManualRuns>;
+  flushOutbox: () => Promise<number>;
+};
+
+/** Builds the service without listening or consuming; `start` begins consuming. */
+export async function buildApp(
+  deps: ServiceDeps<Config>,
+  options: MatcherOptions = {},
+): Promise<MatcherApp> {
+  const { config, logger, pool, bus } = deps;
+  const http = await createHttpApp({
+    logger,
+    title: "Terminal House matcher (internal)",
+    description: "Watchlists, manual runs and match polling; called by the gateway only.",
+  });
+  requireInternalToken(http, config.INTERNAL_TOKEN);
+
+  const relay = createOutboxRelay({ pool, bus, logger });
+  const flushSoon = () => {
+    relay.flush().catch((error: unknown) => logger.warn({ err: error }, "outbox flush failed"));
+  };
+  const watchlists = createWatchlistStore(pool, {
+    maxPerTenant: config.MAX_WATCHLISTS_PER_TENANT,
+  });
+  const runs = createManualRuns({
+    pool,
+    logger,
+    watchlists,
+    parcelLimit: config.MANUAL_RUN_MAX_PARCELS,
+    onCommitted: flushSoon,
+  });
+  const cache = new WatchlistCache({ pool, logger, pollIntervalMs: config.WATCHLIST_POLL_MS });
+  registerWatchlistRoutes(http, { pool, watchlists, runs });
+  http.get("/internal/v1/openapi.json", { schema: { hide: true } }, async () => http.swagger());
+
+  const consumers: RunningConsumer[] = [];
+  let counters: MatchCounters = { parcels: 0, matches: 0, parked: 0 };
   return {
-    start: async () => {},
-    stop: async () => {},
+    http,
+    cache,
+    runs,
+    counters: () => counters,
+    flushOutbox: () => relay.flush(),
+    async start() {
+      await cache.start();
+      relay.start();
+      const matching = await consumeParcelsForMatching({
+        bus,
+        pool,
+        logger,
+        cache,
+        onCommitted: flushSoon,
+        partitionsConsumedConcurrently: config.MATCH_PARTITIONS_CONCURRENTLY,
+      });
+      counters = matching.counters;
+      consumers.push(matching);
+      if (options.projection !== false) {
+        consumers.push(
+          await consumeParcelsForProjection({
+            bus,
+            pool,
+            partitionsConsumedConcurrently: config.PROJECTION_PARTITIONS_CONCURRENTLY,
+          }),
+        );
+      }
+    },
+    async stop() {
+      await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+      await runs.settle();
+      await relay.stop();
+      await relay.flush().catch(() => 0);
+      await cache.stop();
+    },
   };
 }

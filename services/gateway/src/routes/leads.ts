@@ -5,8 +5,11 @@ import {
   leadPageSchema,
   leadSchema,
   leadSearchQuerySchema,
+  type MatchSummaryPage,
+  matchSummarySchema,
 } from "@th/api-schemas";
-import { errorResponses, type HttpApp } from "@th/service-kit";
+import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Upstream } from "../clients/keys-client.ts";
 import type { Metering } from "../edge/metering.ts";
@@ -16,6 +19,39 @@ const tags = ["leads"];
 const security = [{ bearerAuth: [] }];
 const paidErrors = errorResponses("unauthorized", "quota_exceeded", "rate_limited", "unavailable");
 
+/** The search query plus the polling mode: a watchlist's matched leads since a cursor. */
+const leadListQuerySchema = z.object({
+  ...leadSearchQuerySchema.shape,
+  watchlist_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe(
+      "Polling: the watchlist's matched leads since `cursor`, oldest match first (100 per page at most); one lead-view per parcel returned",
+    ),
+});
+
+const leadListPageSchema = leadPageSchema.extend({
+  matches: z
+    .array(matchSummarySchema)
+    .optional()
+    .describe("With watchlist_id: the matches of this page, in order; leads holds their parcels"),
+  has_more: z.boolean().optional().describe("With watchlist_id: more matches are waiting"),
+});
+
+const SEARCH_FILTERS = [
+  "county",
+  "city",
+  "zip",
+  "use_class",
+  "signals",
+  "min_just_value",
+  "max_just_value",
+  "min_equity",
+  "max_equity",
+] as const;
+
 /**
  * Lead reads. Each parcel shown costs one lead-view per tenant and UTC day, on every surface;
  * only parcels that exist are charged, and a read the month's remaining views cannot cover is
@@ -23,7 +59,7 @@ const paidErrors = errorResponses("unauthorized", "quota_exceeded", "rate_limite
  */
 export function registerLeadRoutes(
   app: HttpApp,
-  deps: { parcels: Upstream; metering: Metering },
+  deps: { parcels: Upstream; matcher: Upstream; metering: Metering },
 ): void {
   app.get(
     "/v1/leads/:folio",
@@ -96,13 +132,16 @@ export function registerLeadRoutes(
         security,
         operationId: "searchLeads",
         summary:
-          "Search leads by county, city, ZIP, use class, signals, value and equity; 50 per page (200 at most), opaque cursor; one lead-view per lead returned",
+          "Search leads by county, city, ZIP, use class, signals, value and equity; 50 per page (200 at most), opaque cursor. Or, with watchlist_id, poll the watchlist's matched leads since the cursor. One lead-view per lead returned",
         // A query string cannot be a shared component in OpenAPI; the same fields, inlined.
-        querystring: z.object(leadSearchQuerySchema.shape),
-        response: { 200: leadPageSchema, ...paidErrors },
+        querystring: leadListQuerySchema,
+        response: { 200: leadListPageSchema, ...paidErrors, ...errorResponses("not_found") },
       },
     },
     async (request, reply) => {
+      if (request.query.watchlist_id !== undefined) {
+        return pollWatchlistLeads(request, reply, request.query, request.query.watchlist_id);
+      }
       const query = request.url.includes("?") ? request.url.slice(request.url.indexOf("?")) : "";
       const upstream = await callAs(deps.parcels, request, "GET", `/internal/v1/parcels${query}`);
       if (upstream.status !== 200) {
@@ -117,4 +156,82 @@ export function registerLeadRoutes(
       return page;
     },
   );
+
+  /**
+   * Paid polling: the matcher pages the watchlist's matches after the cursor; the parcels
+   * service supplies their leads; each distinct parcel returned costs one lead-view (all or
+   * nothing, 402 when the month's views cannot cover the page). The free summaries call is
+   * `GET /v1/watchlists/{id}/matches`.
+   */
+  async function pollWatchlistLeads(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    query: z.infer<typeof leadListQuerySchema>,
+    watchlistId: string,
+  ) {
+    const mixed = SEARCH_FILTERS.filter((name) => query[name] !== undefined);
+    if (mixed.length > 0) {
+      throw new ApiError(
+        "invalid_request",
+        `invalid querystring: watchlist_id polls a watchlist's matches and cannot be combined with ${mixed.join(", ")}`,
+        {
+          fields: mixed.map((name) => ({
+            path: `querystring.${name}`,
+            message: "not allowed with watchlist_id",
+          })),
+        },
+      );
+    }
+    if (query.limit > 100) {
+      throw new ApiError(
+        "invalid_request",
+        "invalid querystring: limit is at most 100 with watchlist_id",
+        {
+          fields: [{ path: "querystring.limit", message: "must be at most 100 with watchlist_id" }],
+        },
+      );
+    }
+    const params = new URLSearchParams({ limit: String(query.limit) });
+    if (query.cursor !== undefined) {
+      params.set("cursor", query.cursor);
+    }
+    const matches = await callAs(
+      deps.matcher,
+      request,
+      "GET",
+      `/internal/v1/watchlists/${encodeURIComponent(watchlistId)}/matches?${params}`,
+    );
+    if (matches.status !== 200) {
+      return relay(reply, matches);
+    }
+    const page = matches.body as MatchSummaryPage;
+    const folios = [...new Set(page.matches.map((match) => match.folio))];
+    let leads: Lead[] = [];
+    if (folios.length > 0) {
+      const found = await callAs(deps.parcels, request, "POST", "/internal/v1/parcels/lookup", {
+        folios,
+      });
+      if (found.status !== 200) {
+        return relay(reply, found);
+      }
+      const byFolio = new Map(
+        (found.body as z.infer<typeof leadLookupResponseSchema>).leads.map((lead) => [
+          lead.folio,
+          lead,
+        ]),
+      );
+      leads = folios.map((folio) => byFolio.get(folio)).filter((lead) => lead !== undefined);
+    }
+    await deps.metering.charge(
+      request,
+      leads.map((lead) => lead.folio),
+      "rest",
+    );
+    return {
+      leads,
+      matches: page.matches,
+      next_cursor: page.next_cursor,
+      has_more: page.has_more,
+    };
+  }
 }

@@ -10,13 +10,29 @@ export {
   type RuleName,
   saleAgeYears,
 } from "./evaluate.ts";
+export { buildMatchFound, formatAddress, matchIdFor } from "./match-event.ts";
 export { matchId } from "./match-id.ts";
+export {
+  compilePredicate,
+  type ParcelFacts,
+  type Predicate,
+  parcelFacts,
+  signalBit,
+  UnjudgeableParcelError,
+} from "./predicate.ts";
 export {
   type NormalizedRecipe,
   normalizeCity,
   normalizeRecipe,
   recipeFingerprint,
 } from "./recipe.ts";
+export {
+  compileVersions,
+  type IndexedVersion,
+  indexKeyOf,
+  RecipeIndex,
+  type VersionInput,
+} from "./recipe-index.ts";
 export {
   roundScore,
   SCORE_DECIMALS,

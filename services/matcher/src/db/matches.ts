@@ -1,0 +1,136 @@
+// The match rows and their `match.found` records, written in one transaction through the
+// transactional outbox. The primary key on match_id makes a second insert of the same match a
+// no-op, and only rows actually inserted get an outbox record: a redelivered parcel.ingested
+// never yields a second event.
+import type { MatchSummary } from "@th/api-schemas";
+import { contracts, type MatchFound } from "@th/contracts";
+import type { Pool, PoolClient } from "@th/db";
+import { ApiError } from "@th/service-kit";
+
+export interface NewMatch {
+  event: MatchFound;
+  runId: string | null;
+}
+
+/** Inserts the matches that are new and enqueues their events; returns how many were new. */
+export async function insertMatches(
+  client: PoolClient,
+  matches: readonly NewMatch[],
+): Promise<number> {
+  if (matches.length === 0) {
+    return 0;
+  }
+  const { rows } = await client.query<{ match_id: string }>(
+    `INSERT INTO matches (match_id, tenant_id, watchlist_id, recipe_version, folio, content_hash,
+                          trigger, run_id, score, signals_fired, observed_at)
+     SELECT m.match_id, m.tenant_id, m.watchlist_id, m.recipe_version, m.folio, m.content_hash,
+            m.trigger, m.run_id, m.score, string_to_array(m.signals, ','), m.observed_at
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[],
+                   $7::text[], $8::text[], $9::float8[], $10::text[], $11::timestamptz[])
+            WITH ORDINALITY AS m(match_id, tenant_id, watchlist_id, recipe_version, folio,
+                                 content_hash, trigger, run_id, score, signals, observed_at, ord)
+      ORDER BY m.ord
+     ON CONFLICT (match_id) DO NOTHING
+     RETURNING match_id`,
+    [
+      matches.map((m) => m.event.match_id),
+      matches.map((m) => m.event.tenant_id),
+      matches.map((m) => m.event.watchlist.id),
+      matches.map((m) => m.event.recipe_version),
+      matches.map((m) => m.event.match.folio),
+      matches.map((m) => m.event.parcel_content_hash),
+      matches.map((m) => m.event.trigger),
+      matches.map((m) => m.runId),
+      matches.map((m) => m.event.match.score),
+      matches.map((m) => m.event.match.signals_fired.join(",")),
+      matches.map((m) => m.event.match.observed_at),
+    ],
+  );
+  if (rows.length === 0) {
+    return 0;
+  }
+  const inserted = new Set(rows.map((row) => row.match_id));
+  // In the order found, so one tenant's events keep their order on its partition.
+  const events = matches.filter((m) => inserted.has(m.event.match_id)).map((m) => m.event);
+  await client.query(
+    `INSERT INTO outbox (topic, payload)
+     SELECT $1, e.payload FROM unnest($2::jsonb[]) WITH ORDINALITY AS e(payload, ord) ORDER BY e.ord`,
+    [contracts.matchFound.topic, events.map((event) => JSON.stringify(event))],
+  );
+  return events.length;
+}
+
+/** Polling cursor: the (transaction id, sequence) of the last match handed out. */
+export function encodeMatchCursor(txId: string, seq: string): string {
+  return Buffer.from(`m:${txId}.${seq}`, "utf8").toString("base64url");
+}
+
+export function decodeMatchCursor(cursor: string): { txId: string; seq: string } | null {
+  const text = Buffer.from(cursor, "base64url").toString("utf8");
+  const match = /^m:(\d{1,20})\.(\d{1,20})$/.exec(text);
+  return match ? { txId: match[1] as string, seq: match[2] as string } : null;
+}
+
+const START = { txId: "0", seq: "0" };
+
+/**
+ * A watchlist's matches after the cursor, oldest first. Only matches of transactions older than
+ * every transaction still in flight are shown, so nothing can later appear behind the cursor.
+ */
+export async function listMatches(
+  pool: Pool,
+  watchlistId: string,
+  page: { cursor?: string | undefined; limit: number },
+): Promise<{ matches: MatchSummary[]; next_cursor: string; has_more: boolean }> {
+  let after = START;
+  if (page.cursor !== undefined) {
+    const decoded = decodeMatchCursor(page.cursor);
+    if (decoded === null) {
+      throw new ApiError("invalid_request", "cursor is not one this API issued", {
+        fields: [{ path: "querystring.cursor", message: "is not a cursor this API issued" }],
+      });
+    }
+    after = decoded;
+  }
+  const { rows } = await pool.query<{
+    match_id: string;
+    folio: string;
+    score: number;
+    signals_fired: string[];
+    observed_at: Date;
+    recipe_version: number;
+    trigger: "ingest" | "manual_run";
+    created_at: Date;
+    tx_id: string;
+    seq: string;
+  }>(
+    `SELECT match_id, folio, score, signals_fired, observed_at, recipe_version, trigger,
+            created_at, tx_id::text AS tx_id, seq::text AS seq
+       FROM matches
+      WHERE watchlist_id = $1
+        AND (tx_id, seq) > ($2::xid8, $3::bigint)
+        AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+      ORDER BY tx_id, seq
+      LIMIT $4`,
+    [watchlistId, after.txId, after.seq, page.limit + 1],
+  );
+  const hasMore = rows.length > page.limit;
+  const shown = rows.slice(0, page.limit);
+  const last = shown[shown.length - 1];
+  return {
+    matches: shown.map((row) => ({
+      match_id: row.match_id,
+      folio: row.folio,
+      score: row.score,
+      signals_fired: row.signals_fired,
+      observed_at: row.observed_at.toISOString(),
+      recipe_version: row.recipe_version,
+      trigger: row.trigger,
+      matched_at: row.created_at.toISOString(),
+    })),
+    next_cursor: last
+      ? encodeMatchCursor(last.tx_id, last.seq)
+      : encodeMatchCursor(after.txId, after.seq),
+    has_more: hasMore,
+  };
+}
