@@ -14,6 +14,7 @@ import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerExportRoutes } from "./routes/export.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerLeadRoutes } from "./routes/leads.ts";
+import { registerMcpRoutes } from "./routes/mcp.ts";
 import { registerMeRoute } from "./routes/me.ts";
 import { registerPublicRoutes } from "./routes/public.ts";
 import { registerTeamRoutes } from "./routes/team.ts";
@@ -75,6 +76,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerLeadRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
   registerWatchlistRoutes(http, { matcher: matcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
+  registerMcpRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
   registerWebhookRoutes(http, { dispatcher: upstreamOf(config.DISPATCHER_URL) });
   registerExportRoutes(http, { parcels: parcelsUpstream, metering, upgradeUrl: config.UPGRADE_URL });
 

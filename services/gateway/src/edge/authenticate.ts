@@ -21,6 +21,8 @@ declare module "fastify" {
   }
   interface FastifyRequest {
     edge?: EdgeContext;
+    /** The six limit headers for this request, for routes that write the raw response. */
+    limitHeaders(): Promise<Record<string, string>>;
   }
 }
 
@@ -137,7 +139,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
   }
 
   app.addHook("onRequest", async (request) => {
-    if (!request.url.startsWith("/v1/") && request.url !== "/v1") {
+    if (!isEdgePath(request.url)) {
       return;
     }
     const config = request.routeOptions.config?.edge ?? {};
@@ -230,7 +232,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
 
   app.addHook("preValidation", async (request) => {
     if (
-      request.url.startsWith("/v1/") &&
+      isEdgePath(request.url) &&
       request.body !== undefined &&
       containsKeyLikeString(request.body)
     ) {
@@ -242,11 +244,22 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
   });
 
   app.addHook("onSend", async (request, reply: FastifyReply) => {
+    for (const [name, value] of Object.entries(await limitHeaders(request))) {
+      reply.header(name, value);
+    }
+  });
+
+  /**
+   * The six headers of a request: the rolling minute, and for a known tenant the month's
+   * lead-views. Routes that write the raw response themselves (MCP) call it just before.
+   */
+  async function limitHeaders(request: FastifyRequest): Promise<Record<string, string>> {
     const edge = request.edge;
+    const headers: Record<string, string> = {};
     if (edge?.window) {
-      reply.header("x-ratelimit-limit", edge.window.limit);
-      reply.header("x-ratelimit-remaining", edge.window.remaining);
-      reply.header("x-ratelimit-reset", Math.ceil(edge.window.resetAtMs / 1000));
+      headers["x-ratelimit-limit"] = String(edge.window.limit);
+      headers["x-ratelimit-remaining"] = String(edge.window.remaining);
+      headers["x-ratelimit-reset"] = String(Math.ceil(edge.window.resetAtMs / 1000));
     }
     if (edge?.quota && edge.tenancy) {
       const quota = edge.quota;
@@ -264,11 +277,20 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
               })
           : quota.limit;
       }
-      reply.header("x-quota-lead-views-limit", quota.limit);
-      reply.header("x-quota-lead-views-remaining", Math.max(0, quota.remaining ?? quota.limit));
-      reply.header("x-quota-resets", quota.resetsAt.toISOString());
+      headers["x-quota-lead-views-limit"] = String(quota.limit);
+      headers["x-quota-lead-views-remaining"] = String(Math.max(0, quota.remaining ?? quota.limit));
+      headers["x-quota-resets"] = quota.resetsAt.toISOString();
     }
+    return headers;
+  }
+  app.decorateRequest("limitHeaders", function limitHeadersOfRequest(this: FastifyRequest) {
+    return limitHeaders(this);
   });
+}
+
+/** `/v1/...` and the MCP endpoint pass the edge; probes and anything else do not exist there. */
+function isEdgePath(url: string): boolean {
+  return url.startsWith("/v1/") || url === "/v1" || url === "/mcp" || url.startsWith("/mcp?");
 }
 
 /** The tenancy of an authenticated request; routes behind the edge can rely on it. */

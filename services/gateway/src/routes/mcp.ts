@@ -1,0 +1,294 @@
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type Lead, leadSchema, useClassSchema } from "@th/api-schemas";
+import { ApiError, errorResponses, type HttpApp, toApiError } from "@th/service-kit";
+import type { FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { Upstream } from "../clients/keys-client.ts";
+import type { Metering } from "../edge/metering.ts";
+import { callAs } from "./forward.ts";
+
+export const MCP_SERVER_NAME = "terminal-house";
+
+const searchInput = {
+  county: z
+    .number()
+    .int()
+    .min(11)
+    .max(77)
+    .optional()
+    .describe("DOR county number, e.g. 23 for Miami-Dade"),
+  city: z.string().min(1).max(64).optional().describe("Situs city, e.g. MIAMI"),
+  zip: z
+    .string()
+    .regex(/^\d{5}$/)
+    .optional(),
+  use_class: useClassSchema.optional(),
+  signals: z
+    .array(z.string())
+    .optional()
+    .describe("Lead signals that must all have fired, e.g. absentee_owner"),
+  min_just_value: z.number().int().optional(),
+  max_just_value: z.number().int().optional(),
+  min_equity: z.number().int().optional().describe("Estimated equity in whole dollars"),
+  max_equity: z.number().int().optional(),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(50)
+    .default(10)
+    .describe("Leads to return (each costs one lead-view)"),
+  cursor: z.string().optional().describe("next_cursor of the previous call"),
+};
+
+/** A tool failure the assistant can act on; quota exhaustion carries the facts of the 402 body. */
+function toolError(error: unknown): CallToolResult {
+  const apiError = toApiError(error);
+  const body = apiError.body();
+  return {
+    isError: true,
+    content: [{ type: "text", text: JSON.stringify(body) }],
+  };
+}
+
+function searchQuery(input: Record<string, unknown>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(input)) {
+    if (value === undefined) {
+      continue;
+    }
+    params.set(name, Array.isArray(value) ? value.join(",") : String(value));
+  }
+  return params.toString();
+}
+
+function upstreamFailure(status: number, body: unknown): ApiError {
+  const shaped = body as { error?: string; detail?: string } | undefined;
+  if (status === 404) {
+    return new ApiError("not_found", shaped?.detail ?? "not found");
+  }
+  if (status === 400) {
+    return new ApiError("invalid_request", shaped?.detail ?? "invalid arguments");
+  }
+  return new ApiError("unavailable", "a backing service did not answer; try again shortly");
+}
+
+function quotaHeaders(request: FastifyRequest): Record<string, string> {
+  const quota = request.edge?.quota;
+  return quota?.remaining === undefined
+    ? {}
+    : { "x-quota-lead-views-remaining": String(Math.max(0, quota.remaining)) };
+}
+
+/** One MCP server per request (stateless transport), acting as the request's tenant. */
+function serverFor(
+  request: FastifyRequest,
+  deps: { parcels: Upstream; matcher: Upstream; metering: Metering },
+) {
+  const server = new McpServer({ name: MCP_SERVER_NAME, version: "1.0.0" });
+
+  server.registerTool(
+    "get_lead",
+    {
+      title: "Get one lead",
+      description:
+        "Read one Florida parcel lead by folio (county number, dash, county parcel id, e.g. 23-3059010240130): address, owner and mailing address, valuation and estimated equity, sales, signals with reasons. Costs one lead-view, unless this parcel was already read today (UTC).",
+      inputSchema: { folio: z.string().min(1).max(64).describe("The lead's folio") },
+      outputSchema: { lead: leadSchema },
+    },
+    async ({ folio }) => {
+      try {
+        const upstream = await callAs(
+          deps.parcels,
+          request,
+          "GET",
+          `/internal/v1/parcels/${encodeURIComponent(folio)}`,
+        );
+        if (upstream.status !== 200) {
+          throw upstreamFailure(upstream.status, upstream.body);
+        }
+        const lead = upstream.body as Lead;
+        await deps.metering.charge(request, [lead.folio], "mcp");
+        return {
+          content: [{ type: "text", text: JSON.stringify(lead) }],
+          structuredContent: { lead },
+        };
+      } catch (error) {
+        return toolError(error);
+      }
+    },
+  );
+
+  server.registerTool(
+    "search_leads",
+    {
+      title: "Search leads",
+      description:
+        "Find Florida parcel leads by county, city, ZIP, use class, fired signals, value and equity ranges. Returns up to `limit` full leads and a next_cursor; each lead returned costs one lead-view (once per parcel per UTC day).",
+      inputSchema: searchInput,
+      outputSchema: { leads: z.array(leadSchema), next_cursor: z.string().nullable() },
+    },
+    async (input) => {
+      try {
+        const upstream = await callAs(
+          deps.parcels,
+          request,
+          "GET",
+          `/internal/v1/parcels?${searchQuery(input)}`,
+        );
+        if (upstream.status !== 200) {
+          throw upstreamFailure(upstream.status, upstream.body);
+        }
+        const page = upstream.body as { leads: Lead[]; next_cursor: string | null };
+        await deps.metering.charge(
+          request,
+          page.leads.map((lead) => lead.folio),
+          "mcp",
+        );
+        return {
+          content: [{ type: "text", text: JSON.stringify(page) }],
+          structuredContent: { leads: page.leads, next_cursor: page.next_cursor },
+        };
+      } catch (error) {
+        return toolError(error);
+      }
+    },
+  );
+
+  server.registerTool(
+    "list_watchlists",
+    {
+      title: "List watchlists",
+      description: "The tenant's watchlists with their recipes and match activity. Free.",
+      inputSchema: {},
+      outputSchema: { watchlists: z.array(z.record(z.string(), z.unknown())) },
+    },
+    async () => {
+      try {
+        const upstream = await callAs(deps.matcher, request, "GET", "/internal/v1/watchlists");
+        if (upstream.status !== 200) {
+          throw upstreamFailure(upstream.status, upstream.body);
+        }
+        const body = upstream.body as { data?: Record<string, unknown>[] };
+        const watchlists = body.data ?? [];
+        return {
+          content: [{ type: "text", text: JSON.stringify(watchlists) }],
+          structuredContent: { watchlists },
+        };
+      } catch (error) {
+        return toolError(error);
+      }
+    },
+  );
+
+  server.registerTool(
+    "list_matches",
+    {
+      title: "List a watchlist's matches",
+      description:
+        "Match summaries of one watchlist (folio, score, signals fired, observed time), newest pages by cursor. Free: use get_lead for the full parcel.",
+      inputSchema: {
+        watchlist_id: z.string().min(1).max(64),
+        cursor: z.string().optional(),
+        limit: z.number().int().min(1).max(200).default(50),
+      },
+      outputSchema: {
+        matches: z.array(z.record(z.string(), z.unknown())),
+        next_cursor: z.string().nullable(),
+      },
+    },
+    async ({ watchlist_id, cursor, limit }) => {
+      try {
+        const query = searchQuery({ cursor, limit });
+        const upstream = await callAs(
+          deps.matcher,
+          request,
+          "GET",
+          `/internal/v1/watchlists/${encodeURIComponent(watchlist_id)}/matches?${query}`,
+        );
+        if (upstream.status !== 200) {
+          throw upstreamFailure(upstream.status, upstream.body);
+        }
+        const body = upstream.body as {
+          data?: Record<string, unknown>[];
+          matches?: Record<string, unknown>[];
+          next_cursor?: string | null;
+        };
+        const matches = body.data ?? body.matches ?? [];
+        const next = body.next_cursor ?? null;
+        return {
+          content: [{ type: "text", text: JSON.stringify({ matches, next_cursor: next }) }],
+          structuredContent: { matches, next_cursor: next },
+        };
+      } catch (error) {
+        return toolError(error);
+      }
+    },
+  );
+
+  return server;
+}
+
+/**
+ * The MCP endpoint: Streamable HTTP, stateless (a server per request, no session to pin a client
+ * to one gateway instance). The edge has already authenticated the Bearer key, charged the
+ * tenant's rolling minute and checked that the tier opens MCP; tools meter lead-views exactly as
+ * REST reads do.
+ */
+export function registerMcpRoutes(
+  app: HttpApp,
+  deps: { parcels: Upstream; matcher: Upstream; metering: Metering },
+): void {
+  app.post(
+    "/mcp",
+    {
+      config: { edge: { surface: "mcp" } },
+      schema: {
+        tags: ["mcp"],
+        security: [{ bearerAuth: [] }],
+        operationId: "mcp",
+        summary:
+          "Model Context Protocol (Streamable HTTP, stateless): tools get_lead, search_leads, list_watchlists, list_matches",
+        body: z.unknown(),
+        response: errorResponses("unauthorized", "tier_required", "rate_limited"),
+      },
+    },
+    async (request, reply) => {
+      const server = serverFor(request, deps);
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+      });
+      reply.hijack();
+      const raw = reply.raw;
+      const writeHead = raw.writeHead.bind(raw) as (...args: unknown[]) => typeof raw;
+      // Resolves the month's remaining lead-views once; tools then keep it current as they charge.
+      const initial = await request.limitHeaders();
+      raw.writeHead = ((...args: unknown[]) => {
+        // Written last, so the headers show the lead-views the tools of this request used.
+        for (const [name, value] of Object.entries({ ...initial, ...quotaHeaders(request) })) {
+          raw.setHeader(name, value);
+        }
+        raw.setHeader("x-request-id", request.id);
+        return writeHead(...args);
+      }) as typeof raw.writeHead;
+      raw.on("close", () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(request.raw, raw, request.body);
+    },
+  );
+
+  const notAllowed = async () => {
+    throw new ApiError(
+      "method_not_allowed",
+      "this MCP endpoint is stateless: send JSON-RPC messages with POST",
+    );
+  };
+  app.get("/mcp", { config: { edge: { surface: "mcp" } }, schema: { hide: true } }, notAllowed);
+  app.delete("/mcp", { config: { edge: { surface: "mcp" } }, schema: { hide: true } }, notAllowed);
+}

@@ -1,0 +1,190 @@
+// The MCP surface through the real gateway over HTTP, driven by the official SDK client: the same
+// key, tier gate, shared rate limit, six headers and lead-view metering as REST.
+import type { AddressInfo } from "node:net";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+
+let stack: EdgeStack;
+let folios: string[];
+let mcpUrl: URL;
+
+beforeAll(async () => {
+  stack = await startEdgeStack();
+  folios = await stack.ingestSample();
+  const http = stack.gateway.http;
+  if (!http) {
+    throw new Error("no gateway");
+  }
+  await http.listen({ port: 0, host: "127.0.0.1" });
+  mcpUrl = new URL(`http://127.0.0.1:${(http.server.address() as AddressInfo).port}/mcp`);
+});
+afterAll(() => stack.close());
+
+async function connect(key: string) {
+  const client = new Client({ name: "mcp-test", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(mcpUrl, {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+async function remainingOf(key: string) {
+  return Number(
+    (await stack.request("GET", "/v1/me", { key })).headers["x-quota-lead-views-remaining"],
+  );
+}
+
+function initializeBody() {
+  return JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "raw", version: "1" },
+    },
+  });
+}
+
+async function rawPost(key: string | undefined, body = initializeBody()) {
+  return fetch(mcpUrl, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+    },
+    body,
+  });
+}
+
+describe("MCP", () => {
+  it("initializes with the SDK client and lists get_lead, search_leads, list_watchlists and list_matches", async () => {
+    const tenant = await stack.startTrial("operator");
+    const client = await connect(tenant.key);
+    const tools = await client.listTools();
+    expect(tools.tools.map((tool) => tool.name).sort()).toEqual([
+      "get_lead",
+      "list_matches",
+      "list_watchlists",
+      "search_leads",
+    ]);
+    for (const tool of tools.tools) {
+      expect(tool.description?.length ?? 0).toBeGreaterThan(20);
+      expect(tool.inputSchema.type).toBe("object");
+    }
+    await client.close();
+  });
+
+  it("get_lead returns the lead as structured output and costs one lead-view, once per UTC day", async () => {
+    const tenant = await stack.startTrial("operator");
+    const client = await connect(tenant.key);
+    const result = await client.callTool({ name: "get_lead", arguments: { folio: folios[0] } });
+    expect(result.isError).toBeFalsy();
+    expect((result.structuredContent as { lead: { folio: string } }).lead.folio).toBe(folios[0]);
+    await client.callTool({ name: "get_lead", arguments: { folio: folios[0] } });
+    expect(await remainingOf(tenant.key)).toBe(1999);
+    await client.close();
+  });
+
+  it("search_leads is metered per lead returned", async () => {
+    const tenant = await stack.startTrial("operator");
+    const client = await connect(tenant.key);
+    const result = await client.callTool({
+      name: "search_leads",
+      arguments: { county: 23, limit: 3 },
+    });
+    const page = result.structuredContent as { leads: unknown[]; next_cursor: string | null };
+    expect(page.leads).toHaveLength(3);
+    expect(page.next_cursor).toBeTruthy();
+    expect(await remainingOf(tenant.key)).toBe(1997);
+    await client.close();
+  });
+
+  it("answers an exhausted quota as a tool error carrying the 402 facts, not a transport failure", async () => {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, { lead_views_per_month: 1 });
+    const client = await connect(tenant.key);
+    await client.callTool({ name: "get_lead", arguments: { folio: folios[1] } });
+    const refused = await client.callTool({ name: "get_lead", arguments: { folio: folios[2] } });
+    expect(refused.isError).toBe(true);
+    const text = (refused.content as { type: string; text: string }[])[0]?.text ?? "{}";
+    const body = JSON.parse(text);
+    expect(body).toMatchObject({ error: "quota_exceeded" });
+    expect(body.quota_resets_at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    expect(body.upgrade_url).toMatch(/^https:/);
+    await client.close();
+  });
+
+  it("refuses a missing, unknown or revoked key with 401, and a key-shaped query string too", async () => {
+    expect((await rawPost(undefined)).status).toBe(401);
+    const tenant = await stack.startTrial("team");
+    const spare = (
+      await stack.request("POST", "/v1/team/api-keys", { key: tenant.key, body: { label: "mcp" } })
+    ).json();
+    expect((await rawPost(spare.secret)).status).toBe(200);
+    await stack.request("DELETE", `/v1/team/api-keys/${spare.id}`, { key: tenant.key });
+    expect((await rawPost(spare.secret)).status).toBe(401);
+    const inQuery = await fetch(`${mcpUrl}?key=${tenant.key}`, {
+      method: "POST",
+      body: initializeBody(),
+    });
+    expect(inQuery.status).toBe(401);
+    await expect(connect("th_live_notakey")).rejects.toThrow();
+  });
+
+  it("refuses Starter, whose tier lacks MCP, with 403 and an upgrade URL", async () => {
+    const tenant = await stack.startTrial("starter");
+    const response = await rawPost(tenant.key);
+    expect(response.status).toBe(403);
+    expect(await response.json()).toMatchObject({
+      error: "tier_required",
+      upgrade_url: expect.stringContaining("to=operator"),
+    });
+  });
+
+  it("carries the six headers on its responses", async () => {
+    const tenant = await stack.startTrial("operator");
+    const response = await rawPost(tenant.key);
+    expect(response.status).toBe(200);
+    for (const name of [
+      "x-ratelimit-limit",
+      "x-ratelimit-remaining",
+      "x-ratelimit-reset",
+      "x-quota-lead-views-limit",
+      "x-quota-lead-views-remaining",
+      "x-quota-resets",
+    ]) {
+      expect(response.headers.get(name), name).not.toBeNull();
+    }
+  });
+
+  it("shares the tenant's per-minute limit with REST", async () => {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, { rate_per_minute: 10 });
+    for (let i = 0; i < 3; i++) {
+      expect((await stack.request("GET", "/v1/me", { key: tenant.key })).statusCode).toBe(200);
+    }
+    const client = await connect(tenant.key);
+    let succeeded = 0;
+    let refusal: unknown;
+    for (let i = 0; i < 10 && !refusal; i++) {
+      try {
+        await client.callTool({ name: "list_watchlists", arguments: {} });
+        succeeded++;
+      } catch (error) {
+        refusal = error;
+      }
+    }
+    expect(String(refusal)).toMatch(/rate_limited/);
+    // The three REST requests and the client's own handshake came out of the same ten.
+    expect(succeeded).toBeGreaterThanOrEqual(1);
+    expect(succeeded).toBeLessThanOrEqual(5);
+    expect((await stack.request("GET", "/v1/me", { key: tenant.key })).statusCode).toBe(429);
+    await client.close();
+  });
+});
