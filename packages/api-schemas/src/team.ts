@@ -74,15 +74,42 @@ export const startTrialBodySchema = z
       .min(3)
       .max(200)
       .describe("Payment-method token from the card processor; the card number never reaches us"),
+    admin_password: z
+      .string()
+      .min(12)
+      .max(200)
+      .optional()
+      .describe(
+        "The first admin's dashboard password. Without it the response carries a one-time password_setup token instead.",
+      ),
   })
   .strict()
   .meta({ id: "StartTrialRequest" });
+
+export const passwordTokenSchema = z
+  .object({
+    member_id: z.string(),
+    purpose: z.enum(["trial", "invite", "reset"]),
+    token: z
+      .string()
+      .describe(
+        "One-time token (thpw_…) to set the member's password; shown in this response only",
+      ),
+    expires_at: z.string(),
+  })
+  .meta({ id: "PasswordToken" });
 
 export const startTrialResponseSchema = z
   .object({
     tenant: tenantSchema,
     member: memberSchema,
     api_key: issuedApiKeySchema,
+    password_setup: passwordTokenSchema
+      .nullable()
+      .optional()
+      .describe(
+        "When no admin_password was given: a one-time token to set the first admin's dashboard password (POST /v1/public/password), valid 7 days",
+      ),
   })
   .meta({ id: "StartTrialResponse" });
 
@@ -112,3 +139,65 @@ export const contactBodySchema = z
 export const contactResponseSchema = z
   .object({ id: z.string(), received_at: z.string() })
   .meta({ id: "ContactReceipt" });
+
+export const passwordSchema = z
+  .string()
+  .min(12, "must be at least 12 characters")
+  .max(200, "must be at most 200 characters");
+
+export const setPasswordBodySchema = z
+  .object({ token: z.string().min(10).max(200), password: passwordSchema })
+  .strict()
+  .meta({ id: "SetPasswordRequest" });
+
+export const changePasswordBodySchema = z
+  .object({ current_password: z.string().min(1).max(200), new_password: passwordSchema })
+  .strict()
+  .meta({ id: "ChangePasswordRequest" });
+
+export const signInBodySchema = z
+  .object({
+    email: z.email().max(254),
+    password: z.string().min(1).max(200),
+    tenant_id: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe("Only when the email belongs to members of several tenants"),
+  })
+  .strict()
+  .meta({ id: "SignInRequest" });
+
+/** What the keys service tells the gateway about a member who may hold a dashboard session. */
+export const sessionMemberSchema = z.object({
+  member: z.object({ id: z.string(), email: z.string(), role: z.enum(["admin", "member"]) }),
+  company: z.string(),
+  tenant: z.object({
+    tenant_id: z.string(),
+    revision: z.number(),
+    tier: z.string(),
+    status: z.string(),
+    limits: z.object({
+      lead_views_per_month: z.number(),
+      rate_per_minute: z.number(),
+      concurrent_webhooks: z.number(),
+      seats: z.number(),
+    }),
+    billing_anniversary: z.string().nullable(),
+    trial_ends_at: z.string().nullable(),
+    changed_at: z.string(),
+  }),
+});
+
+export const dashboardSessionSchema = z
+  .object({
+    member: z.object({ id: z.string(), email: z.string(), role: z.enum(["admin", "member"]) }),
+    tenant: z.object({ id: z.string(), company: z.string(), tier: tierSchema }),
+    csrf_token: z
+      .string()
+      .describe("Send as X-CSRF-Token on every state-changing call; also in the th_csrf cookie"),
+    expires_at: z.string().describe("When the access cookie expires; refresh before"),
+    refresh_expires_at: z.string().describe("When the session ends and a new sign-in is needed"),
+  })
+  .meta({ id: "DashboardSession" });

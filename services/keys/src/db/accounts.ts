@@ -4,11 +4,21 @@ import { contracts, type KeyRevokeReason, type TenantChanged, type Tier } from "
 import { inTransaction, type Pool, type PoolClient } from "@th/db";
 import { ApiError, enqueueEvent } from "@th/service-kit";
 import { newId } from "../domain/ids.ts";
+import {
+  DECOY_HASH,
+  hashPassword,
+  newPasswordToken,
+  passwordTokenHash,
+  verifyPassword,
+} from "../domain/passwords.ts";
 import type { PaymentProvider } from "../domain/payment-provider.ts";
 import { MONTHLY_PRICE_CENTS } from "../domain/prices.ts";
 
 export const ROTATION_REMINDER_DAYS = 90;
 const DAY_MS = 86_400_000;
+/** How long a one-time password token is valid, by purpose. */
+const PASSWORD_TOKEN_TTL_MS = { trial: 7 * DAY_MS, invite: 7 * DAY_MS, reset: DAY_MS } as const;
+type PasswordTokenPurpose = keyof typeof PASSWORD_TOKEN_TTL_MS;
 
 export interface AccountsDeps {
   pool: Pool;
@@ -188,6 +198,57 @@ export function createAccounts(deps: AccountsDeps) {
     }
   }
 
+  async function insertPasswordToken(
+    client: PoolClient,
+    tenantId: string,
+    memberId: string,
+    purpose: PasswordTokenPurpose,
+    createdBy: string | null,
+  ) {
+    const token = newPasswordToken();
+    const issuedAt = now();
+    const expiresAt = new Date(issuedAt.getTime() + PASSWORD_TOKEN_TTL_MS[purpose]);
+    // A new token replaces any earlier one: only the latest link works.
+    await client.query(
+      "UPDATE password_tokens SET used_at = $2 WHERE member_id = $1 AND used_at IS NULL",
+      [memberId, issuedAt],
+    );
+    await client.query(
+      `INSERT INTO password_tokens (token_hash, tenant_id, member_id, purpose, created_by, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [passwordTokenHash(token), tenantId, memberId, purpose, createdBy, issuedAt, expiresAt],
+    );
+    return { member_id: memberId, purpose, token, expires_at: expiresAt.toISOString() };
+  }
+
+  /** A member who may hold a dashboard session: active, of a tenant that is not cancelled. */
+  async function sessionMember(client: PoolClient | Pool, memberId: string) {
+    const { rows } = await client.query<{
+      id: string;
+      email: string;
+      role: "admin" | "member";
+      tenant: TenantRow;
+    }>(
+      `SELECT m.id, m.email, m.role, row_to_json(t) AS tenant FROM members m
+       JOIN tenants t ON t.id = m.tenant_id WHERE m.id = $1 AND m.removed_at IS NULL`,
+      [memberId],
+    );
+    const row = rows[0];
+    if (!row) {
+      return null;
+    }
+    const tenant = {
+      ...row.tenant,
+      activated_at: new Date(row.tenant.activated_at),
+      trial_ends_at: new Date(row.tenant.trial_ends_at),
+    };
+    return {
+      member: { id: row.id, email: row.email, role: row.role },
+      company: tenant.company,
+      tenant: tenantChangedEvent(tenant, now()),
+    };
+  }
+
   async function bumpTenant(client: PoolClient, row: TenantRow): Promise<TenantRow> {
     const { rows } = await client.query<TenantRow>(
       "UPDATE tenants SET revision = revision + 1, updated_at = now() WHERE id = $1 RETURNING *",
@@ -208,7 +269,9 @@ export function createAccounts(deps: AccountsDeps) {
       company: string;
       admin_email: string;
       payment_method: string;
+      admin_password?: string | undefined;
     }) {
+      const passwordHash = input.admin_password ? await hashPassword(input.admin_password) : null;
       const verification = await payments.verifyCard(input.payment_method, {
         email: input.admin_email,
         company: input.company,
@@ -241,8 +304,16 @@ export function createAccounts(deps: AccountsDeps) {
         const tenant = rows[0] as TenantRow;
         const memberId = newId("mem");
         await client.query(
-          "INSERT INTO members (id, tenant_id, email, role, created_at) VALUES ($1, $2, $3, 'admin', $4)",
-          [memberId, tenant.id, input.admin_email, activatedAt],
+          `INSERT INTO members (id, tenant_id, email, role, created_at, password_hash, password_set_at)
+           VALUES ($1, $2, $3, 'admin', $4, $5, $6)`,
+          [
+            memberId,
+            tenant.id,
+            input.admin_email,
+            activatedAt,
+            passwordHash,
+            passwordHash ? activatedAt : null,
+          ],
         );
         await enqueueEvent(
           client,
@@ -250,6 +321,9 @@ export function createAccounts(deps: AccountsDeps) {
           tenantChangedEvent(tenant, activatedAt),
         );
         const apiKey = await insertKey(client, tenant.id, memberId, "first key");
+        const passwordSetup = passwordHash
+          ? null
+          : await insertPasswordToken(client, tenant.id, memberId, "trial", null);
         return {
           tenant: tenantView(tenant),
           member: {
@@ -259,6 +333,7 @@ export function createAccounts(deps: AccountsDeps) {
             created_at: activatedAt.toISOString(),
           },
           api_key: apiKey,
+          password_setup: passwordSetup,
         };
       });
     },
@@ -547,6 +622,118 @@ export function createAccounts(deps: AccountsDeps) {
         });
       }
       return { activated, cancelled };
+    },
+
+    /**
+     * Dashboard sign-in. Every path costs one scrypt check, so the answer time does not tell
+     * whether the email exists. An email used in several tenants needs `tenant_id` when the
+     * password matches more than one of them.
+     */
+    async verifyCredentials(input: { email: string; password: string; tenant_id?: string }) {
+      const { rows } = await pool.query<{ id: string; tenant_id: string; password_hash: string }>(
+        `SELECT m.id, m.tenant_id, m.password_hash FROM members m JOIN tenants t ON t.id = m.tenant_id
+         WHERE lower(m.email) = lower($1) AND m.removed_at IS NULL AND m.password_hash IS NOT NULL
+           AND t.status IN ('trialing', 'active') AND ($2::text IS NULL OR m.tenant_id = $2)
+         ORDER BY m.created_at, m.id`,
+        [input.email, input.tenant_id ?? null],
+      );
+      if (rows.length === 0) {
+        await verifyPassword(input.password, DECOY_HASH);
+        return null;
+      }
+      const matching: string[] = [];
+      for (const row of rows) {
+        if (await verifyPassword(input.password, row.password_hash)) {
+          matching.push(row.id);
+        }
+      }
+      if (matching.length > 1) {
+        throw new ApiError(
+          "conflict",
+          "this email signs in to several accounts; choose one with tenant_id",
+        );
+      }
+      return matching[0] ? sessionMember(pool, matching[0]) : null;
+    },
+
+    /** Whether a member may still hold a session, with the tenant's current snapshot. */
+    async sessionState(memberId: string) {
+      const state = await sessionMember(pool, memberId);
+      if (!state || (state.tenant.status !== "trialing" && state.tenant.status !== "active")) {
+        return null;
+      }
+      return state;
+    },
+
+    /**
+     * An admin's one-time link for a member of the tenant: `invite` while the member has no
+     * password, `reset` afterwards. Any earlier unused link of that member stops working.
+     */
+    async issuePasswordToken(caller: Caller, memberId: string) {
+      return inTransaction(pool, async (client) => {
+        await requireAdmin(client, caller);
+        const { rows } = await client.query<{ password_hash: string | null }>(
+          "SELECT password_hash FROM members WHERE id = $1 AND tenant_id = $2 AND removed_at IS NULL FOR UPDATE",
+          [memberId, caller.tenantId],
+        );
+        const member = rows[0];
+        if (!member) {
+          throw new ApiError("not_found", `no member ${memberId}`);
+        }
+        return insertPasswordToken(
+          client,
+          caller.tenantId,
+          memberId,
+          member.password_hash ? "reset" : "invite",
+          caller.memberId,
+        );
+      });
+    },
+
+    /** Sets a password with a one-time token; the token and any other open one are spent. */
+    async redeemPasswordToken(token: string, password: string) {
+      const hash = await hashPassword(password);
+      return inTransaction(pool, async (client) => {
+        const { rows } = await client.query<{ member_id: string; expires_at: Date }>(
+          `SELECT p.member_id, p.expires_at FROM password_tokens p
+           JOIN members m ON m.id = p.member_id AND m.removed_at IS NULL
+           WHERE p.token_hash = $1 AND p.used_at IS NULL FOR UPDATE OF p`,
+          [passwordTokenHash(token)],
+        );
+        const row = rows[0];
+        const at = now();
+        if (!row || row.expires_at.getTime() <= at.getTime()) {
+          throw new ApiError(
+            "not_found",
+            "this password link is unknown, used or expired; ask an admin for a new one",
+          );
+        }
+        await client.query(
+          "UPDATE members SET password_hash = $2, password_set_at = $3 WHERE id = $1",
+          [row.member_id, hash, at],
+        );
+        await client.query(
+          "UPDATE password_tokens SET used_at = $2 WHERE member_id = $1 AND used_at IS NULL",
+          [row.member_id, at],
+        );
+        return { member_id: row.member_id };
+      });
+    },
+
+    /** A signed-in member changes their own password, proving the current one. */
+    async changePassword(caller: Caller, current: string, next: string) {
+      const { rows } = await pool.query<{ password_hash: string | null }>(
+        "SELECT password_hash FROM members WHERE id = $1 AND tenant_id = $2 AND removed_at IS NULL",
+        [caller.memberId, caller.tenantId],
+      );
+      const stored = rows[0]?.password_hash ?? DECOY_HASH;
+      if (!(await verifyPassword(current, stored))) {
+        throw new ApiError("forbidden", "the current password is not correct");
+      }
+      await pool.query(
+        "UPDATE members SET password_hash = $2, password_set_at = $3 WHERE id = $1",
+        [caller.memberId, await hashPassword(next), now()],
+      );
     },
 
     async recordContact(input: {

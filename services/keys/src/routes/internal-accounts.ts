@@ -1,12 +1,17 @@
 import {
   addMemberBodySchema,
   apiKeySchema,
+  changePasswordBodySchema,
   changeTierBodySchema,
   contactBodySchema,
   contactResponseSchema,
   issueApiKeyBodySchema,
   issuedApiKeySchema,
   memberSchema,
+  passwordTokenSchema,
+  sessionMemberSchema,
+  setPasswordBodySchema,
+  signInBodySchema,
   startTrialBodySchema,
   startTrialResponseSchema,
   tenantSchema,
@@ -222,5 +227,87 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
     "/internal/v1/tenant/cancel",
     { schema: { response: { 200: tenantSchema, ...errorResponses("forbidden") } } },
     async (request) => accounts.cancel(internalCaller(request)),
+  );
+
+  registerPasswordRoutes(app, accounts);
+}
+
+/** Dashboard sign-in: credentials, session checks and one-time password links. */
+function registerPasswordRoutes(app: HttpApp, accounts: Accounts): void {
+  app.post(
+    "/internal/v1/credentials/verify",
+    {
+      schema: {
+        body: signInBodySchema,
+        response: { 200: sessionMemberSchema, ...errorResponses("unauthorized", "conflict") },
+      },
+    },
+    async (request) => {
+      const found = await accounts.verifyCredentials(request.body);
+      if (!found) {
+        throw new ApiError("unauthorized", "email or password is not correct");
+      }
+      return found;
+    },
+  );
+
+  app.get(
+    "/internal/v1/members/:member_id/session",
+    {
+      schema: {
+        params: memberIdParams,
+        response: { 200: sessionMemberSchema, ...errorResponses("not_found") },
+      },
+    },
+    async (request) => {
+      const state = await accounts.sessionState(request.params.member_id);
+      if (!state) {
+        throw new ApiError("not_found", "no active member with this id");
+      }
+      return state;
+    },
+  );
+
+  app.post(
+    "/internal/v1/members/:member_id/password-token",
+    {
+      schema: {
+        params: memberIdParams,
+        response: { 201: passwordTokenSchema, ...errorResponses("forbidden", "not_found") },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .status(201)
+        .send(await accounts.issuePasswordToken(internalCaller(request), request.params.member_id)),
+  );
+
+  app.post(
+    "/internal/v1/password",
+    {
+      schema: {
+        body: setPasswordBodySchema,
+        response: { 200: z.object({ member_id: z.string() }), ...errorResponses("not_found") },
+      },
+    },
+    async (request) => accounts.redeemPasswordToken(request.body.token, request.body.password),
+  );
+
+  app.put(
+    "/internal/v1/me/password",
+    {
+      schema: {
+        body: changePasswordBodySchema,
+        response: { 204: z.null(), ...errorResponses("forbidden") },
+      },
+    },
+    async (request, reply) => {
+      await accounts.changePassword(
+        internalCaller(request),
+        request.body.current_password,
+        request.body.new_password,
+      );
+      return reply.status(204).send(null);
+    },
   );
 }

@@ -1,0 +1,217 @@
+import { contracts } from "@th/contracts";
+import { INTERNAL_HEADERS } from "@th/service-kit";
+import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../app.ts";
+import { type Config, readConfig } from "../config.ts";
+import { migrations } from "../db/migrations.ts";
+import { hashPassword, verifyPassword } from "../domain/passwords.ts";
+import { LocalPaymentProvider } from "../domain/payment-provider.ts";
+
+let harness: TestHarness<Config>;
+let app: Awaited<ReturnType<typeof buildApp>>;
+let clock = new Date("2026-11-01T10:00:00Z");
+const DAY = 86_400_000;
+
+beforeAll(async () => {
+  harness = await createTestHarness({
+    config: readConfig({}),
+    migrations: [migrations],
+    topics: [contracts.tenantChanged, contracts.keyIssued, contracts.keyRevoked],
+  });
+  app = await buildApp(harness, { payments: new LocalPaymentProvider(), now: () => clock });
+});
+afterAll(async () => {
+  await app.http?.close();
+  await app.stop();
+  await harness.close();
+});
+
+const token = { [INTERNAL_HEADERS.token]: readConfig({}).INTERNAL_TOKEN };
+const as = (caller: { tenantId: string; memberId: string }) => ({
+  ...token,
+  [INTERNAL_HEADERS.tenant]: caller.tenantId,
+  [INTERNAL_HEADERS.member]: caller.memberId,
+  [INTERNAL_HEADERS.key]: "key_test",
+});
+
+async function call(
+  method: "GET" | "POST" | "PUT",
+  url: string,
+  headers: Record<string, string>,
+  payload?: object,
+) {
+  const response = await app.http?.inject({
+    method,
+    url,
+    headers,
+    ...(payload ? { payload } : {}),
+  });
+  if (!response) {
+    throw new Error("no http app");
+  }
+  return response;
+}
+
+let trials = 0;
+async function startTrial(tier: string, password?: string) {
+  trials++;
+  const email = `owner${trials}@pw.test`;
+  const response = await call("POST", "/internal/v1/trials", token, {
+    tier,
+    company: `Acme ${trials}`,
+    admin_email: email,
+    payment_method: "pm_card_visa",
+    ...(password ? { admin_password: password } : {}),
+  });
+  expect(response.statusCode).toBe(201);
+  const body = response.json();
+  return {
+    email,
+    body,
+    caller: { tenantId: body.tenant.id as string, memberId: body.member.id as string },
+  };
+}
+
+const verify = (email: string, password: string) =>
+  call("POST", "/internal/v1/credentials/verify", token, { email, password });
+
+describe("password hashes", () => {
+  it("verify the password they were made from and nothing else", async () => {
+    const stored = await hashPassword("correct horse battery");
+    expect(stored).toMatch(/^scrypt\$32768\$8\$1\$/);
+    expect(await verifyPassword("correct horse battery", stored)).toBe(true);
+    expect(await verifyPassword("correct horse batterY", stored)).toBe(false);
+    expect(await hashPassword("correct horse battery")).not.toBe(stored);
+  });
+});
+
+describe("the trial's first admin", () => {
+  it("signs in with the password given at trial start, and no setup link is issued", async () => {
+    const trial = await startTrial("team", "s3cret-passphrase");
+    expect(trial.body.password_setup).toBeNull();
+    const ok = await verify(trial.email.toUpperCase(), "s3cret-passphrase");
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toMatchObject({
+      member: { id: trial.caller.memberId, role: "admin" },
+      tenant: { tenant_id: trial.caller.tenantId, tier: "team", status: "trialing" },
+    });
+    expect((await verify(trial.email, "wrong-passphrase")).statusCode).toBe(401);
+    expect((await verify("nobody@pw.test", "s3cret-passphrase")).statusCode).toBe(401);
+  });
+
+  it("without a password gets a one-time setup token that works once", async () => {
+    const trial = await startTrial("operator");
+    const setup = trial.body.password_setup;
+    expect(setup).toMatchObject({ purpose: "trial", member_id: trial.caller.memberId });
+    expect(setup.token).toMatch(/^thpw_/);
+    expect((await verify(trial.email, "anything-at-all")).statusCode).toBe(401);
+    const set = await call("POST", "/internal/v1/password", token, {
+      token: setup.token,
+      password: "a brand new passphrase",
+    });
+    expect(set.statusCode).toBe(200);
+    expect((await verify(trial.email, "a brand new passphrase")).statusCode).toBe(200);
+    const again = await call("POST", "/internal/v1/password", token, {
+      token: setup.token,
+      password: "another passphrase!",
+    });
+    expect(again.statusCode).toBe(404);
+  });
+
+  it("refuses a password shorter than 12 characters with the field named", async () => {
+    const trial = await startTrial("operator");
+    const short = await call("POST", "/internal/v1/password", token, {
+      token: trial.body.password_setup.token,
+      password: "short",
+    });
+    expect(short.statusCode).toBe(400);
+    expect(JSON.stringify(short.json().fields)).toContain("password");
+  });
+});
+
+describe("admins invite and reset members", () => {
+  it("an invite link lets the new member sign in; a reset replaces the password; both expire", async () => {
+    const admin = await startTrial("team", "admin-passphrase-1");
+    const added = await call("POST", "/internal/v1/members", as(admin.caller), {
+      email: "analyst@pw.test",
+      role: "member",
+    });
+    expect(added.statusCode).toBe(201);
+    const memberId = added.json().id as string;
+    const invite = await call(
+      "POST",
+      `/internal/v1/members/${memberId}/password-token`,
+      as(admin.caller),
+    );
+    expect(invite.statusCode).toBe(201);
+    expect(invite.json().purpose).toBe("invite");
+    await call("POST", "/internal/v1/password", token, {
+      token: invite.json().token,
+      password: "analyst-passphrase",
+    });
+    const signedIn = await verify("analyst@pw.test", "analyst-passphrase");
+    expect(signedIn.json().member).toMatchObject({ id: memberId, role: "member" });
+
+    // A member cannot issue links.
+    const denied = await call(
+      "POST",
+      `/internal/v1/members/${admin.caller.memberId}/password-token`,
+      as({ tenantId: admin.caller.tenantId, memberId }),
+    );
+    expect(denied.statusCode).toBe(403);
+
+    const reset = await call(
+      "POST",
+      `/internal/v1/members/${memberId}/password-token`,
+      as(admin.caller),
+    );
+    expect(reset.json().purpose).toBe("reset");
+    clock = new Date(clock.getTime() + 2 * DAY);
+    const late = await call("POST", "/internal/v1/password", token, {
+      token: reset.json().token,
+      password: "too-late-passphrase",
+    });
+    expect(late.statusCode).toBe(404);
+    expect((await verify("analyst@pw.test", "analyst-passphrase")).statusCode).toBe(200);
+  });
+
+  it("another tenant's member is not found", async () => {
+    const one = await startTrial("team", "admin-passphrase-2");
+    const other = await startTrial("team", "admin-passphrase-3");
+    const response = await call(
+      "POST",
+      `/internal/v1/members/${other.caller.memberId}/password-token`,
+      as(one.caller),
+    );
+    expect(response.statusCode).toBe(404);
+  });
+});
+
+describe("session state", () => {
+  it("answers for an active member and not after the member is removed or the tenant cancelled", async () => {
+    const admin = await startTrial("team", "admin-passphrase-4");
+    const state = await call("GET", `/internal/v1/members/${admin.caller.memberId}/session`, token);
+    expect(state.statusCode).toBe(200);
+    expect(state.json().company).toBe(admin.body.tenant.company);
+    await call("POST", "/internal/v1/tenant/cancel", as(admin.caller));
+    const after = await call("GET", `/internal/v1/members/${admin.caller.memberId}/session`, token);
+    expect(after.statusCode).toBe(404);
+    expect((await verify(admin.email, "admin-passphrase-4")).statusCode).toBe(401);
+  });
+
+  it("a member changes their own password only with the current one", async () => {
+    const admin = await startTrial("team", "admin-passphrase-5");
+    const wrong = await call("PUT", "/internal/v1/me/password", as(admin.caller), {
+      current_password: "not-it-at-all",
+      new_password: "next-passphrase-5",
+    });
+    expect(wrong.statusCode).toBe(403);
+    const right = await call("PUT", "/internal/v1/me/password", as(admin.caller), {
+      current_password: "admin-passphrase-5",
+      new_password: "next-passphrase-5",
+    });
+    expect(right.statusCode).toBe(204);
+    expect((await verify(admin.email, "next-passphrase-5")).statusCode).toBe(200);
+  });
+});
