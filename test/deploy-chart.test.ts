@@ -259,6 +259,7 @@ describe("the terminal-house Helm chart", () => {
       ["redis.url=", /redis\.url is required/],
       ["secrets.keyPepper=", /secrets\.keyPepper is required/],
       ["secrets.internalToken=", /secrets\.internalToken is required/],
+      ["secrets.sessionSecret=", /secrets\.sessionSecret is required/],
       ["secrets.webhookSecretKey=", /secrets\.webhookSecretKey is required/],
       ["otel.endpoint=", /otel\.endpoint is required/],
     ];

@@ -117,6 +117,7 @@ describe("the production image layout", () => {
       DATABASE_URL: url.toString(),
       KEY_PEPPER: randomBytes(32).toString("hex"),
       INTERNAL_TOKEN: randomBytes(16).toString("hex"),
+      SESSION_SECRET: randomBytes(32).toString("hex"),
       SECRET_KEYS: `k1:${randomBytes(32).toString("hex")}`,
     };
     await Promise.all(

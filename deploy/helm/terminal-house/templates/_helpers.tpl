@@ -37,6 +37,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- $_ := required "redis.url is required (or secrets.existingSecret with REDIS_URL): redis://:password@host:6379" .Values.redis.url -}}
 {{- $_ := required "secrets.keyPepper is required (or secrets.existingSecret with KEY_PEPPER): 32 bytes, e.g. `openssl rand -hex 32`" .Values.secrets.keyPepper -}}
 {{- $_ := required "secrets.internalToken is required (or secrets.existingSecret with INTERNAL_TOKEN): at least 16 characters" .Values.secrets.internalToken -}}
+{{- $_ := required "secrets.sessionSecret is required (or secrets.existingSecret with SESSION_SECRET): at least 32 characters, e.g. `openssl rand -hex 32`" .Values.secrets.sessionSecret -}}
 {{- $_ := required "secrets.webhookSecretKey is required (or secrets.existingSecret with WEBHOOK_SECRET_KEY): id:key pairs, e.g. k1:$(openssl rand -hex 32)" .Values.secrets.webhookSecretKey -}}
 {{- end -}}
 {{- if and .Values.otel.enabled (not .Values.otel.endpoint) -}}
@@ -59,6 +60,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 KEY_PEPPER: {{ .Values.secrets.keyPepper | b64enc | quote }}
 INTERNAL_TOKEN: {{ .Values.secrets.internalToken | b64enc | quote }}
 WEBHOOK_SECRET_KEY: {{ .Values.secrets.webhookSecretKey | b64enc | quote }}
+SESSION_SECRET: {{ .Values.secrets.sessionSecret | b64enc | quote }}
 DATABASE_URL: {{ .Values.postgres.url | b64enc | quote }}
 REDIS_URL: {{ .Values.redis.url | b64enc | quote }}
 {{- end -}}
@@ -81,6 +83,9 @@ gets every secret its config declares; the migration Job gets them all.
 {{- $needs := list "DATABASE_URL" "REDIS_URL" "INTERNAL_TOKEN" -}}
 {{- if or (eq .service "gateway") (eq .service "keys") (eq .service "*") -}}
 {{- $needs = append $needs "KEY_PEPPER" -}}
+{{- end -}}
+{{- if or (eq .service "gateway") (eq .service "*") -}}
+{{- $needs = append $needs "SESSION_SECRET" -}}
 {{- end -}}
 {{- range $needs }}
 {{ include "th.secretEnv" (dict "env" . "key" . "secret" $secret) }}
