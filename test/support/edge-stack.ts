@@ -166,7 +166,10 @@ export async function startEdgeStack(
   }
 
   let trials = 0;
-  async function startTrial(tier: "starter" | "operator" | "team" | "custom") {
+  async function startTrial(
+    tier: "starter" | "operator" | "team" | "custom",
+    extra: { password?: string } = {},
+  ) {
     trials++;
     const response = await request("POST", "/v1/public/trials", {
       ip: `198.51.100.${trials % 250}`,
@@ -175,6 +178,7 @@ export async function startEdgeStack(
         company: `Acme ${trials}`,
         admin_email: `owner${trials}@acme.test`,
         payment_method: "pm_card_visa",
+        ...(extra.password ? { admin_password: extra.password } : {}),
       },
     });
     if (response.statusCode !== 201) {
@@ -186,6 +190,8 @@ export async function startEdgeStack(
       memberId: body.member.id as string,
       key: body.api_key.secret as string,
       keyId: body.api_key.id as string,
+      email: body.member.email as string,
+      passwordSetupToken: (body.password_setup?.token ?? null) as string | null,
     };
   }
 

@@ -9,7 +9,9 @@ import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
 import { registerEdge } from "./edge/authenticate.ts";
 import { createEdgeStore } from "./edge/edge-store.ts";
 import { createMetering } from "./edge/metering.ts";
+import { registerSessions } from "./edge/sessions.ts";
 import { registerAccountRoutes } from "./routes/account.ts";
+import { registerDashboardSessionRoutes } from "./routes/dashboard-session.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerExportRoutes } from "./routes/export.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
@@ -51,8 +53,15 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   const meter = createLeadViewMeter(deps.redis, { loadUsage: ledgerUsageLoader(ledgerUpstream) });
   const now = options.now ?? (() => Date.now());
   const metering = createMetering({ meter, bus: deps.bus, upgradeUrl: config.UPGRADE_URL, now });
+  const sessions = await registerSessions(http, {
+    secret: config.SESSION_SECRET,
+    accessSeconds: config.SESSION_ACCESS_SECONDS,
+    refreshSeconds: config.SESSION_REFRESH_SECONDS,
+    keys: keysUpstream,
+  });
   registerEdge(http, {
     store,
+    sessions: sessions.edge,
     keys: createKeysClient(keysUpstream),
     pepper: pepperKey(pepperOf(config)),
     upgradeUrl: config.UPGRADE_URL,
@@ -68,6 +77,14 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
       }),
   });
   registerHealthRoutes(http, { version: API_VERSION });
+  registerDashboardSessionRoutes(http, {
+    keys: keysUpstream,
+    store,
+    sessions,
+    authFailureRatePerMinute: config.AUTH_FAILURE_RATE_PER_MINUTE,
+    refreshSeconds: config.SESSION_REFRESH_SECONDS,
+    now,
+  });
   registerDocsRoutes(http);
   registerMeRoute(http);
   registerPublicRoutes(http, { keys: keysUpstream });

@@ -8,6 +8,8 @@ import {
   z,
 } from "@th/config";
 
+const DEV_SESSION_SECRET = "dev-session-secret-not-for-production-0000";
+
 export const configSchema = defineConfig({
   ...commonShape,
   PORT: vars.port(8080),
@@ -32,6 +34,14 @@ export const configSchema = defineConfig({
   TENANT_CACHE_SECONDS: vars.positiveInt(30),
   /** Timeout of calls to internal services. */
   UPSTREAM_TIMEOUT_MS: vars.positiveInt(10_000),
+  /** Signs dashboard session tokens (HS256); at least 32 bytes, set in production. */
+  SESSION_SECRET: z.string().min(32).default(DEV_SESSION_SECRET),
+  /** Lifetime of the dashboard's access cookie; the page refreshes it before it ends. */
+  SESSION_ACCESS_SECONDS: vars.positiveInt(900),
+  /** Lifetime of a dashboard sign-in: after it the member signs in again. */
+  SESSION_REFRESH_SECONDS: vars.positiveInt(43_200),
+  /** Where the dashboard's built assets are; empty: the `@th/dashboard` package's `dist`. */
+  DASHBOARD_DIR: z.string().optional(),
 });
 
 export type Config = ReturnType<typeof configSchema.load>;
@@ -41,7 +51,7 @@ export function readConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
   const config = configSchema.load(env);
-  refuseDevDefaultsInProduction(config, DEV_SECRETS);
+  refuseDevDefaultsInProduction(config, { ...DEV_SECRETS, SESSION_SECRET: DEV_SESSION_SECRET });
   return config;
 }
 

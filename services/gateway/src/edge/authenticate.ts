@@ -1,11 +1,11 @@
-import type { KeyObject } from "node:crypto";
+import { type KeyObject, timingSafeEqual } from "node:crypto";
 import { containsKeyLikeString, hashApiKey, isWellFormedApiKey, KEY_LIKE } from "@th/api-keys";
 import { billingPeriodAt, cheapestTierWith, type Surface, TIERS, tierOpens } from "@th/billing";
-import type { Tier } from "@th/contracts";
+import type { TenantChanged, Tier } from "@th/contracts";
 import { ApiError, type HttpApp } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { KeysClient } from "../clients/keys-client.ts";
-import type { EdgeStore, RateWindow } from "./edge-store.ts";
+import type { Authorization, EdgeStore, RateWindow } from "./edge-store.ts";
 
 /** What a route tells the edge about itself. */
 export interface EdgeRouteConfig {
@@ -29,9 +29,32 @@ declare module "fastify" {
 export interface Tenancy {
   tenantId: string;
   memberId: string;
+  /** The API key's id; for a dashboard session, the session's id. */
   keyId: string;
   tier: Tier;
+  /** Set when the caller is a signed-in dashboard member rather than an API key. */
+  sessionId?: string;
 }
+
+/** What a valid dashboard access token says. */
+export interface SessionClaims {
+  tenantId: string;
+  memberId: string;
+  sessionId: string;
+  /** The CSRF token bound to the session; state-changing calls echo it in X-CSRF-Token. */
+  csrf: string;
+}
+
+/** The dashboard's second way in: a signed session cookie instead of a key. */
+export interface EdgeSessions {
+  /** The access token's claims; null without a session cookie; "invalid" when it fails to verify. */
+  read(request: FastifyRequest): SessionClaims | null | "invalid";
+  /** On a tenant-cache miss: the tenant's snapshot, or null when the member may not sign in. */
+  tenantOf(memberId: string, requestId: string): Promise<TenantChanged | null>;
+}
+
+export const CSRF_HEADER = "x-csrf-token";
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export interface QuotaState {
   limit: number;
@@ -63,6 +86,7 @@ export interface EdgeOptions {
   publicRatePerMinute: number;
   authFailureRatePerMinute: number;
   remainingLeadViews?: QuotaReader;
+  sessions?: EdgeSessions;
   now?: () => number;
 }
 
@@ -169,6 +193,14 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       return;
     }
     const header = request.headers.authorization;
+    if (!header && options.sessions && request.url.startsWith("/v1/")) {
+      const claims = options.sessions.read(request);
+      if (claims === "invalid") {
+        await refuse(request, "the dashboard session has expired; refresh it or sign in again");
+      } else if (claims) {
+        return admitSession(request, claims, config);
+      }
+    }
     if (!header) {
       await refuse(request, "missing API key: send Authorization: Bearer <key>");
     }
@@ -193,12 +225,63 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     if (answer.kind !== "ok") {
       throw new ApiError("unavailable", "authentication state is being rebuilt; try again shortly");
     }
+    admit(request, answer, config);
+  });
+
+  /**
+   * A signed-in dashboard member: the same tenant window, quota facts, tier gate and headers as
+   * the tenant's keys, and a CSRF token on every state-changing call.
+   */
+  async function admitSession(
+    request: FastifyRequest,
+    claims: SessionClaims,
+    config: EdgeRouteConfig,
+  ): Promise<void> {
+    const sessions = options.sessions as EdgeSessions;
+    let answer = await options.store.authorizeSession(claims, now());
+    if (answer.kind === "miss") {
+      const tenant = await sessions.tenantOf(claims.memberId, request.id);
+      if (!tenant) {
+        return refuse(request, "this member can no longer sign in to the dashboard");
+      }
+      await options.store.putTenant(tenant);
+      answer = await options.store.authorizeSession(claims, now());
+    }
+    if (answer.kind === "revoked") {
+      return refuse(request, "this dashboard session was signed out; sign in again");
+    }
+    if (answer.kind === "inactive") {
+      return refuse(request, "the subscription of this tenant has ended");
+    }
+    if (answer.kind !== "ok") {
+      throw new ApiError("unavailable", "authentication state is being rebuilt; try again shortly");
+    }
+    admit(request, answer, config, claims.sessionId);
+    if (
+      !SAFE_METHODS.has(request.method) &&
+      !csrfMatches(request.headers[CSRF_HEADER], claims.csrf)
+    ) {
+      throw new ApiError(
+        "forbidden",
+        "missing or wrong X-CSRF-Token: state-changing dashboard calls must echo the session's CSRF token",
+      );
+    }
+  }
+
+  /** Sets the request's tenancy, window and quota facts, then applies the limit and the tier gate. */
+  function admit(
+    request: FastifyRequest,
+    answer: Extract<Authorization, { kind: "ok" }>,
+    config: EdgeRouteConfig,
+    sessionId?: string,
+  ): void {
     const tier = answer.tier as Tier;
     const tenancy: Tenancy = {
       tenantId: answer.tenantId,
       memberId: answer.memberId,
       keyId: answer.keyId,
       tier,
+      ...(sessionId ? { sessionId } : {}),
     };
     const anchor = new Date(`${answer.billingAnniversary}T00:00:00Z`);
     const period = billingPeriodAt(
@@ -228,7 +311,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
         { upgrade_url: upgradeUrlFor(options.upgradeUrl, tier, surface) },
       );
     }
-  });
+  }
 
   app.addHook("preValidation", async (request) => {
     if (
@@ -291,6 +374,15 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
 /** `/v1/...` and the MCP endpoint pass the edge; probes and anything else do not exist there. */
 function isEdgePath(url: string): boolean {
   return url.startsWith("/v1/") || url === "/v1" || url === "/mcp" || url.startsWith("/mcp?");
+}
+
+function csrfMatches(sent: string | string[] | undefined, expected: string): boolean {
+  if (typeof sent !== "string") {
+    return false;
+  }
+  const a = Buffer.from(sent);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** The tenancy of an authenticated request; routes behind the edge can rely on it. */

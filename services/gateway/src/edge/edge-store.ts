@@ -11,6 +11,7 @@ import type { Redis } from "ioredis";
  * - `tenant:<id>`    hash {tier, status, rate_per_minute, lead_views_per_month, billing_anniversary, revision}, TTL
  * - `rl:<tenant>`    sorted set: the tenant's requests of the rolling minute (a sliding log)
  * - `rlip:<scope>:<ip>` the same per client IP for public calls and failed authentication
+ * - `session:<id>`   a signed-out dashboard session, until its tokens would have expired
  */
 
 const WINDOW_MS = 60_000;
@@ -20,11 +21,24 @@ const WINDOW_MS = 60_000;
  * is revoked, the tenant's tier and caps, and the tenant's rolling minute. Every request is
  * logged into the window, refused ones too, so hammering after a 429 pushes the reset further.
  */
-const AUTHORIZE_LUA = `
+const KEY_LOOKUP_LUA = `
 local rec = redis.call('HMGET', KEYS[1], 'tenant_id', 'member_id', 'key_id', 'revoked', 'unknown')
 if rec[5] == '1' then return {'unknown'} end
 if not rec[1] then return {'miss'} end
 if rec[4] == '1' then return {'revoked'} end
+`;
+
+/**
+ * A dashboard session names its tenant and member in a signed token, so there is no key to look
+ * up: KEYS[1] is the session's revocation mark (set at sign-out), ARGV[11..13] the tenant,
+ * member and session id. Everything after is the same tenant window and quota read as for keys.
+ */
+const SESSION_LOOKUP_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'revoked'} end
+local rec = {ARGV[11], ARGV[12], ARGV[13]}
+`;
+
+const TENANT_WINDOW_LUA = `
 local t = redis.call('HMGET', ARGV[1] .. 'tenant:' .. rec[1], 'tier', 'status', 'rate_per_minute', 'lead_views_per_month', 'billing_anniversary')
 if not t[1] then return {'miss'} end
 if t[2] ~= 'trialing' and t[2] ~= 'active' then return {'inactive', rec[1], t[2]} end
@@ -63,6 +77,9 @@ if t[5] and string.len(t[5]) == 10 then
 end
 return {'ok', rec[1], rec[2], rec[3], t[1], t[2], limit, count, oldest, allowed, retryAt, t[4], t[5], used}
 `;
+
+const AUTHORIZE_LUA = KEY_LOOKUP_LUA + TENANT_WINDOW_LUA;
+const AUTHORIZE_SESSION_LUA = SESSION_LOOKUP_LUA + TENANT_WINDOW_LUA;
 
 /** A sliding log per client IP; the same counting rule as tenants. */
 const IP_LIMIT_LUA = `
@@ -138,6 +155,7 @@ export type Authorization =
 
 type EdgeRedis = Redis & {
   thAuthorize(key: string, ...args: (string | number)[]): Promise<string[]>;
+  thAuthorizeSession(key: string, ...args: (string | number)[]): Promise<string[]>;
   thIpLimit(
     key: string,
     now: number,
@@ -176,6 +194,7 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
   const edge = redis as EdgeRedis;
   if (!("thAuthorize" in edge)) {
     redis.defineCommand("thAuthorize", { numberOfKeys: 1, lua: AUTHORIZE_LUA });
+    redis.defineCommand("thAuthorizeSession", { numberOfKeys: 1, lua: AUTHORIZE_SESSION_LUA });
     redis.defineCommand("thIpLimit", { numberOfKeys: 1, lua: IP_LIMIT_LUA });
     redis.defineCommand("thPutKey", { numberOfKeys: 1, lua: PUT_KEY_LUA });
     redis.defineCommand("thPutTenant", { numberOfKeys: 1, lua: PUT_TENANT_LUA });
@@ -184,65 +203,99 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
   const prefix = `${redis.options.keyPrefix ?? ""}th:`;
   const uniqueMember = (now: number) => `${now}-${randomBytes(6).toString("hex")}`;
 
+  function windowArgs(now: number): (string | number)[] {
+    const today = new Date(now);
+    const year = today.getUTCFullYear();
+    const month = today.getUTCMonth();
+    return [
+      prefix,
+      now,
+      uniqueMember(now),
+      WINDOW_MS,
+      LEAD_VIEW_COUNTER_PREFIX,
+      year,
+      month + 1,
+      today.getUTCDate(),
+      new Date(Date.UTC(year, month + 1, 0)).getUTCDate(),
+      new Date(Date.UTC(year, month, 0)).getUTCDate(),
+    ];
+  }
+
+  function authorization(reply: string[]): Authorization {
+    const [kind] = reply;
+    if (kind === "miss" || kind === "unknown" || kind === "revoked") {
+      return { kind };
+    }
+    if (kind === "inactive") {
+      return { kind, tenantId: String(reply[1]), status: String(reply[2]) };
+    }
+    const [
+      ,
+      tenantId,
+      memberId,
+      keyId,
+      tier,
+      status,
+      limit,
+      count,
+      oldest,
+      allowed,
+      retryAt,
+      views,
+      anniversary,
+      used,
+    ] = reply.map(String);
+    return {
+      kind: "ok",
+      tenantId: tenantId as string,
+      memberId: memberId as string,
+      keyId: keyId as string,
+      tier: tier as string,
+      status: status as string,
+      window: rateWindow(
+        Number(limit),
+        Number(count),
+        Number(oldest),
+        allowed === "1",
+        Number(retryAt),
+      ),
+      leadViewsPerMonth: Number(views),
+      billingAnniversary: anniversary as string,
+      leadViewsUsed: used ? Number(used) : undefined,
+    };
+  }
+
   return {
     async authorize(keyHash: string, now = Date.now()): Promise<Authorization> {
-      const today = new Date(now);
-      const year = today.getUTCFullYear();
-      const month = today.getUTCMonth();
-      const reply = await edge.thAuthorize(
-        `th:key:${keyHash}`,
-        prefix,
-        now,
-        uniqueMember(now),
-        WINDOW_MS,
-        LEAD_VIEW_COUNTER_PREFIX,
-        year,
-        month + 1,
-        today.getUTCDate(),
-        new Date(Date.UTC(year, month + 1, 0)).getUTCDate(),
-        new Date(Date.UTC(year, month, 0)).getUTCDate(),
-      );
-      const [kind] = reply;
-      if (kind === "miss" || kind === "unknown" || kind === "revoked") {
-        return { kind };
-      }
-      if (kind === "inactive") {
-        return { kind, tenantId: String(reply[1]), status: String(reply[2]) };
-      }
-      const [
-        ,
-        tenantId,
-        memberId,
-        keyId,
-        tier,
-        status,
-        limit,
-        count,
-        oldest,
-        allowed,
-        retryAt,
-        views,
-        anniversary,
-        used,
-      ] = reply.map(String);
-      return {
-        kind: "ok",
-        tenantId: tenantId as string,
-        memberId: memberId as string,
-        keyId: keyId as string,
-        tier: tier as string,
-        status: status as string,
-        window: rateWindow(
-          Number(limit),
-          Number(count),
-          Number(oldest),
-          allowed === "1",
-          Number(retryAt),
+      return authorization(await edge.thAuthorize(`th:key:${keyHash}`, ...windowArgs(now)));
+    },
+
+    /**
+     * The same answer for a dashboard session: no key lookup, the same tenant record, rolling
+     * minute and lead-view counter. `keyId` in the answer is the session id.
+     */
+    async authorizeSession(
+      session: { tenantId: string; memberId: string; sessionId: string },
+      now = Date.now(),
+    ): Promise<Authorization> {
+      return authorization(
+        await edge.thAuthorizeSession(
+          `th:session:${session.sessionId}`,
+          ...windowArgs(now),
+          session.tenantId,
+          session.memberId,
+          session.sessionId,
         ),
-        leadViewsPerMonth: Number(views),
-        billingAnniversary: anniversary as string,
-        leadViewsUsed: used ? Number(used) : undefined,
-      };
+      );
+    },
+
+    /** Sign-out: the session's tokens stop working on every instance until they expire. */
+    async revokeSession(sessionId: string, ttlSeconds: number) {
+      await redis.set(`th:session:${sessionId}`, "revoked", "EX", Math.max(1, ttlSeconds));
+    },
+
+    async isSessionRevoked(sessionId: string): Promise<boolean> {
+      return (await redis.exists(`th:session:${sessionId}`)) === 1;
     },
 
     async limitIp(

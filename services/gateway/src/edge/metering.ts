@@ -61,9 +61,10 @@ export function createMetering(deps: {
         folio,
         day,
         billing_period_start: utcDay(period.start),
-        surface,
+        // A dashboard session's reads are the web surface and carry no key.
+        surface: tenancy.sessionId && surface === "rest" ? "web" : surface,
         request_id: request.id,
-        key_id: tenancy.keyId,
+        key_id: tenancy.sessionId ? null : tenancy.keyId,
         member_id: tenancy.memberId,
         recorded_at: at.toISOString(),
       }));
