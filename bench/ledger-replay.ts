@@ -6,6 +6,9 @@
 // ratio says what the shadow-ledger writes cost on top of reading the log. The live consumer's
 // per-record inserts are measured on a smaller slice for comparison.
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { contracts, type LeadViewRecorded } from "@th/contracts";
@@ -26,10 +29,16 @@ function report(label: string, value: string): void {
   process.stdout.write(`${label.padEnd(58)} ${value}\n`);
 }
 
+// A fresh log in a throwaway directory: the default data dir is the development broker's, and
+// replaying whatever earlier runs left there would measure a different log each time.
+const BROKER_DIR = mkdtempSync(join(tmpdir(), "ledger-replay-broker-"));
+
 function spawnBroker(): Promise<{ child: ChildProcess; address: string }> {
-  const child = spawn(process.execPath, [CLI, "--port", "0", "--log-level", "error"], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const child = spawn(
+    process.execPath,
+    [CLI, "--port", "0", "--log-level", "error", "--data-dir", BROKER_DIR],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", (line) => {
       const address = /ready on (\S+)/.exec(line)?.[1];
@@ -128,5 +137,9 @@ try {
   report("ratio: live consumer / raw replay", `${(liveRate / baselineRate).toFixed(3)}x`);
 } finally {
   await harness.close();
-  broker.child.kill("SIGTERM");
+  await new Promise((resolve) => {
+    broker.child.once("exit", resolve);
+    broker.child.kill("SIGTERM");
+  });
+  rmSync(BROKER_DIR, { recursive: true, force: true });
 }
