@@ -1,4 +1,4 @@
-import { parkedTopicOf, type TopicContract } from "@th/contracts";
+import { parkedTopicOf, SCHEMA_HEADER, type TopicContract } from "@th/contracts";
 import { injectContext, inSpan, type Logger, withExtractedContext } from "@th/telemetry";
 import {
   type Admin,
@@ -11,6 +11,7 @@ import {
   type PartitionMetadata,
   type Producer,
 } from "kafkajs";
+import { readLog } from "./log-reader.ts";
 import { backoffMs, type Outcome } from "./outcomes.ts";
 import {
   decodeValue,
@@ -105,9 +106,12 @@ export interface RunningConsumer {
 }
 
 export interface ReplayOptions<T> {
-  /** Called with each fetched batch of one partition, in offset order; the next waits for it. */
+  /**
+   * Called with each fetched slice of the log: records of one or more partitions, each
+   * partition's in offset order; the next slice waits for this call.
+   */
   onBatch(records: readonly ReplayedRecord<T>[]): Promise<void>;
-  /** Partitions fetched at once; defaults to all of them. */
+  /** Ignored: every partition is read at once, one connection per partition leader. */
   partitionsConsumedConcurrently?: number;
 }
 
@@ -509,87 +513,95 @@ export class Bus {
 
   /**
    * Reads a topic from its first offset up to the high-water marks it had when the replay
-   * began, through a throwaway consumer group that never commits, so live groups are untouched.
-   * Records that cannot be decoded are skipped and counted (the live consumer parks them).
+   * began, with plain fetches and no consumer group (nothing joins, nothing commits), so live
+   * groups are untouched. Records that cannot be decoded are skipped (the live consumer parks
+   * them). The lean reader (`log-reader.ts`) skips kafkajs's per-record objects, which capped a
+   * replay at a few tens of thousands of records a second.
    */
   async replay<T>(contract: TopicContract<T>, options: ReplayOptions<T>): Promise<ReplayResult> {
-    const highWaterMarks = await this.highWaterMarks(contract.topic);
-    const remaining = new Set(
-      [...highWaterMarks].filter(([, high]) => BigInt(high) > 0n).map(([partition]) => partition),
-    );
-    let records = 0;
-    if (remaining.size === 0) {
-      return { records, highWaterMarks };
+    const admin = await this.#ensureAdmin();
+    const offsets = await admin.fetchTopicOffsets(contract.topic);
+    const highWaterMarks = new Map(offsets.map((item) => [item.partition, item.high]));
+    const ranges = new Map<number, readonly [bigint, bigint]>();
+    for (const item of offsets) {
+      const [low, high] = [BigInt(item.low), BigInt(item.high)];
+      if (high > low) {
+        ranges.set(item.partition, [low < 0n ? 0n : low, high]);
+      }
     }
-    const consumer = this.#kafka.consumer({
-      groupId: `${this.#options.clientId}.replay.${Date.now()}.${Math.random().toString(36).slice(2)}`,
-      allowAutoTopicCreation: false,
-      maxBytes: 64 * 1024 * 1024,
-      maxBytesPerPartition: 16 * 1024 * 1024,
-      maxWaitTimeInMs: 50,
-    });
+    if (ranges.size === 0) {
+      return { records: 0, highWaterMarks };
+    }
+    // One reader per partition leader, all at once; each hands over what it fetched while its
+    // next fetch is on the wire.
+    const [metadata, cluster] = await Promise.all([
+      admin.fetchTopicMetadata({ topics: [contract.topic] }),
+      admin.describeCluster(),
+    ]);
+    const leaders = new Map<number, Map<number, readonly [bigint, bigint]>>();
+    for (const partition of metadata.topics[0]?.partitions ?? []) {
+      const range = ranges.get(partition.partitionId);
+      if (range) {
+        const led = leaders.get(partition.leader) ?? new Map();
+        led.set(partition.partitionId, range);
+        leaders.set(partition.leader, led);
+      }
+    }
+    let records = 0;
     let failed = false;
-    let finish: () => void = () => {};
-    let fail: (error: unknown) => void = () => {};
-    const finished = new Promise<void>((resolve, reject) => {
-      finish = resolve;
-      fail = reject;
-    });
-    await consumer.connect();
-    try {
-      await consumer.subscribe({ topics: [contract.topic], fromBeginning: true });
-      await consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently:
-          options.partitionsConsumedConcurrently ?? Math.max(1, highWaterMarks.size),
-        eachBatch: async ({ batch }) => {
-          const high = BigInt(highWaterMarks.get(batch.partition) ?? "0");
-          if (failed) {
-            return;
-          }
-          const decoded: ReplayedRecord<T>[] = [];
-          let reachedEnd = false;
-          for (const message of batch.messages) {
-            const offset = BigInt(message.offset);
-            if (offset + 1n >= high) {
-              reachedEnd = true;
+    const schemaHeaderOf = new Map<string | undefined, Record<string, string>>();
+    await Promise.all(
+      [...leaders].map(async ([nodeId, led]) => {
+        const broker = cluster.brokers.find((item) => item.nodeId === nodeId);
+        if (!broker) {
+          throw new Error(`no address for broker ${nodeId} leading ${contract.topic}`);
+        }
+        await readLog(
+          {
+            clientId: this.#options.clientId,
+            host: broker.host,
+            port: broker.port,
+            topic: contract.topic,
+            ranges: led,
+            header: SCHEMA_HEADER,
+          },
+          async (slice) => {
+            if (failed) {
+              return;
             }
-            if (offset >= high) {
-              break;
-            }
-            try {
-              decoded.push({
-                value: decodeValue(contract, message.value, headersToStrings(message.headers)),
-                partition: batch.partition,
-                offset: message.offset,
-              });
-            } catch (error) {
-              if (!(error instanceof PoisonRecordError)) {
-                throw error;
+            const decoded: ReplayedRecord<T>[] = [];
+            for (const record of slice) {
+              let headers = schemaHeaderOf.get(record.header);
+              if (!headers) {
+                headers = record.header === undefined ? {} : { [SCHEMA_HEADER]: record.header };
+                schemaHeaderOf.set(record.header, headers);
+              }
+              try {
+                decoded.push({
+                  value: decodeValue(contract, record.value, headers),
+                  partition: record.partition,
+                  offset: record.offset,
+                });
+              } catch (error) {
+                if (!(error instanceof PoisonRecordError)) {
+                  throw error;
+                }
               }
             }
-          }
-          try {
             if (decoded.length > 0) {
-              await options.onBatch(decoded);
+              try {
+                await options.onBatch(decoded);
+              } catch (error) {
+                failed = true;
+                throw error;
+              }
               records += decoded.length;
             }
-          } catch (error) {
-            failed = true;
-            fail(error);
-            return;
-          }
-          if (reachedEnd && remaining.delete(batch.partition) && remaining.size === 0) {
-            finish();
-          }
-        },
-      });
-      await finished;
-      return { records, highWaterMarks };
-    } finally {
-      await consumer.disconnect();
-    }
+          },
+        );
+      }),
+    );
+    return { records, highWaterMarks };
   }
 
   /** Parks a copy of the original bytes with why, where from and when; durable before we go on. */
