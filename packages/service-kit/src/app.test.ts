@@ -123,3 +123,25 @@ describe("internal server", () => {
     }
   });
 });
+
+describe("metrics", () => {
+  it("are served in Prometheus text on the internal port", async () => {
+    const { createMetrics } = await import("./metrics.ts");
+    const metrics = createMetrics("kit-test");
+    metrics.httpRequests.observe({ method: "GET", route: "/things", status: "200" }, 0.004);
+    metrics.counter("th_test_events_total", "events", ["kind"] as const).inc({ kind: "a" });
+    const server = await startInternalServer({ port: 0, host: "127.0.0.1", checks: {}, metrics });
+    try {
+      const response = await fetch(`http://127.0.0.1:${server.port}/metrics`);
+      expect(response.headers.get("content-type")).toContain("text/plain");
+      const text = await response.text();
+      expect(text).toMatch(
+        /th_http_request_duration_seconds_count\{[^}]*route="\/things"[^}]*status="200"[^}]*\} 1/,
+      );
+      expect(text).toMatch(/th_test_events_total\{[^}]*kind="a"[^}]*service="kit-test"[^}]*\} 1/);
+      expect(text).toContain("process_cpu_seconds_total");
+    } finally {
+      await server.close();
+    }
+  });
+});

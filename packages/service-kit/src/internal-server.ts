@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Metrics } from "./metrics.ts";
 
 export type ReadinessCheck = () => Promise<boolean>;
 
@@ -18,6 +19,8 @@ export async function startInternalServer(options: {
   port: number;
   host?: string;
   checks: Record<string, ReadinessCheck>;
+  /** Served as Prometheus text at `/metrics`. */
+  metrics?: Metrics;
 }): Promise<InternalServer> {
   let draining = false;
   const server: Server = createServer(async (request, response) => {
@@ -44,7 +47,13 @@ export async function startInternalServer(options: {
       });
       return;
     }
-    send(404, { error: "not_found", detail: "only /healthz and /readyz live here" });
+    if (request.url === "/metrics" && options.metrics) {
+      const registry = options.metrics.registry;
+      response.writeHead(200, { "content-type": registry.contentType });
+      response.end(await registry.metrics());
+      return;
+    }
+    send(404, { error: "not_found", detail: "only /healthz, /readyz and /metrics live here" });
   });
   await new Promise<void>((resolve) =>
     server.listen(options.port, options.host ?? "0.0.0.0", resolve),

@@ -6,6 +6,7 @@ import { Redis } from "ioredis";
 import type { HttpApp } from "./app.ts";
 import { startInternalServer } from "./internal-server.ts";
 import { stopOnSignals } from "./lifecycle.ts";
+import { createMetrics, type Metrics } from "./metrics.ts";
 
 export type CommonConfig = z.infer<z.ZodObject<typeof commonShape>>;
 
@@ -16,6 +17,8 @@ export interface ServiceDeps<Config extends CommonConfig> {
   pool: Pool;
   redis: Redis;
   bus: Bus;
+  /** The process's Prometheus registry; tests may leave it out. */
+  metrics?: Metrics;
 }
 
 /** What `buildApp` returns: an HTTP app (optional) and the background work it runs. */
@@ -99,7 +102,18 @@ export async function runService<Config extends CommonConfig>(
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: spec.name, logger });
 
-  const app = await spec.build({ config, logger, pool, redis, bus });
+  const metrics = createMetrics(spec.name);
+  const app = await spec.build({ config, logger, pool, redis, bus, metrics });
+  app.http?.addHook("onResponse", async (request, reply) => {
+    metrics.httpRequests.observe(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? "unmatched",
+        status: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1000,
+    );
+  });
   await provisionWithRetry(bus, spec.topics, logger);
   await app.start();
   if (app.http && spec.port !== undefined) {
@@ -107,6 +121,7 @@ export async function runService<Config extends CommonConfig>(
   }
   const internal = await startInternalServer({
     port: config.INTERNAL_PORT,
+    metrics,
     checks: {
       postgres: () => pingDatabase(pool),
       redis: async () => (await redis.ping()) === "PONG",

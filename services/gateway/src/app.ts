@@ -52,7 +52,23 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   const matcherUpstream = upstreamOf(config.MATCHER_URL);
   const meter = createLeadViewMeter(deps.redis, { loadUsage: ledgerUsageLoader(ledgerUpstream) });
   const now = options.now ?? (() => Date.now());
-  const metering = createMetering({ meter, bus: deps.bus, upgradeUrl: config.UPGRADE_URL, now });
+  const leadViewsRecorded = deps.metrics?.counter(
+    "th_lead_views_recorded_total",
+    "Lead-views consumed and recorded, by surface",
+    ["surface"] as const,
+  );
+  const rateLimited = deps.metrics?.counter(
+    "th_rate_limit_rejections_total",
+    "Requests refused with 429, by the window that refused them",
+    ["scope"] as const,
+  );
+  const metering = createMetering({
+    meter,
+    bus: deps.bus,
+    upgradeUrl: config.UPGRADE_URL,
+    now,
+    onRecorded: (surface, count) => leadViewsRecorded?.inc({ surface }, count),
+  });
   const sessions = await registerSessions(http, {
     secret: config.SESSION_SECRET,
     accessSeconds: config.SESSION_ACCESS_SECONDS,
@@ -62,6 +78,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerEdge(http, {
     store,
     sessions: sessions.edge,
+    onRateLimited: (scope) => rateLimited?.inc({ scope }),
     keys: createKeysClient(keysUpstream),
     pepper: pepperKey(pepperOf(config)),
     upgradeUrl: config.UPGRADE_URL,

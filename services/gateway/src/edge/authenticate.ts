@@ -88,6 +88,8 @@ export interface EdgeOptions {
   remainingLeadViews?: QuotaReader;
   sessions?: EdgeSessions;
   now?: () => number;
+  /** Counts refusals with 429, by whose window refused: `tenant`, `public` or `auth_failure`. */
+  onRateLimited?: (scope: "tenant" | "public" | "auth_failure") => void;
 }
 
 export function upgradeUrlFor(base: string, tier: string, surface: Surface): string {
@@ -131,6 +133,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     );
     request.edge = { window };
     if (!window.allowed) {
+      options.onRateLimited?.("auth_failure");
       throw rateLimited(window, now(), "this client");
     }
     throw new ApiError("unauthorized", detail);
@@ -188,6 +191,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       );
       request.edge = { window };
       if (!window.allowed) {
+        options.onRateLimited?.("public");
         throw rateLimited(window, now(), "this client");
       }
       return;
@@ -301,6 +305,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       },
     };
     if (!answer.window.allowed) {
+      options.onRateLimited?.("tenant");
       throw rateLimited(answer.window, now(), "this tenant (all of its keys together)");
     }
     const surface = config.surface ?? "rest";

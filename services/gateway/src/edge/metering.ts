@@ -16,6 +16,8 @@ export function createMetering(deps: {
   bus: Bus;
   upgradeUrl: string;
   now: () => number;
+  /** Counts lead-views recorded, by surface. */
+  onRecorded?: (surface: Surface, count: number) => void;
 }) {
   return {
     async charge(
@@ -70,6 +72,7 @@ export function createMetering(deps: {
       }));
       try {
         await deps.bus.publish(contracts.leadViewRecorded, events);
+        deps.onRecorded?.(surface, events.length);
       } catch (error) {
         await deps.meter.release({
           tenantId: tenancy.tenantId,
