@@ -5,6 +5,7 @@ export default defineConfig({
     include: ["packages/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "test/**/*.test.ts"],
     exclude: ["**/node_modules/**"],
     pool: "forks",
+    globalSetup: ["packages/dashboard/src/vitest-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ["default"],

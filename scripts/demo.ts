@@ -39,6 +39,9 @@ async function keyStillWorks(baseUrl: string, key: string): Promise<boolean> {
   return response.status === 200;
 }
 
+/** The demo admin's dashboard password; a local demo only, never a real account. */
+const DEMO_PASSWORD = "demo-dashboard-password";
+
 async function startDemoTrial(baseUrl: string): Promise<{ key: string; tenantId: string }> {
   const response = await fetch(`${baseUrl}/v1/public/trials`, {
     method: "POST",
@@ -48,6 +51,7 @@ async function startDemoTrial(baseUrl: string): Promise<{ key: string; tenantId:
       company: "Demo Realty LLC",
       admin_email: "demo@demo-realty.example",
       payment_method: "pm_card_visa",
+      admin_password: DEMO_PASSWORD,
     }),
   });
   if (response.status !== 201) {
@@ -77,6 +81,7 @@ export async function seedDemo(context: DemoContext): Promise<string[]> {
   return [
     `  Demo tenant   ${demo.tenantId} (Team tier, 14-day trial), sample roll loaded`,
     `  API key       ${demo.key}`,
+    `  Dashboard     ${context.baseUrl}/  sign in as demo@demo-realty.example / ${DEMO_PASSWORD}`,
     `  Try           curl ${auth} "${context.baseUrl}/v1/leads?county=23&limit=3"`,
     `                curl ${auth} ${context.baseUrl}/v1/usage`,
   ];

@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { ensureDashboardBuilt } from "../packages/dashboard/src/build.ts";
 import { seedDemo } from "./demo.ts";
 
 const root = join(import.meta.dirname, "..");
@@ -169,6 +170,9 @@ async function stopAll(code: number) {
 
 process.on("SIGINT", () => void stopAll(0));
 process.on("SIGTERM", () => void stopAll(0));
+
+say("building the dashboard when its sources changed");
+await ensureDashboardBuilt({ log: say });
 
 say("applying migrations");
 await Promise.all(

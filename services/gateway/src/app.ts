@@ -1,5 +1,6 @@
 import { pepperKey } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
+import { DASHBOARD_DIST } from "@th/dashboard/dist";
 import { createLeadViewMeter } from "@th/quota";
 import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
 import { createKeysClient, createUpstream } from "./clients/keys-client.ts";
@@ -12,6 +13,7 @@ import { createMetering } from "./edge/metering.ts";
 import { registerSessions } from "./edge/sessions.ts";
 import { registerAccountRoutes } from "./routes/account.ts";
 import { registerDashboardSessionRoutes } from "./routes/dashboard-session.ts";
+import { registerDashboardLeadRoutes, registerDashboardUi } from "./routes/dashboard-ui.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerExportRoutes } from "./routes/export.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
@@ -102,6 +104,8 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     refreshSeconds: config.SESSION_REFRESH_SECONDS,
     now,
   });
+  registerDashboardLeadRoutes(http, { parcels: parcelsUpstream });
+  await registerDashboardUi(http, { dir: config.DASHBOARD_DIR ?? DASHBOARD_DIST });
   registerDocsRoutes(http);
   registerMeRoute(http);
   registerPublicRoutes(http, { keys: keysUpstream });

@@ -1,0 +1,20 @@
+/**
+ * The dashboard's client-side routes. The gateway answers each with the app's index.html, so a
+ * reload or a shared link lands on the right page; everything else under `/v1` and `/mcp` stays
+ * the API's.
+ */
+export const DASHBOARD_ROUTES = [
+  "/",
+  "/sign-in",
+  "/set-password",
+  "/overview",
+  "/keys",
+  "/leads",
+  "/watchlists",
+  "/webhooks",
+  "/team",
+  "/plan",
+  "/integrations",
+] as const;
+
+export type DashboardRoute = (typeof DASHBOARD_ROUTES)[number];

@@ -1,0 +1,200 @@
+import { useEffect, useRef, useState } from "react";
+import { api, refreshSession, subscribeLimits, whenSignedOut } from "./api.ts";
+import { Link, navigate, usePath } from "./components.tsx";
+import { formatNumber, type Limits } from "./logic.ts";
+import { KeysPage } from "./pages/keys.tsx";
+import { LeadsPage } from "./pages/leads.tsx";
+import { OverviewPage } from "./pages/overview.tsx";
+import { IntegrationsPage, PlanPage } from "./pages/plan.tsx";
+import { SetPasswordPage, SignInPage } from "./pages/sign-in.tsx";
+import { TeamPage } from "./pages/team.tsx";
+import { WatchlistsPage } from "./pages/watchlists.tsx";
+import { WebhooksPage } from "./pages/webhooks.tsx";
+
+export interface Session {
+  member: { id: string; email: string; role: "admin" | "member" };
+  tenant: { id: string; company: string; tier: "starter" | "operator" | "team" | "custom" };
+  csrf_token: string;
+  expires_at: string;
+  refresh_expires_at: string;
+}
+
+const NAV = [
+  { to: "/overview", label: "Overview" },
+  { to: "/leads", label: "Leads" },
+  { to: "/watchlists", label: "Watchlists" },
+  { to: "/webhooks", label: "Webhooks" },
+  { to: "/keys", label: "API keys" },
+  { to: "/team", label: "Team" },
+  { to: "/plan", label: "Plan" },
+  { to: "/integrations", label: "MCP & exports" },
+];
+
+export const TIER_LABELS = {
+  starter: "Starter",
+  operator: "Operator",
+  team: "Team",
+  custom: "Custom",
+} as const;
+
+function LimitsBar() {
+  const [limits, setLimits] = useState<Limits | null>(null);
+  useEffect(() => subscribeLimits(setLimits), []);
+  if (!limits) {
+    return null;
+  }
+  return (
+    <dl className="limits" aria-label="Live limits" data-testid="limits-bar">
+      <div>
+        <dt>Lead-views left</dt>
+        <dd data-testid="lead-views-remaining">{formatNumber(limits.leadViewsRemaining)}</dd>
+      </div>
+      <div>
+        <dt>Requests this minute</dt>
+        <dd>
+          {formatNumber(limits.rateLimit - limits.rateRemaining)} / {formatNumber(limits.rateLimit)}
+        </dd>
+      </div>
+    </dl>
+  );
+}
+
+function Shell(props: { session: Session; onSignOut: () => void; path: string }) {
+  const { session, path } = props;
+  const main = useRef<HTMLElement>(null);
+  // Moving between pages puts focus on the new page's heading, as a page load would.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs on every route change
+  useEffect(() => {
+    main.current?.querySelector<HTMLElement>("h1")?.focus();
+  }, [path]);
+  let page = <OverviewPage session={session} />;
+  if (path === "/keys") {
+    page = <KeysPage session={session} />;
+  } else if (path === "/leads") {
+    page = <LeadsPage />;
+  } else if (path === "/watchlists") {
+    page = <WatchlistsPage />;
+  } else if (path === "/webhooks") {
+    page = <WebhooksPage />;
+  } else if (path === "/team") {
+    page = <TeamPage session={session} />;
+  } else if (path === "/plan") {
+    page = <PlanPage session={session} />;
+  } else if (path === "/integrations") {
+    page = <IntegrationsPage />;
+  }
+  return (
+    <div className="shell">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <aside className="sidebar">
+        <div className="brand">
+          <span className="brand-mark" aria-hidden="true">
+            TH
+          </span>
+          <span>Terminal House</span>
+        </div>
+        <nav aria-label="Dashboard">
+          <ul>
+            {NAV.map((item) => (
+              <li key={item.to}>
+                <Link
+                  to={item.to}
+                  current={path === item.to || (path === "/" && item.to === "/overview")}
+                >
+                  {item.label}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+      </aside>
+      <div className="workspace">
+        <header className="topbar">
+          <div className="account">
+            <strong>{session.tenant.company}</strong>
+            <span className={`tier tier-${session.tenant.tier}`}>
+              {TIER_LABELS[session.tenant.tier]}
+            </span>
+          </div>
+          <LimitsBar />
+          <div className="who">
+            <span className="muted">{session.member.email}</span>
+            <button type="button" className="button" onClick={props.onSignOut}>
+              Sign out
+            </button>
+          </div>
+        </header>
+        <main id="main" ref={main}>
+          {page}
+        </main>
+      </div>
+    </div>
+  );
+}
+
+export function App() {
+  const path = usePath();
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+
+  useEffect(() => {
+    whenSignedOut(() => setSession(null));
+    api<Session>("GET", "/v1/dashboard/session")
+      .then(setSession)
+      .catch(async () => {
+        if (await refreshSession()) {
+          setSession(await api<Session>("GET", "/v1/dashboard/session").catch(() => null));
+        } else {
+          setSession(null);
+        }
+      });
+  }, []);
+
+  // The access cookie lives minutes; refresh it a minute before it ends while the page is open.
+  useEffect(() => {
+    if (!session) {
+      return;
+    }
+    const wait = Math.max(5_000, Date.parse(session.expires_at) - Date.now() - 60_000);
+    const timer = window.setTimeout(async () => {
+      const next = await api<Session>("POST", "/v1/dashboard/session/refresh").catch(() => null);
+      setSession(next);
+    }, wait);
+    return () => window.clearTimeout(timer);
+  }, [session]);
+
+  useEffect(() => {
+    if (session === null && path !== "/sign-in" && path !== "/set-password") {
+      navigate("/sign-in");
+    }
+    if (session && (path === "/sign-in" || path === "/")) {
+      navigate("/overview");
+    }
+  }, [session, path]);
+
+  if (path === "/set-password") {
+    return <SetPasswordPage />;
+  }
+  if (session === undefined) {
+    return (
+      <p className="muted boot" role="status">
+        Loading…
+      </p>
+    );
+  }
+  if (session === null) {
+    return <SignInPage onSignedIn={setSession} />;
+  }
+  return (
+    <Shell
+      session={session}
+      path={path}
+      onSignOut={async () => {
+        await api("DELETE", "/v1/dashboard/session").catch(() => undefined);
+        setSession(null);
+        navigate("/sign-in");
+      }}
+    />
+  );
+}

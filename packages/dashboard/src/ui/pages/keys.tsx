@@ -1,0 +1,161 @@
+import { useState } from "react";
+import { ApiFailure, api } from "../api.ts";
+import type { Session } from "../app.tsx";
+import { Card, Empty, Field, Loading, Page, Problem, SecretOnce, useLoad } from "../components.tsx";
+import { formatAge, formatDate, rotationReminder } from "../logic.ts";
+
+interface ApiKey {
+  id: string;
+  label: string;
+  last4: string;
+  member_id: string;
+  revoked: boolean;
+  created_at: string;
+  age_days: number;
+  rotation_due: boolean;
+}
+
+export function KeysPage(props: { session: Session }) {
+  const keys = useLoad(() => api<{ data: ApiKey[] }>("GET", "/v1/team/api-keys"));
+  const [label, setLabel] = useState("");
+  const [issued, setIssued] = useState<(ApiKey & { secret: string }) | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const gated =
+    keys.error instanceof ApiFailure &&
+    (keys.error.body.error === "tier_required" || keys.error.body.error === "forbidden");
+  return (
+    <Page
+      title="API keys"
+      lead="Keys authenticate REST and MCP calls as Authorization: Bearer <key>. Every key of the account shares one rate limit and one lead-view quota."
+    >
+      {gated ? (
+        <Problem error={keys.error} />
+      ) : (
+        <>
+          <Card title="Issue a key">
+            <form
+              className="inline-form"
+              onSubmit={async (event) => {
+                event.preventDefault();
+                setError(null);
+                try {
+                  setIssued(
+                    await api<ApiKey & { secret: string }>("POST", "/v1/team/api-keys", { label }),
+                  );
+                  setLabel("");
+                  await keys.reload();
+                } catch (failure) {
+                  setError(failure);
+                }
+              }}
+            >
+              <Field label="Label" hint="Where the key will live, e.g. “CRM sync”.">
+                {(id, hint) => (
+                  <input
+                    id={id}
+                    required
+                    maxLength={100}
+                    aria-describedby={hint}
+                    value={label}
+                    onChange={(event) => setLabel(event.target.value)}
+                  />
+                )}
+              </Field>
+              <button type="submit" className="button primary">
+                Issue key
+              </button>
+            </form>
+            <Problem error={error} />
+            {issued ? (
+              <SecretOnce
+                title={`Your new key “${issued.label}”.`}
+                secret={issued.secret}
+                onDone={() => setIssued(null)}
+              />
+            ) : null}
+          </Card>
+          <Card title="Keys">
+            <Problem error={keys.error} />
+            {!keys.data ? (
+              <Loading />
+            ) : keys.data.data.length === 0 ? (
+              <Empty>No keys yet.</Empty>
+            ) : (
+              <table className="table">
+                <thead>
+                  <tr>
+                    <th scope="col">Label</th>
+                    <th scope="col">Key</th>
+                    <th scope="col">Issued</th>
+                    <th scope="col">Age</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {keys.data.data.map((key) => {
+                    const reminder = rotationReminder(key);
+                    return (
+                      <tr key={key.id} data-testid={`key-${key.id}`}>
+                        <td>
+                          {key.label}
+                          {key.member_id === props.session.member.id ? (
+                            <span className="muted small"> (yours)</span>
+                          ) : null}
+                          {reminder ? (
+                            <p className="reminder" role="note">
+                              {reminder}
+                            </p>
+                          ) : null}
+                        </td>
+                        <td>
+                          <code>th_live_…{key.last4}</code>
+                        </td>
+                        <td>{formatDate(key.created_at)}</td>
+                        <td>{formatAge(key.age_days)}</td>
+                        <td>
+                          <span className={key.revoked ? "pill off" : "pill on"}>
+                            {key.revoked ? "Revoked" : "Active"}
+                          </span>
+                        </td>
+                        <td className="actions">
+                          {key.revoked ? null : (
+                            <button
+                              type="button"
+                              className="button danger"
+                              aria-label={`Revoke ${key.label} (…${key.last4})`}
+                              onClick={async () => {
+                                if (
+                                  !window.confirm(
+                                    `Revoke “${key.label}”? Requests with it fail at once.`,
+                                  )
+                                ) {
+                                  return;
+                                }
+                                setError(null);
+                                try {
+                                  await api("DELETE", `/v1/team/api-keys/${key.id}`);
+                                  await keys.reload();
+                                } catch (failure) {
+                                  setError(failure);
+                                }
+                              }}
+                            >
+                              Revoke
+                            </button>
+                          )}
+                        </td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            )}
+          </Card>
+        </>
+      )}
+    </Page>
+  );
+}

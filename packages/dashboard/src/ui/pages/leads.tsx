@@ -1,0 +1,384 @@
+import { useState } from "react";
+import { api } from "../api.ts";
+import { Card, Empty, Field, Loading, Page, Problem } from "../components.tsx";
+import {
+  EMPTY_FILTERS,
+  formatDate,
+  formatMoney,
+  formatNumber,
+  humanize,
+  type LeadFilters,
+  leadQuery,
+  SIGNALS,
+  USE_CLASSES,
+} from "../logic.ts";
+
+interface LeadSummary {
+  folio: string;
+  county: { number: number; name: string | null };
+  city: string | null;
+  zip: string | null;
+  use_class: string | null;
+  roll_year: number;
+  signals_fired: string[];
+}
+
+interface Sale {
+  date?: string | null;
+  price?: number | null;
+  [key: string]: unknown;
+}
+
+export interface Lead {
+  folio: string;
+  county: { number: number; name: string | null };
+  parcel_id: string;
+  roll_year: number;
+  roll_stage: string;
+  address: { formatted: string };
+  owner: {
+    name: string;
+    mailing_address: Record<string, string | null>;
+    mailing_state: string | null;
+  };
+  valuation: {
+    just_value: number;
+    assessed_value: number | null;
+    taxable_value: number | null;
+    land_value: number | null;
+    est_equity: number | null;
+    equity_ratio: number | null;
+  };
+  equity_estimate: { method: string } | null;
+  land_use: { use_class: string | null; dor_use_code: string | null };
+  building: { year_built: number | null; living_area_sqft: number | null };
+  land_sqft: number | null;
+  sales: { last_qualified_sale: Sale | null; last_sale: Sale | null };
+  homestead: boolean;
+  signals: { name: string; reason: string }[];
+  observed_at: string;
+}
+
+function LeadRecord(props: { lead: Lead }) {
+  const { lead } = props;
+  const mailing = Object.values(lead.owner.mailing_address).filter(Boolean).join(", ");
+  const sale = lead.sales.last_sale;
+  return (
+    <div className="record" data-testid="lead-record">
+      <dl className="facts">
+        <div>
+          <dt>Situs address</dt>
+          <dd>{lead.address.formatted}</dd>
+        </div>
+        <div>
+          <dt>Owner</dt>
+          <dd>{lead.owner.name}</dd>
+        </div>
+        <div>
+          <dt>Mailing address</dt>
+          <dd>{mailing || "—"}</dd>
+        </div>
+        <div>
+          <dt>Just value</dt>
+          <dd>{formatMoney(lead.valuation.just_value)}</dd>
+        </div>
+        <div>
+          <dt>Assessed / taxable</dt>
+          <dd>
+            {formatMoney(lead.valuation.assessed_value)} /{" "}
+            {formatMoney(lead.valuation.taxable_value)}
+          </dd>
+        </div>
+        <div>
+          <dt>Estimated equity</dt>
+          <dd>
+            {formatMoney(lead.valuation.est_equity)}
+            {lead.valuation.equity_ratio !== null
+              ? ` (${Math.round(lead.valuation.equity_ratio * 100)}%, estimate)`
+              : ""}
+          </dd>
+        </div>
+        <div>
+          <dt>Land use</dt>
+          <dd>
+            {humanize(lead.land_use.use_class ?? "unknown")} · DOR{" "}
+            {lead.land_use.dor_use_code ?? "—"}
+          </dd>
+        </div>
+        <div>
+          <dt>Building</dt>
+          <dd>
+            {lead.building.year_built ?? "—"} · {formatNumber(lead.building.living_area_sqft)} sq ft
+            living · {formatNumber(lead.land_sqft)} sq ft land
+          </dd>
+        </div>
+        <div>
+          <dt>Last sale</dt>
+          <dd>
+            {sale
+              ? `${formatDate(String(sale.date ?? ""))} for ${formatMoney(sale.price ?? null)}`
+              : "—"}
+          </dd>
+        </div>
+        <div>
+          <dt>Homestead</dt>
+          <dd>{lead.homestead ? "Yes" : "No"}</dd>
+        </div>
+        <div>
+          <dt>Roll</dt>
+          <dd>
+            {lead.roll_year} {lead.roll_stage} · parcel {lead.parcel_id} · observed{" "}
+            {formatDate(lead.observed_at)}
+          </dd>
+        </div>
+      </dl>
+      {lead.signals.length > 0 ? (
+        <ul className="signals-explained">
+          {lead.signals.map((signal) => (
+            <li key={signal.name}>
+              <strong>{humanize(signal.name)}</strong>: {signal.reason}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {lead.equity_estimate ? (
+        <p className="muted small">Equity is an estimate: {lead.equity_estimate.method}</p>
+      ) : null}
+    </div>
+  );
+}
+
+function LeadRow(props: { summary: LeadSummary }) {
+  const { summary } = props;
+  const [lead, setLead] = useState<Lead | null>(null);
+  const [open, setOpen] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const panel = `lead-${summary.folio}`;
+  return (
+    <li className="lead-row" data-testid="lead-row">
+      <div className="lead-summary">
+        <div>
+          <p className="folio">{summary.folio}</p>
+          <p className="muted small">
+            {[summary.city, summary.zip, summary.county.name].filter(Boolean).join(" · ")} ·{" "}
+            {humanize(summary.use_class ?? "unknown use")}
+          </p>
+          <p className="chips">
+            {summary.signals_fired.map((signal) => (
+              <span key={signal} className="chip">
+                {humanize(signal)}
+              </span>
+            ))}
+          </p>
+        </div>
+        <button
+          type="button"
+          className={open ? "button" : "button primary"}
+          aria-expanded={open}
+          aria-controls={panel}
+          disabled={busy}
+          onClick={async () => {
+            if (open) {
+              setOpen(false);
+              return;
+            }
+            setBusy(true);
+            setError(null);
+            try {
+              // Viewing again the same UTC day costs nothing; the API decides, not the page.
+              setLead(await api<Lead>("GET", `/v1/leads/${encodeURIComponent(summary.folio)}`));
+              setOpen(true);
+            } catch (failure) {
+              setError(failure);
+            } finally {
+              setBusy(false);
+            }
+          }}
+        >
+          {open
+            ? "Hide record"
+            : lead
+              ? "Show full record again"
+              : "Show full record · 1 lead-view"}
+        </button>
+      </div>
+      <div id={panel} hidden={!open}>
+        {open && lead ? <LeadRecord lead={lead} /> : null}
+      </div>
+      <Problem error={error} />
+    </li>
+  );
+}
+
+export function LeadsPage() {
+  const [filters, setFilters] = useState<LeadFilters>(EMPTY_FILTERS);
+  const [page, setPage] = useState<{ leads: LeadSummary[]; next_cursor: string | null } | null>(
+    null,
+  );
+  const [error, setError] = useState<unknown>(null);
+  const [loading, setLoading] = useState(false);
+  const set = (name: keyof LeadFilters) => (event: { target: { value: string } }) =>
+    setFilters({ ...filters, [name]: event.target.value });
+
+  async function search(cursor?: string) {
+    setLoading(true);
+    setError(null);
+    try {
+      const next = await api<{ leads: LeadSummary[]; next_cursor: string | null }>(
+        "GET",
+        `/v1/dashboard/leads${leadQuery(filters, { limit: "25", ...(cursor ? { cursor } : {}) })}`,
+      );
+      setPage(cursor && page ? { ...next, leads: [...page.leads, ...next.leads] } : next);
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setLoading(false);
+    }
+  }
+
+  return (
+    <Page
+      title="Leads"
+      lead="Searching and listing is free. Opening a lead's full record (owner, mailing address, values, sales) uses one lead-view; opening the same parcel again the same UTC day is free."
+    >
+      <Card title="Search">
+        <form
+          className="filters"
+          onSubmit={(event) => {
+            event.preventDefault();
+            void search();
+          }}
+        >
+          <Field label="County number" hint="DOR number, 11–77 (23 is Miami-Dade).">
+            {(id, hint) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                aria-describedby={hint}
+                value={filters.county}
+                onChange={set("county")}
+              />
+            )}
+          </Field>
+          <Field label="City">
+            {(id) => <input id={id} value={filters.city} onChange={set("city")} />}
+          </Field>
+          <Field label="ZIP">
+            {(id) => (
+              <input id={id} inputMode="numeric" value={filters.zip} onChange={set("zip")} />
+            )}
+          </Field>
+          <Field label="Use class">
+            {(id) => (
+              <select id={id} value={filters.use_class} onChange={set("use_class")}>
+                <option value="">Any</option>
+                {USE_CLASSES.map((useClass) => (
+                  <option key={useClass} value={useClass}>
+                    {humanize(useClass)}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Min just value ($)">
+            {(id) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                value={filters.min_just_value}
+                onChange={set("min_just_value")}
+              />
+            )}
+          </Field>
+          <Field label="Max just value ($)">
+            {(id) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                value={filters.max_just_value}
+                onChange={set("max_just_value")}
+              />
+            )}
+          </Field>
+          <Field label="Min equity ($)">
+            {(id) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                value={filters.min_equity}
+                onChange={set("min_equity")}
+              />
+            )}
+          </Field>
+          <Field label="Max equity ($)">
+            {(id) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                value={filters.max_equity}
+                onChange={set("max_equity")}
+              />
+            )}
+          </Field>
+          <fieldset className="signals-picker">
+            <legend>Signals (a lead must have all that are ticked)</legend>
+            {SIGNALS.map((signal) => (
+              <label key={signal} className="check">
+                <input
+                  type="checkbox"
+                  checked={filters.signals.includes(signal)}
+                  onChange={(event) =>
+                    setFilters({
+                      ...filters,
+                      signals: event.target.checked
+                        ? [...filters.signals, signal]
+                        : filters.signals.filter((each) => each !== signal),
+                    })
+                  }
+                />
+                {humanize(signal)}
+              </label>
+            ))}
+          </fieldset>
+          <div className="form-actions">
+            <button type="submit" className="button primary">
+              Search
+            </button>
+            <a
+              className="button"
+              href={`/v1/exports/leads.csv${leadQuery(filters)}`}
+              download="leads.csv"
+            >
+              Export CSV (1 lead-view per row)
+            </a>
+          </div>
+        </form>
+      </Card>
+      <Problem error={error} />
+      {loading && !page ? <Loading /> : null}
+      {page ? (
+        <Card title={`Results (${page.leads.length}${page.next_cursor ? "+" : ""})`}>
+          {page.leads.length === 0 ? (
+            <Empty>No parcel matches these filters.</Empty>
+          ) : (
+            <ul className="lead-list">
+              {page.leads.map((summary) => (
+                <LeadRow key={summary.folio} summary={summary} />
+              ))}
+            </ul>
+          )}
+          {page.next_cursor ? (
+            <button
+              type="button"
+              className="button"
+              onClick={() => void search(page.next_cursor ?? undefined)}
+            >
+              Load more
+            </button>
+          ) : null}
+        </Card>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,153 @@
+import { useState } from "react";
+import { ApiFailure, api } from "../api.ts";
+import type { Session } from "../app.tsx";
+import { Field, navigate, Problem } from "../components.tsx";
+
+export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  return (
+    <main className="auth" id="main">
+      <form
+        className="auth-card"
+        aria-labelledby="sign-in-title"
+        onSubmit={async (event) => {
+          event.preventDefault();
+          setBusy(true);
+          setError(null);
+          try {
+            props.onSignedIn(
+              await api<Session>("POST", "/v1/dashboard/session", { email, password }),
+            );
+            navigate("/overview");
+          } catch (failure) {
+            setError(failure);
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <div className="brand">
+          <span className="brand-mark" aria-hidden="true">
+            TH
+          </span>
+          <span>Terminal House</span>
+        </div>
+        <h1 id="sign-in-title">Sign in to your dashboard</h1>
+        <Field label="Email">
+          {(id) => (
+            <input
+              id={id}
+              type="email"
+              autoComplete="username"
+              required
+              value={email}
+              onChange={(event) => setEmail(event.target.value)}
+            />
+          )}
+        </Field>
+        <Field label="Password">
+          {(id) => (
+            <input
+              id={id}
+              type="password"
+              autoComplete="current-password"
+              required
+              value={password}
+              onChange={(event) => setPassword(event.target.value)}
+            />
+          )}
+        </Field>
+        <Problem
+          error={
+            error instanceof ApiFailure && error.status === 401
+              ? new Error("That email and password do not match an account.")
+              : error
+          }
+        />
+        <button type="submit" className="button primary wide" disabled={busy}>
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+        <p className="muted small">
+          New admins set a password with the link from their trial or invitation.
+        </p>
+      </form>
+    </main>
+  );
+}
+
+/** The one-time link: the token travels in the URL fragment, which never reaches a server log. */
+export function SetPasswordPage() {
+  const token = new URLSearchParams(window.location.hash.slice(1)).get("token") ?? "";
+  const [password, setPassword] = useState("");
+  const [confirm, setConfirm] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState(false);
+  return (
+    <main className="auth" id="main">
+      <form
+        className="auth-card"
+        aria-labelledby="set-password-title"
+        onSubmit={async (event) => {
+          event.preventDefault();
+          setError(null);
+          if (password !== confirm) {
+            setError(new Error("The two passwords differ."));
+            return;
+          }
+          try {
+            await api("POST", "/v1/public/password", { token, password });
+            setDone(true);
+          } catch (failure) {
+            setError(failure);
+          }
+        }}
+      >
+        <h1 id="set-password-title">Choose your password</h1>
+        {done ? (
+          <>
+            <p role="status">Your password is set.</p>
+            <a className="button primary wide" href="/sign-in">
+              Sign in
+            </a>
+          </>
+        ) : (
+          <>
+            <Field label="New password" hint="At least 12 characters.">
+              {(id, hint) => (
+                <input
+                  id={id}
+                  type="password"
+                  autoComplete="new-password"
+                  minLength={12}
+                  required
+                  aria-describedby={hint}
+                  value={password}
+                  onChange={(event) => setPassword(event.target.value)}
+                />
+              )}
+            </Field>
+            <Field label="Repeat the password">
+              {(id) => (
+                <input
+                  id={id}
+                  type="password"
+                  autoComplete="new-password"
+                  required
+                  value={confirm}
+                  onChange={(event) => setConfirm(event.target.value)}
+                />
+              )}
+            </Field>
+            <Problem error={token ? error : new Error("This link has no token.")} />
+            <button type="submit" className="button primary wide" disabled={!token}>
+              Set password
+            </button>
+          </>
+        )}
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,441 @@
+import { useState } from "react";
+import { api } from "../api.ts";
+import { Card, Empty, Field, Loading, Page, Problem, useLoad } from "../components.tsx";
+import {
+  EMPTY_RECIPE_FORM,
+  formatDateTime,
+  formFromRecipe,
+  humanize,
+  type RecipeForm,
+  recipeFromForm,
+  SIGNALS,
+  USE_CLASSES,
+} from "../logic.ts";
+
+export interface Watchlist {
+  id: string;
+  name: string;
+  recipe: Record<string, unknown>;
+  recipe_version: number;
+  match_count: number;
+  last_match_at: string | null;
+  created_at: string;
+}
+
+interface Match {
+  match_id: string;
+  folio: string;
+  score: number;
+  signals_fired: string[];
+  matched_at: string;
+  trigger: string;
+}
+
+interface Run {
+  id: string;
+  status: "queued" | "running" | "succeeded" | "failed";
+  parcels_scanned: number;
+  parcels_total: number | null;
+  matches_found: number;
+  error: string | null;
+}
+
+function toggle(list: string[], value: string, on: boolean): string[] {
+  return on ? [...list, value] : list.filter((each) => each !== value);
+}
+
+function RecipeEditor(props: {
+  initial?: Watchlist;
+  onSaved: (watchlist: Watchlist) => void;
+  onCancel?: () => void;
+}) {
+  const [name, setName] = useState(props.initial?.name ?? "");
+  const [form, setForm] = useState<RecipeForm>(
+    props.initial ? formFromRecipe(props.initial.recipe) : EMPTY_RECIPE_FORM,
+  );
+  const [mode, setMode] = useState<"form" | "json">("form");
+  const [json, setJson] = useState(JSON.stringify(props.initial?.recipe ?? {}, null, 2));
+  const [error, setError] = useState<unknown>(null);
+  const text = (field: keyof RecipeForm) => (event: { target: { value: string } }) =>
+    setForm({ ...form, [field]: event.target.value });
+
+  function switchTo(next: "form" | "json") {
+    setError(null);
+    if (next === "json") {
+      setJson(JSON.stringify(recipeFromForm(form), null, 2));
+    } else {
+      try {
+        setForm(formFromRecipe(JSON.parse(json)));
+      } catch {
+        setError(new Error("The JSON is not valid; fix it before switching to the form."));
+        return;
+      }
+    }
+    setMode(next);
+  }
+
+  return (
+    <form
+      className="stack"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        setError(null);
+        let recipe: unknown;
+        try {
+          recipe = mode === "json" ? JSON.parse(json) : recipeFromForm(form);
+        } catch {
+          setError(new Error("The recipe JSON is not valid JSON."));
+          return;
+        }
+        try {
+          const saved = props.initial
+            ? await api<Watchlist>("PATCH", `/v1/watchlists/${props.initial.id}`, { name, recipe })
+            : await api<Watchlist>("POST", "/v1/watchlists", { name, recipe });
+          props.onSaved(saved);
+        } catch (failure) {
+          setError(failure);
+        }
+      }}
+    >
+      <Field label="Name">
+        {(id) => (
+          <input
+            id={id}
+            required
+            maxLength={120}
+            value={name}
+            onChange={(event) => setName(event.target.value)}
+          />
+        )}
+      </Field>
+      <fieldset className="tabs">
+        <legend className="visually-hidden">Recipe editor</legend>
+        <button
+          type="button"
+          className="button"
+          aria-pressed={mode === "form"}
+          onClick={() => switchTo("form")}
+        >
+          Form
+        </button>
+        <button
+          type="button"
+          className="button"
+          aria-pressed={mode === "json"}
+          onClick={() => switchTo("json")}
+        >
+          JSON
+        </button>
+      </fieldset>
+      {mode === "form" ? (
+        <div className="filters">
+          <Field label="Counties" hint="DOR numbers, comma-separated (23 is Miami-Dade).">
+            {(id, hint) => (
+              <input
+                id={id}
+                aria-describedby={hint}
+                value={form.counties}
+                onChange={text("counties")}
+              />
+            )}
+          </Field>
+          <Field label="Cities" hint="Comma-separated.">
+            {(id, hint) => (
+              <input
+                id={id}
+                aria-describedby={hint}
+                value={form.cities}
+                onChange={text("cities")}
+              />
+            )}
+          </Field>
+          <Field label="ZIP codes" hint="Comma-separated 5-digit ZIPs.">
+            {(id, hint) => (
+              <input
+                id={id}
+                aria-describedby={hint}
+                value={form.zip_codes}
+                onChange={text("zip_codes")}
+              />
+            )}
+          </Field>
+          <Field label="Min just value ($)">
+            {(id) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                value={form.min_just_value}
+                onChange={text("min_just_value")}
+              />
+            )}
+          </Field>
+          <Field label="Max just value ($)">
+            {(id) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                value={form.max_just_value}
+                onChange={text("max_just_value")}
+              />
+            )}
+          </Field>
+          <Field label="Minimum score" hint="0 to 1; leave empty for any.">
+            {(id, hint) => (
+              <input
+                id={id}
+                inputMode="decimal"
+                aria-describedby={hint}
+                value={form.min_score}
+                onChange={text("min_score")}
+              />
+            )}
+          </Field>
+          <fieldset className="signals-picker">
+            <legend>Use classes</legend>
+            {USE_CLASSES.map((useClass) => (
+              <label key={useClass} className="check">
+                <input
+                  type="checkbox"
+                  checked={form.use_classes.includes(useClass)}
+                  onChange={(event) =>
+                    setForm({
+                      ...form,
+                      use_classes: toggle(form.use_classes, useClass, event.target.checked),
+                    })
+                  }
+                />
+                {humanize(useClass)}
+              </label>
+            ))}
+          </fieldset>
+          <fieldset className="signals-picker">
+            <legend>Required signals</legend>
+            {SIGNALS.map((signal) => (
+              <label key={signal} className="check">
+                <input
+                  type="checkbox"
+                  checked={form.required_signals.includes(signal)}
+                  onChange={(event) =>
+                    setForm({
+                      ...form,
+                      required_signals: toggle(form.required_signals, signal, event.target.checked),
+                    })
+                  }
+                />
+                {humanize(signal)}
+              </label>
+            ))}
+          </fieldset>
+        </div>
+      ) : (
+        <Field
+          label="Recipe (JSON)"
+          hint="The full recipe language: filters, weighted signals, required and excluded signals, min_score."
+        >
+          {(id, hint) => (
+            <textarea
+              id={id}
+              className="code"
+              rows={14}
+              spellCheck={false}
+              aria-describedby={hint}
+              value={json}
+              onChange={(event) => setJson(event.target.value)}
+            />
+          )}
+        </Field>
+      )}
+      <Problem error={error} />
+      <div className="form-actions">
+        <button type="submit" className="button primary">
+          {props.initial ? "Save recipe" : "Create watchlist"}
+        </button>
+        {props.onCancel ? (
+          <button type="button" className="button" onClick={props.onCancel}>
+            Cancel
+          </button>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
+function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void }) {
+  const { watchlist } = props;
+  const [editing, setEditing] = useState(false);
+  const [run, setRun] = useState<Run | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const matches = useLoad(
+    () =>
+      api<{ matches: Match[]; has_more: boolean }>(
+        "GET",
+        `/v1/watchlists/${watchlist.id}/matches?limit=50`,
+      ),
+    watchlist.id,
+  );
+
+  async function startRun() {
+    setError(null);
+    try {
+      let current = await api<Run>("POST", `/v1/watchlists/${watchlist.id}/run`, {});
+      setRun(current);
+      for (
+        let i = 0;
+        i < 60 && (current.status === "queued" || current.status === "running");
+        i++
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        current = await api<Run>("GET", `/v1/watchlists/${watchlist.id}/runs/${current.id}`);
+        setRun(current);
+      }
+      await matches.reload();
+      props.onChanged();
+    } catch (failure) {
+      setError(failure);
+    }
+  }
+
+  return (
+    <Card
+      title={watchlist.name}
+      actions={
+        <div className="form-actions">
+          <button type="button" className="button" onClick={() => setEditing(!editing)}>
+            {editing ? "Close editor" : "Edit recipe"}
+          </button>
+          <button type="button" className="button primary" onClick={() => void startRun()}>
+            Run now
+          </button>
+        </div>
+      }
+    >
+      <p className="muted">
+        Recipe version {watchlist.recipe_version} · {watchlist.match_count} matches · last match{" "}
+        {formatDateTime(watchlist.last_match_at)}
+      </p>
+      {editing ? (
+        <RecipeEditor
+          initial={watchlist}
+          onSaved={() => {
+            setEditing(false);
+            props.onChanged();
+          }}
+          onCancel={() => setEditing(false)}
+        />
+      ) : (
+        <pre className="code">{JSON.stringify(watchlist.recipe, null, 2)}</pre>
+      )}
+      {run ? (
+        <p role="status" className="notice">
+          Manual run {run.status}: {run.parcels_scanned}
+          {run.parcels_total !== null ? ` of ${run.parcels_total}` : ""} parcels scanned,{" "}
+          {run.matches_found} matches{run.error ? ` (${run.error})` : ""}.
+        </p>
+      ) : null}
+      <Problem error={error ?? matches.error} />
+      <h3>Matches</h3>
+      {!matches.data ? (
+        <Loading />
+      ) : matches.data.matches.length === 0 ? (
+        <Empty>No matches yet. New roll ingests and manual runs add them here.</Empty>
+      ) : (
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Folio</th>
+              <th scope="col">Score</th>
+              <th scope="col">Signals</th>
+              <th scope="col">Found</th>
+            </tr>
+          </thead>
+          <tbody>
+            {matches.data.matches.map((match) => (
+              <tr key={match.match_id}>
+                <td>
+                  <code>{match.folio}</code>
+                </td>
+                <td>{match.score.toFixed(2)}</td>
+                <td>{match.signals_fired.map(humanize).join(", ") || "—"}</td>
+                <td>
+                  {formatDateTime(match.matched_at)} ({match.trigger.replace("_", " ")})
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Card>
+  );
+}
+
+export function WatchlistsPage() {
+  const list = useLoad(() => api<{ data: Watchlist[] }>("GET", "/v1/watchlists?limit=100"));
+  const [creating, setCreating] = useState(false);
+  const [selected, setSelected] = useState<string | null>(null);
+  const current = list.data?.data.find((each) => each.id === selected) ?? list.data?.data[0];
+  return (
+    <Page
+      title="Watchlists"
+      lead="A watchlist's recipe picks parcels out of every fresh roll ingest. Matches are listed free; webhooks deliver them as they happen."
+    >
+      <Problem error={list.error} />
+      <div className="split">
+        <Card
+          title="Your watchlists"
+          actions={
+            <button type="button" className="button primary" onClick={() => setCreating(true)}>
+              New watchlist
+            </button>
+          }
+        >
+          {!list.data ? (
+            <Loading />
+          ) : list.data.data.length === 0 ? (
+            <Empty>No watchlists yet.</Empty>
+          ) : (
+            <ul className="picker">
+              {list.data.data.map((watchlist) => (
+                <li key={watchlist.id}>
+                  <button
+                    type="button"
+                    aria-pressed={current?.id === watchlist.id}
+                    onClick={() => {
+                      setSelected(watchlist.id);
+                      setCreating(false);
+                    }}
+                  >
+                    <span>{watchlist.name}</span>
+                    <span className="count">
+                      {watchlist.match_count}
+                      <span className="visually-hidden"> matches</span>
+                    </span>
+                  </button>
+                </li>
+              ))}
+            </ul>
+          )}
+        </Card>
+        <div>
+          {creating ? (
+            <Card title="New watchlist">
+              <RecipeEditor
+                onSaved={async (saved) => {
+                  setCreating(false);
+                  setSelected(saved.id);
+                  await list.reload();
+                }}
+                onCancel={() => setCreating(false)}
+              />
+            </Card>
+          ) : current ? (
+            <WatchlistDetail
+              key={current.id}
+              watchlist={current}
+              onChanged={() => void list.reload()}
+            />
+          ) : null}
+        </div>
+      </div>
+    </Page>
+  );
+}

@@ -1,0 +1,265 @@
+// The web dashboard end to end in Debian's Chromium, driven by playwright-core: the gateway
+// (serving the built app and the API on one origin), keys, parcels, ledger, matcher and a
+// webhook dispatcher on real Postgres, Redis and Kafka. Screenshots of every page land in
+// test/artifacts/dashboard/.
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { firstLoadReport } from "@th/dashboard/build";
+import { DASHBOARD_DIST } from "@th/dashboard/dist";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import {
+  type Receiver,
+  startReceiver,
+  startWebhookStack,
+  type WebhookStack,
+  waitFor,
+} from "./support/webhook-stack.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const SHOTS = join(import.meta.dirname, "artifacts", "dashboard");
+const PASSWORD = "a long dashboard passphrase";
+const hasChromium = existsSync(CHROMIUM);
+
+let stack: EdgeStack;
+let hooks: WebhookStack;
+let receiver: Receiver;
+let context: BrowserContext;
+let page: Page;
+let profile: string;
+let origin: string;
+let tenant: Awaited<ReturnType<EdgeStack["startTrial"]>>;
+
+async function shot(name: string) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+async function go(label: string) {
+  await page
+    .getByRole("navigation", { name: "Dashboard" })
+    .getByRole("link", { name: label })
+    .click();
+  await page.getByRole("heading", { level: 1 }).first().waitFor();
+}
+
+async function remainingViews(): Promise<number> {
+  const text = await page.getByTestId("lead-views-remaining").innerText();
+  return Number(text.replaceAll(",", ""));
+}
+
+describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    hooks = await startWebhookStack();
+    const dispatcher = await hooks.startDispatcher();
+    await dispatcher.http?.listen({ port: 0, host: "127.0.0.1" });
+    const dispatcherPort = (dispatcher.http?.server.address() as AddressInfo).port;
+    stack = await startEdgeStack({
+      gatewayEnv: { DISPATCHER_URL: `http://127.0.0.1:${dispatcherPort}` },
+    });
+    await stack.ingestSample();
+    await stack.gateway.http?.listen({ port: 0, host: "127.0.0.1" });
+    origin = `http://127.0.0.1:${(stack.gateway.http?.server.address() as AddressInfo).port}`;
+    // The receiver refuses the first delivery (410 dead-letters at once) and accepts replays.
+    receiver = await startReceiver(({ seen }) => (seen === 1 ? 410 : 200));
+
+    tenant = await stack.startTrial("team", { password: PASSWORD });
+    await hooks.publishTenant(tenant.tenantId, "team");
+    // A key issued 120 days ago, for the rotation reminder.
+    const old = await stack.request("POST", "/v1/team/api-keys", {
+      key: tenant.key,
+      body: { label: "legacy CRM" },
+    });
+    await stack.harness.db
+      .poolFor("keys")
+      .query("UPDATE api_keys SET created_at = now() - interval '120 days' WHERE id = $1", [
+        old.json().id,
+      ]);
+
+    profile = mkdtempSync(join(tmpdir(), "th-chromium-"));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1360, height: 900 },
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("dialog", (dialog) => void dialog.accept());
+    page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
+    page.on("console", (message) => {
+      if (message.type() === "error") {
+        console.error(`page console: ${message.text()}`);
+      }
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) {
+      rmSync(profile, { recursive: true, force: true });
+    }
+    await receiver?.close();
+    await stack?.close();
+    await hooks?.close();
+  });
+
+  it("loads under 250 KB of compressed JavaScript", () => {
+    const report = firstLoadReport(DASHBOARD_DIST);
+    console.info(
+      `dashboard first load: ${(report.jsGzipBytes / 1024).toFixed(1)} KiB JS + ${(report.cssGzipBytes / 1024).toFixed(1)} KiB CSS, gzip (${report.files.map((file) => `${file.file} ${file.gzipBytes} B`).join(", ")})`,
+    );
+    expect(report.jsGzipBytes).toBeGreaterThan(0);
+    expect(report.jsGzipBytes).toBeLessThan(250 * 1024);
+  });
+
+  it("signs in with email and password and lands on the overview", async () => {
+    await page.goto(`${origin}/`);
+    await page.getByRole("heading", { name: "Sign in to your dashboard" }).waitFor();
+    await shot("01-sign-in");
+    await page.getByLabel("Email").fill(tenant.email);
+    await page.getByLabel("Password").fill("not the password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByText("That email and password do not match an account.").waitFor();
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    await page.getByText("Daily lead-views").waitFor();
+    await page.getByText(/Trial: 14 days left/).waitFor();
+    expect(page.url()).toBe(`${origin}/overview`);
+    const cookies = await context.cookies(origin);
+    const session = cookies.find((cookie) => cookie.name === "th_session");
+    expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: "Strict" });
+    await shot("02-overview");
+  });
+
+  it("issues a key, shows its secret once, revokes it, and reminds about a key older than 90 days", async () => {
+    await go("API keys");
+    await page.getByText(/legacy CRM/).waitFor();
+    await expect.poll(() => page.getByRole("note").filter({ hasText: "days old" }).count()).toBe(1);
+    await page.getByLabel("Label").fill("web issued");
+    await page.getByRole("button", { name: "Issue key" }).click();
+    const secret = await page.getByTestId("secret-once").locator("code").innerText();
+    expect(secret).toMatch(/^th_live_/);
+    await shot("03-keys-secret-once");
+    await page.getByRole("button", { name: "I have stored it" }).click();
+    await page.reload();
+    await page.getByText(/web issued/).waitFor();
+    expect(await page.content()).not.toContain(secret);
+    const revoke = page.getByRole("button", { name: `Revoke web issued (…${secret.slice(-4)})` });
+    await revoke.click();
+    await revoke.waitFor({ state: "detached" });
+    const refused = await stack.request("GET", "/v1/me", { key: secret });
+    expect(refused.statusCode).toBe(401);
+    await shot("04-keys");
+  });
+
+  it("creates a watchlist, showing the API's validation messages first", async () => {
+    await go("Watchlists");
+    await page.getByRole("button", { name: "New watchlist" }).click();
+    await page.getByLabel("Name").fill("Miami-Dade absentee owners");
+    await page.getByLabel("Counties").fill("99");
+    await page.getByRole("button", { name: "Create watchlist" }).click();
+    await page
+      .getByRole("alert")
+      .getByText(/DOR county number/)
+      .first()
+      .waitFor();
+    await shot("05-watchlist-validation");
+    await page.getByLabel("Counties").fill("23");
+    await page.getByRole("checkbox", { name: "Absentee owner" }).last().check();
+    await page.getByRole("button", { name: "Create watchlist" }).click();
+    await page.getByRole("heading", { name: "Miami-Dade absentee owners" }).waitFor();
+    await page.getByRole("button", { name: "JSON" }).waitFor({ state: "detached" });
+    await page.getByRole("button", { name: "Run now" }).click();
+    await page.getByText(/Manual run (succeeded|failed)/).waitFor({ timeout: 30_000 });
+    await shot("06-watchlists");
+  });
+
+  it("expands a lead for one lead-view, and not another the same day", async () => {
+    await go("Leads");
+    await page.getByRole("button", { name: "Search" }).click();
+    const first = page.getByTestId("lead-row").first();
+    await first.waitFor();
+    await page.getByTestId("lead-views-remaining").waitFor();
+    const before = await remainingViews();
+    await first.getByRole("button", { name: "Show full record · 1 lead-view" }).click();
+    await first.getByTestId("lead-record").waitFor();
+    await expect.poll(remainingViews).toBe(before - 1);
+    await shot("07-leads-expanded");
+    await first.getByRole("button", { name: "Hide record" }).click();
+    await first.getByRole("button", { name: "Show full record again" }).click();
+    await first.getByTestId("lead-record").waitFor();
+    await page.waitForTimeout(300);
+    expect(await remainingViews()).toBe(before - 1);
+  });
+
+  it("subscribes a webhook with its secret shown once, and replays a dead letter", async () => {
+    await go("Webhooks");
+    await page.getByLabel("Endpoint URL").fill(receiver.url);
+    await page.getByRole("button", { name: "Subscribe" }).click();
+    const secret = await page.getByTestId("secret-once").locator("code").innerText();
+    expect(secret).toMatch(/^whsec_/);
+    await page.getByRole("button", { name: "I have stored it" }).click();
+    const watchlistId = await page.getByLabel("Watchlist").inputValue();
+    await hooks.tenantApplied(tenant.tenantId);
+    const match = hooks.match(tenant.tenantId, watchlistId);
+    await hooks.publishMatches([match]);
+    await waitFor(async () => receiver.received.length >= 1, { what: "first delivery" });
+    await page.getByRole("button", { name: "Delivery log" }).click();
+    await page.getByRole("button", { name: "Dead letters" }).click();
+    const row = page.getByTestId("delivery-row").first();
+    await expect
+      .poll(
+        async () => {
+          await page.getByRole("button", { name: "All deliveries" }).click();
+          await page.getByRole("button", { name: "Dead letters" }).click();
+          return row.count();
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(1);
+    await shot("08-webhooks-dead-letter");
+    await row.getByRole("button", { name: "Replay" }).click();
+    await page.getByText(/queued for replay/).waitFor();
+    await waitFor(async () => receiver.received.some((request) => request.status === 200), {
+      what: "replayed delivery",
+    });
+    await shot("09-webhooks-replayed");
+  }, 60_000);
+
+  it("shows the team, the plan and the MCP setup", async () => {
+    await go("Team");
+    await page.getByText(tenant.email).first().waitFor();
+    await shot("10-team");
+    await go("Plan");
+    await page.getByRole("heading", { name: "Change tier" }).waitFor();
+    await shot("11-plan");
+    await go("MCP & exports");
+    expect(await page.getByTestId("mcp-snippet").innerText()).toContain("TERMINAL_HOUSE_API_KEY");
+    await shot("12-mcp-and-exports");
+    await go("Overview");
+    await page.getByText("Daily lead-views").waitFor();
+    await shot("13-overview-after");
+  });
+
+  it("signs out: the session's cookies are gone and the API refuses the page", async () => {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in to your dashboard" }).waitFor();
+    const status = await page.evaluate(async () => (await fetch("/v1/account")).status);
+    expect(status).toBe(401);
+    const names = (await context.cookies(origin)).map((cookie) => cookie.name);
+    expect(names).not.toContain("th_session");
+  });
+});
