@@ -5,16 +5,20 @@
  *
  *   node bench/nal-ingest.ts [--rows 300000] [--batch 2000]
  *
- * Uses the local Postgres (DATABASE_URL) in a throwaway database and an in-process dev broker.
+ * Uses the local Postgres (DATABASE_URL) in a throwaway database and a dev broker in its own
+ * process with its log in a throwaway directory, so the memory figures are the ingest's alone
+ * (an in-process broker would hold every published record in this heap).
  */
+import { spawn } from "node:child_process";
 import { createReadStream } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Bus } from "@th/bus";
 import { contracts } from "@th/contracts";
-import { startBroker } from "@th/dev-broker";
 import { createTestDatabase } from "../packages/db/src/testing.ts";
 import { createLogger } from "../packages/telemetry/src/index.ts";
 import { migrations } from "../services/parcels/src/db/migrations.ts";
@@ -73,10 +77,27 @@ async function parseOnly(file: string): Promise<{ seconds: number; rows: number 
 
 const dir = await mkdtemp(join(tmpdir(), "nal-bench-"));
 const file = join(dir, nalFileName(23, "F", 2025));
-const broker = await startBroker({ port: 0 });
+const brokerChild = spawn(
+  process.execPath,
+  [
+    fileURLToPath(new URL("../packages/dev-broker/src/cli.ts", import.meta.url)),
+    ...["--port", "0", "--log-level", "error", "--data-dir", join(dir, "kafka")],
+  ],
+  { stdio: ["ignore", "pipe", "inherit"] },
+);
+const brokerAddress = await new Promise<string>((resolve, reject) => {
+  createInterface({ input: brokerChild.stdout as NodeJS.ReadableStream }).once("line", (line) => {
+    const address = /ready on (\S+)/.exec(line)?.[1];
+    if (address === undefined) {
+      reject(new Error(`unexpected ready line ${line}`));
+    } else {
+      resolve(address);
+    }
+  });
+});
 const db = await createTestDatabase([migrations]);
 const logger = createLogger({ service: "bench", level: "warn" });
-const bus = new Bus({ brokers: broker.brokers, clientId: "bench", logger });
+const bus = new Bus({ brokers: [brokerAddress], clientId: "bench", logger });
 let peakRss = 0;
 const sampler = setInterval(() => {
   peakRss = Math.max(peakRss, process.memoryUsage().rss);
@@ -118,6 +139,12 @@ try {
   console.info(
     line(`re-ingest: all unchanged (${again.unchanged} diffed)`, againRate, again.seconds),
   );
+  const stages = (summary: typeof first) =>
+    Object.entries(summary.stageMs)
+      .map(([stage, ms]) => `${stage} ${(ms / 1000).toFixed(1)} s`)
+      .join(", ");
+  console.info(`first ingest stages (wall time waited on each): ${stages(first)}`);
+  console.info(`re-ingest stages (wall time waited on each): ${stages(again)}`);
   console.info("");
   console.info(
     `memory: rss after parse ${mb(rssAfterParse)}, after first ingest ${mb(rssAfterFirst)}, peak ${mb(peakRss)} for a ${mb(size)} file`,
@@ -129,6 +156,9 @@ try {
   clearInterval(sampler);
   await bus.close();
   await db.drop();
-  await broker.stop();
+  await new Promise((resolve) => {
+    brokerChild.once("exit", resolve);
+    brokerChild.kill("SIGTERM");
+  });
   await rm(dir, { recursive: true, force: true });
 }
