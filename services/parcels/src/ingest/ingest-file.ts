@@ -67,7 +67,10 @@ export interface IngestSummary {
   rejectsPath: string | null;
   published: number;
   seconds: number;
-  /** Wall-clock milliseconds spent in each stage (stages overlap with reading). */
+  /**
+   * Wall-clock milliseconds the ingest waited on each stage (reading overlaps the store, and a
+   * batch's publish overlaps the next batch).
+   */
   stageMs: { read: number; diff: number; store: number; publish: number };
 }
 
@@ -178,6 +181,7 @@ async function ingestLocked(
   let processRecords: ((records: CsvRecord[]) => Promise<void>) | undefined;
   let skipAll = false;
   let inflight: Promise<void> = Promise.resolve();
+  let publishing: Promise<void> = Promise.resolve();
   let pendingRecords: CsvRecord[] = [];
 
   /** Starts the header: maps columns, reports drift, and picks the row reader. */
@@ -281,9 +285,16 @@ async function ingestLocked(
       return;
     }
     const maxSeq = await timed("store", () => upsertParcels(deps.pool, changed));
-    await timed("publish", () => deps.publish(changed.map((parcel) => parcel.event)));
-    await advanceWatermark(deps.pool, maxSeq);
-    counts.published += changed.length;
+    // This batch's publish runs while the next batch is read, diffed and stored. At most one
+    // publish is outstanding (memory stays flat), publishes go out in store order, and the
+    // watermark only moves past a batch once it and every earlier one are on the topic.
+    await timed("publish", () => publishing);
+    const events = changed.map((parcel) => parcel.event);
+    publishing = deps.publish(events).then(async () => {
+      await advanceWatermark(deps.pool, maxSeq);
+      counts.published += events.length;
+    });
+    publishing.catch(() => {});
   };
 
   const storeSales = async (records: CsvRecord[], reader: SdfRowReader) => {
@@ -374,8 +385,11 @@ async function ingestLocked(
     await flush(pendingRecords);
     pendingRecords = [];
     await inflight;
+    await timed("publish", () => publishing);
     options.onProgress?.({ rowsRead: counts.read, bytesRead: totalBytes, totalBytes });
   } finally {
+    // On failure, let an outstanding publish settle before the ingest lock is released.
+    await publishing.catch(() => {});
     await report.close();
   }
 
