@@ -2,7 +2,12 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["packages/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "test/**/*.test.ts"],
+    include: [
+      "packages/*/src/**/*.test.ts",
+      "packages/*/src/**/*.test.tsx",
+      "services/*/src/**/*.test.ts",
+      "test/**/*.test.ts",
+    ],
     exclude: ["**/node_modules/**"],
     pool: "forks",
     globalSetup: ["packages/dashboard/src/vitest-setup.ts"],

@@ -46,7 +46,7 @@ async function go(label: string) {
 }
 
 async function remainingViews(): Promise<number> {
-  const text = await page.getByTestId("lead-views-remaining").innerText();
+  const text = (await page.getByTestId("lead-views-remaining").textContent()) ?? "";
   return Number(text.replaceAll(",", ""));
 }
 
@@ -55,14 +55,22 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     mkdirSync(SHOTS, { recursive: true });
     hooks = await startWebhookStack();
     const dispatcher = await hooks.startDispatcher();
-    await dispatcher.http?.listen({ port: 0, host: "127.0.0.1" });
-    const dispatcherPort = (dispatcher.http?.server.address() as AddressInfo).port;
+    const dispatcherHttp = dispatcher.http;
+    if (!dispatcherHttp) {
+      throw new Error("the dispatcher has no HTTP app");
+    }
+    await dispatcherHttp.listen({ port: 0, host: "127.0.0.1" });
+    const dispatcherPort = (dispatcherHttp.server.address() as AddressInfo).port;
     stack = await startEdgeStack({
       gatewayEnv: { DISPATCHER_URL: `http://127.0.0.1:${dispatcherPort}` },
     });
     await stack.ingestSample();
-    await stack.gateway.http?.listen({ port: 0, host: "127.0.0.1" });
-    origin = `http://127.0.0.1:${(stack.gateway.http?.server.address() as AddressInfo).port}`;
+    const gatewayHttp = stack.gateway.http;
+    if (!gatewayHttp) {
+      throw new Error("the gateway has no HTTP app");
+    }
+    await gatewayHttp.listen({ port: 0, host: "127.0.0.1" });
+    origin = `http://127.0.0.1:${(gatewayHttp.server.address() as AddressInfo).port}`;
     // The receiver refuses the first delivery (410 dead-letters at once) and accepts replays.
     receiver = await startReceiver(({ seen }) => (seen === 1 ? 410 : 200));
 
@@ -150,7 +158,7 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     await expect.poll(() => page.getByRole("note").filter({ hasText: "days old" }).count()).toBe(1);
     await page.getByLabel("Label").fill("web issued");
     await page.getByRole("button", { name: "Issue key" }).click();
-    const secret = await page.getByTestId("secret-once").locator("code").innerText();
+    const secret = (await page.getByTestId("secret-once").locator("code").textContent()) ?? "";
     expect(secret).toMatch(/^th_live_/);
     await shot("03-keys-secret-once");
     await page.getByRole("button", { name: "I have stored it" }).click();
@@ -209,7 +217,7 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     await go("Webhooks");
     await page.getByLabel("Endpoint URL").fill(receiver.url);
     await page.getByRole("button", { name: "Subscribe" }).click();
-    const secret = await page.getByTestId("secret-once").locator("code").innerText();
+    const secret = (await page.getByTestId("secret-once").locator("code").textContent()) ?? "";
     expect(secret).toMatch(/^whsec_/);
     await page.getByRole("button", { name: "I have stored it" }).click();
     const watchlistId = await page.getByLabel("Watchlist").inputValue();
@@ -247,7 +255,9 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     await page.getByRole("heading", { name: "Change tier" }).waitFor();
     await shot("11-plan");
     await go("MCP & exports");
-    expect(await page.getByTestId("mcp-snippet").innerText()).toContain("TERMINAL_HOUSE_API_KEY");
+    expect((await page.getByTestId("mcp-snippet").textContent()) ?? "").toContain(
+      "TERMINAL_HOUSE_API_KEY",
+    );
     await shot("12-mcp-and-exports");
     await go("Overview");
     await page.getByText("Daily lead-views").waitFor();

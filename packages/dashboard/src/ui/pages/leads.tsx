@@ -24,9 +24,9 @@ interface LeadSummary {
 }
 
 interface Sale {
-  date?: string | null;
-  price?: number | null;
-  [key: string]: unknown;
+  price: number;
+  year: number;
+  month: number;
 }
 
 export interface Lead {
@@ -116,7 +116,7 @@ function LeadRecord(props: { lead: Lead }) {
           <dt>Last sale</dt>
           <dd>
             {sale
-              ? `${formatDate(String(sale.date ?? ""))} for ${formatMoney(sale.price ?? null)}`
+              ? `${String(sale.month).padStart(2, "0")}/${sale.year} for ${formatMoney(sale.price)}`
               : "—"}
           </dd>
         </div>
@@ -174,7 +174,7 @@ function LeadRow(props: { summary: LeadSummary }) {
         </div>
         <button
           type="button"
-          className={open ? "button" : "button primary"}
+          className="button"
           aria-expanded={open}
           aria-controls={panel}
           disabled={busy}

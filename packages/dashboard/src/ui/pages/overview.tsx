@@ -39,6 +39,9 @@ function DailyChart(props: { series: { day: string; count: number }[] }) {
   const height = 140;
   const step = width / Math.max(props.series.length, 1);
   const total = props.series.reduce((sum, entry) => sum + entry.count, 0);
+  if (total === 0) {
+    return <p className="empty">No lead-views yet this billing period.</p>;
+  }
   return (
     <figure className="chart">
       <svg

@@ -250,45 +250,47 @@ function Endpoints(props: { watchlist: Watchlist }) {
   }
   return (
     <div className="stack">
-      <form
-        className="inline-form"
-        onSubmit={async (event) => {
-          event.preventDefault();
-          setError(null);
-          try {
-            const created = await api<Endpoint & { secret: string }>("POST", base, {
-              url,
-              events: ["watchlist.match"],
-            });
-            setSecret({ title: `Signing secret for ${created.url}.`, secret: created.secret });
-            setUrl("");
-            await endpoints.reload();
-          } catch (failure) {
-            setError(failure);
-          }
-        }}
-      >
-        <Field label="Endpoint URL" hint="HTTPS; receives a signed POST per match.">
-          {(id, hint) => (
-            <input
-              id={id}
-              type="url"
-              required
-              aria-describedby={hint}
-              placeholder="https://example.com/hooks/terminal-house"
-              value={url}
-              onChange={(event) => setUrl(event.target.value)}
-            />
-          )}
-        </Field>
-        <button type="submit" className="button primary">
-          Subscribe
-        </button>
-      </form>
-      <Problem error={error} />
-      {secret ? (
-        <SecretOnce title={secret.title} secret={secret.secret} onDone={() => setSecret(null)} />
-      ) : null}
+      <Card title="Subscribe an endpoint">
+        <form
+          className="inline-form"
+          onSubmit={async (event) => {
+            event.preventDefault();
+            setError(null);
+            try {
+              const created = await api<Endpoint & { secret: string }>("POST", base, {
+                url,
+                events: ["watchlist.match"],
+              });
+              setSecret({ title: `Signing secret for ${created.url}.`, secret: created.secret });
+              setUrl("");
+              await endpoints.reload();
+            } catch (failure) {
+              setError(failure);
+            }
+          }}
+        >
+          <Field label="Endpoint URL" hint="HTTPS; receives a signed POST per match.">
+            {(id, hint) => (
+              <input
+                id={id}
+                type="url"
+                required
+                aria-describedby={hint}
+                placeholder="https://example.com/hooks/terminal-house"
+                value={url}
+                onChange={(event) => setUrl(event.target.value)}
+              />
+            )}
+          </Field>
+          <button type="submit" className="button primary">
+            Subscribe
+          </button>
+        </form>
+        <Problem error={error} />
+        {secret ? (
+          <SecretOnce title={secret.title} secret={secret.secret} onDone={() => setSecret(null)} />
+        ) : null}
+      </Card>
       {!endpoints.data ? (
         <Loading />
       ) : endpoints.data.data.length === 0 ? (

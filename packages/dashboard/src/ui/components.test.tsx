@@ -1,0 +1,51 @@
+import { renderToStaticMarkup } from "react-dom/server";
+import { describe, expect, it } from "vitest";
+import { ApiFailure } from "./api.ts";
+import { Problem, SecretOnce } from "./components.tsx";
+
+describe("an API failure on the page", () => {
+  it("a tier gate becomes an upgrade prompt with the 403's own upgrade URL", () => {
+    const html = renderToStaticMarkup(
+      <Problem
+        error={
+          new ApiFailure(403, {
+            error: "tier_required",
+            detail: "the Starter tier does not include the management API",
+            upgrade_url: "https://terminal.house/pricing?from=starter&to=team&feature=management",
+          })
+        }
+      />,
+    );
+    expect(html).toContain("See plans and upgrade");
+    expect(html).toContain(
+      'href="https://terminal.house/pricing?from=starter&amp;to=team&amp;feature=management"',
+    );
+  });
+
+  it("a 400 lists every failing field as an alert", () => {
+    const html = renderToStaticMarkup(
+      <Problem
+        error={
+          new ApiFailure(400, {
+            error: "invalid_request",
+            detail: "invalid body",
+            fields: [{ path: "body.recipe.filters.counties.0", message: "must be a DOR county" }],
+          })
+        }
+      />,
+    );
+    expect(html).toContain('role="alert"');
+    expect(html).toContain("body.recipe.filters.counties.0: must be a DOR county");
+  });
+});
+
+describe("a secret shown once", () => {
+  it("says so plainly and offers a copy button", () => {
+    const html = renderToStaticMarkup(
+      <SecretOnce title="Your new key." secret="th_live_x" onDone={() => {}} />,
+    );
+    expect(html).toContain("shown only this once");
+    expect(html).toContain("Copy");
+    expect(html).toContain("th_live_x");
+  });
+});
