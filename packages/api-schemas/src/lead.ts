@@ -130,24 +130,23 @@ const commaList = z.string().transform((value) =>
 const money = z.coerce.number().int().min(-1e12).max(1e12);
 
 /** Search filters and paging of a lead list; every filter is optional. */
-export const leadSearchQuerySchema = z
-  .object({
-    county: z.coerce.number().int().min(11).max(77).optional(),
-    city: z.string().min(1).max(64).optional(),
-    zip: z
-      .string()
-      .regex(/^\d{5}$/, "must be a 5-digit ZIP")
-      .optional(),
-    use_class: useClassSchema.optional(),
-    signals: commaList.optional().describe("Comma-separated; a lead must have all of them"),
-    min_just_value: money.optional(),
-    max_just_value: money.optional(),
-    min_equity: money.optional(),
-    max_equity: money.optional(),
-    limit: z.coerce.number().int().min(1).max(200).default(50),
-    cursor: z.string().min(1).max(512).optional().describe("Opaque; from next_cursor"),
-  })
-  .meta({ id: "LeadSearchQuery" });
+export const leadSearchQuerySchema = z.object({
+  county: z.coerce.number().int().min(11).max(77).optional(),
+  city: z.string().min(1).max(64).optional(),
+  zip: z
+    .string()
+    .regex(/^\d{5}$/, "must be a 5-digit ZIP")
+    .optional(),
+  use_class: useClassSchema.optional(),
+  signals: commaList.optional().describe("Comma-separated; a lead must have all of them"),
+  min_just_value: money.optional(),
+  max_just_value: money.optional(),
+  min_equity: money.optional(),
+  max_equity: money.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().min(1).max(512).optional().describe("Opaque; from next_cursor"),
+});
+// No component id: OpenAPI has no shared query-parameter objects, so each route inlines these.
 
 export type LeadSearchQuery = z.infer<typeof leadSearchQuerySchema>;
 
