@@ -114,9 +114,13 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerLeadRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
   registerWatchlistRoutes(http, { matcher: matcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
-  registerMcpRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
   registerWebhookRoutes(http, { dispatcher: upstreamOf(config.DISPATCHER_URL) });
-  registerExportRoutes(http, { parcels: parcelsUpstream, metering, upgradeUrl: config.UPGRADE_URL });
+  registerMcpRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
+  registerExportRoutes(http, {
+    parcels: parcelsUpstream,
+    metering,
+    upgradeUrl: config.UPGRADE_URL,
+  });
 
   let consumer: RunningConsumer | undefined;
   const app: ServiceApp & { store: typeof store } = {
