@@ -105,6 +105,51 @@ describe("MCP", () => {
     await client.close();
   });
 
+  it("list_watchlists and list_matches answer the tenant's watchlists and match summaries for free", async () => {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, { lead_views_per_month: 1 });
+    const created = await stack.request("POST", "/v1/watchlists", {
+      key: tenant.key,
+      body: {
+        name: "Absentee Miami-Dade",
+        recipe: { filters: { counties: [23] }, required_signals: ["absentee_owner"] },
+      },
+    });
+    expect(created.statusCode).toBe(201);
+    const watchlist = created.json();
+    expect(
+      (await stack.request("POST", `/v1/watchlists/${watchlist.id}/run`, { key: tenant.key }))
+        .statusCode,
+    ).toBe(202);
+    await stack.matcher.runs.settle();
+    const client = await connect(tenant.key);
+    const listed = await client.callTool({ name: "list_watchlists", arguments: {} });
+    const watchlists = (listed.structuredContent as { watchlists: { id: string; name: string }[] })
+      .watchlists;
+    expect(watchlists.map((item) => item.id)).toEqual([watchlist.id]);
+    const matches = await client.callTool({
+      name: "list_matches",
+      arguments: { watchlist_id: watchlist.id, limit: 5 },
+    });
+    expect(matches.isError).toBeFalsy();
+    const page = matches.structuredContent as {
+      matches: { folio: string }[];
+      next_cursor: string | null;
+    };
+    expect(page.matches).toHaveLength(5);
+    expect(page.matches[0]?.folio).toMatch(/^23-/);
+    // Summaries are free: the single lead-view of the month is still there.
+    expect(await remainingOf(tenant.key)).toBe(1);
+    const other = await stack.startTrial("operator");
+    const foreign = await (await connect(other.key)).callTool({
+      name: "list_matches",
+      arguments: { watchlist_id: watchlist.id },
+    });
+    expect(foreign.isError).toBe(true);
+    expect(JSON.stringify(foreign.content)).toContain("not_found");
+    await client.close();
+  });
+
   it("answers an exhausted quota as a tool error carrying the 402 facts, not a transport failure", async () => {
     const tenant = await stack.startTrial("custom");
     await stack.setCustomLimits(tenant.tenantId, { lead_views_per_month: 1 });
