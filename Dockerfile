@@ -22,10 +22,22 @@ COPY packages ./packages
 COPY services ./services
 RUN pnpm install --offline --prod --frozen-lockfile --ignore-scripts
 
+# The dashboard's static files: built with its dev dependencies (Vite), only `dist` is kept.
+FROM ${NODE_IMAGE} AS dashboard
+ENV CI=true
+RUN npm install --global --no-fund --no-audit pnpm@10.34.9
+WORKDIR /app
+COPY pnpm-lock.yaml pnpm-workspace.yaml package.json ./
+COPY packages ./packages
+COPY services ./services
+RUN pnpm install --frozen-lockfile --ignore-scripts --filter @th/dashboard...
+RUN node packages/dashboard/src/build-cli.ts
+
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=install /app /app
+COPY --from=dashboard /app/packages/dashboard/dist /app/packages/dashboard/dist
 # The image's `node` user (uid 1000); the code is owned by root and read-only to it.
 USER 1000:1000
 EXPOSE 8080 9080
