@@ -1,14 +1,21 @@
 // Which recipe versions a parcel has to be tested against. Every version is filed under exactly
-// one key of its most selective indexable condition (a ZIP code, a city, a county, a required
-// signal, a use class), or in the small "unindexed" list when it has none of them. A parcel
-// then looks up only the buckets of its own ZIP, city, county, signals and use class: a recipe
-// filed under county 23 can never match a parcel of county 16, so it is never looked at.
+// one key of its most selective place-or-kind condition (a ZIP code, a city, a county, a use
+// class; "anywhere" when it has none), and within it under its first required signal (or "no
+// required signal"). A parcel looks up only the buckets of its own ZIP, city, county and use
+// class, and in each only the signals it fired: a recipe filed under county 23 and
+// `vacant_land` is never looked at for a parcel of county 16, nor for one without that signal.
 //
 // Every candidate is then checked for being the version in force at the parcel's observed_at
 // (the versions of one watchlist cover disjoint time spans) and tested with its compiled predicate.
 import { LEAD_SIGNALS } from "@th/api-schemas";
 import { type CompiledRecipe, compileRecipe } from "./evaluate.ts";
-import { compilePredicate, type ParcelFacts, type Predicate, signalBit } from "./predicate.ts";
+import {
+  compilePredicate,
+  compileRecipePredicate,
+  type ParcelFacts,
+  type Predicate,
+  signalBit,
+} from "./predicate.ts";
 import type { NormalizedRecipe } from "./recipe.ts";
 
 /** One recipe version of one watchlist, with the span of observed_at it judges. */
@@ -17,10 +24,15 @@ export interface IndexedVersion<W> {
   readonly version: number;
   readonly compiled: CompiledRecipe;
   readonly predicate: Predicate;
+  /** The same test as `predicate`, called as a method (monomorphic in the hot loop). */
+  readonly test: { test(facts: ParcelFacts): boolean };
   /** Judges parcels observed at or after this instant (ms)... */
   readonly fromMs: number;
   /** ...and before this one (the next version's effective_from; +Infinity for the current one). */
   readonly untilMs: number;
+  /** Signals that must all have fired / none may have fired, as bits: a quick first test. */
+  readonly requiredBits: number;
+  readonly excludedBits: number;
 }
 
 export interface VersionInput {
@@ -33,13 +45,11 @@ type IndexKey =
   | { kind: "zip"; values: readonly string[] }
   | { kind: "city"; values: readonly string[] }
   | { kind: "county"; values: readonly number[] }
-  | { kind: "signal"; values: readonly string[] }
   | { kind: "use_class"; values: readonly string[] }
   | { kind: "none" };
 
 // Rough share of Florida parcels one key value selects; only the ordering matters.
 const USE_CLASS_SHARE: Readonly<Record<string, number>> = { residential: 0.8 };
-const SIGNAL_SHARE = 0.25;
 
 /** The key under which a recipe is filed: the one expected to select the fewest parcels. */
 export function indexKeyOf(recipe: NormalizedRecipe): IndexKey {
@@ -63,26 +73,12 @@ export function indexKeyOf(recipe: NormalizedRecipe): IndexKey {
       share: filters.counties.length / 67,
     });
   }
-  if (recipe.required_signals.length > 0) {
-    // Filed under one required signal: a parcel without it cannot match.
-    const first = recipe.required_signals[0] as string;
-    options.push({ key: { kind: "signal", values: [first] }, share: SIGNAL_SHARE });
-  }
   if (filters.use_classes) {
     const share = filters.use_classes.reduce((sum, c) => sum + (USE_CLASS_SHARE[c] ?? 0.05), 0);
     options.push({ key: { kind: "use_class", values: filters.use_classes }, share });
   }
   options.sort((a, b) => a.share - b.share);
   return options[0]?.key ?? { kind: "none" };
-}
-
-function push<K, V>(map: Map<K, V[]>, key: K, value: V) {
-  const list = map.get(key);
-  if (list) {
-    list.push(value);
-  } else {
-    map.set(key, [value]);
-  }
 }
 
 /** Compiles one watchlist's versions into indexable entries, each with its span of force. */
@@ -102,13 +98,24 @@ export function compileVersions<W>(
     for (const later of sorted.slice(index + 1)) {
       untilMs = Math.min(untilMs, later.effectiveFromMs);
     }
+    let requiredBits = 0;
+    for (const signal of compiled.recipe.required_signals) {
+      requiredBits |= signalBit(signal);
+    }
+    let excludedBits = 0;
+    for (const signal of compiled.recipe.excluded_signals) {
+      excludedBits |= signalBit(signal);
+    }
     return {
       watchlist,
       version: entry.version,
       compiled,
       predicate: compilePredicate(compiled),
+      test: compileRecipePredicate(compiled),
       fromMs: entry.effectiveFromMs,
       untilMs,
+      requiredBits,
+      excludedBits,
     };
   });
 }
@@ -118,13 +125,34 @@ export interface IndexStats {
   unindexed: number;
 }
 
+const NO_SIGNAL = LEAD_SIGNALS.length;
+
+/** One primary key's versions, split by their first required signal (last slot: none). */
+class Bucket<W> {
+  readonly bySignal: IndexedVersion<W>[][] = Array.from({ length: NO_SIGNAL + 1 }, () => []);
+
+  add(entry: IndexedVersion<W>): void {
+    const first = entry.compiled.recipe.required_signals[0];
+    const slot = first === undefined ? NO_SIGNAL : LEAD_SIGNALS.indexOf(first);
+    this.bySignal[slot < 0 ? NO_SIGNAL : slot]?.push(entry);
+  }
+}
+
+function bucketOf<K, W>(map: Map<K, Bucket<W>>, key: K): Bucket<W> {
+  let bucket = map.get(key);
+  if (!bucket) {
+    bucket = new Bucket<W>();
+    map.set(key, bucket);
+  }
+  return bucket;
+}
+
 export class RecipeIndex<W> {
-  readonly #byZip = new Map<string, IndexedVersion<W>[]>();
-  readonly #byCity = new Map<string, IndexedVersion<W>[]>();
-  readonly #byCounty = new Map<number, IndexedVersion<W>[]>();
-  readonly #bySignal: IndexedVersion<W>[][] = LEAD_SIGNALS.map(() => []);
-  readonly #byUseClass = new Map<string, IndexedVersion<W>[]>();
-  readonly #unindexed: IndexedVersion<W>[] = [];
+  readonly #byZip = new Map<string, Bucket<W>>();
+  readonly #byCity = new Map<string, Bucket<W>>();
+  readonly #byCounty = new Map<number, Bucket<W>>();
+  readonly #byUseClass = new Map<string, Bucket<W>>();
+  readonly #anywhere = new Bucket<W>();
   readonly #signalBits: number[] = LEAD_SIGNALS.map((signal) => signalBit(signal));
   readonly stats: IndexStats;
 
@@ -136,75 +164,99 @@ export class RecipeIndex<W> {
       switch (key.kind) {
         case "zip":
           for (const value of key.values) {
-            push(this.#byZip, value, entry);
+            bucketOf(this.#byZip, value).add(entry);
           }
           break;
         case "city":
           for (const value of key.values) {
-            push(this.#byCity, value, entry);
+            bucketOf(this.#byCity, value).add(entry);
           }
           break;
         case "county":
           for (const value of key.values) {
-            push(this.#byCounty, value, entry);
+            bucketOf(this.#byCounty, value).add(entry);
           }
-          break;
-        case "signal":
-          this.#bySignal[
-            LEAD_SIGNALS.indexOf(key.values[0] as (typeof LEAD_SIGNALS)[number])
-          ]?.push(entry);
           break;
         case "use_class":
           for (const value of key.values) {
-            push(this.#byUseClass, value, entry);
+            bucketOf(this.#byUseClass, value).add(entry);
           }
           break;
         default:
-          this.#unindexed.push(entry);
+          this.#anywhere.add(entry);
       }
     }
-    this.stats = { versions, unindexed: this.#unindexed.length };
+    this.stats = {
+      versions,
+      unindexed: this.#anywhere.bySignal[NO_SIGNAL]?.length ?? 0,
+    };
+  }
+
+  /** The buckets a parcel can match in, filled into `lists` (reused to spare allocations). */
+  #candidateLists(facts: ParcelFacts, lists: (readonly IndexedVersion<W>[])[]): void {
+    const buckets = [
+      facts.zip5 === null ? undefined : this.#byZip.get(facts.zip5),
+      facts.city === null ? undefined : this.#byCity.get(facts.city),
+      this.#byCounty.get(facts.county),
+      facts.useClass === null ? undefined : this.#byUseClass.get(facts.useClass),
+      this.#anywhere,
+    ];
+    const bits = facts.signalBits;
+    for (const bucket of buckets) {
+      if (bucket === undefined) {
+        continue;
+      }
+      const none = bucket.bySignal[NO_SIGNAL] as IndexedVersion<W>[];
+      if (none.length > 0) {
+        lists.push(none);
+      }
+      if (bits === 0) {
+        continue;
+      }
+      for (let index = 0; index < NO_SIGNAL; index++) {
+        if ((bits & (this.#signalBits[index] as number)) !== 0) {
+          const list = bucket.bySignal[index] as IndexedVersion<W>[];
+          if (list.length > 0) {
+            lists.push(list);
+          }
+        }
+      }
+    }
   }
 
   /** Calls `visit` with every version that could match the parcel (each at most once). */
   forEachCandidate(facts: ParcelFacts, visit: (entry: IndexedVersion<W>) => void): void {
-    const visitList = (list: readonly IndexedVersion<W>[] | undefined) => {
-      if (list === undefined) {
-        return;
-      }
-      for (let index = 0; index < list.length; index++) {
-        visit(list[index] as IndexedVersion<W>);
-      }
-    };
-    if (facts.zip5 !== null) {
-      visitList(this.#byZip.get(facts.zip5));
-    }
-    if (facts.city !== null) {
-      visitList(this.#byCity.get(facts.city));
-    }
-    visitList(this.#byCounty.get(facts.county));
-    if (facts.signalBits !== 0) {
-      for (let index = 0; index < this.#signalBits.length; index++) {
-        if ((facts.signalBits & (this.#signalBits[index] as number)) !== 0) {
-          visitList(this.#bySignal[index]);
-        }
+    const lists: (readonly IndexedVersion<W>[])[] = [];
+    this.#candidateLists(facts, lists);
+    for (const list of lists) {
+      for (const entry of list) {
+        visit(entry);
       }
     }
-    if (facts.useClass !== null) {
-      visitList(this.#byUseClass.get(facts.useClass));
-    }
-    visitList(this.#unindexed);
   }
 
   /** The versions in force at the parcel's observed_at that match it. */
   matching(facts: ParcelFacts): IndexedVersion<W>[] {
     const found: IndexedVersion<W>[] = [];
+    const lists: (readonly IndexedVersion<W>[])[] = [];
+    this.#candidateLists(facts, lists);
+    const bits = facts.signalBits;
     const observed = facts.observedMs;
-    this.forEachCandidate(facts, (entry) => {
-      if (observed >= entry.fromMs && observed < entry.untilMs && entry.predicate(facts)) {
-        found.push(entry);
+    for (let at = 0; at < lists.length; at++) {
+      const list = lists[at] as readonly IndexedVersion<W>[];
+      for (let index = 0; index < list.length; index++) {
+        const entry = list[index] as IndexedVersion<W>;
+        if (
+          (bits & entry.requiredBits) === entry.requiredBits &&
+          (bits & entry.excludedBits) === 0 &&
+          observed >= entry.fromMs &&
+          observed < entry.untilMs &&
+          entry.test.test(facts)
+        ) {
+          found.push(entry);
+        }
       }
-    });
+    }
     return found;
   }
 }

@@ -1,12 +1,14 @@
 // Judging one ingested parcel against every watchlist of every tenant: the index names the few
-// recipe versions in force that can match it, their compiled predicates pre-test it, and
-// `evaluateRecipe` (the one definition of a match and its score) decides and explains.
+// recipe versions in force that can match it and their compiled predicates decide (the
+// predicate is proven equal to `evaluateRecipe(...).matched` in predicate.test.ts); the score
+// and signals_fired of a match come from `scoreSignals`, the one definition of the score.
+// `evaluateRecipe`, which also explains every failed rule, is for manual runs and support.
 import type { ParcelIngested } from "@th/contracts";
 import type { NewMatch } from "../db/matches.ts";
-import { evaluateRecipe } from "../domain/evaluate.ts";
 import { buildMatchFound } from "../domain/match-event.ts";
 import { parcelFacts } from "../domain/predicate.ts";
 import type { RecipeIndex } from "../domain/recipe-index.ts";
+import { scoreSignals } from "../domain/score.ts";
 import type { CachedWatchlist } from "./watchlist-cache.ts";
 
 /** The matches of one parcel; throws UnjudgeableParcelError for a parcel that cannot be judged. */
@@ -22,11 +24,7 @@ export function judgeParcel(
   }
   const matches: NewMatch[] = [];
   for (const entry of candidates) {
-    const evaluation = evaluateRecipe(entry.compiled, parcel);
-    if (!evaluation.matched) {
-      // The predicate mirrors evaluateRecipe exactly (predicate.test.ts); evaluateRecipe wins.
-      continue;
-    }
+    const evaluation = scoreSignals(entry.compiled.weights, parcel.signals_fired);
     matches.push({
       runId: null,
       event: buildMatchFound({

@@ -272,3 +272,59 @@ export function syntheticRecipe(random: Random, options: { broad?: boolean } = {
     }
   }
 }
+
+/**
+ * A recipe as a paying tenant writes one: where (one or two counties, or a few ZIP codes), what
+ * (a use class, a value band), and which leads (a required signal, weighted signals, a minimum
+ * score). Each selects well under one parcel in a thousand of its area, which is what a lead-view
+ * quota can pay for.
+ */
+export function realisticRecipe(random: Random): Recipe {
+  for (;;) {
+    const filters: NonNullable<Recipe["filters"]> = {};
+    if (random() < 0.85) {
+      filters.counties = pickSome(
+        random,
+        random() < 0.6 ? BIG_COUNTIES : ALL_COUNTIES,
+        1 + Math.floor(random() * 2),
+      );
+    } else {
+      const county = countyOf(random);
+      filters.zip_codes = Array.from({ length: 1 + Math.floor(random() * 5) }, () =>
+        zipOf(county, random),
+      );
+    }
+    filters.use_classes =
+      random() < 0.8 ? ["residential"] : pickSome(random, RECIPE_USE_CLASSES, 2);
+    const min = Math.round(random() * 500_000);
+    filters.just_value = { min, max: min + 100_000 + Math.round(random() * 1_000_000) };
+    if (random() < 0.4) {
+      filters.equity_ratio = { min: 0.3 + Math.round(random() * 50) / 100 };
+    }
+    if (random() < 0.3) {
+      filters.homestead = false;
+    }
+    if (random() < 0.2) {
+      filters.year_built = { max: 1960 + Math.floor(random() * 40) };
+    }
+    if (random() < 0.2) {
+      filters.owner_mailing_states = { exclude: ["FL"] };
+    }
+    const signals: Record<string, number> = {};
+    for (const signal of pickSome(random, LEAD_SIGNALS, 2 + Math.floor(random() * 3))) {
+      signals[signal] = Math.round((random() * 0.8 + 0.2) * 100) / 100;
+    }
+    const unweighted = LEAD_SIGNALS.filter((signal) => signals[signal] === undefined);
+    const candidate: Recipe = {
+      filters,
+      signals,
+      required_signals: random() < 0.7 ? pickSome(random, unweighted, 1) : [],
+      excluded_signals: random() < 0.3 ? [pick(random, unweighted)] : [],
+      min_score: 0.4 + Math.round(random() * 40) / 100,
+    };
+    const valid = validateRecipe(candidate);
+    if (valid.ok) {
+      return valid.recipe;
+    }
+  }
+}
