@@ -218,23 +218,53 @@ function* stageLines(parcels: readonly BuiltParcel[]): Generator<string> {
 }
 
 /**
- * Stores new and changed parcels: COPY into a session-local staging table, then one
- * INSERT ... ON CONFLICT from it, in one transaction. Sending the rows as COPY text costs a
- * string concatenation per row; the unnest of eighteen parameter arrays it replaces spent most of
- * its time serialising and re-parsing array literals of escaped JSON. Each row takes a fresh
- * change_seq; returns the highest.
+ * Stores new and changed parcels in one transaction, sending rows as COPY text (a string
+ * concatenation per row; the unnest of eighteen parameter arrays it replaces spent most of its
+ * time serialising and re-parsing array literals of escaped JSON). Parcels the caller knows are
+ * not stored yet (`existing` lacks them; the ingest lock keeps it true) are copied straight into
+ * the table; the rest go through a session-local staging table and one INSERT ... ON CONFLICT.
+ * Each row takes a fresh change_seq; returns the highest.
  */
 export async function upsertParcels(
   db: Pool | PoolClient,
   parcels: readonly BuiltParcel[],
+  options: { existing?: { has(folio: string): boolean } } = {},
 ): Promise<number> {
   if (parcels.length === 0) {
     return 0;
   }
+  const existing = options.existing;
+  const fresh = existing ? parcels.filter((parcel) => !existing.has(parcel.event.folio)) : [];
+  const known = existing ? parcels.filter((parcel) => existing.has(parcel.event.folio)) : parcels;
   const client = "release" in db ? db : await db.connect();
   try {
-    await client.query("BEGIN");
     try {
+      return await storeInTransaction(client, fresh, known);
+    } catch (error) {
+      // Someone stored one of the "new" parcels after all: take the upsert path for the batch.
+      if ((error as { code?: string }).code === "23505" && fresh.length > 0) {
+        return await storeInTransaction(client, [], parcels);
+      }
+      throw error;
+    }
+  } finally {
+    if (client !== db) {
+      client.release();
+    }
+  }
+}
+
+async function storeInTransaction(
+  client: PoolClient,
+  fresh: readonly BuiltParcel[],
+  known: readonly BuiltParcel[],
+): Promise<number> {
+  await client.query("BEGIN");
+  try {
+    if (fresh.length > 0) {
+      await copyInto(client, `COPY parcels (${STAGE_COLUMNS}) FROM STDIN`, stageLines(fresh));
+    }
+    if (known.length > 0) {
       await client.query(
         `CREATE TEMP TABLE IF NOT EXISTS parcels_stage (
            folio text, county_no smallint, parcel_id text, roll_year smallint, roll_stage text,
@@ -243,40 +273,33 @@ export async function upsertParcels(
            prior_homestead boolean, prior_just_value bigint, event text, detail text
          ) ON COMMIT DELETE ROWS`,
       );
-      await copyInto(
-        client,
-        `COPY parcels_stage (${STAGE_COLUMNS}) FROM STDIN`,
-        stageLines(parcels),
+      await copyInto(client, `COPY parcels_stage (${STAGE_COLUMNS}) FROM STDIN`, stageLines(known));
+      await client.query(
+        `INSERT INTO parcels (${STAGE_COLUMNS})
+         SELECT ${STAGE_COLUMNS} FROM parcels_stage
+         ON CONFLICT (folio) DO UPDATE SET
+           county_no = excluded.county_no, parcel_id = excluded.parcel_id,
+           roll_year = excluded.roll_year, roll_stage = excluded.roll_stage,
+           content_hash = excluded.content_hash, situs_city = excluded.situs_city,
+           situs_zip5 = excluded.situs_zip5, use_class = excluded.use_class,
+           homestead = excluded.homestead, just_value = excluded.just_value,
+           est_equity = excluded.est_equity, signals = excluded.signals,
+           prior_roll_year = excluded.prior_roll_year,
+           prior_homestead = excluded.prior_homestead,
+           prior_just_value = excluded.prior_just_value, event = excluded.event,
+           detail = excluded.detail, change_seq = nextval('parcel_change_seq'),
+           updated_at = now()`,
       );
-      const result = await client.query<{ max_seq: string | null }>(
-        `WITH stored AS (
-           INSERT INTO parcels (${STAGE_COLUMNS})
-           SELECT ${STAGE_COLUMNS} FROM parcels_stage
-           ON CONFLICT (folio) DO UPDATE SET
-             county_no = excluded.county_no, parcel_id = excluded.parcel_id,
-             roll_year = excluded.roll_year, roll_stage = excluded.roll_stage,
-             content_hash = excluded.content_hash, situs_city = excluded.situs_city,
-             situs_zip5 = excluded.situs_zip5, use_class = excluded.use_class,
-             homestead = excluded.homestead, just_value = excluded.just_value,
-             est_equity = excluded.est_equity, signals = excluded.signals,
-             prior_roll_year = excluded.prior_roll_year,
-             prior_homestead = excluded.prior_homestead,
-             prior_just_value = excluded.prior_just_value, event = excluded.event,
-             detail = excluded.detail, change_seq = nextval('parcel_change_seq'),
-             updated_at = now()
-           RETURNING change_seq)
-         SELECT max(change_seq) AS max_seq FROM stored`,
-      );
-      await client.query("COMMIT");
-      return Number(result.rows[0]?.max_seq ?? 0);
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
     }
-  } finally {
-    if (client !== db) {
-      client.release();
-    }
+    // Every row of this transaction took its change_seq from this session, the last one highest.
+    const result = await client.query<{ max_seq: string }>(
+      "SELECT currval('parcel_change_seq') AS max_seq",
+    );
+    await client.query("COMMIT");
+    return Number(result.rows[0]?.max_seq ?? 0);
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
   }
 }
 

@@ -6,7 +6,11 @@ import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { publishPending } from "../db/parcel-store.ts";
+import { publishPending, upsertParcels } from "../db/parcel-store.ts";
+import { mapHeader } from "../domain/header.ts";
+import { NAL_COLUMN_ALIASES, NAL_COLUMNS, NAL_REQUIRED_COLUMNS } from "../domain/nal-layout.ts";
+import { NalRowReader } from "../domain/nal-row.ts";
+import { buildParcel } from "../domain/parcel.ts";
 import { NAL_HEADER_LINE, nalLine, writeNalFile } from "./generate-nal.ts";
 import { ingestFile, type Publish } from "./ingest-file.ts";
 
@@ -146,6 +150,49 @@ describe("publish after store", () => {
     } finally {
       await consumer.stop();
     }
+  });
+});
+
+describe("store", () => {
+  const built = (parcelId: string, jv: number) => {
+    const reader = new NalRowReader(
+      mapHeader(NAL_HEADER_LINE.split(","), NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS),
+    );
+    const result = reader.read(row(parcelId, { JV: jv }).split(","), 2);
+    if (!result.ok) {
+      throw new Error(result.reject.reason);
+    }
+    return buildParcel(result.row, {
+      ingestId: "ing_test",
+      sourceFile: "test.csv",
+      rollStage: "final",
+      observedAt: asOf.toISOString(),
+      asOf,
+      previous: null,
+      recordedSales: [],
+    });
+  };
+
+  it("copies new parcels straight in and upserts one that was stored after all, each with a fresh change_seq", async () => {
+    const first = await upsertParcels(harness.pool, [built("S1", 100000), built("S2", 200000)], {
+      existing: new Set(),
+    });
+    // S2 is wrongly taken for new: the batch falls back to the upsert instead of failing.
+    const second = await upsertParcels(harness.pool, [built("S2", 250000), built("S3", 300000)], {
+      existing: new Set(),
+    });
+    const { rows } = await harness.pool.query<{ folio: string; just_value: string; seq: string }>(
+      "SELECT folio, just_value, change_seq AS seq FROM parcels ORDER BY folio",
+    );
+    expect(rows.map((item) => [item.folio, Number(item.just_value)])).toEqual([
+      ["23-S1", 100000],
+      ["23-S2", 250000],
+      ["23-S3", 300000],
+    ]);
+    const seqs = Object.fromEntries(rows.map((item) => [item.folio, Number(item.seq)]));
+    expect(first).toBe(Math.max(seqs["23-S1"] ?? 0, first));
+    expect(second).toBe(Math.max(seqs["23-S2"] ?? 0, seqs["23-S3"] ?? 0));
+    expect(seqs["23-S2"]).toBeGreaterThan(first);
   });
 });
 

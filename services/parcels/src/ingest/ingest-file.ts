@@ -284,7 +284,9 @@ async function ingestLocked(
     if (changed.length === 0) {
       return;
     }
-    const maxSeq = await timed("store", () => upsertParcels(deps.pool, changed));
+    const maxSeq = await timed("store", () =>
+      upsertParcels(deps.pool, changed, { existing: states }),
+    );
     // This batch's publish runs while the next batch is read, diffed and stored. At most one
     // publish is outstanding (memory stays flat), publishes go out in store order, and the
     // watermark only moves past a batch once it and every earlier one are on the topic.
