@@ -14,6 +14,8 @@ import { createManualRuns } from "./matching/manual-runs.ts";
 import { WatchlistCache } from "./matching/watchlist-cache.ts";
 import { registerWatchlistRoutes } from "./routes/watchlists.ts";
 
+const FLUSH_DELAY_MS = 20;
+
 export interface MatcherOptions {
   /** Leave out the parcel projection consumer (benchmarks of matching alone). */
   projection?: boolean;
@@ -40,8 +42,14 @@ export async function buildApp(
   requireInternalToken(http, config.INTERNAL_TOKEN);
 
   const relay = createOutboxRelay({ pool, bus, logger });
+  // After a commit with matches, publish within FLUSH_DELAY_MS rather than at the relay's next
+  // tick; commits in that window share one relay round instead of one each.
+  let flushTimer: NodeJS.Timeout | undefined;
   const flushSoon = () => {
-    relay.flush().catch((error: unknown) => logger.warn({ err: error }, "outbox flush failed"));
+    flushTimer ??= setTimeout(() => {
+      flushTimer = undefined;
+      relay.flush().catch((error: unknown) => logger.warn({ err: error }, "outbox flush failed"));
+    }, FLUSH_DELAY_MS);
   };
   const watchlists = createWatchlistStore(pool, {
     maxPerTenant: config.MAX_WATCHLISTS_PER_TENANT,
@@ -91,6 +99,7 @@ export async function buildApp(
     async stop() {
       await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
       await runs.settle();
+      clearTimeout(flushTimer);
       await relay.stop();
       await relay.flush().catch(() => 0);
       await cache.stop();
