@@ -73,6 +73,45 @@ describe("CSV export", () => {
     expect(await remainingOf(tenant.key)).toBe(10);
   });
 
+  it("exports a watchlist's matches with score and signals first, charging each parcel once", async () => {
+    const tenant = await stack.startTrial("operator");
+    const created = await stack.request("POST", "/v1/watchlists", {
+      key: tenant.key,
+      body: {
+        name: "Absentee Miami-Dade",
+        recipe: { filters: { counties: [23] }, required_signals: ["absentee_owner"] },
+      },
+    });
+    expect(created.statusCode).toBe(201);
+    const watchlist = created.json();
+    await stack.request("POST", `/v1/watchlists/${watchlist.id}/run`, { key: tenant.key });
+    await stack.matcher.runs.settle();
+    const summary = await stack.request("GET", `/v1/watchlists/${watchlist.id}`, {
+      key: tenant.key,
+    });
+    const matchCount = summary.json().match_count as number;
+    expect(matchCount).toBeGreaterThan(0);
+    const response = await stack.request("GET", `/v1/watchlists/${watchlist.id}/export.csv`, {
+      key: tenant.key,
+    });
+    expect(response.statusCode).toBe(200);
+    const rows = parse(response.body, { columns: true }) as Record<string, string>[];
+    expect(rows).toHaveLength(matchCount);
+    expect(Object.keys(rows[0] ?? {}).slice(0, 4)).toEqual([
+      "score",
+      "signals_fired",
+      "matched_at",
+      "folio",
+    ]);
+    expect(rows.every((row) => row.signals_fired?.includes("absentee_owner"))).toBe(true);
+    expect(await remainingOf(tenant.key)).toBe(2000 - new Set(rows.map((row) => row.folio)).size);
+    const other = await stack.startTrial("operator");
+    const foreign = await stack.request("GET", `/v1/watchlists/${watchlist.id}/export.csv`, {
+      key: other.key,
+    });
+    expect(foreign.statusCode).toBe(404);
+  });
+
   it(`streams a ${LARGE_ROWS}-row export with back-pressure: nothing is read far ahead of the client`, async () => {
     const tenant = await stack.startTrial("custom");
     await stack.setCustomLimits(tenant.tenantId, {

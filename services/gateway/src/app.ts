@@ -118,6 +118,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerMcpRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
   registerExportRoutes(http, {
     parcels: parcelsUpstream,
+    matcher: matcherUpstream,
     metering,
     upgradeUrl: config.UPGRADE_URL,
   });

@@ -1,4 +1,4 @@
-import type { Lead } from "@th/api-schemas";
+import type { Lead, MatchSummary } from "@th/api-schemas";
 
 /** RFC 4180: fields with a comma, quote, CR or LF are quoted, quotes doubled, lines end in CRLF. */
 export function csvField(value: string | number | boolean | null | undefined): string {
@@ -73,4 +73,23 @@ export function leadCsvHeader(): string {
 
 export function leadCsvRow(lead: Lead): string {
   return csvLine(LEAD_CSV_COLUMNS.map((column) => column.value(lead)));
+}
+
+/** A watchlist export puts the match's own facts first, then the lead's columns. */
+export function matchCsvHeader(): string {
+  return csvLine([
+    "score",
+    "signals_fired",
+    "matched_at",
+    ...LEAD_CSV_COLUMNS.map((column) => column.header),
+  ]);
+}
+
+export function matchCsvRow(match: MatchSummary, lead: Lead): string {
+  return csvLine([
+    match.score,
+    match.signals_fired.join(";"),
+    match.matched_at,
+    ...LEAD_CSV_COLUMNS.map((column) => column.value(lead)),
+  ]);
 }

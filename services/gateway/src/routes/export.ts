@@ -1,12 +1,13 @@
 import { Readable } from "node:stream";
-import { type Lead, leadSearchQuerySchema } from "@th/api-schemas";
+import { type Lead, leadSearchQuerySchema, type MatchSummary } from "@th/api-schemas";
 import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import type { FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Upstream } from "../clients/keys-client.ts";
-import { leadCsvHeader, leadCsvRow } from "../domain/csv.ts";
+import { leadCsvHeader, leadCsvRow, matchCsvHeader, matchCsvRow } from "../domain/csv.ts";
 import { tenancyOf, upgradeUrlFor } from "../edge/authenticate.ts";
 import type { Metering } from "../edge/metering.ts";
-import { callAs } from "./forward.ts";
+import { callAs, relay } from "./forward.ts";
 
 const PAGE_SIZE = 200;
 export const EXPORT_MAX_ROWS = 100_000;
@@ -21,6 +22,22 @@ const exportQuerySchema = z.object({
     .default(EXPORT_MAX_ROWS)
     .describe("Stop after this many rows"),
 });
+
+/** Refuses an export its row count cannot be paid for, before the first byte and any charge. */
+function refuseBeyondQuota(request: FastifyRequest, rows: number, upgradeUrl: string): void {
+  const quota = request.edge?.quota;
+  const remaining = quota?.remaining ?? quota?.limit ?? 0;
+  if (quota && rows > remaining) {
+    throw new ApiError(
+      "quota_exceeded",
+      `this export has up to ${rows} rows and ${remaining} lead-views remain this month; narrow it or set max_rows`,
+      {
+        quota_resets_at: quota.resetsAt.toISOString(),
+        upgrade_url: upgradeUrlFor(upgradeUrl, tenancyOf(request).tier, "csv"),
+      },
+    );
+  }
+}
 
 function searchPath(query: URLSearchParams, cursor: string | null): string {
   const params = new URLSearchParams(query);
@@ -40,7 +57,7 @@ function searchPath(query: URLSearchParams, cursor: string | null): string {
  */
 export function registerExportRoutes(
   app: HttpApp,
-  deps: { parcels: Upstream; metering: Metering; upgradeUrl: string },
+  deps: { parcels: Upstream; matcher?: Upstream; metering: Metering; upgradeUrl: string },
 ): void {
   app.get(
     "/v1/exports/leads.csv",
@@ -82,18 +99,7 @@ export function registerExportRoutes(
         throw new ApiError("unavailable", "the export could not be priced; try again shortly");
       }
       const rows = Math.min((counted.body as { count: number }).count, request.query.max_rows);
-      const quota = request.edge?.quota;
-      const remaining = quota?.remaining ?? quota?.limit ?? 0;
-      if (quota && rows > remaining) {
-        throw new ApiError(
-          "quota_exceeded",
-          `this export has ${rows} rows and ${remaining} lead-views remain this month; narrow the search or set max_rows`,
-          {
-            quota_resets_at: quota.resetsAt.toISOString(),
-            upgrade_url: upgradeUrlFor(deps.upgradeUrl, tenancyOf(request).tier, "csv"),
-          },
-        );
-      }
+      refuseBeyondQuota(request, rows, deps.upgradeUrl);
       async function* lines() {
         yield leadCsvHeader();
         let cursor: string | null = null;
@@ -122,6 +128,103 @@ export function registerExportRoutes(
       return reply
         .type("text/csv; charset=utf-8")
         .header("content-disposition", `attachment; filename="leads-${date}.csv"`)
+        .header("x-export-rows", String(rows))
+        .send(Readable.from(lines()));
+    },
+  );
+
+  const { matcher } = deps;
+  if (!matcher) {
+    return;
+  }
+  const matcherUpstream: Upstream = matcher;
+  app.get(
+    "/v1/watchlists/:id/export.csv",
+    {
+      config: { edge: { surface: "csv" } },
+      schema: {
+        tags: ["watchlists"],
+        security: [{ bearerAuth: [] }],
+        operationId: "exportWatchlistMatchesCsv",
+        summary:
+          "A watchlist's matches as CSV: score, signals fired and match time, then the lead columns; one lead-view per parcel, refused with 402 up front when the quota cannot cover it",
+        params: z.object({ id: z.string().min(1).max(64) }),
+        querystring: z.object({
+          max_rows: z.coerce.number().int().min(1).max(EXPORT_MAX_ROWS).default(EXPORT_MAX_ROWS),
+        }),
+        response: {
+          // A stream of text/csv, sent as is.
+          200: z.unknown().describe("text/csv; header row, then one row per match"),
+          ...errorResponses(
+            "unauthorized",
+            "tier_required",
+            "not_found",
+            "quota_exceeded",
+            "rate_limited",
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const base = `/internal/v1/watchlists/${encodeURIComponent(request.params.id)}`;
+      const watchlist = await callAs(matcherUpstream, request, "GET", base);
+      if (watchlist.status !== 200) {
+        return relay(reply, watchlist);
+      }
+      const rows = Math.min(
+        (watchlist.body as { match_count: number }).match_count,
+        request.query.max_rows,
+      );
+      refuseBeyondQuota(request, rows, deps.upgradeUrl);
+      async function* lines() {
+        yield matchCsvHeader();
+        let cursor: string | null = null;
+        let written = 0;
+        while (written < rows) {
+          const query = new URLSearchParams({ limit: String(Math.min(100, rows - written)) });
+          if (cursor) {
+            query.set("cursor", cursor);
+          }
+          const page = await callAs(matcherUpstream, request, "GET", `${base}/matches?${query}`);
+          if (page.status !== 200) {
+            throw new Error(`export page failed with ${page.status}`);
+          }
+          const body = page.body as {
+            matches: MatchSummary[];
+            next_cursor: string;
+            has_more: boolean;
+          };
+          const folios = [...new Set(body.matches.map((match) => match.folio))];
+          const leads = new Map<string, Lead>();
+          if (folios.length > 0) {
+            const found = await callAs(
+              deps.parcels,
+              request,
+              "POST",
+              "/internal/v1/parcels/lookup",
+              { folios },
+            );
+            for (const lead of (found.body as { leads: Lead[] }).leads) {
+              leads.set(lead.folio, lead);
+            }
+          }
+          await deps.metering.charge(request, [...leads.keys()], "csv");
+          yield body.matches
+            .flatMap((match) => {
+              const lead = leads.get(match.folio);
+              return lead ? [matchCsvRow(match, lead)] : [];
+            })
+            .join("");
+          written += body.matches.length;
+          if (!body.has_more || body.matches.length === 0) {
+            return;
+          }
+          cursor = body.next_cursor;
+        }
+      }
+      return reply
+        .type("text/csv; charset=utf-8")
+        .header("content-disposition", `attachment; filename="watchlist-${request.params.id}.csv"`)
         .header("x-export-rows", String(rows))
         .send(Readable.from(lines()));
     },

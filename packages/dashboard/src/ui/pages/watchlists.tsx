@@ -306,6 +306,14 @@ function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void })
           <button type="button" className="button primary" onClick={() => void startRun()}>
             Run now
           </button>
+          <a
+            className="button"
+            href={`/v1/watchlists/${encodeURIComponent(watchlist.id)}/export.csv`}
+            download
+            title="One lead-view per parcel not yet viewed today"
+          >
+            Export CSV
+          </a>
         </div>
       }
     >
