@@ -1,7 +1,14 @@
-import { ConfigError, commonShape, defineConfig, vars, z } from "@th/config";
+import {
+  commonShape,
+  DEV_SECRETS,
+  defineConfig,
+  refuseDevDefaultsInProduction,
+  vars,
+  z,
+} from "@th/config";
 
 /** The token internal callers present in development; production must set its own. */
-export const DEV_INTERNAL_TOKEN = "dev-internal-token-not-for-production";
+export const DEV_INTERNAL_TOKEN = DEV_SECRETS.INTERNAL_TOKEN;
 
 export const configSchema = defineConfig({
   ...commonShape,
@@ -21,10 +28,6 @@ export function readConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
   const config = configSchema.load(env);
-  if (config.NODE_ENV === "production" && config.INTERNAL_TOKEN === DEV_INTERNAL_TOKEN) {
-    throw new ConfigError([
-      { variable: "INTERNAL_TOKEN", reason: "the development default is refused in production" },
-    ]);
-  }
+  refuseDevDefaultsInProduction(config, DEV_SECRETS);
   return config;
 }

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from "node:crypto";
 import {
   type Lead,
   leadLookupRequestSchema,
@@ -8,7 +7,7 @@ import {
   leadSearchQuerySchema,
 } from "@th/api-schemas";
 import type { Pool } from "@th/db";
-import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import { ApiError, errorResponses, type HttpApp, requireInternalToken } from "@th/service-kit";
 import { z } from "zod";
 import {
   countParcels,
@@ -21,17 +20,6 @@ import {
 import type { StoredParcel } from "../db/parcel-store.ts";
 import { toLead } from "../domain/lead.ts";
 import { parseFolio } from "../domain/parcel.ts";
-
-export const INTERNAL_TOKEN_HEADER = "x-th-internal-token";
-
-function tokenMatches(presented: unknown, expected: string): boolean {
-  if (typeof presented !== "string") {
-    return false;
-  }
-  const a = Buffer.from(presented);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
 
 const leadOf = (parcel: StoredParcel): Lead => toLead(parcel.event, parcel.detail);
 
@@ -63,14 +51,7 @@ async function resolveOne(pool: Pool, requested: string): Promise<StoredParcel |
  */
 export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalToken: string }) {
   const { pool } = deps;
-  app.addHook("onRequest", async (request) => {
-    if (
-      request.url.startsWith("/internal/") &&
-      !tokenMatches(request.headers[INTERNAL_TOKEN_HEADER], deps.internalToken)
-    ) {
-      throw new ApiError("unauthorized", `missing or invalid ${INTERNAL_TOKEN_HEADER}`);
-    }
-  });
+  requireInternalToken(app, deps.internalToken);
 
   app.get(
     "/internal/v1/parcels/:folio",

@@ -10,7 +10,7 @@ import {
   type LeadViewRecorded,
   type Tier,
 } from "@th/contracts";
-import type { Pool, PoolClient } from "@th/db";
+import { type Pool, type PoolClient, inTransaction as runInTransaction } from "@th/db";
 import type { LeadViewMeter } from "@th/quota";
 import { enqueueEvent, type OutboxRelay } from "@th/service-kit";
 import type { Logger } from "@th/telemetry";
@@ -574,20 +574,8 @@ export function createWorker(options: WorkerOptions) {
     });
   }
 
-  async function inTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await pool.connect();
-    try {
-      await client.query("BEGIN");
-      const result = await work(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
-  }
+  const inTransaction = <T>(work: (client: PoolClient) => Promise<T>) =>
+    runInTransaction(pool, work);
 
   return {
     wake,

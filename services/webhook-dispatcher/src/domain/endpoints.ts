@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Pool, PoolClient } from "@th/db";
+import { type Pool, type PoolClient, inTransaction as runInTransaction } from "@th/db";
 import { ApiError, type InternalCaller } from "@th/service-kit";
 import type { WatchlistDirectory } from "../clients/internal.ts";
 import type { SecretStore } from "../delivery/secret-store.ts";
@@ -92,20 +92,8 @@ export function createEndpointService(deps: {
 }) {
   const { pool } = deps;
 
-  async function inTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await pool.connect();
-    try {
-      await client.query("BEGIN");
-      const result = await work(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
-  }
+  const inTransaction = <T>(work: (client: PoolClient) => Promise<T>) =>
+    runInTransaction(pool, work);
 
   async function endpointOf(tenantId: string, watchlistId: string, endpointId: string) {
     const { rows } = await pool.query<{
