@@ -228,6 +228,25 @@ describe("bus", () => {
     await vi.waitFor(() => expect(seen).toEqual(["a@0", "a@0", "b@1"]), { timeout: 15_000 });
   });
 
+  it("reports each consumer group's lag per partition until its records are done", async () => {
+    const contract = await isolatedTopic(1);
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const group = await consume(contract, async () => {
+      await gate;
+      return undefined;
+    });
+    await bus.publish(contract, [view("t", "a"), view("t", "b"), view("t", "c")]);
+    const lagOf = async () =>
+      (await bus.consumerLag()).find((row) => row.group === group && row.topic === contract.topic)
+        ?.lag;
+    expect(await lagOf()).toBe(3);
+    release();
+    await vi.waitFor(async () => expect(await lagOf()).toBe(0), { timeout: 15_000 });
+  });
+
   it("carries the producer's trace context to the handler in headers", async () => {
     const contract = await isolatedTopic(1);
     const headers: Record<string, string>[] = [];

@@ -221,6 +221,8 @@ export class Bus {
   #producerReady: Promise<Producer> | undefined;
   #admin: Admin | undefined;
   readonly #consumers = new Set<Consumer>();
+  /** Groups this bus consumes for, with their topics, for the lag gauge. */
+  readonly #groups = new Map<Consumer, { group: string; topics: string[] }>();
   readonly #partitionCounts = new Map<string, number>();
 
   constructor(options: BusOptions) {
@@ -449,12 +451,14 @@ export class Bus {
       eachBatch,
     });
     this.#consumers.add(consumer);
+    this.#groups.set(consumer, { group: options.group, topics: [...byTopic.keys()] });
     return {
       stop: async () => {
         for (const timer of resumeTimers) {
           clearTimeout(timer);
         }
         this.#consumers.delete(consumer);
+        this.#groups.delete(consumer);
         progress.close();
         await consumer.disconnect();
       },
@@ -477,6 +481,32 @@ export class Bus {
     const admin = await this.#ensureAdmin();
     const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
     return new Map((committed?.partitions ?? []).map((item) => [item.partition, item.offset]));
+  }
+
+  /**
+   * Records not yet processed by each consumer group of this process: per partition, the
+   * high-water mark minus the group's committed offset (all of it when nothing is committed).
+   */
+  async consumerLag(): Promise<{ group: string; topic: string; partition: number; lag: number }[]> {
+    const rows: { group: string; topic: string; partition: number; lag: number }[] = [];
+    const seen = new Set<string>();
+    for (const { group, topics } of this.#groups.values()) {
+      for (const topic of topics) {
+        if (seen.has(`${group}\u0000${topic}`)) {
+          continue;
+        }
+        seen.add(`${group}\u0000${topic}`);
+        const [high, committed] = await Promise.all([
+          this.highWaterMarks(topic),
+          this.committedOffsets(group, topic),
+        ]);
+        for (const [partition, end] of high) {
+          const done = Number(committed.get(partition) ?? "-1");
+          rows.push({ group, topic, partition, lag: Math.max(0, Number(end) - Math.max(0, done)) });
+        }
+      }
+    }
+    return rows;
   }
 
   /** Each partition's high-water mark: the offset the next produced record will get. */

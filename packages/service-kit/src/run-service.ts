@@ -103,6 +103,20 @@ export async function runService<Config extends CommonConfig>(
   const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: spec.name, logger });
 
   const metrics = createMetrics(spec.name);
+  metrics.gauge(
+    "th_consumer_lag",
+    "Records not yet processed, by consumer group, topic and partition",
+    ["group", "topic", "partition"] as const,
+    async (gauge) => {
+      gauge.reset();
+      for (const row of await bus.consumerLag()) {
+        gauge.set(
+          { group: row.group, topic: row.topic, partition: String(row.partition) },
+          row.lag,
+        );
+      }
+    },
+  );
   const app = await spec.build({ config, logger, pool, redis, bus, metrics });
   app.http?.addHook("onResponse", async (request, reply) => {
     metrics.httpRequests.observe(
