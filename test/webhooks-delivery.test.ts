@@ -171,6 +171,24 @@ describe("the delivery state table", () => {
   });
 });
 
+describe("dispatcher metrics", () => {
+  it("count attempts by outcome and attempt number, and gauge parked and dead-lettered deliveries", async () => {
+    const { webhookId } = await deliverOnce("503,200");
+    await settled(webhookId, ["complete"]);
+    const dead = await deliverOnce("410");
+    await settled(dead.webhookId, ["dead_letter"]);
+    const text = await stack.metricsText();
+    expect(text).toMatch(
+      /th_delivery_attempts_total\{[^}]*outcome="retrying"[^}]*attempt="1"[^}]*\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /th_delivery_attempts_total\{[^}]*outcome="complete"[^}]*attempt="2"[^}]*\} [1-9]/,
+    );
+    expect(text).toMatch(/th_deliveries_waiting\{[^}]*state="dead_letter"[^}]*\} [1-9]/);
+    expect(text).toMatch(/th_deliveries_waiting\{[^}]*state="parked"[^}]*\} \d/);
+  });
+});
+
 describe("the retry schedule", () => {
   it("runs attempts at 0, 1 s, 5 s (measured in real time), 30 s and 5 min (scaled), then dead-letters 30 min later (scaled)", async () => {
     const { webhookId } = await deliverOnce("500,500,500,500,503");

@@ -16,7 +16,7 @@ import {
 } from "@th/contracts";
 import { matchFound as sampleMatch } from "@th/contracts/samples";
 import { createPool, type Pool } from "@th/db";
-import { INTERNAL_HEADERS } from "@th/service-kit";
+import { createMetrics, INTERNAL_HEADERS, type Metrics } from "@th/service-kit";
 import { createTestHarness, TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { buildApp } from "@th/webhook-dispatcher/app";
 import { readConfig } from "@th/webhook-dispatcher/config";
@@ -149,6 +149,7 @@ export async function startWebhookStack() {
     topics: DISPATCHER_TOPICS,
   });
   const pools: Pool[] = [];
+  const registries: Metrics[] = [];
   const instances: Awaited<ReturnType<typeof buildApp>>[] = [];
   const buses: Bus[] = [];
   const revisions = new Map<string, number>();
@@ -170,8 +171,10 @@ export async function startWebhookStack() {
     });
     pools.push(pool);
     buses.push(bus);
+    const metrics = createMetrics("webhook-dispatcher");
+    registries.push(metrics);
     const app = await buildApp(
-      { config, logger: harness.logger, pool, redis: harness.redis, bus },
+      { config, logger: harness.logger, pool, redis: harness.redis, bus, metrics },
       {
         watchlists: { owns: async (_caller, watchlistId) => watchlistId !== FOREIGN_WATCHLIST },
         loadUsage: async () => ({ used: 0, foliosToday: [] }),
@@ -180,6 +183,11 @@ export async function startWebhookStack() {
     await app.start();
     instances.push(app);
     return app;
+  }
+
+  /** Prometheus text of a dispatcher instance's registry, as its /metrics serves it. */
+  async function metricsText(instance = 0): Promise<string> {
+    return (await registries[instance]?.registry.metrics()) ?? "";
   }
 
   async function publishTenant(
@@ -328,6 +336,7 @@ export async function startWebhookStack() {
   return {
     harness,
     pool: harness.db.pool,
+    metricsText,
     startDispatcher,
     spawnDispatcher,
     instances,

@@ -49,7 +49,28 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     now,
   });
   const sender = createSender({ policy, timeoutMs: config.DELIVERY_TIMEOUT_MS });
+  const attemptsByOutcome = deps.metrics?.counter(
+    "th_delivery_attempts_total",
+    "Delivery attempts by outcome (complete, retrying, exhausted, dead_letter) and attempt number",
+    ["outcome", "attempt"] as const,
+  );
+  deps.metrics?.gauge(
+    "th_deliveries_waiting",
+    "Deliveries held in the dead-letter store (30 days) or parked for quota or tier",
+    ["state"] as const,
+    async (gauge) => {
+      const { rows } = await pool.query<{ state: string; n: string }>(
+        `SELECT 'parked' AS state, count(*) AS n FROM deliveries WHERE state = 'parked'
+         UNION ALL
+         SELECT 'dead_letter', count(*) FROM deliveries WHERE state = 'dead_letter' AND hold_until > now()`,
+      );
+      for (const row of rows) {
+        gauge.set({ state: row.state }, Number(row.n));
+      }
+    },
+  );
   const worker = createWorker({
+    onAttempt: (outcome, attempt) => attemptsByOutcome?.inc({ outcome, attempt: String(attempt) }),
     pool,
     logger,
     sender,

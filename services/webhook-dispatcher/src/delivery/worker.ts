@@ -70,6 +70,8 @@ export interface WorkerOptions {
   longDelayScale: number;
   defaultConcurrency: number;
   now: () => number;
+  /** Called once per recorded attempt with its outcome (`complete`, `retrying`, ...). */
+  onAttempt?: (outcome: string, attempt: number) => void;
 }
 
 /** Parked until tenant.changed names the tenant again (or this long, then checked again). */
@@ -477,6 +479,7 @@ export function createWorker(options: WorkerOptions) {
       return true;
     });
     if (committed) {
+      options.onAttempt?.(state, attemptNo);
       flushSoon();
       if (state === "exhausted" && dueAt) {
         wakeAt(dueAt.getTime());
