@@ -7,6 +7,7 @@ import {
   memberSchema,
 } from "@th/api-schemas";
 import { errorResponses, type HttpApp } from "@th/service-kit";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Upstream } from "../clients/keys-client.ts";
 import type { EdgeStore } from "../edge/edge-store.ts";
@@ -26,6 +27,15 @@ export function registerTeamRoutes(app: HttpApp, deps: { keys: Upstream; store: 
     for (const hash of Array.isArray(hashes) ? hashes : []) {
       await deps.store.markRevoked(String(hash));
     }
+  }
+  /** Removes a key or a member in the keys service, then refuses its keys at the edge: 204. */
+  async function removeThenRefuse(request: FastifyRequest, reply: FastifyReply, path: string) {
+    const upstream = await callAs(deps.keys, request, "DELETE", path);
+    if (upstream.status !== 200) {
+      return relay(reply, upstream);
+    }
+    await refuseKeys((upstream.body as { key_hashes?: unknown }).key_hashes);
+    return reply.status(204).send(null);
   }
 
   app.post(
@@ -89,19 +99,12 @@ export function registerTeamRoutes(app: HttpApp, deps: { keys: Upstream; store: 
         },
       },
     },
-    async (request, reply) => {
-      const upstream = await callAs(
-        deps.keys,
+    async (request, reply) =>
+      removeThenRefuse(
         request,
-        "DELETE",
+        reply,
         `/internal/v1/api-keys/${encodeURIComponent(request.params.key_id)}`,
-      );
-      if (upstream.status !== 200) {
-        return relay(reply, upstream);
-      }
-      await refuseKeys((upstream.body as { key_hashes?: unknown }).key_hashes);
-      return reply.status(204).send(null);
-    },
+      ),
   );
 
   app.post(
@@ -207,18 +210,11 @@ export function registerTeamRoutes(app: HttpApp, deps: { keys: Upstream; store: 
         },
       },
     },
-    async (request, reply) => {
-      const upstream = await callAs(
-        deps.keys,
+    async (request, reply) =>
+      removeThenRefuse(
         request,
-        "DELETE",
+        reply,
         `/internal/v1/members/${encodeURIComponent(request.params.member_id)}`,
-      );
-      if (upstream.status !== 200) {
-        return relay(reply, upstream);
-      }
-      await refuseKeys((upstream.body as { key_hashes?: unknown }).key_hashes);
-      return reply.status(204).send(null);
-    },
+      ),
   );
 }

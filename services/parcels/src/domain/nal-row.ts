@@ -60,6 +60,19 @@ export function isMultiParcelFlag(raw: string | null): boolean {
   return raw !== null && /^(M|Y|X|C|1|MULTI)$/i.test(raw.trim());
 }
 
+/** A row with more or fewer fields than the header is rejected whole, never half read. */
+function wrongWidth(
+  width: number,
+  found: number,
+  line: number,
+  parcelId: string | null,
+): { ok: false; reject: { line: number; column: null; reason: string; parcelId: string | null } } {
+  return {
+    ok: false,
+    reject: { line, column: null, reason: `expected ${width} fields, found ${found}`, parcelId },
+  };
+}
+
 /** Reads NAL rows by one file's header. A row either reads whole or is rejected whole. */
 export class NalRowReader {
   readonly #reader: FieldReader<NalColumn>;
@@ -74,15 +87,7 @@ export class NalRowReader {
     const f = this.#reader;
     f.fields = fields;
     if (fields.length !== this.#width) {
-      return {
-        ok: false,
-        reject: {
-          line,
-          column: null,
-          reason: `expected ${this.#width} fields, found ${fields.length}`,
-          parcelId: f.text("PARCEL_ID"),
-        },
-      };
+      return wrongWidth(this.#width, fields.length, line, f.text("PARCEL_ID"));
     }
     try {
       const rollYear = f.requiredInteger("ASMNT_YR", { min: 1900, max: 2200 });
@@ -179,15 +184,7 @@ export class SdfRowReader {
     const f = this.#reader;
     f.fields = fields;
     if (fields.length !== this.#width) {
-      return {
-        ok: false,
-        reject: {
-          line,
-          column: null,
-          reason: `expected ${this.#width} fields, found ${fields.length}`,
-          parcelId: f.text("PARCEL_ID"),
-        },
-      };
+      return wrongWidth(this.#width, fields.length, line, f.text("PARCEL_ID"));
     }
     try {
       const countyNo = f.requiredInteger("CO_NO", { min: 11, max: 77 });
