@@ -35,6 +35,12 @@ export interface BusOptions {
   retries?: number;
 }
 
+export interface PublishedRecord<T> {
+  value: T;
+  /** Overrides the shared headers, e.g. a stored `traceparent`. */
+  headers?: Record<string, string>;
+}
+
 export interface Delivered<T> {
   value: T;
   key: string | null;
@@ -306,21 +312,35 @@ export class Bus {
     options: { headers?: Record<string, string> } = {},
   ): Promise<void> {
     const list = (Array.isArray(values) ? values : [values]) as readonly T[];
-    if (list.length === 0) {
+    await this.publishRecords(
+      contract,
+      list.map((value) => ({ value })),
+      options,
+    );
+  }
+
+  /**
+   * Publishes records in one request, each with its own headers on top of the shared ones: the
+   * outbox relay uses this to send each event in the trace of the work that wrote it.
+   */
+  async publishRecords<T>(
+    contract: TopicContract<T>,
+    records: readonly PublishedRecord<T>[],
+    options: { headers?: Record<string, string> } = {},
+  ): Promise<void> {
+    if (records.length === 0) {
       return;
     }
-    const headers = injectContext({
-      ...options.headers,
-      ...schemaHeaders(contract),
-    });
+    const schema = schemaHeaders(contract);
+    const shared = injectContext({ ...options.headers, ...schema });
     const producer = await this.#ensureProducer();
     await producer.send({
       topic: contract.topic,
       acks: -1,
-      messages: list.map((value) => ({
-        key: contract.keyOf(value),
-        value: encodeValue(contract, value),
-        headers,
+      messages: records.map((record) => ({
+        key: contract.keyOf(record.value),
+        value: encodeValue(contract, record.value),
+        headers: record.headers ? { ...shared, ...record.headers, ...schema } : shared,
       })),
     });
   }

@@ -7,6 +7,7 @@ export {
   type Handler,
   on,
   PARK_HEADERS,
+  type PublishedRecord,
   type ReplayedRecord,
   type ReplayOptions,
   type ReplayResult,

@@ -4,6 +4,7 @@ import { commonShape, defineConfig } from "@th/config";
 import { contracts, type KeyIssued } from "@th/contracts";
 import { keyIssued } from "@th/contracts/samples";
 import { inTransaction } from "@th/db";
+import { inSpan, startTelemetry } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createOutboxRelay, enqueueEvent } from "./outbox.ts";
 import { createTestHarness, type TestHarness } from "./testing.ts";
@@ -19,6 +20,9 @@ beforeAll(async () => {
   });
 });
 afterAll(() => harness.close());
+// A registered tracer, so spans carry real trace ids that the outbox can keep.
+const telemetry = startTelemetry({ service: "outbox-test", enabled: true });
+afterAll(() => telemetry.shutdown());
 
 describe("outbox", () => {
   it("publishes events of committed transactions only, in order, once", async () => {
@@ -104,5 +108,46 @@ describe("outbox", () => {
       logger: harness.logger,
     });
     expect(await relay.flush()).toBe(1);
+  });
+
+  it("publishes each event in the trace of the work that enqueued it, not the relay's", async () => {
+    const received: { keyId: string; traceparent: string | undefined }[] = [];
+    const consumer = await harness.bus.consume({
+      group: "outbox-trace-test",
+      subscriptions: [
+        on(contracts.keyIssued, async (message) => {
+          received.push({
+            keyId: message.value.key_id,
+            traceparent: message.headers.traceparent,
+          });
+          return undefined;
+        }),
+      ],
+    });
+    const traceIds = new Map<string, string>();
+    for (const keyId of ["traced-a", "traced-b"]) {
+      await inSpan(`issue ${keyId}`, {}, async (span) => {
+        traceIds.set(keyId, span.spanContext().traceId);
+        await inTransaction(harness.pool, (client) =>
+          enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: keyId }),
+        );
+      });
+    }
+    const relay = createOutboxRelay({
+      pool: harness.pool,
+      bus: harness.bus,
+      logger: harness.logger,
+    });
+    await inSpan("relay tick", {}, () => relay.flush());
+    await vi.waitFor(
+      () => expect(received.filter((event) => event.keyId.startsWith("traced-"))).toHaveLength(2),
+      { timeout: 15_000 },
+    );
+    for (const event of received.filter((entry) => entry.keyId.startsWith("traced-"))) {
+      const traceId = traceIds.get(event.keyId);
+      expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(event.traceparent?.split("-")[1]).toBe(traceId);
+    }
+    await consumer.stop();
   });
 });

@@ -1,23 +1,27 @@
-import type { AnyTopicContract, Bus } from "@th/bus";
+import type { AnyTopicContract, Bus, PublishedRecord } from "@th/bus";
 import { contractForTopic, type TopicContract } from "@th/contracts";
 import type { Pool, PoolClient } from "@th/db";
-import type { Logger } from "@th/telemetry";
+import { type Logger, traceContextOf } from "@th/telemetry";
 
 /**
  * The transactional outbox: a service writes the events of a change into its `outbox` table in
  * the same transaction as the change, and the relay publishes them afterwards. A crash between
  * commit and publish only delays the event; it cannot lose it. Each service's migrations create
  * the table: `outbox (id bigserial PRIMARY KEY, topic text, payload jsonb, created_at timestamptz,
- * published_at timestamptz)` with a partial index on unpublished ids.
+ * published_at timestamptz, headers jsonb)` with a partial index on unpublished ids. `headers`
+ * keeps the trace context of the work that wrote the row (the active one unless given), so the
+ * event is published as part of that trace.
  */
 export async function enqueueEvent<T>(
   client: PoolClient,
   contract: TopicContract<T>,
   value: T,
+  traceContext: Record<string, string> = traceContextOf(),
 ): Promise<void> {
-  await client.query("INSERT INTO outbox (topic, payload) VALUES ($1, $2)", [
+  await client.query("INSERT INTO outbox (topic, payload, headers) VALUES ($1, $2, $3)", [
     contract.topic,
     JSON.stringify(value),
+    Object.keys(traceContext).length > 0 ? JSON.stringify(traceContext) : null,
   ]);
 }
 
@@ -45,8 +49,13 @@ export function createOutboxRelay(options: {
     try {
       await client.query("BEGIN");
       // SKIP LOCKED lets several replicas relay at once without publishing a row twice.
-      const { rows } = await client.query<{ id: string; topic: string; payload: unknown }>(
-        `SELECT id, topic, payload FROM outbox WHERE published_at IS NULL
+      const { rows } = await client.query<{
+        id: string;
+        topic: string;
+        payload: unknown;
+        headers: Record<string, string> | null;
+      }>(
+        `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL
          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [options.batchSize ?? 500],
       );
@@ -54,16 +63,19 @@ export function createOutboxRelay(options: {
       let index = 0;
       while (index < rows.length) {
         const topic = rows[index]?.topic as string;
-        const run: unknown[] = [];
+        const run: PublishedRecord<unknown>[] = [];
         while (index < rows.length && rows[index]?.topic === topic) {
-          run.push(rows[index]?.payload);
+          const row = rows[index] as (typeof rows)[number];
+          run.push(
+            row.headers ? { value: row.payload, headers: row.headers } : { value: row.payload },
+          );
           index++;
         }
         const contract = contractForTopic(topic) as AnyTopicContract | undefined;
         if (!contract) {
           throw new Error(`outbox row for unknown topic ${topic}`);
         }
-        await bus.publish(contract, run as never[]);
+        await bus.publishRecords(contract, run as PublishedRecord<never>[]);
       }
       if (rows.length > 0) {
         await client.query("UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])", [

@@ -6,6 +6,7 @@ export {
   startTelemetry,
   type Telemetry,
   type TelemetryOptions,
+  traceContextOf,
   tracer,
   withExtractedContext,
 } from "./tracing.ts";

@@ -82,6 +82,24 @@ export function injectContext(carrier: Record<string, string>): Record<string, s
   return carrier;
 }
 
+/**
+ * The W3C trace context fields of a carrier (Kafka headers, HTTP headers), or the active
+ * context's when none is given: what a row stores so later work continues the same trace.
+ */
+export function traceContextOf(carrier?: Record<string, string>): Record<string, string> {
+  const source = carrier ?? injectContext({});
+  const picked: Record<string, string> = {};
+  for (const field of TRACE_CONTEXT_FIELDS) {
+    const value = source[field];
+    if (value !== undefined) {
+      picked[field] = value;
+    }
+  }
+  return picked;
+}
+
+const TRACE_CONTEXT_FIELDS = ["traceparent", "tracestate"] as const;
+
 /** Runs `work` as a continuation of the trace named in the carrier. */
 export function withExtractedContext<T>(carrier: Record<string, string>, work: () => T): T {
   return context.with(propagation.extract(context.active(), carrier), work);
