@@ -1,33 +1,12 @@
 // The dashboard's logic that does not touch the DOM: parsing, formatting and the shapes the
 // pages send. Kept pure so the component tests can check it without a browser.
 
-export const SIGNALS = [
-  "absentee_owner",
-  "out_of_state_owner",
-  "corporate_owner",
-  "trust_owner",
-  "estate_owner",
-  "long_term_owner",
-  "high_equity",
-  "free_and_clear",
-  "negative_equity",
-  "homestead_dropped",
-  "value_jump",
-  "recent_sale",
-  "vacant_land",
-  "distressed_transfer",
-  "tired_landlord",
-] as const;
-
-export const USE_CLASSES = [
-  "residential",
-  "commercial",
-  "industrial",
-  "agricultural",
-  "institutional",
-  "governmental",
-  "miscellaneous",
-] as const;
+// One catalogue with the validators; this entry point carries no zod into the bundle.
+export {
+  LEAD_SIGNAL_DESCRIPTIONS as SIGNAL_DESCRIPTIONS,
+  LEAD_SIGNALS as SIGNALS,
+  RECIPE_USE_CLASSES as USE_CLASSES,
+} from "@th/api-schemas/catalogue";
 
 export const ROTATION_REMINDER_DAYS = 90;
 const DAY_MS = 86_400_000;

@@ -9,6 +9,7 @@ import {
   humanize,
   type LeadFilters,
   leadQuery,
+  SIGNAL_DESCRIPTIONS,
   SIGNALS,
   USE_CLASSES,
 } from "../logic.ts";
@@ -324,7 +325,7 @@ export function LeadsPage() {
           <fieldset className="signals-picker">
             <legend>Signals (a lead must have all that are ticked)</legend>
             {SIGNALS.map((signal) => (
-              <label key={signal} className="check">
+              <label key={signal} className="check" title={SIGNAL_DESCRIPTIONS[signal]}>
                 <input
                   type="checkbox"
                   checked={filters.signals.includes(signal)}

@@ -8,6 +8,7 @@ import {
   humanize,
   type RecipeForm,
   recipeFromForm,
+  SIGNAL_DESCRIPTIONS,
   SIGNALS,
   USE_CLASSES,
 } from "../logic.ts";
@@ -211,7 +212,7 @@ function RecipeEditor(props: {
           <fieldset className="signals-picker">
             <legend>Required signals</legend>
             {SIGNALS.map((signal) => (
-              <label key={signal} className="check">
+              <label key={signal} className="check" title={SIGNAL_DESCRIPTIONS[signal]}>
                 <input
                   type="checkbox"
                   checked={form.required_signals.includes(signal)}
