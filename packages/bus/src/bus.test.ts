@@ -12,7 +12,7 @@ import { createLogger, inSpan, startTelemetry } from "@th/telemetry";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Bus, type Delivered, on, PARK_HEADERS, type RunningConsumer } from "./bus.ts";
-import { park, retryLater } from "./outcomes.ts";
+import { type Outcome, park, retryLater } from "./outcomes.ts";
 
 const timings = { sessionTimeout: 6000, heartbeatInterval: 300, maxWaitTimeInMs: 100 };
 let broker: Awaited<ReturnType<typeof startBroker>>;
@@ -60,7 +60,7 @@ function view(tenant: string, folio: string): LeadViewRecorded {
 
 async function consume(
   contract: TopicContract<LeadViewRecorded>,
-  handler: (message: Delivered<LeadViewRecorded>) => Promise<ReturnType<typeof park> | undefined>,
+  handler: (message: Delivered<LeadViewRecorded>) => Promise<Outcome | undefined>,
   maxAttempts?: number,
 ) {
   const group = `group-${randomBytes(4).toString("hex")}`;

@@ -1,5 +1,6 @@
+import { type Link, propagation, ROOT_CONTEXT, SpanStatusCode, trace } from "@opentelemetry/api";
 import { parkedTopicOf, SCHEMA_HEADER, type TopicContract } from "@th/contracts";
-import { injectContext, inSpan, type Logger, withExtractedContext } from "@th/telemetry";
+import { injectContext, inSpan, type Logger, tracer, withExtractedContext } from "@th/telemetry";
 import {
   type Admin,
   type Consumer,
@@ -12,7 +13,7 @@ import {
   type Producer,
 } from "kafkajs";
 import { readLog } from "./log-reader.ts";
-import { backoffMs, type Outcome } from "./outcomes.ts";
+import { type BatchOutcome, backoffMs, type Outcome } from "./outcomes.ts";
 import {
   decodeValue,
   encodeValue,
@@ -54,12 +55,34 @@ export interface Delivered<T> {
 
 export type Handler<T> = (message: Delivered<T>) => Promise<Outcome | undefined>;
 
+/**
+ * Handles the decoded records of one fetched batch of one partition, in offset order, and
+ * answers one outcome per record, in the same order (`undefined` for the whole answer, or for
+ * one record, means done). Offsets are resolved only once it has resolved, so its effect must be
+ * durable by then. A thrown error retries the whole batch with back-off; see `onBatch`.
+ */
+export type BatchHandler<T> = (
+  records: readonly Delivered<T>[],
+) => Promise<readonly (BatchOutcome | undefined)[] | undefined>;
+
 /** A contract of any record type, as lists of topics hold them. */
 export type AnyTopicContract = TopicContract<never>;
 
-export interface Subscription {
+/** A handler of one record at a time (`on`) or of a fetched batch at a time (`onBatch`). */
+export type Subscription = RecordSubscription | BatchSubscription;
+
+export interface RecordSubscription {
   readonly contract: AnyTopicContract;
   readonly handle: (message: KafkaMessage, meta: MessageMeta) => Promise<Outcome | undefined>;
+}
+
+export interface BatchSubscription {
+  readonly contract: AnyTopicContract;
+  /** Throws PoisonRecordError for a record that cannot be read as the contract. */
+  readonly decode: (message: KafkaMessage, meta: MessageMeta) => Delivered<unknown>;
+  readonly handleBatch: (
+    records: readonly Delivered<unknown>[],
+  ) => Promise<readonly (BatchOutcome | undefined)[] | undefined>;
 }
 
 interface MessageMeta {
@@ -69,20 +92,49 @@ interface MessageMeta {
   attempt: number;
 }
 
+function delivered<T>(contract: TopicContract<T>, message: KafkaMessage, meta: MessageMeta) {
+  return {
+    value: decodeValue(contract, message.value, meta.headers),
+    key: message.key?.toString() ?? null,
+    topic: meta.topic,
+    partition: meta.partition,
+    offset: message.offset,
+    headers: meta.headers,
+    attempt: meta.attempt,
+  };
+}
+
 /** Pairs a topic contract with a handler typed by it. */
 export function on<T>(contract: TopicContract<T>, handler: Handler<T>): Subscription {
   return {
     contract: contract as AnyTopicContract,
-    handle: (message, meta) =>
-      handler({
-        value: decodeValue(contract, message.value, meta.headers),
-        key: message.key?.toString() ?? null,
-        topic: meta.topic,
-        partition: meta.partition,
-        offset: message.offset,
-        headers: meta.headers,
-        attempt: meta.attempt,
-      }),
+    handle: (message, meta) => handler(delivered(contract, message, meta)),
+  };
+}
+
+/**
+ * Pairs a topic contract with a handler of whole fetched batches, for consumers whose cost is
+ * per transaction rather than per record. Same guarantees as `on`, batch by batch:
+ *
+ * - The handler gets the records of one fetched batch of one partition that could be decoded;
+ *   undecodable ones are parked with the reason. The offsets of the batch are resolved (and so
+ *   committed) only after the handler resolved and every record it answered `park` for, and
+ *   every undecodable one, was durably parked: a crash before that redelivers the whole batch.
+ * - A thrown error retries the whole batch (from its first offset, the partition paused) with
+ *   the same back-off as `on`. After `maxAttempts` failed attempts the records of that batch
+ *   are handed over one at a time (a batch of one), each with its own attempts as under `on`,
+ *   so only the record(s) that keep failing are parked and the partition goes on; records after
+ *   that batch are batched again.
+ * - `attempt` is the batch's attempt (or the lone record's, while isolating).
+ * - The handler runs in one span (`consume <topic>`) linked to the trace of every record; each
+ *   record's own trace context stays in its `headers` (`traceContextOf(record.headers)`) for
+ *   work that must continue it, such as an outbox row.
+ */
+export function onBatch<T>(contract: TopicContract<T>, handler: BatchHandler<T>): Subscription {
+  return {
+    contract: contract as AnyTopicContract,
+    decode: (message, meta) => delivered(contract, message, meta),
+    handleBatch: handler as BatchSubscription["handleBatch"],
   };
 }
 
@@ -94,6 +146,12 @@ export interface ConsumeOptions {
   /** Attempts for a handler that throws, before the record is parked. */
   maxAttempts?: number;
   partitionsConsumedConcurrently?: number;
+  /**
+   * Most bytes one fetch returns per partition (kafkajs's default, 1 MiB, unless set): the
+   * ceiling of an `onBatch` batch. A fetch answers as soon as any record is there, so an idle
+   * partition's batch is its one new record, with no added wait.
+   */
+  maxBytesPerPartition?: number;
 }
 
 export interface RunningConsumer {
@@ -151,6 +209,9 @@ const KAFKA_TO_PINO = {
 const defaultPartitioner = Partitioners.DefaultPartitioner();
 
 const COMMITTED_POLL_MS = 100;
+
+/** A batch span links to at most this many record traces; a full fetch would bloat it. */
+const MAX_SPAN_LINKS = 128;
 
 /**
  * How far a consumer has got in each partition, and who is waiting for it to get further. The
@@ -353,13 +414,19 @@ export class Bus {
       ...(timings.sessionTimeout ? { sessionTimeout: timings.sessionTimeout } : {}),
       ...(timings.heartbeatInterval ? { heartbeatInterval: timings.heartbeatInterval } : {}),
       ...(timings.maxWaitTimeInMs ? { maxWaitTimeInMs: timings.maxWaitTimeInMs } : {}),
+      ...(options.maxBytesPerPartition
+        ? { maxBytesPerPartition: options.maxBytesPerPartition }
+        : {}),
     });
     const byTopic = new Map(options.subscriptions.map((sub) => [sub.contract.topic, sub]));
     const maxAttempts = options.maxAttempts ?? 5;
     const attempts = new Map<string, number>();
+    /** Per `topic/partition`: the end of a failed batch whose records go one at a time. */
+    const isolating = new Map<string, bigint>();
     const resumeTimers = new Set<NodeJS.Timeout>();
     const logger = this.#logger.child({ group: options.group });
     const progress = new ProcessedOffsets();
+    const heartbeatEveryMs = timings.heartbeatInterval ?? 3000;
 
     await consumer.connect();
     await consumer.subscribe({
@@ -382,15 +449,23 @@ export class Bus {
       resumeTimers.add(timer);
     };
 
-    const eachBatch = async (payload: EachBatchPayload) => {
+    /**
+     * The per-record path: each record's handler in its own span, thrown errors retried on that
+     * record, then parked. False when the partition was paused for a retry or the batch went
+     * stale, so the caller stops too.
+     */
+    const eachRecord = async (
+      payload: EachBatchPayload,
+      messages: readonly KafkaMessage[],
+      handle: (
+        message: KafkaMessage,
+        meta: MessageMeta,
+      ) => Promise<Outcome | BatchOutcome | undefined>,
+    ): Promise<boolean> => {
       const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
-      const subscription = byTopic.get(batch.topic);
-      if (!subscription) {
-        return;
-      }
-      for (const message of batch.messages) {
+      for (const message of messages) {
         if (!isRunning() || isStale()) {
-          return;
+          return false;
         }
         const headers = headersToStrings(message.headers);
         const attemptKey = `${batch.topic}/${batch.partition}/${message.offset}`;
@@ -402,7 +477,7 @@ export class Bus {
               `consume ${batch.topic}`,
               { "messaging.destination": batch.topic, "messaging.kafka.offset": message.offset },
               async () =>
-                (await subscription.handle(message, {
+                (await handle(message, {
                   topic: batch.topic,
                   partition: batch.partition,
                   headers,
@@ -431,21 +506,19 @@ export class Bus {
               "handler failed; will retry",
             );
             pauseAndRedeliver(batch.topic, batch.partition, message.offset, backoffMs(attempt));
-            return;
+            return false;
           }
         }
         if (outcome.kind === "retry") {
           pauseAndRedeliver(batch.topic, batch.partition, message.offset, outcome.afterMs);
-          return;
+          return false;
         }
         if (outcome.kind === "park") {
           await this.#park(
             batch.topic,
             batch.partition,
-            message,
-            headers,
+            [{ message, headers, reason: outcome.reason }],
             options.group,
-            outcome.reason,
           );
           logger.warn(
             {
@@ -461,6 +534,201 @@ export class Bus {
         resolveOffset(message.offset);
         progress.advance(batch.topic, batch.partition, BigInt(message.offset) + 1n);
         await heartbeat();
+      }
+      return true;
+    };
+
+    /** A record of a batch subscription handed over alone (while isolating a failed batch). */
+    const alone =
+      (subscription: BatchSubscription) =>
+      async (message: KafkaMessage, meta: MessageMeta): Promise<BatchOutcome | undefined> => {
+        const outcomes = await subscription.handleBatch([subscription.decode(message, meta)]);
+        if (outcomes !== undefined && outcomes.length !== 1) {
+          throw new Error(`batch handler answered ${outcomes.length} outcomes for 1 record`);
+        }
+        return outcomes?.[0];
+      };
+
+    /** The batch path: see `onBatch` for the guarantees. */
+    const eachWholeBatch = async (
+      payload: EachBatchPayload,
+      subscription: BatchSubscription,
+      messages: readonly KafkaMessage[],
+    ): Promise<void> => {
+      const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
+      const first = messages[0];
+      const last = messages[messages.length - 1];
+      if (!first || !last || !isRunning() || isStale()) {
+        return;
+      }
+      const partitionKey = `${batch.topic}/${batch.partition}`;
+      const attemptKey = `batch:${partitionKey}/${first.offset}`;
+      const attempt = (attempts.get(attemptKey) ?? 0) + 1;
+      const records: Delivered<unknown>[] = [];
+      const sources: { message: KafkaMessage; headers: Record<string, string> }[] = [];
+      const toPark: { message: KafkaMessage; headers: Record<string, string>; reason: string }[] =
+        [];
+      const links: Link[] = [];
+      for (const message of messages) {
+        const headers = headersToStrings(message.headers);
+        try {
+          records.push(
+            subscription.decode(message, {
+              topic: batch.topic,
+              partition: batch.partition,
+              headers,
+              attempt,
+            }),
+          );
+          sources.push({ message, headers });
+        } catch (error) {
+          if (!(error instanceof PoisonRecordError)) {
+            throw error;
+          }
+          toPark.push({ message, headers, reason: error.message });
+          continue;
+        }
+        if (headers.traceparent !== undefined && links.length < MAX_SPAN_LINKS) {
+          const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, headers));
+          if (linked) {
+            links.push({ context: linked });
+          }
+        }
+      }
+      if (records.length > 0) {
+        // A long batch must not cost the group its membership.
+        const beat = setInterval(() => {
+          heartbeat().catch(() => {});
+        }, heartbeatEveryMs);
+        let outcomes: readonly (BatchOutcome | undefined)[] | undefined;
+        try {
+          outcomes = await tracer().startActiveSpan(
+            `consume ${batch.topic}`,
+            {
+              attributes: {
+                "messaging.destination": batch.topic,
+                "messaging.kafka.partition": batch.partition,
+                "messaging.kafka.offset": first.offset,
+                "messaging.batch.message_count": records.length,
+              },
+              links,
+            },
+            async (span) => {
+              try {
+                const answer = await subscription.handleBatch(records);
+                if (answer !== undefined && answer.length !== records.length) {
+                  throw new Error(
+                    `batch handler answered ${answer.length} outcomes for ${records.length} records`,
+                  );
+                }
+                return answer;
+              } catch (error) {
+                span.recordException(error as Error);
+                span.setStatus({ code: SpanStatusCode.ERROR });
+                throw error;
+              } finally {
+                span.end();
+              }
+            },
+          );
+        } catch (error) {
+          if (attempt < maxAttempts) {
+            attempts.set(attemptKey, attempt);
+            logger.warn(
+              {
+                err: error,
+                topic: batch.topic,
+                partition: batch.partition,
+                offset: first.offset,
+                records: messages.length,
+                attempt,
+              },
+              "batch handler failed; will retry the batch",
+            );
+            pauseAndRedeliver(batch.topic, batch.partition, first.offset, backoffMs(attempt));
+            return;
+          }
+          attempts.delete(attemptKey);
+          logger.warn(
+            {
+              err: error,
+              topic: batch.topic,
+              partition: batch.partition,
+              offset: first.offset,
+              records: messages.length,
+              attempt,
+            },
+            "batch handler failed; handling its records one at a time",
+          );
+          isolating.set(partitionKey, BigInt(last.offset) + 1n);
+          await eachBatchOf(payload, subscription, messages);
+          return;
+        } finally {
+          clearInterval(beat);
+        }
+        outcomes?.forEach((outcome, index) => {
+          const source = sources[index];
+          if (outcome?.kind === "park" && source) {
+            toPark.push({ ...source, reason: outcome.reason });
+          }
+        });
+      }
+      if (toPark.length > 0) {
+        await this.#park(batch.topic, batch.partition, toPark, options.group);
+        for (const parked of toPark) {
+          logger.warn(
+            {
+              topic: batch.topic,
+              partition: batch.partition,
+              offset: parked.message.offset,
+              reason: parked.reason,
+            },
+            "record parked",
+          );
+        }
+      }
+      attempts.delete(attemptKey);
+      resolveOffset(last.offset);
+      progress.advance(batch.topic, batch.partition, BigInt(last.offset) + 1n);
+      await heartbeat();
+    };
+
+    const eachBatchOf = async (
+      payload: EachBatchPayload,
+      subscription: BatchSubscription,
+      messages: readonly KafkaMessage[],
+    ): Promise<void> => {
+      const { batch } = payload;
+      const partitionKey = `${batch.topic}/${batch.partition}`;
+      const isolateBelow = isolating.get(partitionKey);
+      if (isolateBelow === undefined) {
+        await eachWholeBatch(payload, subscription, messages);
+        return;
+      }
+      const split = messages.findIndex((message) => BigInt(message.offset) >= isolateBelow);
+      const lone = split === -1 ? messages : messages.slice(0, split);
+      if (!(await eachRecord(payload, lone, alone(subscription)))) {
+        return;
+      }
+      const lastAlone = lone[lone.length - 1];
+      if (split !== -1 || (lastAlone && BigInt(lastAlone.offset) + 1n >= isolateBelow)) {
+        isolating.delete(partitionKey);
+      }
+      if (split !== -1) {
+        await eachWholeBatch(payload, subscription, messages.slice(split));
+      }
+    };
+
+    const eachBatch = async (payload: EachBatchPayload) => {
+      const { batch } = payload;
+      const subscription = byTopic.get(batch.topic);
+      if (!subscription || batch.messages.length === 0) {
+        return;
+      }
+      if ("handleBatch" in subscription) {
+        await eachBatchOf(payload, subscription, batch.messages);
+      } else {
+        await eachRecord(payload, batch.messages, subscription.handle);
       }
     };
 
@@ -654,32 +922,32 @@ export class Bus {
     return { records, highWaterMarks };
   }
 
-  /** Parks a copy of the original bytes with why, where from and when; durable before we go on. */
+  /**
+   * Parks copies of the original bytes with why, where from and when, in one request; durable
+   * before we go on.
+   */
   async #park(
     topic: string,
     partition: number,
-    message: KafkaMessage,
-    headers: Record<string, string>,
+    records: readonly { message: KafkaMessage; headers: Record<string, string>; reason: string }[],
     group: string,
-    reason: string,
   ): Promise<void> {
     const producer = await this.#ensureProducer();
+    const at = new Date().toISOString();
     await producer.send({
       topic: parkedTopicOf(topic),
       acks: -1,
-      messages: [
-        {
-          key: message.key,
-          value: message.value,
-          headers: {
-            ...headers,
-            [PARK_HEADERS.reason]: reason.slice(0, 2000),
-            [PARK_HEADERS.from]: `${topic}/${partition}/${message.offset}`,
-            [PARK_HEADERS.group]: group,
-            [PARK_HEADERS.at]: new Date().toISOString(),
-          },
+      messages: records.map(({ message, headers, reason }) => ({
+        key: message.key,
+        value: message.value,
+        headers: {
+          ...headers,
+          [PARK_HEADERS.reason]: reason.slice(0, 2000),
+          [PARK_HEADERS.from]: `${topic}/${partition}/${message.offset}`,
+          [PARK_HEADERS.group]: group,
+          [PARK_HEADERS.at]: at,
         },
-      ],
+      })),
     });
   }
 

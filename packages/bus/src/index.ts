@@ -1,18 +1,29 @@
 export {
   type AnyTopicContract,
+  type BatchHandler,
+  type BatchSubscription,
   Bus,
   type BusOptions,
   type ConsumeOptions,
   type Delivered,
   type Handler,
   on,
+  onBatch,
   PARK_HEADERS,
   type PublishedRecord,
+  type RecordSubscription,
   type ReplayedRecord,
   type ReplayOptions,
   type ReplayResult,
   type RunningConsumer,
   type Subscription,
 } from "./bus.ts";
-export { backoffMs, done, type Outcome, park, retryLater } from "./outcomes.ts";
+export {
+  type BatchOutcome,
+  backoffMs,
+  done,
+  type Outcome,
+  park,
+  retryLater,
+} from "./outcomes.ts";
 export { decodeValue, encodeValue, PoisonRecordError } from "./serde.ts";
