@@ -1,11 +1,13 @@
 // `parcel.ingested` -> `match.found`, group `matcher.match`. Several matcher instances share the
-// partitions. A parcel that matches nothing costs no I/O; the matches of one that does are
-// written with their outbox records in one transaction (shared with the other partitions being
-// handled at that moment). A parcel that cannot be judged is parked with its reason.
-import { type Bus, done, on, park, type RunningConsumer } from "@th/bus";
+// partitions. Each fetched batch of a partition is judged whole: the matches of all its parcels
+// and their outbox records are written in one transaction (shared with the other partitions'
+// batches committing at that moment), then the batch's offsets are resolved. A batch without
+// matches costs no I/O. A parcel that cannot be judged is parked with its reason; the rest of
+// its batch goes on.
+import { type BatchOutcome, type Bus, done, onBatch, park, type RunningConsumer } from "@th/bus";
 import { contracts } from "@th/contracts";
 import { inTransaction, type Pool } from "@th/db";
-import type { Logger } from "@th/telemetry";
+import { type Logger, traceContextOf } from "@th/telemetry";
 import { groupCommit } from "../db/group-commit.ts";
 import { insertMatches, type NewMatch } from "../db/matches.ts";
 import { UnjudgeableParcelError } from "../domain/predicate.ts";
@@ -22,6 +24,8 @@ export interface MatchConsumerDeps {
   /** Called after matches committed, so the outbox relay publishes them now. */
   onCommitted: () => void;
   partitionsConsumedConcurrently: number;
+  /** Most bytes of one partition's records fetched (and so judged and written) at once. */
+  maxBytesPerPartition?: number;
   now?: () => Date;
 }
 
@@ -43,31 +47,55 @@ export async function consumeParcelsForMatching(
   const consumer = await deps.bus.consume({
     group: MATCH_GROUP,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
+    ...(deps.maxBytesPerPartition ? { maxBytesPerPartition: deps.maxBytesPerPartition } : {}),
     subscriptions: [
-      on(contracts.parcelIngested, async ({ value }) => {
-        counters.parcels++;
-        const observedMs = Date.parse(value.observed_at);
-        if (!Number.isNaN(observedMs)) {
-          await deps.cache.ensureFreshFor(observedMs);
+      onBatch(contracts.parcelIngested, async (records) => {
+        counters.parcels += records.length;
+        // One freshness check for the batch: exact for its latest parcel is exact for all.
+        let latestObservedMs = Number.NEGATIVE_INFINITY;
+        for (const { value } of records) {
+          const observedMs = Date.parse(value.observed_at);
+          if (observedMs > latestObservedMs) {
+            latestObservedMs = observedMs;
+          }
         }
-        let matches: NewMatch[];
-        try {
-          matches = judgeParcel(deps.cache.index, value, now().toISOString());
-        } catch (error) {
-          counters.parked++;
-          const reason =
-            error instanceof UnjudgeableParcelError
-              ? error.message
-              : `evaluation failed: ${(error as Error).message}`;
-          deps.logger.warn({ folio: value.folio, reason }, "parcel parked");
-          return park(`parcel ${value.folio}: ${reason}`);
+        if (Number.isFinite(latestObservedMs)) {
+          await deps.cache.ensureFreshFor(latestObservedMs);
         }
-        if (matches.length === 0) {
-          return done;
+        const index = deps.cache.index;
+        const occurredAt = now().toISOString();
+        const outcomes: BatchOutcome[] = [];
+        const rows: NewMatch[] = [];
+        for (const record of records) {
+          const { value } = record;
+          let matches: NewMatch[];
+          try {
+            matches = judgeParcel(index, value, occurredAt);
+          } catch (error) {
+            const reason =
+              error instanceof UnjudgeableParcelError
+                ? error.message
+                : `evaluation failed: ${(error as Error).message}`;
+            deps.logger.warn({ folio: value.folio, reason }, "parcel parked");
+            outcomes.push(park(`parcel ${value.folio}: ${reason}`));
+            continue;
+          }
+          outcomes.push(done);
+          if (matches.length > 0) {
+            // match.found continues the trace of the ingest that published this parcel.
+            const traceContext = traceContextOf(record.headers);
+            for (const match of matches) {
+              match.traceContext = traceContext;
+              rows.push(match);
+            }
+          }
         }
-        await write(matches);
-        deps.onCommitted();
-        return done;
+        if (rows.length > 0) {
+          await write(rows);
+          deps.onCommitted();
+        }
+        counters.parked += records.length - outcomes.filter((o) => o.kind === "done").length;
+        return outcomes;
       }),
     ],
   });

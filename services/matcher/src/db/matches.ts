@@ -1,15 +1,20 @@
 // The match rows and their `match.found` records, written in one transaction through the
 // transactional outbox. The primary key on match_id makes a second insert of the same match a
 // no-op, and only rows actually inserted get an outbox record: a redelivered parcel.ingested
-// never yields a second event.
+// never yields a second event. Each outbox record keeps the trace context of the work it
+// continues (the parcel.ingested record a match came from), so the relay publishes match.found
+// in the ingest's trace.
 import type { MatchSummary } from "@th/api-schemas";
 import { contracts, type MatchFound } from "@th/contracts";
 import type { Pool, PoolClient } from "@th/db";
 import { ApiError } from "@th/service-kit";
+import { traceContextOf } from "@th/telemetry";
 
 export interface NewMatch {
   event: MatchFound;
   runId: string | null;
+  /** W3C trace context for its match.found; the active context's when absent. */
+  traceContext?: Readonly<Record<string, string>>;
 }
 
 /** Inserts the matches that are new and enqueues their events; returns how many were new. */
@@ -50,14 +55,26 @@ export async function insertMatches(
     return 0;
   }
   const inserted = new Set(rows.map((row) => row.match_id));
-  // In the order found, so one tenant's events keep their order on its partition.
-  const events = matches.filter((m) => inserted.has(m.event.match_id)).map((m) => m.event);
+  const active = matches.every((m) => m.traceContext) ? {} : traceContextOf();
+  // In the order found, so one tenant's events keep their order on its partition; a match twice
+  // in one call (a record redelivered into the same batch) is enqueued once.
+  const outbox: { p: MatchFound; h?: Readonly<Record<string, string>> }[] = [];
+  for (const m of matches) {
+    if (inserted.delete(m.event.match_id)) {
+      const headers = m.traceContext ?? active;
+      outbox.push(Object.keys(headers).length > 0 ? { p: m.event, h: headers } : { p: m.event });
+    }
+  }
+  // One JSON document for every row: pg would otherwise escape each payload into an array
+  // literal, and Postgres parse it back.
   await client.query(
-    `INSERT INTO outbox (topic, payload)
-     SELECT $1, e.payload FROM unnest($2::jsonb[]) WITH ORDINALITY AS e(payload, ord) ORDER BY e.ord`,
-    [contracts.matchFound.topic, events.map((event) => JSON.stringify(event))],
+    `INSERT INTO outbox (topic, payload, headers)
+     SELECT $1, e.item -> 'p', e.item -> 'h'
+       FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(item, ord)
+      ORDER BY e.ord`,
+    [contracts.matchFound.topic, JSON.stringify(outbox)],
   );
-  return events.length;
+  return outbox.length;
 }
 
 /** Polling cursor: the (transaction id, sequence) of the last match handed out. */
