@@ -63,6 +63,33 @@ describe("lead-view ledger (spec: Lead-view (quota unit))", () => {
     expect(rows).toEqual([{ day: "2026-11-20", folio: "0112345", request_id: view.request_id }]);
   });
 
+  it("counts a batch holding one lead-view twice once, keeps its first event, and ignores the batch when it comes again", async () => {
+    const tenant = freshTenant("batch");
+    const first = leadView(tenant, "0221100", "2026-11-20T09:00:00.000Z", "2026-11-05");
+    const again = { ...first, request_id: "req_again", recorded_at: "2026-11-20T09:30:00.000Z" };
+    const other = leadView(tenant, "0221101", "2026-11-20T09:45:00.000Z", "2026-11-05");
+    // One request, one tenant's partition: fetched and recorded as one batch.
+    await harness.bus.publish(contracts.leadViewRecorded, [first, again, other]);
+    expect(await seed(tenant, "2026-11-05", "2026-11-20")).toEqual({
+      used: 2,
+      folios_today: ["0221100", "0221101"],
+      caught_up: true,
+    });
+    // The same batch once more, as a redelivery after a crash before its commit would hand it.
+    const partition = await harness.bus.partitionFor(contracts.leadViewRecorded.topic, tenant);
+    await app.ledger.recordBatch(
+      [first, again, other].map((view, offset) => ({
+        view,
+        position: { partition, offset: String(offset) },
+      })),
+    );
+    expect((await seed(tenant, "2026-11-05", "2026-11-20")).used).toBe(2);
+    expect((await ledgerRows(tenant)).map((row) => row.request_id)).toEqual([
+      first.request_id,
+      other.request_id,
+    ]);
+  });
+
   it("counts reads at 23:59:59 and 00:00:01 UTC as two lead-views (the UTC calendar day)", async () => {
     const tenant = freshTenant("midnight");
     await harness.bus.publish(contracts.leadViewRecorded, [

@@ -1,4 +1,4 @@
-import { type Bus, done, on, type RunningConsumer } from "@th/bus";
+import { type Bus, done, on, onBatch, type RunningConsumer } from "@th/bus";
 import { contracts } from "@th/contracts";
 import type { Ledger } from "../db/ledger.ts";
 import type { Tenants } from "../db/tenants.ts";
@@ -8,10 +8,11 @@ export const LEDGER_GROUP = "quota-ledger.ledger";
 export const TENANTS_GROUP = "quota-ledger.tenants";
 
 /**
- * Lead-views go into the ledger one record at a time: each insert is idempotent on its own
- * (the dedupe key is the primary key), so at-least-once delivery needs no processed_events row.
- * All of a tenant's views share a partition, so partitions run side by side without two
- * writers ever racing for one tenant's counter.
+ * Lead-views go into the ledger a fetched batch at a time, in one statement: each row is
+ * idempotent on its own (the dedupe key is the primary key), so at-least-once delivery needs no
+ * processed_events row, and a redelivered batch changes nothing. All of a tenant's views share a
+ * partition, so partitions run side by side without two writers ever racing for one tenant's
+ * counter.
  */
 export function consumeLeadViews(
   bus: Bus,
@@ -22,9 +23,14 @@ export function consumeLeadViews(
     group: LEDGER_GROUP,
     partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
     subscriptions: [
-      on(contracts.leadViewRecorded, async ({ value, partition, offset }) => {
-        await ledger.record(value, { partition, offset });
-        return done;
+      onBatch(contracts.leadViewRecorded, async (records) => {
+        await ledger.recordBatch(
+          records.map(({ value, partition, offset }) => ({
+            view: value,
+            position: { partition, offset },
+          })),
+        );
+        return undefined;
       }),
     ],
   });

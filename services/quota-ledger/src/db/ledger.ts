@@ -30,8 +30,59 @@ SELECT tenant_id, billing_period_start, 1 FROM inserted
 ON CONFLICT (tenant_id, period_start)
 DO UPDATE SET lead_views = period_usage.lead_views + EXCLUDED.lead_views`;
 
+/**
+ * RECORD_SQL for a whole batch in one statement (so one transaction): rows go in in log order,
+ * so the first event of a (tenant, day, folio) wins as it does one at a time, a key twice in the
+ * batch is inserted once, and each period's counter moves by the rows actually inserted.
+ */
+const RECORD_BATCH_SQL = `
+WITH inserted AS (
+  INSERT INTO lead_views (tenant_id, day, folio, billing_period_start, surface, request_id,
+    key_id, member_id, recorded_at, source_partition, source_offset)
+  SELECT v.tenant_id, v.day, v.folio, v.billing_period_start, v.surface, v.request_id,
+         v.key_id, v.member_id, v.recorded_at, v.source_partition, v.source_offset
+    FROM unnest($1::text[], $2::date[], $3::text[], $4::date[], $5::text[], $6::text[],
+                $7::text[], $8::text[], $9::timestamptz[], $10::int[], $11::bigint[])
+         WITH ORDINALITY AS v(tenant_id, day, folio, billing_period_start, surface, request_id,
+                              key_id, member_id, recorded_at, source_partition, source_offset, ord)
+   ORDER BY v.ord
+  ON CONFLICT DO NOTHING
+  RETURNING tenant_id, billing_period_start
+)
+INSERT INTO period_usage (tenant_id, period_start, lead_views)
+SELECT tenant_id, billing_period_start, count(*) FROM inserted
+ GROUP BY tenant_id, billing_period_start
+ON CONFLICT (tenant_id, period_start)
+DO UPDATE SET lead_views = period_usage.lead_views + EXCLUDED.lead_views`;
+
 export function createLedger(pool: Pool) {
   return {
+    /** Records the lead-views of one batch at once, in log order. */
+    async recordBatch(
+      views: readonly { view: LeadViewRecorded; position: EventPosition }[],
+    ): Promise<void> {
+      if (views.length === 0) {
+        return;
+      }
+      await pool.query({
+        name: "quota-ledger.record-batch",
+        text: RECORD_BATCH_SQL,
+        values: [
+          views.map(({ view }) => view.tenant_id),
+          views.map(({ view }) => view.day),
+          views.map(({ view }) => view.folio),
+          views.map(({ view }) => view.billing_period_start),
+          views.map(({ view }) => view.surface),
+          views.map(({ view }) => view.request_id),
+          views.map(({ view }) => view.key_id),
+          views.map(({ view }) => view.member_id),
+          views.map(({ view }) => view.recorded_at),
+          views.map(({ position }) => position.partition),
+          views.map(({ position }) => position.offset),
+        ],
+      });
+    },
+
     /** Records one lead-view; true when it was new to the ledger. */
     async record(view: LeadViewRecorded, position: EventPosition): Promise<boolean> {
       const result = await pool.query({
