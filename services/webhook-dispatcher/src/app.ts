@@ -69,14 +69,17 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       }
     },
   );
+  // The worker's Redis calls (tenant slots, lead-view reservations, slot releases) for a whole
+  // claimed batch are issued in the same turn; auto-pipelining sends them in one write.
+  const workerRedis = deps.redis.duplicate({ enableAutoPipelining: true });
   const worker = createWorker({
     onAttempt: (outcome, attempt) => attemptsByOutcome?.inc({ outcome, attempt: String(attempt) }),
     pool,
     logger,
     sender,
-    slots: createTenantSlots(deps.redis, { leaseMs: config.LEASE_MS }),
+    slots: createTenantSlots(workerRedis, { leaseMs: config.LEASE_MS }),
     secrets,
-    meter: createLeadViewMeter(deps.redis, {
+    meter: createLeadViewMeter(workerRedis, {
       loadUsage:
         options.loadUsage ?? ledgerUsageLoader({ ...internal, baseUrl: config.LEDGER_URL }),
     }),
@@ -142,6 +145,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       await relay.flush().catch(() => {});
       await retryBus.close();
       sender.close();
+      workerRedis.disconnect();
     },
   };
   return app;

@@ -1,43 +1,27 @@
-import { done, on, retryLater, type Subscription } from "@th/bus";
+import { done, on, onBatch, retryLater, type Subscription } from "@th/bus";
 import { contracts, type DeliveryRetry, deliveryRetryLadder } from "@th/contracts";
 import type { Pool } from "@th/db";
 import type { Logger } from "@th/telemetry";
 import type { Worker } from "../delivery/worker.ts";
 import type { EndpointService } from "../domain/endpoints.ts";
-import { EVENT_TYPE, webhookBody } from "../domain/payload.ts";
+import { insertDeliveries } from "./intake.ts";
 
 /** Retry records are handed to the scheduler this long before they are due. */
 export const RETRY_HANDOFF_LEAD_MS = 300;
 
 /**
- * `match.found`: one delivery row per subscribed endpoint, body fixed now, in one idempotent
- * statement (the (endpoint, match) key makes redelivery a no-op). Nothing is sent here; the
- * handler returns as soon as the rows are durable, so the partition never waits on a receiver.
+ * `match.found`: one delivery row per subscribed endpoint, body fixed now and the record's trace
+ * context kept, for a whole fetched batch in one statement (see `intake.ts`). Nothing is sent
+ * here; the handler returns as soon as the rows are durable, so the partition never waits on a
+ * receiver.
  */
 export function matchSubscriptions(deps: { pool: Pool; worker: Worker }): Subscription[] {
   return [
-    on(contracts.matchFound, async ({ value }) => {
-      const inserted = await deps.pool.query(
-        `INSERT INTO deliveries (id, endpoint_id, tenant_id, watchlist_id, match_id, folio,
-                                 event_type, body)
-         SELECT gen_random_uuid(), e.id, e.tenant_id, e.watchlist_id, $3, $4, $5, $6
-           FROM endpoints e
-          WHERE e.tenant_id = $1 AND e.watchlist_id = $2 AND e.deleted_at IS NULL
-            AND $5 = ANY (e.events)
-         ON CONFLICT (endpoint_id, match_id) DO NOTHING`,
-        [
-          value.tenant_id,
-          value.watchlist.id,
-          value.match_id,
-          value.match.folio,
-          EVENT_TYPE,
-          webhookBody(value),
-        ],
-      );
-      if ((inserted.rowCount ?? 0) > 0) {
+    onBatch(contracts.matchFound, async (records) => {
+      if ((await insertDeliveries(deps.pool, records)) > 0) {
         deps.worker.wake();
       }
-      return done;
+      return undefined;
     }),
   ];
 }

@@ -11,9 +11,9 @@ import {
   type Tier,
 } from "@th/contracts";
 import { type Pool, type PoolClient, inTransaction as runInTransaction } from "@th/db";
-import type { LeadViewMeter } from "@th/quota";
+import { type LeadViewMeter, utcDay } from "@th/quota";
 import { enqueueEvent, type OutboxRelay } from "@th/service-kit";
-import type { Logger } from "@th/telemetry";
+import { inSpan, type Logger, traceContextOf, withExtractedContext } from "@th/telemetry";
 import { signatureHeader } from "@th/webhooks";
 import {
   type AttemptResult,
@@ -26,6 +26,13 @@ import {
   verdictOf,
 } from "../domain/schedule.ts";
 import type { TenantSlots } from "./concurrency.ts";
+import {
+  type AttemptRecord,
+  createAttemptRecorder,
+  headersJson,
+  type OutboxEvent,
+  outboxEvent,
+} from "./recorder.ts";
 import type { SecretStore } from "./secret-store.ts";
 import { type Sender, USER_AGENT } from "./sender.ts";
 
@@ -46,6 +53,7 @@ interface ClaimedRow {
   charged_at: Date | null;
   lease_token: string;
   first_attempted_at: Date | null;
+  trace_context: Record<string, string> | null;
   url: string;
   endpoint_deleted_at: Date | null;
   tier: Tier | null;
@@ -76,20 +84,26 @@ export interface WorkerOptions {
 
 /** Parked until tenant.changed names the tenant again (or this long, then checked again). */
 const PARK_RECHECK_MS = 3_600_000;
-const CLAIM_BATCH = 200;
+const CLAIM_BATCH = 256;
 const SATURATED_BACKOFF_MS = 20;
 
 /**
  * Runs deliveries out of Postgres. Consumers only insert rows and commit, so a slow receiver
- * never holds a Kafka partition. Each instance claims due rows with a lease (a token and an
- * expiry), takes a tenant slot in Redis before each attempt, sends, and records the attempt, the
- * new state and the events (through the outbox) in one transaction guarded by its lease token.
- * A crashed instance's leases expire and another instance picks its rows up: at-least-once, and a
+ * never holds a Kafka partition. Each instance claims due rows in batches with a lease (a token
+ * and an expiry), takes the batch's tenant slots in Redis (one call per tenant), charges the
+ * batch's lead-views (one reservation per tenant, one transaction), sends each delivery in its
+ * own span of the delivery's trace, and records attempts in groups: the attempt, the new state and
+ * the events (through the outbox) in one statement guarded by each delivery's lease token. A
+ * crashed instance's leases expire and another instance picks its rows up: at-least-once, and a
  * repeat carries the same webhook id.
  */
 export function createWorker(options: WorkerOptions) {
   const { pool, logger } = options;
-  const inFlight = new Set<Promise<void>>();
+  const recorder = createAttemptRecorder({ pool });
+  /** Claimed deliveries not yet finished, in total and per tenant. */
+  let claimed = 0;
+  const claimedByTenant = new Map<string, number>();
+  const batches = new Set<Promise<void>>();
   const saturated = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let polling = false;
@@ -135,23 +149,19 @@ export function createWorker(options: WorkerOptions) {
     again = false;
     let claimedFull = false;
     try {
-      const room = options.maxInFlight - inFlight.size;
+      const room = options.maxInFlight - claimed;
       if (room > 0) {
-        const rows = await claim(Math.min(room, CLAIM_BATCH));
-        claimedFull = rows.length === Math.min(room, CLAIM_BATCH);
-        for (const row of rows) {
-          const work: Promise<void> = run(row)
+        const limit = Math.min(room, CLAIM_BATCH);
+        const rows = await claim(limit);
+        claimedFull = rows.length === limit;
+        if (rows.length > 0) {
+          hold(rows);
+          const batch: Promise<void> = runBatch(rows)
             .catch((error: unknown) => {
-              logger.error({ err: error, delivery_id: row.id }, "delivery run failed");
-              return release(row, 1000).catch(() => {});
+              logger.error({ err: error, deliveries: rows.length }, "delivery batch failed");
             })
-            .finally(() => {
-              inFlight.delete(work);
-              if (inFlight.size === options.maxInFlight - 1) {
-                wake();
-              }
-            });
-          inFlight.add(work);
+            .finally(() => batches.delete(batch));
+          batches.add(batch);
         }
       }
     } catch (error) {
@@ -162,6 +172,47 @@ export function createWorker(options: WorkerOptions) {
     }
   }
 
+  function hold(rows: readonly ClaimedRow[]) {
+    claimed += rows.length;
+    for (const row of rows) {
+      claimedByTenant.set(row.tenant_id, (claimedByTenant.get(row.tenant_id) ?? 0) + 1);
+    }
+  }
+
+  const done = new WeakSet<ClaimedRow>();
+  /** A claimed row is finished (recorded, released, parked or lost); room for another. */
+  function finished(row: ClaimedRow) {
+    if (done.has(row)) {
+      return;
+    }
+    done.add(row);
+    claimed--;
+    const left = (claimedByTenant.get(row.tenant_id) ?? 1) - 1;
+    if (left > 0) {
+      claimedByTenant.set(row.tenant_id, left);
+    } else {
+      claimedByTenant.delete(row.tenant_id);
+    }
+    wakeSoon();
+  }
+
+  let wakeQueued = false;
+  /** One claim for everything that finished in this turn, not one per delivery. */
+  function wakeSoon() {
+    if (wakeQueued || stopped) {
+      return;
+    }
+    wakeQueued = true;
+    setImmediate(() => {
+      wakeQueued = false;
+      wake();
+    });
+  }
+
+  /**
+   * Leases due rows, at most `cap` per tenant counting the ones this process already holds
+   * (slots held by other instances are found at acquire time).
+   */
   async function claim(limit: number): Promise<ClaimedRow[]> {
     const now = options.now();
     const skip = [...saturated].filter(([, until]) => until > now).map(([tenant]) => tenant);
@@ -174,35 +225,44 @@ export function createWorker(options: WorkerOptions) {
       `WITH due AS (
          SELECT d.id, d.state,
                 row_number() OVER (PARTITION BY d.tenant_id ORDER BY d.due_at) AS rank,
-                COALESCE(t.concurrent_webhooks, $4) AS cap,
+                GREATEST(COALESCE(t.concurrent_webhooks, $4), 1) - COALESCE(held.n, 0) AS room,
                 e.url, e.deleted_at AS endpoint_deleted_at,
                 t.tier, t.status, t.lead_views_per_month, t.concurrent_webhooks,
                 to_char(t.billing_anniversary, 'YYYY-MM-DD') AS billing_anniversary
          FROM deliveries d
          JOIN endpoints e ON e.id = d.endpoint_id
          LEFT JOIN tenants t ON t.tenant_id = d.tenant_id
+         LEFT JOIN unnest($7::text[], $8::int[]) AS held(tenant_id, n) ON held.tenant_id = d.tenant_id
          WHERE d.due_at <= $1
            AND (d.lease_until IS NULL OR d.lease_until < $1)
            AND (d.state IN ('pending', 'parked', 'exhausted')
                 OR (d.state = 'retrying'
                     AND d.due_at <= $1::timestamptz - make_interval(secs => $5 / 1000.0)))
            AND NOT (d.tenant_id = ANY($3::text[]))
+       ), candidates AS (
+         SELECT * FROM due WHERE rank <= room OR state = 'exhausted'
+         ORDER BY rank LIMIT $2 * 4
        ), picked AS (
-         SELECT * FROM due WHERE rank <= GREATEST(cap, 1) OR state = 'exhausted'
-         ORDER BY rank LIMIT $2
+         -- Another instance claiming at the same moment has locked some of the same candidates;
+         -- skipping them (rather than waiting and then finding them leased) gives each instance
+         -- its own rows.
+         SELECT c.* FROM candidates c JOIN deliveries d ON d.id = c.id
+          WHERE d.state = c.state AND d.due_at <= $1
+            AND (d.lease_until IS NULL OR d.lease_until < $1)
+          ORDER BY c.rank LIMIT $2
+          FOR UPDATE OF d SKIP LOCKED
        )
        UPDATE deliveries d
           SET lease_token = gen_random_uuid(),
               lease_until = $1::timestamptz + make_interval(secs => $6 / 1000.0)
          FROM picked
         WHERE d.id = picked.id
-          AND d.state = picked.state AND d.due_at <= $1
-          AND (d.lease_until IS NULL OR d.lease_until < $1)
        RETURNING d.id, d.endpoint_id, d.tenant_id, d.watchlist_id, d.match_id, d.folio,
                  d.event_type, d.body, d.state, d.attempts, d.replay_no, d.due_at, d.charged_at,
-                 d.lease_token, d.first_attempted_at, picked.url, picked.endpoint_deleted_at,
-                 picked.tier, picked.status, picked.lead_views_per_month,
-                 picked.concurrent_webhooks, picked.billing_anniversary`,
+                 d.lease_token, d.first_attempted_at, d.trace_context, picked.url,
+                 picked.endpoint_deleted_at, picked.tier, picked.status,
+                 picked.lead_views_per_month, picked.concurrent_webhooks,
+                 picked.billing_anniversary`,
       [
         new Date(now),
         limit,
@@ -210,145 +270,388 @@ export function createWorker(options: WorkerOptions) {
         options.defaultConcurrency,
         options.retrySweepGraceMs,
         options.leaseMs,
+        [...claimedByTenant.keys()],
+        [...claimedByTenant.values()],
       ],
     );
     return rows;
   }
 
-  /** Gives a claimed row back without an attempt, due again after `delayMs`. */
-  async function release(row: ClaimedRow, delayMs: number) {
-    await pool.query(
-      `UPDATE deliveries SET lease_token = NULL, lease_until = NULL,
-              due_at = GREATEST(due_at, $3::timestamptz)
-        WHERE id = $1 AND lease_token = $2`,
-      [row.id, row.lease_token, new Date(options.now() + delayMs)],
-    );
-  }
-
-  async function park(row: ClaimedRow, reason: string, until: Date) {
-    await pool.query(
-      `UPDATE deliveries SET state = 'parked', parked_reason = $3, due_at = $4,
-              lease_token = NULL, lease_until = NULL
-        WHERE id = $1 AND lease_token = $2`,
-      [row.id, row.lease_token, reason, until],
-    );
-  }
-
-  async function run(row: ClaimedRow): Promise<void> {
-    if (row.state === "exhausted") {
-      await deadLetter(row, "attempts_exhausted");
-      return;
-    }
-    if (row.endpoint_deleted_at) {
-      await deadLetter(row, "endpoint_removed");
-      return;
-    }
-    const now = options.now();
-    if (!row.tier || row.lead_views_per_month === null) {
-      await park(row, "tenant_unknown", new Date(now + PARK_RECHECK_MS));
-      return;
-    }
-    if (!tierOpens(row.tier, "webhooks") || row.status === "cancelled") {
-      await park(row, "tier_without_webhooks", new Date(now + PARK_RECHECK_MS));
-      return;
-    }
-    const cap = Math.max(1, row.concurrent_webhooks ?? options.defaultConcurrency);
-    if (!(await options.slots.acquire(row.tenant_id, row.lease_token, cap))) {
-      saturated.set(row.tenant_id, options.now() + SATURATED_BACKOFF_MS);
-      await release(row, 0);
+  /** Gives claimed rows back without an attempt, due again after `delayMs`. */
+  async function release(rows: readonly ClaimedRow[], delayMs: number) {
+    if (rows.length === 0) {
       return;
     }
     try {
-      if (!row.charged_at) {
-        const charged = await charge(row);
-        if (!charged) {
-          return;
-        }
-      }
-      await attempt(row);
+      await pool.query(
+        `UPDATE deliveries d SET lease_token = NULL, lease_until = NULL,
+                due_at = GREATEST(d.due_at, $3::timestamptz)
+           FROM unnest($1::uuid[], $2::uuid[]) AS r(id, lease_token)
+          WHERE d.id = r.id AND d.lease_token = r.lease_token`,
+        [
+          rows.map((row) => row.id),
+          rows.map((row) => row.lease_token),
+          new Date(options.now() + delayMs),
+        ],
+      );
     } finally {
-      await options.slots.release(row.tenant_id, row.lease_token).catch(() => {});
+      rows.forEach(finished);
+    }
+  }
+
+  function park(rows: readonly ClaimedRow[], reason: string, until: Date) {
+    return parkEach(
+      rows,
+      reason,
+      rows.map(() => until),
+    );
+  }
+
+  /** Parks claimed rows with their reason, each due again at its own time. */
+  async function parkEach(rows: readonly ClaimedRow[], reason: string, until: readonly Date[]) {
+    if (rows.length === 0) {
+      return;
+    }
+    try {
+      await pool.query(
+        `UPDATE deliveries d SET state = 'parked', parked_reason = $3, due_at = r.due_at,
+                lease_token = NULL, lease_until = NULL
+           FROM unnest($1::uuid[], $2::uuid[], $4::timestamptz[]) AS r(id, lease_token, due_at)
+          WHERE d.id = r.id AND d.lease_token = r.lease_token`,
+        [rows.map((row) => row.id), rows.map((row) => row.lease_token), reason, until],
+      );
+    } finally {
+      rows.forEach(finished);
     }
   }
 
   /**
-   * One lead-view per delivery, the same rule and atomic reservation as reads: unique per
-   * (tenant, folio, UTC day), all-or-nothing against the month's cap, recorded on
-   * `leadview.recorded` (through the outbox, in the transaction that marks the delivery charged)
-   * before the body leaves. When the quota cannot cover it the delivery is parked until the reset.
+   * One claimed batch: the rows that need no attempt are settled; the others take their tenants'
+   * slots (one call per tenant, pipelined) and their lead-views (one reservation per tenant, one
+   * transaction for the batch); then each is sent and recorded on its own. Every row of the batch
+   * ends in `finished` exactly once, whatever fails.
    */
-  async function charge(row: ClaimedRow): Promise<boolean> {
-    const at = new Date(options.now());
-    const anchor = row.billing_anniversary ? new Date(`${row.billing_anniversary}T00:00:00Z`) : at;
-    const period = billingPeriodAt(anchor, at);
-    const day = at.toISOString().slice(0, 10);
-    const reservation = await options.meter.reserve({
-      tenantId: row.tenant_id,
-      cap: row.lead_views_per_month ?? 0,
-      period: { start: period.start, end: period.end },
-      day,
-      folios: [row.folio],
-    });
-    if (!reservation.ok) {
-      await park(row, "quota_exhausted", period.end);
-      return false;
-    }
-    try {
-      await inTransaction(async (client) => {
-        const updated = await client.query(
-          "UPDATE deliveries SET charged_at = $3 WHERE id = $1 AND lease_token = $2",
-          [row.id, row.lease_token, at],
-        );
-        if (updated.rowCount !== 1) {
-          throw new LeaseLost();
-        }
-        for (const folio of reservation.charged) {
-          const view: LeadViewRecorded = {
-            tenant_id: row.tenant_id,
-            folio,
-            day,
-            billing_period_start: period.start.toISOString().slice(0, 10),
-            surface: "webhook",
-            request_id: row.id,
-            key_id: null,
-            member_id: null,
-            recorded_at: at.toISOString(),
-          };
-          await enqueueEvent(client, contracts.leadViewRecorded, view);
-        }
-      });
-    } catch (error) {
-      await options.meter.release({
-        tenantId: row.tenant_id,
-        period: { start: period.start, end: period.end },
-        day,
-        folios: reservation.charged,
-      });
-      if (error instanceof LeaseLost) {
-        return false;
+  async function runBatch(rows: ClaimedRow[]): Promise<void> {
+    const now = options.now();
+    const settled: Promise<unknown>[] = [];
+    const toParkUnknown: ClaimedRow[] = [];
+    const toParkTier: ClaimedRow[] = [];
+    const byTenant = new Map<string, ClaimedRow[]>();
+    for (const row of rows) {
+      if (row.state === "exhausted") {
+        settled.push(deadLetter(row, "attempts_exhausted").finally(() => finished(row)));
+      } else if (row.endpoint_deleted_at) {
+        settled.push(deadLetter(row, "endpoint_removed").finally(() => finished(row)));
+      } else if (!row.tier || row.lead_views_per_month === null) {
+        toParkUnknown.push(row);
+      } else if (!tierOpens(row.tier, "webhooks") || row.status === "cancelled") {
+        toParkTier.push(row);
+      } else {
+        const list = byTenant.get(row.tenant_id) ?? [];
+        list.push(row);
+        byTenant.set(row.tenant_id, list);
       }
+    }
+    settled.push(park(toParkUnknown, "tenant_unknown", new Date(now + PARK_RECHECK_MS)));
+    settled.push(park(toParkTier, "tier_without_webhooks", new Date(now + PARK_RECHECK_MS)));
+    settled.push(deliver([...byTenant.values()]));
+    const failures = (await Promise.allSettled(settled)).filter(
+      (result) => result.status === "rejected",
+    );
+    for (const failure of failures) {
+      logger.warn({ err: failure.reason }, "settling claimed deliveries failed; leases expire");
+    }
+  }
+
+  /** Rows grouped by tenant: slots, then lead-views, then the attempts. */
+  async function deliver(tenants: ClaimedRow[][]): Promise<void> {
+    if (tenants.length === 0) {
+      return;
+    }
+    const all = tenants.flat();
+    let slotted: ClaimedRow[];
+    try {
+      slotted = (await Promise.all(tenants.map(acquireSlots))).flat();
+    } catch (error) {
+      await release(all, 1000).catch(() => {});
       throw error;
     }
-    flushSoon();
-    return true;
+    const unslotted = all.filter((row) => !slotted.includes(row));
+    // Left leased if this fails: due again when the lease expires.
+    await release(unslotted, 0).catch(() => {});
+    let ready: ClaimedRow[];
+    try {
+      ready = await charge(slotted);
+    } catch (error) {
+      releaseSlots(slotted);
+      await release(slotted, 1000).catch(() => {});
+      throw error;
+    }
+    const sending = new Set(ready);
+    // Rows that did not come back from the charge were parked or lost their lease.
+    releaseSlots(slotted.filter((row) => !sending.has(row)));
+    await Promise.all(
+      ready.map((row) =>
+        attempt(row)
+          .catch(async (error: unknown) => {
+            logger.error({ err: error, delivery_id: row.id }, "delivery attempt failed");
+            await release([row], 1000).catch(() => {});
+          })
+          .finally(() => {
+            releaseSlots([row]);
+            finished(row);
+          }),
+      ),
+    );
   }
 
-  async function attempt(row: ClaimedRow): Promise<void> {
-    const secrets = await options.secrets.signingSecrets(row.endpoint_id);
-    const attemptNo = row.attempts + 1;
-    const startedAt = new Date(options.now());
-    const signature = signatureHeader(row.body, secrets, Math.floor(startedAt.getTime() / 1000));
-    const result = await options.sender.send(row.url, row.body, {
-      "content-type": "application/json",
-      "user-agent": USER_AGENT,
-      "x-flpf-signature": signature,
-      "x-flpf-event-type": row.event_type,
-      "x-flpf-webhook-id": row.id,
+  /** Takes the tenant's slots for its rows in order; answers the rows that got one. */
+  async function acquireSlots(rows: ClaimedRow[]): Promise<ClaimedRow[]> {
+    const first = rows[0] as ClaimedRow;
+    const cap = Math.max(1, first.concurrent_webhooks ?? options.defaultConcurrency);
+    const taken = await options.slots.acquire(
+      first.tenant_id,
+      rows.map((row) => row.lease_token),
+      cap,
+    );
+    if (taken < rows.length) {
+      saturated.set(first.tenant_id, options.now() + SATURATED_BACKOFF_MS);
+    }
+    return rows.slice(0, taken);
+  }
+
+  const slotReleases = new Map<string, string[]>();
+  /** Frees tenant slots in one call per tenant for everything finished in this turn. */
+  function releaseSlots(rows: readonly ClaimedRow[]) {
+    if (rows.length === 0) {
+      return;
+    }
+    const wasEmpty = slotReleases.size === 0;
+    for (const row of rows) {
+      const list = slotReleases.get(row.tenant_id) ?? [];
+      list.push(row.lease_token);
+      slotReleases.set(row.tenant_id, list);
+    }
+    if (wasEmpty) {
+      setImmediate(() => {
+        const pending = [...slotReleases];
+        slotReleases.clear();
+        for (const [tenantId, members] of pending) {
+          // A slot not given back here expires with its lease.
+          options.slots.release(tenantId, members).catch(() => {});
+        }
+      });
+    }
+  }
+
+  interface Reserved {
+    tenantId: string;
+    period: { start: Date; end: Date };
+    day: string;
+    covered: ClaimedRow[];
+    refused: ClaimedRow[];
+    folios: string[];
+  }
+
+  /**
+   * One lead-view per delivery, the same rule and atomic reservation as reads: unique per
+   * (tenant, folio, UTC day), all-or-nothing against the month's cap. A tenant's uncharged rows
+   * of a claim are reserved at once; when the quota cannot cover them all they are reserved one
+   * by one, in order, and the ones it cannot cover are parked until the reset.
+   */
+  async function reserve(rows: ClaimedRow[], at: Date): Promise<Reserved> {
+    const first = rows[0] as ClaimedRow;
+    const anchor = first.billing_anniversary
+      ? new Date(`${first.billing_anniversary}T00:00:00Z`)
+      : at;
+    const { start, end } = billingPeriodAt(anchor, at);
+    const quota = { tenantId: first.tenant_id, period: { start, end }, day: utcDay(at) };
+    const cap = first.lead_views_per_month ?? 0;
+    const whole = await options.meter.reserve({
+      ...quota,
+      cap,
+      folios: rows.map((row) => row.folio),
     });
-    await record(row, attemptNo, startedAt, result);
+    if (whole.ok) {
+      return { ...quota, covered: rows, refused: [], folios: whole.charged };
+    }
+    const reserved: Reserved = { ...quota, covered: [], refused: [], folios: [] };
+    for (const row of rows) {
+      const one = await options.meter.reserve({ ...quota, cap, folios: [row.folio] });
+      if (one.ok) {
+        reserved.covered.push(row);
+        reserved.folios.push(...one.charged);
+      } else {
+        reserved.refused.push(row);
+      }
+    }
+    return reserved;
   }
 
-  async function record(row: ClaimedRow, attemptNo: number, at: Date, result: AttemptResult) {
+  /**
+   * Charges the uncharged rows and records their views on `leadview.recorded` (through the
+   * outbox, in the one transaction that marks them charged) before any body leaves. Answers the
+   * rows that may be sent.
+   */
+  async function charge(rows: ClaimedRow[]): Promise<ClaimedRow[]> {
+    const uncharged = new Map<string, ClaimedRow[]>();
+    for (const row of rows) {
+      if (!row.charged_at) {
+        const list = uncharged.get(row.tenant_id) ?? [];
+        list.push(row);
+        uncharged.set(row.tenant_id, list);
+      }
+    }
+    if (uncharged.size === 0) {
+      return rows;
+    }
+    const at = new Date(options.now());
+    const reservations = await Promise.all([...uncharged.values()].map((r) => reserve(r, at)));
+    const giveBack = (keep: (reserved: Reserved, folio: string) => boolean) =>
+      Promise.all(
+        reservations.map((reserved) =>
+          options.meter.release({
+            tenantId: reserved.tenantId,
+            period: reserved.period,
+            day: reserved.day,
+            folios: reserved.folios.filter((folio) => !keep(reserved, folio)),
+          }),
+        ),
+      );
+    const refused = reservations.flatMap((reserved) => reserved.refused);
+    await parkEach(
+      refused,
+      "quota_exhausted",
+      reservations.flatMap((reserved) => reserved.refused.map(() => reserved.period.end)),
+    );
+    const covered = reservations.flatMap((reserved) => reserved.covered);
+    let updated: Set<string>;
+    try {
+      updated = await runInTransaction(pool, async (client) => {
+        const result = await client.query<{ id: string }>(
+          `UPDATE deliveries d SET charged_at = $3
+             FROM unnest($1::uuid[], $2::uuid[]) AS r(id, lease_token)
+            WHERE d.id = r.id AND d.lease_token = r.lease_token
+            RETURNING d.id`,
+          [covered.map((row) => row.id), covered.map((row) => row.lease_token), at],
+        );
+        const ids = new Set(result.rows.map((row) => row.id));
+        const events: OutboxEvent[] = [];
+        for (const reserved of reservations) {
+          for (const folio of new Set(reserved.folios)) {
+            // The view is recorded against the first delivery of that folio still leased here.
+            const carrier = reserved.covered.find((row) => row.folio === folio && ids.has(row.id));
+            if (!carrier) {
+              continue;
+            }
+            const view: LeadViewRecorded = {
+              tenant_id: carrier.tenant_id,
+              folio,
+              day: reserved.day,
+              billing_period_start: utcDay(reserved.period.start),
+              surface: "webhook",
+              request_id: carrier.id,
+              key_id: null,
+              member_id: null,
+              recorded_at: at.toISOString(),
+            };
+            const trace = carrier.trace_context ?? {};
+            events.push(outboxEvent(carrier.id, contracts.leadViewRecorded, view, trace));
+          }
+        }
+        await insertOutbox(client, events);
+        return ids;
+      });
+    } catch (error) {
+      await giveBack(() => false).catch(() => {});
+      throw error;
+    }
+    const lost = covered.filter((row) => !updated.has(row.id));
+    if (lost.length > 0) {
+      const kept = new Set(
+        covered.filter((row) => updated.has(row.id)).map((row) => `${row.tenant_id}/${row.folio}`),
+      );
+      await giveBack((reserved, folio) => kept.has(`${reserved.tenantId}/${folio}`)).catch(
+        () => {},
+      );
+      lost.forEach(finished);
+      logger.warn({ deliveries: lost.length }, "lease lost before the lead-view was recorded");
+    }
+    if (covered.length > 0) {
+      flushSoon();
+    }
+    return rows.filter((row) => row.charged_at || updated.has(row.id));
+  }
+
+  async function insertOutbox(client: PoolClient, events: readonly OutboxEvent[]): Promise<void> {
+    if (events.length === 0) {
+      return;
+    }
+    await client.query(
+      `INSERT INTO outbox (topic, payload, headers)
+       SELECT topic, payload::jsonb, headers::jsonb
+         FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS e(topic, payload, headers, ord)
+        ORDER BY ord`,
+      [
+        events.map((event) => event.topic),
+        events.map((event) => event.payload),
+        events.map((event) => headersJson(event.headers)),
+      ],
+    );
+  }
+
+  /**
+   * One attempt in its own span, a child of the trace the delivery was created in (the
+   * `match.found` record's); the receiver gets that span's `traceparent`, and the events the
+   * attempt records are published in it.
+   */
+  function attempt(row: ClaimedRow): Promise<void> {
+    return withExtractedContext(row.trace_context ?? {}, () =>
+      inSpan(
+        "webhook POST",
+        {
+          "webhook.id": row.id,
+          "webhook.endpoint_id": row.endpoint_id,
+          "webhook.attempt": row.attempts + 1,
+          "webhook.replay": row.replay_no,
+          "th.tenant_id": row.tenant_id,
+        },
+        async (span) => {
+          const secrets = await options.secrets.signingSecrets(row.endpoint_id);
+          const attemptNo = row.attempts + 1;
+          const startedAt = new Date(options.now());
+          const signature = signatureHeader(
+            row.body,
+            secrets,
+            Math.floor(startedAt.getTime() / 1000),
+          );
+          const trace = traceContextOf();
+          const result = await options.sender.send(row.url, row.body, {
+            ...trace,
+            "content-type": "application/json",
+            "user-agent": USER_AGENT,
+            "x-flpf-signature": signature,
+            "x-flpf-event-type": row.event_type,
+            "x-flpf-webhook-id": row.id,
+          });
+          if (result.kind === "response") {
+            span.setAttribute("http.response.status_code", result.status);
+          } else {
+            span.setAttribute("webhook.failure", result.failure);
+          }
+          await record(row, attemptNo, startedAt, result, trace);
+        },
+      ),
+    );
+  }
+
+  async function record(
+    row: ClaimedRow,
+    attemptNo: number,
+    at: Date,
+    result: AttemptResult,
+    trace: Record<string, string>,
+  ) {
     const verdict = verdictOf(result);
     const now = options.now();
     const status = result.kind === "response" ? result.status : null;
@@ -361,7 +664,7 @@ export function createWorker(options: WorkerOptions) {
           ? null
           : `receiver answered ${result.status}`;
     const firstAttemptedAt = row.first_attempted_at ?? at;
-    let state: "complete" | "retrying" | "exhausted" | "dead_letter";
+    let state: AttemptRecord["state"];
     let dueAt: Date | null = null;
     let deadLetterReason: DeadLetterReason | null = null;
     if (verdict === "complete") {
@@ -376,107 +679,73 @@ export function createWorker(options: WorkerOptions) {
       state = "exhausted";
       dueAt = new Date(now + scaleLong(DEAD_LETTER_AFTER_MS, options.longDelayScale));
     }
-    const committed = await inTransaction(async (client) => {
-      const updated = await client.query(
-        `UPDATE deliveries SET
-           state = $3, attempts = $4, first_attempted_at = COALESCE(first_attempted_at, $5),
-           last_attempted_at = $5, last_status_code = $6, last_failure = $7, last_error = $8,
-           due_at = COALESCE($9, due_at), lease_token = NULL, lease_until = NULL,
-           completed_at = CASE WHEN $3 = 'complete' THEN $10::timestamptz ELSE completed_at END,
-           dead_lettered_at = CASE WHEN $3 = 'dead_letter' THEN $10::timestamptz ELSE dead_lettered_at END,
-           dead_letter_reason = CASE WHEN $3 = 'dead_letter' THEN $11 ELSE dead_letter_reason END,
-           hold_until = CASE WHEN $3 IN ('complete', 'dead_letter') THEN $12::timestamptz ELSE hold_until END,
-           parked_reason = NULL
-         WHERE id = $1 AND lease_token = $2`,
-        [
-          row.id,
-          row.lease_token,
-          state,
-          attemptNo,
-          at,
-          status,
-          failure,
-          error,
-          dueAt,
-          new Date(now),
-          deadLetterReason,
-          new Date(now + HOLD_MS),
-        ],
-      );
-      if (updated.rowCount !== 1) {
-        return false;
-      }
-      await client.query(
-        `INSERT INTO attempts (delivery_id, replay_no, attempt, attempted_at, duration_ms,
-                               status_code, failure, error, response_excerpt, state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-        [
-          row.id,
-          row.replay_no,
-          attemptNo,
-          at,
-          result.durationMs,
-          status,
-          failure,
-          error,
-          result.kind === "response" ? result.excerpt : null,
-          state,
-        ],
-      );
-      const attempted: DeliveryAttempted = {
+    const attempted: DeliveryAttempted = {
+      delivery_id: row.id,
+      endpoint_id: row.endpoint_id,
+      tenant_id: row.tenant_id,
+      watchlist_id: row.watchlist_id,
+      match_id: row.match_id,
+      folio: row.folio,
+      attempt: attemptNo,
+      replay_no: row.replay_no,
+      attempted_at: at.toISOString(),
+      duration_ms: result.durationMs,
+      status_code: status,
+      failure,
+      error,
+      state: state === "exhausted" ? "dead_letter" : state,
+      next_attempt_at: state === "retrying" && dueAt ? dueAt.toISOString() : null,
+    };
+    const events = [outboxEvent(row.id, contracts.deliveryAttempted, attempted, trace)];
+    if (state === "retrying" && dueAt) {
+      const retry: DeliveryRetry = {
         delivery_id: row.id,
         endpoint_id: row.endpoint_id,
         tenant_id: row.tenant_id,
         watchlist_id: row.watchlist_id,
         match_id: row.match_id,
         folio: row.folio,
-        attempt: attemptNo,
+        event_type: row.event_type,
+        payload_json: row.body,
+        attempt: attemptNo + 1,
         replay_no: row.replay_no,
-        attempted_at: at.toISOString(),
-        duration_ms: result.durationMs,
-        status_code: status,
+        due_at: dueAt.toISOString(),
+        first_attempted_at: firstAttemptedAt.toISOString(),
+        last_status_code: status,
+        last_failure: failure,
+        last_error: error,
+      };
+      events.push(outboxEvent(row.id, retryStage(attemptNo + 1).contract, retry, trace));
+    }
+    if (state === "dead_letter" && deadLetterReason) {
+      const dead = deadLetterEvent(row, deadLetterReason, {
+        attempts: attemptNo,
+        status,
         failure,
         error,
-        state: state === "exhausted" ? "dead_letter" : state,
-        next_attempt_at: state === "retrying" && dueAt ? dueAt.toISOString() : null,
-      };
-      await enqueueEvent(client, contracts.deliveryAttempted, attempted);
-      if (state === "retrying" && dueAt) {
-        const retry: DeliveryRetry = {
-          delivery_id: row.id,
-          endpoint_id: row.endpoint_id,
-          tenant_id: row.tenant_id,
-          watchlist_id: row.watchlist_id,
-          match_id: row.match_id,
-          folio: row.folio,
-          event_type: row.event_type,
-          payload_json: row.body,
-          attempt: attemptNo + 1,
-          replay_no: row.replay_no,
-          due_at: dueAt.toISOString(),
-          first_attempted_at: firstAttemptedAt.toISOString(),
-          last_status_code: status,
-          last_failure: failure,
-          last_error: error,
-        };
-        await enqueueEvent(client, retryStage(attemptNo + 1).contract, retry);
-      }
-      if (state === "dead_letter" && deadLetterReason) {
-        await enqueueEvent(
-          client,
-          contracts.deliveryDeadLetter,
-          deadLetterEvent(row, deadLetterReason, {
-            attempts: attemptNo,
-            status,
-            failure,
-            error,
-            firstAttemptedAt,
-            lastAttemptedAt: at,
-            now,
-          }),
-        );
-      }
-      return true;
+        firstAttemptedAt,
+        lastAttemptedAt: at,
+        now,
+      });
+      events.push(outboxEvent(row.id, contracts.deliveryDeadLetter, dead, trace));
+    }
+    const committed = await recorder.record({
+      id: row.id,
+      leaseToken: row.lease_token,
+      replayNo: row.replay_no,
+      attempt: attemptNo,
+      attemptedAt: at,
+      durationMs: result.durationMs,
+      statusCode: status,
+      failure,
+      error,
+      excerpt: result.kind === "response" ? result.excerpt : null,
+      state,
+      dueAt,
+      deadLetterReason,
+      recordedAt: new Date(now),
+      holdUntil: new Date(now + HOLD_MS),
+      events,
     });
     if (committed) {
       options.onAttempt?.(state, attemptNo);
@@ -491,40 +760,42 @@ export function createWorker(options: WorkerOptions) {
 
   async function deadLetter(row: ClaimedRow, reason: DeadLetterReason) {
     const now = options.now();
-    await inTransaction(async (client) => {
-      const { rows } = await client.query<{
-        attempts: number;
-        last_status_code: number | null;
-        last_failure: FailureKind | null;
-        last_error: string | null;
-        first_attempted_at: Date | null;
-        last_attempted_at: Date | null;
-      }>(
-        `UPDATE deliveries SET state = 'dead_letter', dead_lettered_at = $3, dead_letter_reason = $4,
-                hold_until = $5, lease_token = NULL, lease_until = NULL
-          WHERE id = $1 AND lease_token = $2
-          RETURNING attempts, last_status_code, last_failure, last_error, first_attempted_at,
-                    last_attempted_at`,
-        [row.id, row.lease_token, new Date(now), reason, new Date(now + HOLD_MS)],
-      );
-      const updated = rows[0];
-      if (!updated) {
-        return;
-      }
-      await enqueueEvent(
-        client,
-        contracts.deliveryDeadLetter,
-        deadLetterEvent(row, reason, {
-          attempts: updated.attempts,
-          status: updated.last_status_code,
-          failure: updated.last_failure,
-          error: updated.last_error,
-          firstAttemptedAt: updated.first_attempted_at ?? new Date(now),
-          lastAttemptedAt: updated.last_attempted_at ?? new Date(now),
-          now,
-        }),
-      );
-    });
+    await withExtractedContext(row.trace_context ?? {}, () =>
+      runInTransaction(pool, async (client) => {
+        const { rows } = await client.query<{
+          attempts: number;
+          last_status_code: number | null;
+          last_failure: FailureKind | null;
+          last_error: string | null;
+          first_attempted_at: Date | null;
+          last_attempted_at: Date | null;
+        }>(
+          `UPDATE deliveries SET state = 'dead_letter', dead_lettered_at = $3, dead_letter_reason = $4,
+                  hold_until = $5, lease_token = NULL, lease_until = NULL
+            WHERE id = $1 AND lease_token = $2
+            RETURNING attempts, last_status_code, last_failure, last_error, first_attempted_at,
+                      last_attempted_at`,
+          [row.id, row.lease_token, new Date(now), reason, new Date(now + HOLD_MS)],
+        );
+        const updated = rows[0];
+        if (!updated) {
+          return;
+        }
+        await enqueueEvent(
+          client,
+          contracts.deliveryDeadLetter,
+          deadLetterEvent(row, reason, {
+            attempts: updated.attempts,
+            status: updated.last_status_code,
+            failure: updated.last_failure,
+            error: updated.last_error,
+            firstAttemptedAt: updated.first_attempted_at ?? new Date(now),
+            lastAttemptedAt: updated.last_attempted_at ?? new Date(now),
+            now,
+          }),
+        );
+      }),
+    );
     flushSoon();
   }
 
@@ -577,9 +848,6 @@ export function createWorker(options: WorkerOptions) {
     });
   }
 
-  const inTransaction = <T>(work: (client: PoolClient) => Promise<T>) =>
-    runInTransaction(pool, work);
-
   return {
     wake,
     wakeAt,
@@ -595,15 +863,13 @@ export function createWorker(options: WorkerOptions) {
         clearTimeout(handle);
       }
       await Promise.race([
-        Promise.allSettled([...inFlight]),
+        Promise.allSettled([...batches]),
         new Promise((resolve) => setTimeout(resolve, graceMs)),
       ]);
     },
-    inFlight: () => inFlight.size,
+    inFlight: () => claimed,
     instanceId: randomUUID(),
   };
 }
-
-class LeaseLost extends Error {}
 
 export type Worker = ReturnType<typeof createWorker>;

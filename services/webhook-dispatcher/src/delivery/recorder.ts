@@ -1,0 +1,168 @@
+import type { TopicContract } from "@th/contracts";
+import type { Pool } from "@th/db";
+
+/** One event for the outbox, written only if its delivery's row was updated under its lease. */
+export interface OutboxEvent {
+  deliveryId: string;
+  topic: string;
+  payload: string;
+  /** The trace context the relay publishes the event in (the attempt's span). */
+  headers: Record<string, string>;
+}
+
+export function outboxEvent<T>(
+  deliveryId: string,
+  contract: TopicContract<T>,
+  value: T,
+  headers: Record<string, string>,
+): OutboxEvent {
+  return { deliveryId, topic: contract.topic, payload: JSON.stringify(value), headers };
+}
+
+/** What one attempt writes: the delivery's new state, the attempt row and its events. */
+export interface AttemptRecord {
+  id: string;
+  leaseToken: string;
+  replayNo: number;
+  attempt: number;
+  attemptedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  failure: string | null;
+  error: string | null;
+  excerpt: string | null;
+  state: "complete" | "retrying" | "exhausted" | "dead_letter";
+  dueAt: Date | null;
+  deadLetterReason: string | null;
+  recordedAt: Date;
+  holdUntil: Date;
+  events: OutboxEvent[];
+}
+
+/**
+ * Records attempts in groups: every attempt that finishes while a group is being written waits
+ * for the next group, and each group is one statement (one round trip, one commit) that updates
+ * the deliveries still leased by the caller's token, inserts their attempt rows and their outbox
+ * events, and answers which deliveries it updated. An attempt whose lease was lost writes nothing.
+ */
+export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }) {
+  const maxGroup = options.maxGroup ?? 500;
+  let queue: { record: AttemptRecord; settle: (committed: boolean | Error) => void }[] = [];
+  let writing = false;
+
+  async function drain() {
+    writing = true;
+    try {
+      while (queue.length > 0) {
+        const group = queue.slice(0, maxGroup);
+        queue = queue.slice(group.length);
+        try {
+          const updated = await write(group.map((entry) => entry.record));
+          for (const entry of group) {
+            entry.settle(updated.has(entry.record.id));
+          }
+        } catch (error) {
+          for (const entry of group) {
+            entry.settle(error as Error);
+          }
+        }
+      }
+    } finally {
+      writing = false;
+    }
+  }
+
+  async function write(records: AttemptRecord[]): Promise<Set<string>> {
+    const events = records.flatMap((record) => record.events);
+    const column = <T>(pick: (record: AttemptRecord) => T) => records.map(pick);
+    const { rows } = await options.pool.query<{ id: string }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::int[], $5::timestamptz[],
+                              $6::int[], $7::int[], $8::text[], $9::text[], $10::text[],
+                              $11::text[], $12::timestamptz[], $13::text[], $14::timestamptz[],
+                              $15::timestamptz[])
+           AS i(id, lease_token, replay_no, attempt, attempted_at, duration_ms, status_code,
+                failure, error, excerpt, state, due_at, dead_letter_reason, recorded_at,
+                hold_until)
+       ), updated AS (
+         UPDATE deliveries d SET
+           state = i.state, attempts = i.attempt,
+           first_attempted_at = COALESCE(d.first_attempted_at, i.attempted_at),
+           last_attempted_at = i.attempted_at, last_status_code = i.status_code,
+           last_failure = i.failure, last_error = i.error,
+           due_at = COALESCE(i.due_at, d.due_at), lease_token = NULL, lease_until = NULL,
+           completed_at = CASE WHEN i.state = 'complete' THEN i.recorded_at ELSE d.completed_at END,
+           dead_lettered_at = CASE WHEN i.state = 'dead_letter' THEN i.recorded_at ELSE d.dead_lettered_at END,
+           dead_letter_reason = CASE WHEN i.state = 'dead_letter' THEN i.dead_letter_reason ELSE d.dead_letter_reason END,
+           hold_until = CASE WHEN i.state IN ('complete', 'dead_letter') THEN i.hold_until ELSE d.hold_until END,
+           parked_reason = NULL
+         FROM input i
+         WHERE d.id = i.id AND d.lease_token = i.lease_token
+         RETURNING d.id
+       ), attempted AS (
+         INSERT INTO attempts (delivery_id, replay_no, attempt, attempted_at, duration_ms,
+                               status_code, failure, error, response_excerpt, state)
+         SELECT i.id, i.replay_no, i.attempt, i.attempted_at, i.duration_ms, i.status_code,
+                i.failure, i.error, i.excerpt, i.state
+           FROM input i JOIN updated u ON u.id = i.id
+         ON CONFLICT DO NOTHING
+       ), events AS (
+         INSERT INTO outbox (topic, payload, headers)
+         SELECT e.topic, e.payload::jsonb, e.headers::jsonb
+           FROM unnest($16::uuid[], $17::text[], $18::text[], $19::text[]) WITH ORDINALITY
+                AS e(delivery_id, topic, payload, headers, ord)
+           JOIN updated u ON u.id = e.delivery_id
+          ORDER BY e.ord
+       )
+       SELECT id FROM updated`,
+      [
+        column((r) => r.id),
+        column((r) => r.leaseToken),
+        column((r) => r.replayNo),
+        column((r) => r.attempt),
+        column((r) => r.attemptedAt),
+        column((r) => r.durationMs),
+        column((r) => r.statusCode),
+        column((r) => r.failure),
+        column((r) => r.error),
+        column((r) => r.excerpt),
+        column((r) => r.state),
+        column((r) => r.dueAt),
+        column((r) => r.deadLetterReason),
+        column((r) => r.recordedAt),
+        column((r) => r.holdUntil),
+        events.map((event) => event.deliveryId),
+        events.map((event) => event.topic),
+        events.map((event) => event.payload),
+        events.map((event) => headersJson(event.headers)),
+      ],
+    );
+    return new Set(rows.map((row) => row.id));
+  }
+
+  return {
+    /** Resolves true once written, false when the lease was lost (nothing written). */
+    record(record: AttemptRecord): Promise<boolean> {
+      return new Promise<boolean>((resolve, reject) => {
+        queue.push({
+          record,
+          settle: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)),
+        });
+        if (!writing) {
+          writing = true;
+          // Attempts answered in the same turn of the event loop go in the same group.
+          setImmediate(() => {
+            drain().catch(() => {});
+          });
+        }
+      });
+    },
+  };
+}
+
+/** The outbox's `headers` column holds the trace context, or null when there is none. */
+export function headersJson(headers: Record<string, string>): string | null {
+  return Object.keys(headers).length > 0 ? JSON.stringify(headers) : null;
+}
+
+export type AttemptRecorder = ReturnType<typeof createAttemptRecorder>;
