@@ -1,7 +1,7 @@
 import { contracts } from "@th/contracts";
 import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
 import type { Config } from "./config.ts";
-import { publishPending, tryWithIngestLock } from "./db/parcel-store.ts";
+import { ensureSecondaryIndexes, publishPending, tryWithIngestLock } from "./db/parcel-store.ts";
 import { registerParcelRoutes } from "./routes/parcels.ts";
 
 /** Builds the service without starting it, so tests can drive it directly. */
@@ -16,11 +16,15 @@ export async function buildApp(deps: ServiceDeps<Config>): Promise<ServiceApp> {
   return {
     http,
     start: async () => {
-      // An ingest that stored changes and died before publishing leaves them above the
-      // watermark; send them now. A running ingest holds the lock and publishes them itself.
-      const outcome = await tryWithIngestLock(deps.pool, () =>
-        publishPending(deps.pool, (events) => deps.bus.publish(contracts.parcelIngested, events)),
-      );
+      // An ingest that died during a first load left the store without its secondary indexes,
+      // and one that stored changes and died before publishing them left them above the
+      // watermark: build and send them now. A running ingest holds the lock and does both itself.
+      const outcome = await tryWithIngestLock(deps.pool, async () => {
+        await ensureSecondaryIndexes(deps.pool);
+        return publishPending(deps.pool, (events) =>
+          deps.bus.publish(contracts.parcelIngested, events),
+        );
+      });
       if (outcome && outcome.value > 0) {
         deps.logger.info(
           { published: outcome.value },

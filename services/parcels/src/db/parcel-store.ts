@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import type { ParcelIngested, RollStage } from "@th/contracts";
-import type { Pool, PoolClient } from "@th/db";
+import { inTransaction, type Pool, type PoolClient } from "@th/db";
 import { from as copyFrom } from "pg-copy-streams";
 import type { RollSale, SdfSale } from "../domain/nal-row.ts";
 import type { BuiltParcel, StoredParcelState } from "../domain/parcel.ts";
@@ -301,6 +301,92 @@ async function storeInTransaction(
     await client.query("ROLLBACK").catch(() => {});
     throw error;
   }
+}
+
+/**
+ * Copies parcels none of which is stored yet straight into the table, in one transaction.
+ * Returns the highest change_seq, or null (nothing stored) when one of them was stored after all,
+ * so the caller can look the stored ones up and diff again.
+ */
+export async function insertNewParcels(
+  pool: Pool,
+  parcels: readonly BuiltParcel[],
+): Promise<number | null> {
+  if (parcels.length === 0) {
+    return 0;
+  }
+  const client = await pool.connect();
+  try {
+    return await storeInTransaction(client, parcels, []);
+  } catch (error) {
+    if ((error as { code?: string }).code === "23505") {
+      return null;
+    }
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** Whether the store holds no parcel and no recorded sale (a first load). */
+export async function storeContents(
+  db: Pool | PoolClient,
+): Promise<{ parcels: boolean; sales: boolean }> {
+  const result = await db.query<{ parcels: boolean; sales: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM parcels) AS parcels,
+            EXISTS (SELECT 1 FROM recorded_sales) AS sales`,
+  );
+  return result.rows[0] ?? { parcels: true, sales: true };
+}
+
+/**
+ * The parcel store's secondary indexes exactly as the migrations create them: lead reads by
+ * PARCEL_ID, search by county, zip and signals, and the publish-pending scan by change_seq. A
+ * first load drops them and builds them after its last batch.
+ */
+export const SECONDARY_INDEXES: readonly { name: string; definition: string }[] = [
+  { name: "parcels_parcel_id", definition: "ON parcels (parcel_id)" },
+  { name: "parcels_change_seq", definition: "ON parcels (change_seq)" },
+  { name: "parcels_county_folio", definition: "ON parcels (county_no, folio)" },
+  { name: "parcels_zip_folio", definition: "ON parcels (situs_zip5, folio)" },
+  { name: "parcels_signals", definition: "ON parcels USING gin (signals)" },
+];
+
+/** Drops the secondary indexes ahead of a bulk first load into an empty store. */
+export async function dropSecondaryIndexes(db: Pool | PoolClient): Promise<void> {
+  await db.query(`DROP INDEX IF EXISTS ${SECONDARY_INDEXES.map((index) => index.name).join(", ")}`);
+}
+
+/**
+ * Builds whichever secondary index is missing (after a first load, or after one that died before
+ * building them), two at a time: the ingest's own work is done by then, so both cores build.
+ * Returns how many were built.
+ */
+export async function ensureSecondaryIndexes(pool: Pool): Promise<number> {
+  const present = await pool.query<{ indexname: string }>(
+    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'parcels'",
+  );
+  const have = new Set(present.rows.map((row) => row.indexname));
+  const missing = SECONDARY_INDEXES.filter((index) => !have.has(index.name));
+  if (missing.length === 0) {
+    return 0;
+  }
+  // The GIN index is the slowest to build; start it first so the btrees fill the other lane.
+  const queue = [...missing].sort(
+    (a, b) => Number(b.definition.includes("gin")) - Number(a.definition.includes("gin")),
+  );
+  const lane = async () => {
+    for (let index = queue.shift(); index; index = queue.shift()) {
+      await inTransaction(pool, async (client) => {
+        await client.query("SET LOCAL maintenance_work_mem = '128MB'");
+        await client.query(`CREATE INDEX IF NOT EXISTS ${index.name} ${index.definition}`);
+      });
+    }
+  };
+  await Promise.all([lane(), lane()]);
+  // Fresh statistics, or the planner keeps the empty table's and scans the whole store.
+  await pool.query("ANALYZE parcels");
+  return missing.length;
 }
 
 /** Records that every change up to `seq` is on the topic. */

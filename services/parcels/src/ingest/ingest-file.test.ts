@@ -4,9 +4,10 @@ import { join } from "node:path";
 import { contracts, type ParcelIngested } from "@th/contracts";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { publishPending, upsertParcels } from "../db/parcel-store.ts";
+import { dropSecondaryIndexes, publishPending, upsertParcels } from "../db/parcel-store.ts";
 import { mapHeader } from "../domain/header.ts";
 import { NAL_COLUMN_ALIASES, NAL_COLUMNS, NAL_REQUIRED_COLUMNS } from "../domain/nal-layout.ts";
 import { NalRowReader } from "../domain/nal-row.ts";
@@ -99,6 +100,83 @@ describe("content-hash diff", () => {
     published = [];
     await ingestFile({ pool: harness.pool, publish: collect }, after, { asOf });
     expect(published).toHaveLength(0);
+  });
+});
+
+describe("first load", () => {
+  const indexDefinitions = async () => {
+    const { rows } = await harness.pool.query<{ indexdef: string }>(
+      "SELECT indexdef FROM pg_indexes WHERE tablename = 'parcels' ORDER BY indexname",
+    );
+    return rows.map((item) => item.indexdef);
+  };
+
+  it("loads an empty store without its secondary indexes and builds them as the migrations define them", async () => {
+    const migrated = await indexDefinitions();
+    expect(migrated).toHaveLength(6);
+    const path = join(dir, "NAL23F202501.csv");
+    await writeNalFile(path, { rows: 120, seed: 3, countyNo: 23 });
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+      asOf,
+      batchSize: 25,
+      deferIndexesFromBytes: 0,
+    });
+    expect(summary).toMatchObject({ new: 120, published: 120 });
+    expect(await indexDefinitions()).toEqual(migrated);
+    const usable = await harness.pool.query<{ ready: boolean }>(
+      `SELECT bool_and(indisvalid AND indisready) AS ready FROM pg_index
+        WHERE indrelid = 'parcels'::regclass`,
+    );
+    expect(usable.rows[0]?.ready).toBe(true);
+  });
+
+  it("leaves the indexes in place when a first load fails", async () => {
+    const migrated = await indexDefinitions();
+    const path = await writeRoll("NAL23F202501.csv", [row("F1"), row("F2"), row("F3")]);
+    const crashing: Publish = async () => {
+      throw new Error("broker went away");
+    };
+    await expect(
+      ingestFile({ pool: harness.pool, publish: crashing }, path, {
+        asOf,
+        batchSize: 1,
+        deferIndexesFromBytes: 0,
+      }),
+    ).rejects.toThrow("broker went away");
+    expect(await indexDefinitions()).toEqual(migrated);
+  });
+
+  it("has the service build the indexes at start when a first load died without building them", async () => {
+    const migrated = await indexDefinitions();
+    await dropSecondaryIndexes(harness.pool);
+    expect(await indexDefinitions()).toHaveLength(1);
+    const app = await buildApp(harness);
+    await app.start();
+    await app.stop();
+    expect(await indexDefinitions()).toEqual(migrated);
+  });
+
+  it("diffs a parcel repeated in a later batch against the earlier batch's row", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [
+      row("E1"),
+      row("E2"),
+      row("E1", { JV: 320000 }),
+      row("E2"),
+    ]);
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+      asOf,
+      batchSize: 2,
+      deferIndexesFromBytes: 0,
+    });
+    expect(summary).toMatchObject({ read: 4, new: 2, changed: 1, unchanged: 1, published: 3 });
+    const [first, , again] = published;
+    expect(published.map((event) => event.folio)).toEqual(["23-E1", "23-E2", "23-E1"]);
+    expect(again?.previous_content_hash).toBe(first?.content_hash);
+    const stored = await harness.pool.query("SELECT folio, just_value FROM parcels ORDER BY folio");
+    expect(stored.rows.map((r) => [r.folio, Number(r.just_value)])).toEqual([
+      ["23-E1", 320000],
+      ["23-E2", 300000],
+    ]);
   });
 });
 

@@ -4,11 +4,16 @@ import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import type { ParcelIngested, RollStage } from "@th/contracts";
 import type { Pool } from "@th/db";
+import { inSpan } from "@th/telemetry";
 import {
   advanceWatermark,
+  dropSecondaryIndexes,
+  ensureSecondaryIndexes,
+  insertNewParcels,
   loadRecordedSales,
   loadStates,
   publishPending,
+  storeContents,
   upsertParcels,
   upsertRecordedSales,
   withIngestLock,
@@ -24,8 +29,20 @@ import {
   SDF_COLUMNS,
   SDF_REQUIRED_COLUMNS,
 } from "../domain/nal-layout.ts";
-import { type NalRow, NalRowReader, SdfRowReader, type SdfSale } from "../domain/nal-row.ts";
-import { type BuiltParcel, buildParcel, folioOf, isStaleRoll } from "../domain/parcel.ts";
+import {
+  type NalRow,
+  NalRowReader,
+  type RollSale,
+  SdfRowReader,
+  type SdfSale,
+} from "../domain/nal-row.ts";
+import {
+  type BuiltParcel,
+  buildParcel,
+  folioOf,
+  isStaleRoll,
+  type StoredParcelState,
+} from "../domain/parcel.ts";
 
 export type Publish = (events: ParcelIngested[]) => Promise<void>;
 
@@ -51,6 +68,11 @@ export interface IngestOptions {
   /** Where the rejects report goes; null writes none. Defaults to `<file>.rejects.csv`. */
   rejectsPath?: string | null;
   onProgress?: (progress: IngestProgress) => void;
+  /**
+   * A NAL file at least this large loaded into an empty store goes in without the secondary
+   * indexes, which are built after its last batch (cheaper than maintaining them row by row).
+   */
+  deferIndexesFromBytes?: number;
 }
 
 export interface IngestSummary {
@@ -67,12 +89,19 @@ export interface IngestSummary {
   rejectsPath: string | null;
   published: number;
   seconds: number;
+  /** The trace of the ingest span every published record carries; null when tracing is off. */
+  traceId: string | null;
   /**
    * Wall-clock milliseconds the ingest waited on each stage (reading overlaps the store, and a
    * batch's publish overlaps the next batch).
    */
-  stageMs: { read: number; diff: number; store: number; publish: number };
+  stageMs: { read: number; diff: number; store: number; publish: number; index: number };
 }
+
+/** About 20,000 rows: below that the index build at the end costs about what it saves. */
+const DEFER_INDEXES_FROM_BYTES = 10 << 20;
+
+const NO_TRACE = "0".repeat(32);
 
 const KEPT_REJECTS = 1000;
 
@@ -131,17 +160,31 @@ function detectKind(file: string, header: readonly string[]): "NAL" | "SDF" {
  * Streams one NAL or SDF file into the parcel store. NAL rows are diffed by content hash against
  * the stored parcel; only new and changed parcels are stored and then published (store first,
  * publish second, watermark third: a crash anywhere republishes, never loses). Memory stays flat:
- * one batch is parsed while the previous one is being stored.
+ * one batch is parsed and diffed while the previous one is being stored and the one before that
+ * published. The whole ingest is one span (`ingest <file name>`), so every record it publishes
+ * carries that trace.
  */
 export async function ingestFile(
   deps: IngestDeps,
   file: string,
   options: IngestOptions = {},
 ): Promise<IngestSummary> {
-  return withIngestLock(deps.pool, async () => {
-    // A previous run may have stored changes and died before publishing them.
-    await publishPending(deps.pool, deps.publish);
-    return ingestLocked(deps, file, options);
+  return inSpan(`ingest ${basename(file)}`, { "parcels.file": basename(file) }, async (span) => {
+    const summary = await withIngestLock(deps.pool, async () => {
+      // A previous run may have died during a first load (indexes dropped) or after storing
+      // changes it had not published yet.
+      await ensureSecondaryIndexes(deps.pool);
+      await publishPending(deps.pool, deps.publish);
+      return ingestLocked(deps, file, options);
+    });
+    span.setAttributes({
+      "parcels.rows_read": summary.read,
+      "parcels.rows_new": summary.new,
+      "parcels.rows_changed": summary.changed,
+      "parcels.published": summary.published,
+    });
+    const traceId = span.spanContext().traceId;
+    return { ...summary, traceId: traceId === NO_TRACE ? null : traceId };
   });
 }
 
@@ -149,7 +192,7 @@ async function ingestLocked(
   deps: IngestDeps,
   file: string,
   options: IngestOptions,
-): Promise<IngestSummary> {
+): Promise<Omit<IngestSummary, "traceId">> {
   const started = performance.now();
   const now = options.now ?? (() => new Date());
   const asOf = options.asOf ?? now();
@@ -162,7 +205,7 @@ async function ingestLocked(
   );
   const totalBytes = (await stat(file)).size;
   const counts = { read: 0, new: 0, changed: 0, unchanged: 0, published: 0 };
-  const stageMs = { read: 0, diff: 0, store: 0, publish: 0 };
+  const stageMs = { read: 0, diff: 0, store: 0, publish: 0, index: 0 };
   const timed = async <T>(stage: keyof typeof stageMs, work: () => Promise<T>): Promise<T> => {
     const begin = performance.now();
     try {
@@ -181,7 +224,21 @@ async function ingestLocked(
   let processRecords: ((records: CsvRecord[]) => Promise<void>) | undefined;
   let skipAll = false;
   let inflight: Promise<void> = Promise.resolve();
+  let storing: Promise<void> = Promise.resolve();
   let publishing: Promise<void> = Promise.resolve();
+  // The ingest lock keeps the store as it was seen here: nobody else writes parcels or sales.
+  const stored = await storeContents(deps.pool);
+  const load = {
+    /** The store held no parcel: every parcel is new unless the file repeats it. */
+    firstLoad: !stored.parcels,
+    /** Sales were recorded: rolls are enriched with them. */
+    sales: stored.sales,
+    deferIndexes:
+      !stored.parcels && totalBytes >= (options.deferIndexesFromBytes ?? DEFER_INDEXES_FROM_BYTES),
+    indexesDropped: false,
+    storingFolios: new Map<string, NalRow>() as ReadonlyMap<string, NalRow>,
+    storeError: undefined as unknown,
+  };
   let pendingRecords: CsvRecord[] = [];
 
   /** Starts the header: maps columns, reports drift, and picks the row reader. */
@@ -208,7 +265,106 @@ async function ingestLocked(
     return false;
   };
 
+  /** Diffs a batch against the stored states: the parcels to store and how each row counted. */
+  const diffBatch = (
+    byFolio: ReadonlyMap<string, NalRow>,
+    states: ReadonlyMap<string, StoredParcelState>,
+    sales: ReadonlyMap<string, RollSale[]>,
+  ) => {
+    const started = performance.now();
+    const observedAt = now().toISOString();
+    const outcome = { changed: [] as BuiltParcel[], new: 0, updated: 0, unchanged: 0 };
+    for (const [folio, row] of byFolio) {
+      const previous = states.get(folio) ?? null;
+      if (isStaleRoll(previous, row.rollYear, rollStage)) {
+        report.add({
+          line: row.line,
+          column: "ASMNT_YR",
+          reason: `roll ${row.rollYear} ${rollStage} is older than the stored ${previous?.rollYear} ${previous?.rollStage} roll`,
+          parcelId: row.parcelId,
+        });
+        continue;
+      }
+      const parcel = buildParcel(row, {
+        ingestId,
+        sourceFile: basename(file),
+        rollStage,
+        observedAt,
+        asOf,
+        previous,
+        recordedSales: sales.get(folio) ?? [],
+      });
+      if (previous?.contentHash === parcel.event.content_hash) {
+        outcome.unchanged += 1;
+        continue;
+      }
+      if (previous) {
+        outcome.updated += 1;
+      } else {
+        outcome.new += 1;
+      }
+      outcome.changed.push(parcel);
+    }
+    stageMs.diff += performance.now() - started;
+    return outcome;
+  };
+
+  const lookUp = (folios: readonly string[], skipStates: boolean) =>
+    timed("read", () =>
+      Promise.all([
+        skipStates ? new Map<string, StoredParcelState>() : loadStates(deps.pool, folios),
+        load.sales ? loadRecordedSales(deps.pool, folios) : new Map<string, RollSale[]>(),
+      ]),
+    );
+
+  /**
+   * Stores a diffed batch once every earlier batch is stored, then hands its events to the
+   * publisher. On a first load every parcel is taken for new without a lookup; should the file
+   * repeat a parcel of an earlier batch, nothing of the batch is stored and it is looked up and
+   * diffed again against what is stored now.
+   */
+  const storeBatch = async (
+    byFolio: ReadonlyMap<string, NalRow>,
+    folios: readonly string[],
+    diffed: ReturnType<typeof diffBatch>,
+    states: ReadonlyMap<string, StoredParcelState>,
+  ) => {
+    let outcome = diffed;
+    if (outcome.changed.length > 0) {
+      if (load.deferIndexes && !load.indexesDropped) {
+        load.indexesDropped = true;
+        await dropSecondaryIndexes(deps.pool);
+      }
+      let maxSeq = load.firstLoad
+        ? await insertNewParcels(deps.pool, outcome.changed)
+        : await upsertParcels(deps.pool, outcome.changed, { existing: states });
+      if (maxSeq === null) {
+        const [stored, sales] = await lookUp(folios, false);
+        outcome = diffBatch(byFolio, stored, sales);
+        const changed = outcome.changed;
+        maxSeq = await upsertParcels(deps.pool, changed, { existing: stored });
+      }
+      // This batch's publish runs while later batches are read, diffed and stored. At most one
+      // publish is outstanding (memory stays flat), publishes go out in store order, and the
+      // watermark only moves past a batch once it and every earlier one are on the topic.
+      await timed("publish", () => publishing);
+      const events = outcome.changed.map((parcel) => parcel.event);
+      const through = maxSeq;
+      publishing = deps.publish(events).then(async () => {
+        await advanceWatermark(deps.pool, through);
+        counts.published += events.length;
+      });
+      publishing.catch(() => {});
+    }
+    counts.new += outcome.new;
+    counts.changed += outcome.updated;
+    counts.unchanged += outcome.unchanged;
+  };
+
   const storeParcels = async (records: CsvRecord[], reader: NalRowReader) => {
+    if (load.storeError !== undefined) {
+      throw load.storeError;
+    }
     const byFolio = new Map<string, NalRow>();
     for (const record of records) {
       counts.read += 1;
@@ -243,60 +399,20 @@ async function ingestLocked(
       return;
     }
     const folios = [...byFolio.keys()];
-    const [states, sales] = await timed("read", () =>
-      Promise.all([loadStates(deps.pool, folios), loadRecordedSales(deps.pool, folios)]),
-    );
-    const diffStarted = performance.now();
-    const observedAt = now().toISOString();
-    const changed: BuiltParcel[] = [];
-    for (const [folio, row] of byFolio) {
-      const previous = states.get(folio) ?? null;
-      if (isStaleRoll(previous, row.rollYear, rollStage)) {
-        report.add({
-          line: row.line,
-          column: "ASMNT_YR",
-          reason: `roll ${row.rollYear} ${rollStage} is older than the stored ${previous?.rollYear} ${previous?.rollStage} roll`,
-          parcelId: row.parcelId,
-        });
-        continue;
-      }
-      const parcel = buildParcel(row, {
-        ingestId,
-        sourceFile: basename(file),
-        rollStage,
-        observedAt,
-        asOf,
-        previous,
-        recordedSales: sales.get(folio) ?? [],
-      });
-      if (previous?.contentHash === parcel.event.content_hash) {
-        counts.unchanged += 1;
-        continue;
-      }
-      if (previous) {
-        counts.changed += 1;
-      } else {
-        counts.new += 1;
-      }
-      changed.push(parcel);
+    // A parcel of the batch being stored must be diffed against what that batch stores.
+    if (!load.firstLoad && folios.some((folio) => load.storingFolios.has(folio))) {
+      await storing;
     }
-    stageMs.diff += performance.now() - diffStarted;
-    if (changed.length === 0) {
-      return;
-    }
-    const maxSeq = await timed("store", () =>
-      upsertParcels(deps.pool, changed, { existing: states }),
-    );
-    // This batch's publish runs while the next batch is read, diffed and stored. At most one
-    // publish is outstanding (memory stays flat), publishes go out in store order, and the
-    // watermark only moves past a batch once it and every earlier one are on the topic.
-    await timed("publish", () => publishing);
-    const events = changed.map((parcel) => parcel.event);
-    publishing = deps.publish(events).then(async () => {
-      await advanceWatermark(deps.pool, maxSeq);
-      counts.published += events.length;
+    const [states, sales] = await lookUp(folios, load.firstLoad);
+    const diffed = diffBatch(byFolio, states, sales);
+    // The next batch is parsed and diffed while this one is stored, so Postgres and this process
+    // each keep a core busy; at most one batch waits for the store (memory stays flat).
+    await timed("store", () => storing);
+    load.storingFolios = byFolio;
+    storing = storeBatch(byFolio, folios, diffed, states);
+    storing.catch((error: unknown) => {
+      load.storeError ??= error;
     });
-    publishing.catch(() => {});
   };
 
   const storeSales = async (records: CsvRecord[], reader: SdfRowReader) => {
@@ -387,11 +503,21 @@ async function ingestLocked(
     await flush(pendingRecords);
     pendingRecords = [];
     await inflight;
+    await storing;
+    if (load.indexesDropped) {
+      // Built while the last batch is being published.
+      await timed("index", () => ensureSecondaryIndexes(deps.pool));
+    }
     await timed("publish", () => publishing);
     options.onProgress?.({ rowsRead: counts.read, bytesRead: totalBytes, totalBytes });
   } finally {
-    // On failure, let an outstanding publish settle before the ingest lock is released.
+    // On failure, let outstanding work settle before the ingest lock is released, and leave the
+    // store with its indexes.
+    await storing.catch(() => {});
     await publishing.catch(() => {});
+    if (load.indexesDropped) {
+      await ensureSecondaryIndexes(deps.pool).catch(() => {});
+    }
     await report.close();
   }
 
