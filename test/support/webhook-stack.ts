@@ -50,6 +50,9 @@ export interface ReceivedRequest {
   userAgent: string;
   contentType: string;
   body: string;
+  /** W3C trace context of the attempt, when tracing is on. */
+  traceparent: string | undefined;
+  tracestate: string | undefined;
   at: number;
   status: number;
 }
@@ -84,6 +87,8 @@ export async function startReceiver(script: Script = () => 200) {
         userAgent: String(req.headers["user-agent"] ?? ""),
         contentType: String(req.headers["content-type"] ?? ""),
         body,
+        traceparent: req.headers.traceparent as string | undefined,
+        tracestate: req.headers.tracestate as string | undefined,
         at: Date.now(),
         status,
       });
