@@ -99,3 +99,188 @@ describe("key records", () => {
     expect(answer.kind === "ok" ? answer.tier : null).toBe("custom");
   });
 });
+
+/**
+ * The rolling minute as first specified: every request of the minute kept, refused ones too.
+ * The store must answer as this log does, with one documented difference: over the cap,
+ * X-RateLimit-Reset is when the limit-th newest request leaves (when one more fits), not when
+ * the oldest does.
+ */
+function referenceWindow(limit: number) {
+  const log: number[] = [];
+  return (now: number) => {
+    const live = log.filter((at) => at > now - 60_000);
+    log.length = 0;
+    log.push(...live, now);
+    const sorted = [...log].sort((a, b) => a - b);
+    const count = sorted.length;
+    const allowed = count - 1 < limit;
+    const limitThNewest = sorted[Math.max(0, count - limit)] as number;
+    return {
+      allowed,
+      remaining: Math.max(0, limit - count),
+      retryAtMs: allowed ? 0 : limitThNewest + 60_000,
+      resetAtMs: (count > limit ? limitThNewest : (sorted[0] as number)) + 60_000,
+    };
+  };
+}
+
+/** A small deterministic generator, so a failure replays. */
+function sequence(seed: number) {
+  let state = seed;
+  return (below: number) => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    return state % below;
+  };
+}
+
+async function tenantWithLimit(limit: number) {
+  const tenantId = `ten_${randomBytes(4).toString("hex")}`;
+  const keys = [randomBytes(32).toString("hex"), randomBytes(32).toString("hex")];
+  await store.putTenant({
+    ...tenantChanged,
+    tenant_id: tenantId,
+    revision: 1,
+    limits: { ...tenantChanged.limits, rate_per_minute: limit },
+  });
+  for (const [index, keyHash] of keys.entries()) {
+    await store.putKey(keyHash, {
+      tenantId,
+      memberId: "mem",
+      keyId: `key${index}`,
+      revoked: false,
+    });
+  }
+  return { tenantId, keys: keys as [string, string] };
+}
+
+/** The tenant's keys in turn. */
+function alternate(keys: [string, string], i: number): string {
+  return i % 2 === 0 ? keys[0] : keys[1];
+}
+
+async function windowAt(keyHash: string, now: number) {
+  const answer = await store.authorize(keyHash, now);
+  if (answer.kind !== "ok") {
+    throw new Error(`authorization answered ${answer.kind}`);
+  }
+  return answer.window;
+}
+
+describe("the tenant's rolling minute", () => {
+  const start = Date.parse("2026-03-20T10:00:00Z");
+
+  it("lets a request in exactly 60 s after the minute's oldest request, not a millisecond earlier", async () => {
+    const answers = [];
+    for (const offset of [59_999, 60_000]) {
+      const { keys } = await tenantWithLimit(3);
+      for (let i = 0; i < 3; i++) {
+        expect((await windowAt(keys[0], start)).allowed).toBe(true);
+      }
+      answers.push(await windowAt(keys[1], start + offset));
+    }
+    expect(answers[0]).toMatchObject({
+      allowed: false,
+      remaining: 0,
+      retryAtMs: start + 60_000,
+      resetAtMs: start + 60_000,
+    });
+    expect(answers[1]).toMatchObject({ allowed: true, remaining: 2, resetAtMs: start + 120_000 });
+  });
+
+  it("is shared by all keys of a tenant", async () => {
+    const { keys } = await tenantWithLimit(4);
+    const answers = [];
+    for (let i = 0; i < 6; i++) {
+      answers.push(await windowAt(alternate(keys, i), start + i));
+    }
+    expect(answers.map((window) => window.allowed)).toEqual([true, true, true, true, false, false]);
+    expect(answers.map((window) => window.remaining)).toEqual([3, 2, 1, 0, 0, 0]);
+  });
+
+  it("counts refusals, so retrying during the cool-down pushes the retry time out", async () => {
+    const { keys } = await tenantWithLimit(5);
+    for (let i = 0; i < 5; i++) {
+      await windowAt(keys[0], start);
+    }
+    const first = await windowAt(keys[1], start + 1_000);
+    expect(first.retryAtMs).toBe(start + 60_000);
+    for (let i = 0; i < 5; i++) {
+      await windowAt(keys[1], start + 30_000);
+    }
+    // The first five left at 60 s, but the refusals of 1 s and 30 s still fill the minute.
+    const later = await windowAt(keys[0], start + 61_000);
+    expect(later).toMatchObject({ allowed: false, retryAtMs: start + 90_000 });
+    expect((await windowAt(keys[0], start + 90_000)).allowed).toBe(true);
+  });
+
+  it("answers as the full log of the minute would, for bursts, pauses and late arrivals", async () => {
+    const random = sequence(20_260_320);
+    for (const limit of [1, 3, 7, 40]) {
+      const { keys } = await tenantWithLimit(limit);
+      const reference = referenceWindow(limit);
+      let clock = start;
+      for (let i = 0; i < 600; i++) {
+        const step = random(10);
+        // Mostly bursts within a millisecond or a few, sometimes long pauses, and now and then a
+        // request stamped a little earlier than the last one (another gateway's clock).
+        clock += step < 5 ? random(3) : step < 9 ? random(4_000) : 30_000 + random(40_000);
+        const at = random(20) === 0 ? clock - random(500) : clock;
+        const expected = reference(at);
+        const window = await windowAt(alternate(keys, i), at);
+        expect(
+          {
+            allowed: window.allowed,
+            remaining: window.remaining,
+            retryAtMs: window.retryAtMs,
+            resetAtMs: window.resetAtMs,
+          },
+          `limit ${limit}, request ${i} at +${at - start} ms`,
+        ).toEqual(expected);
+      }
+    }
+  });
+
+  it("keeps no more buckets than the cap, however hard the tenant retries", async () => {
+    const { tenantId, keys } = await tenantWithLimit(10);
+    for (let i = 0; i < 500; i++) {
+      await windowAt(keys[0], start + i * 7);
+    }
+    expect(await redis.zcard(`th:rlt:${tenantId}`)).toBeLessThanOrEqual(10);
+    expect(await redis.hlen(`th:rlc:${tenantId}`)).toBeLessThanOrEqual(10 + 3);
+  });
+
+  it("keeps one bucket per millisecond however large the cap", async () => {
+    const { tenantId, keys } = await tenantWithLimit(100_000_000);
+    for (let i = 0; i < 1_000; i++) {
+      await windowAt(alternate(keys, i), start + Math.floor(i / 100));
+    }
+    expect(await redis.zcard(`th:rlt:${tenantId}`)).toBe(10);
+    expect((await windowAt(keys[0], start + 10)).remaining).toBe(100_000_000 - 1_001);
+  });
+
+  it("starts afresh once a whole minute has passed without requests", async () => {
+    const { tenantId, keys } = await tenantWithLimit(2);
+    for (let i = 0; i < 5; i++) {
+      await windowAt(keys[0], start + i);
+    }
+    const fresh = await windowAt(keys[1], start + 70_000);
+    expect(fresh).toMatchObject({ allowed: true, remaining: 1, resetAtMs: start + 130_000 });
+    expect(await redis.zcard(`th:rlt:${tenantId}`)).toBe(1);
+  });
+});
+
+describe("the per-IP rolling minute", () => {
+  it("counts, refuses and resets as the tenant's does", async () => {
+    const ip = `192.0.2.${randomBytes(1)[0]}`;
+    const start = Date.parse("2026-03-20T10:00:00Z");
+    const answers = [];
+    for (let i = 0; i < 4; i++) {
+      answers.push(await store.limitIp("authfail", ip, 3, start + i * 1_000));
+    }
+    expect(answers.map((window) => window.allowed)).toEqual([true, true, true, false]);
+    // The refusal at 3 s counts: when the request of 0 s leaves, the minute is still full.
+    expect(answers[3]).toMatchObject({ remaining: 0, retryAtMs: start + 61_000, limit: 3 });
+    expect((await store.limitIp("authfail", ip, 3, start + 61_000)).allowed).toBe(true);
+  });
+});

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { TenantChanged } from "@th/contracts";
 import { LEAD_VIEW_COUNTER_PREFIX } from "@th/quota";
 import type { Redis } from "ioredis";
@@ -9,17 +8,95 @@ import type { Redis } from "ioredis";
  * simply restart. Layout, under the `th:` prefix:
  * - `key:<hash>`     hash {tenant_id, member_id, key_id, revoked} or {unknown: 1} for 60 s
  * - `tenant:<id>`    hash {tier, status, rate_per_minute, lead_views_per_month, billing_anniversary, revision}, TTL
- * - `rl:<tenant>`    sorted set: the tenant's requests of the rolling minute (a sliding log)
- * - `rlip:<scope>:<ip>` the same per client IP for public calls and failed authentication
+ * - `rlt:<tenant>` + `rlc:<tenant>` the tenant's rolling minute: a sorted set of the
+ *   milliseconds that saw requests, and a hash of each millisecond's count with the running
+ *   total `n`, the oldest kept millisecond `o` and when the TTL was last pushed `e`
+ * - `rlipt:<scope>:<ip>` + `rlipc:<scope>:<ip>` the same per client IP for public calls and
+ *   failed authentication
  * - `session:<id>`   a signed-out dashboard session, until its tokens would have expired
  */
 
 const WINDOW_MS = 60_000;
 
 /**
+ * The rolling minute, exact to the millisecond (the clock's resolution) in bounded memory.
+ * Requests are counted per millisecond, so a window holds at most 60,000 buckets however large
+ * the cap. Every request is counted, refused ones too, so hammering after a 429 pushes the reset
+ * further. Only the newest `limit` requests can ever decide an answer (a request is allowed
+ * while fewer than `limit` lie in the minute), so a bucket is dropped as soon as the newer
+ * buckets alone hold `limit` requests: the window never holds more than `limit` buckets either,
+ * and over the cap its oldest bucket holds the limit-th newest request, whose leaving is the
+ * moment one more request fits.
+ *
+ * `slide(times, counts, now, limit)` with ARGV[2] = now (ms) and ARGV[3] = the window (ms)
+ * returns the requests in the minute with this one (capped as above, so exact up to the
+ * limit), whether this one is allowed, and the oldest kept millisecond.
+ */
+const SLIDE_LUA = `
+local function slide(times, counts, limit)
+  local stamp = ARGV[2]
+  local now = tonumber(stamp)
+  local window = tonumber(ARGV[3])
+  local edge = now - window
+  local s = redis.call('HMGET', counts, 'n', 'o', 'e', stamp)
+  local total = tonumber(s[1]) or 0
+  local oldest = tonumber(s[2])
+  local extended = tonumber(s[3]) or 0
+  local here = tonumber(s[4]) or 0
+  if oldest and oldest <= edge then
+    local gone = redis.call('ZRANGEBYSCORE', times, '-inf', edge)
+    for i = 1, #gone, 1000 do
+      local last = math.min(i + 999, #gone)
+      local counted = redis.call('HMGET', counts, unpack(gone, i, last))
+      for j = 1, #counted do total = total - (tonumber(counted[j]) or 0) end
+      redis.call('HDEL', counts, unpack(gone, i, last))
+    end
+    redis.call('ZREMRANGEBYSCORE', times, '-inf', edge)
+    local head = redis.call('ZRANGE', times, 0, 0, 'WITHSCORES')
+    oldest = tonumber(head[2])
+    if not oldest then
+      -- The minute is empty: start afresh, so no count outlives its buckets.
+      redis.call('DEL', counts)
+      total = 0
+      extended = 0
+    end
+  end
+  local before = total
+  total = total + 1
+  if here == 0 then redis.call('ZADD', times, now, stamp) end
+  if not oldest or now < oldest then oldest = now end
+  -- The TTL only collects idle windows, so it is pushed at most once a second, a second longer
+  -- than the minute; an earlier push already covers a request that arrives late.
+  if now >= extended + 1000 then
+    redis.call('HSET', counts, stamp, here + 1, 'n', total, 'o', oldest, 'e', now)
+    redis.call('PEXPIRE', times, window + 1000)
+    redis.call('PEXPIRE', counts, window + 1000)
+  else
+    redis.call('HSET', counts, stamp, here + 1, 'n', total, 'o', oldest)
+  end
+  local keep = math.max(limit, 1)
+  if total > keep then
+    local trimmed = false
+    while true do
+      local oldestCount = tonumber(redis.call('HGET', counts, oldest)) or 0
+      if total - oldestCount < keep then break end
+      total = total - oldestCount
+      redis.call('ZREM', times, oldest)
+      redis.call('HDEL', counts, oldest)
+      oldest = tonumber(redis.call('ZRANGE', times, 0, 0, 'WITHSCORES')[2])
+      trimmed = true
+    end
+    if trimmed then redis.call('HSET', counts, 'n', total, 'o', oldest) end
+  end
+  local allowed = 0
+  if before < limit then allowed = 1 end
+  return total, allowed, oldest
+end
+`;
+
+/**
  * One round trip answers everything the edge needs: which tenant the key belongs to, whether it
- * is revoked, the tenant's tier and caps, and the tenant's rolling minute. Every request is
- * logged into the window, refused ones too, so hammering after a 429 pushes the reset further.
+ * is revoked, the tenant's tier and caps, and the tenant's rolling minute.
  */
 const KEY_LOOKUP_LUA = `
 local rec = redis.call('HMGET', KEYS[1], 'tenant_id', 'member_id', 'key_id', 'revoked', 'unknown')
@@ -30,76 +107,47 @@ if rec[4] == '1' then return {'revoked'} end
 
 /**
  * A dashboard session names its tenant and member in a signed token, so there is no key to look
- * up: KEYS[1] is the session's revocation mark (set at sign-out), ARGV[11..13] the tenant,
+ * up: KEYS[1] is the session's revocation mark (set at sign-out), ARGV[10..12] the tenant,
  * member and session id. Everything after is the same tenant window and quota read as for keys.
  */
 const SESSION_LOOKUP_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'revoked'} end
-local rec = {ARGV[11], ARGV[12], ARGV[13]}
+local rec = {ARGV[10], ARGV[11], ARGV[12]}
 `;
 
 const TENANT_WINDOW_LUA = `
 local t = redis.call('HMGET', ARGV[1] .. 'tenant:' .. rec[1], 'tier', 'status', 'rate_per_minute', 'lead_views_per_month', 'billing_anniversary')
 if not t[1] then return {'miss'} end
 if t[2] ~= 'trialing' and t[2] ~= 'active' then return {'inactive', rec[1], t[2]} end
-local now = tonumber(ARGV[2])
-local window = tonumber(ARGV[4])
-local log = ARGV[1] .. 'rl:' .. rec[1]
-redis.call('ZREMRANGEBYSCORE', log, '-inf', now - window)
-local before = redis.call('ZCARD', log)
-redis.call('ZADD', log, now, ARGV[3])
-redis.call('PEXPIRE', log, window)
 local limit = tonumber(t[3])
-local count = before + 1
-local allowed = 0
-if before < limit then allowed = 1 end
-local oldest = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2]
-local retryAt = 0
-if allowed == 0 then
-  local idx = count - limit
-  retryAt = tonumber(redis.call('ZRANGE', log, idx, idx, 'WITHSCORES')[2]) + window
-end
+local count, allowed, oldest = slide(ARGV[1] .. 'rlt:' .. rec[1], ARGV[1] .. 'rlc:' .. rec[1], limit)
 -- The month's lead-view counter, so the quota headers need no second round trip. The period
 -- starts on the anniversary's day of this month (clamped to the month's length) or, before that
--- day, of the previous month. ARGV[5..10]: counter prefix, year, month, day, days in this month,
+-- day, of the previous month. ARGV[4..9]: counter prefix, year, month, day, days in this month,
 -- days in the previous month.
 local used = ''
 if t[5] and string.len(t[5]) == 10 then
   local anniversary = tonumber(string.sub(t[5], 9, 10))
-  local y, m, d = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-  local startDay = math.min(anniversary, tonumber(ARGV[9]))
+  local y, m, d = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  local startDay = math.min(anniversary, tonumber(ARGV[8]))
   if d < startDay then
     m = m - 1
     if m == 0 then m = 12; y = y - 1 end
-    startDay = math.min(anniversary, tonumber(ARGV[10]))
+    startDay = math.min(anniversary, tonumber(ARGV[9]))
   end
-  used = redis.call('GET', ARGV[1] .. ARGV[5] .. rec[1] .. ':' .. string.format('%04d-%02d-%02d', y, m, startDay)) or ''
+  used = redis.call('GET', ARGV[1] .. ARGV[4] .. rec[1] .. ':' .. string.format('%04d-%02d-%02d', y, m, startDay)) or ''
 end
-return {'ok', rec[1], rec[2], rec[3], t[1], t[2], limit, count, oldest, allowed, retryAt, t[4], t[5], used}
+return {'ok', rec[1], rec[2], rec[3], t[1], t[2], limit, count, oldest, allowed, t[4], t[5], used}
 `;
 
-const AUTHORIZE_LUA = KEY_LOOKUP_LUA + TENANT_WINDOW_LUA;
-const AUTHORIZE_SESSION_LUA = SESSION_LOOKUP_LUA + TENANT_WINDOW_LUA;
+const AUTHORIZE_LUA = SLIDE_LUA + KEY_LOOKUP_LUA + TENANT_WINDOW_LUA;
+const AUTHORIZE_SESSION_LUA = SLIDE_LUA + SESSION_LOOKUP_LUA + TENANT_WINDOW_LUA;
 
-/** A sliding log per client IP; the same counting rule as tenants. */
-const IP_LIMIT_LUA = `
-local now = tonumber(ARGV[1])
-local window = tonumber(ARGV[3])
+/** The same rolling minute per client IP: KEYS[1..2] the window, ARGV[4] the limit. */
+const IP_LIMIT_LUA = `${SLIDE_LUA}
 local limit = tonumber(ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local before = redis.call('ZCARD', KEYS[1])
-redis.call('ZADD', KEYS[1], now, ARGV[2])
-redis.call('PEXPIRE', KEYS[1], window)
-local count = before + 1
-local allowed = 0
-if before < limit then allowed = 1 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
-local retryAt = 0
-if allowed == 0 then
-  local idx = count - limit
-  retryAt = tonumber(redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')[2]) + window
-end
-return {limit, count, oldest, allowed, retryAt}
+local count, allowed, oldest = slide(KEYS[1], KEYS[2], limit)
+return {limit, count, oldest, allowed}
 `;
 
 /** Revocation is final: a key record already marked revoked is never made active again. */
@@ -124,10 +172,13 @@ return 1
 
 export interface RateWindow {
   limit: number;
-  /** Requests in the rolling minute, this one included. */
+  /** Requests in the rolling minute, this one included; exact up to `limit`, capped above it. */
   count: number;
   remaining: number;
-  /** Unix ms when the oldest request in the window leaves it. */
+  /**
+   * Unix ms when the oldest request in the window leaves it; over the cap, when the limit-th
+   * newest leaves (the older ones no longer change any answer).
+   */
   resetAtMs: number;
   allowed: boolean;
   /** Unix ms after which a request would be allowed again (only when refused). */
@@ -154,12 +205,13 @@ export type Authorization =
     };
 
 type EdgeRedis = Redis & {
-  thAuthorize(key: string, ...args: (string | number)[]): Promise<string[]>;
-  thAuthorizeSession(key: string, ...args: (string | number)[]): Promise<string[]>;
+  thAuthorize(key: string, ...args: (string | number)[]): Promise<Reply>;
+  thAuthorizeSession(key: string, ...args: (string | number)[]): Promise<Reply>;
   thIpLimit(
-    key: string,
+    times: string,
+    counts: string,
+    prefix: string,
     now: number,
-    member: string,
     window: number,
     limit: number,
   ): Promise<number[]>;
@@ -173,95 +225,101 @@ type EdgeRedis = Redis & {
   thPutTenant(key: string, ...args: string[]): Promise<number>;
 };
 
-function rateWindow(
-  limit: number,
-  count: number,
-  oldest: number,
-  allowed: boolean,
-  retryAt: number,
-): RateWindow {
+function rateWindow(limit: number, count: number, oldest: number, allowed: boolean): RateWindow {
+  // Over the cap the oldest kept millisecond holds the limit-th newest request, so its leaving
+  // is both when the minute resets and when one more request fits.
+  const resetAtMs = oldest + WINDOW_MS;
   return {
     limit,
     count,
-    remaining: Math.max(0, limit - count),
-    resetAtMs: oldest + WINDOW_MS,
+    remaining: limit > count ? limit - count : 0,
+    resetAtMs,
     allowed,
-    retryAtMs: retryAt,
+    retryAtMs: allowed ? 0 : resetAtMs,
   };
 }
+
+type Reply = (string | number | null)[];
 
 export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: number }) {
   const edge = redis as EdgeRedis;
   if (!("thAuthorize" in edge)) {
     redis.defineCommand("thAuthorize", { numberOfKeys: 1, lua: AUTHORIZE_LUA });
     redis.defineCommand("thAuthorizeSession", { numberOfKeys: 1, lua: AUTHORIZE_SESSION_LUA });
-    redis.defineCommand("thIpLimit", { numberOfKeys: 1, lua: IP_LIMIT_LUA });
+    redis.defineCommand("thIpLimit", { numberOfKeys: 2, lua: IP_LIMIT_LUA });
     redis.defineCommand("thPutKey", { numberOfKeys: 1, lua: PUT_KEY_LUA });
     redis.defineCommand("thPutTenant", { numberOfKeys: 1, lua: PUT_TENANT_LUA });
   }
   // Keys built inside a script are not prefixed by ioredis, so the script is told the prefix.
   const prefix = `${redis.options.keyPrefix ?? ""}th:`;
-  const uniqueMember = (now: number) => `${now}-${randomBytes(6).toString("hex")}`;
+
+  // The calendar facts of the lead-view lookup change once a UTC day, not once a request.
+  let calendarDay = Number.NaN;
+  let calendar: number[] = [];
+  function calendarOf(now: number): number[] {
+    const day = Math.floor(now / 86_400_000);
+    if (day !== calendarDay) {
+      const today = new Date(now);
+      const year = today.getUTCFullYear();
+      const month = today.getUTCMonth();
+      calendar = [
+        year,
+        month + 1,
+        today.getUTCDate(),
+        new Date(Date.UTC(year, month + 1, 0)).getUTCDate(),
+        new Date(Date.UTC(year, month, 0)).getUTCDate(),
+      ];
+      calendarDay = day;
+    }
+    return calendar;
+  }
 
   function windowArgs(now: number): (string | number)[] {
-    const today = new Date(now);
-    const year = today.getUTCFullYear();
-    const month = today.getUTCMonth();
+    const [year, month, day, daysInMonth, daysInPreviousMonth] = calendarOf(now) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     return [
       prefix,
-      now,
-      uniqueMember(now),
+      Math.floor(now),
       WINDOW_MS,
       LEAD_VIEW_COUNTER_PREFIX,
       year,
-      month + 1,
-      today.getUTCDate(),
-      new Date(Date.UTC(year, month + 1, 0)).getUTCDate(),
-      new Date(Date.UTC(year, month, 0)).getUTCDate(),
+      month,
+      day,
+      daysInMonth,
+      daysInPreviousMonth,
     ];
   }
 
-  function authorization(reply: string[]): Authorization {
-    const [kind] = reply;
+  function authorization(reply: Reply): Authorization {
+    const kind = reply[0];
     if (kind === "miss" || kind === "unknown" || kind === "revoked") {
       return { kind };
     }
     if (kind === "inactive") {
       return { kind, tenantId: String(reply[1]), status: String(reply[2]) };
     }
-    const [
-      ,
-      tenantId,
-      memberId,
-      keyId,
-      tier,
-      status,
-      limit,
-      count,
-      oldest,
-      allowed,
-      retryAt,
-      views,
-      anniversary,
-      used,
-    ] = reply.map(String);
+    const used = reply[12];
     return {
       kind: "ok",
-      tenantId: tenantId as string,
-      memberId: memberId as string,
-      keyId: keyId as string,
-      tier: tier as string,
-      status: status as string,
+      tenantId: reply[1] as string,
+      memberId: reply[2] as string,
+      keyId: reply[3] as string,
+      tier: reply[4] as string,
+      status: reply[5] as string,
       window: rateWindow(
-        Number(limit),
-        Number(count),
-        Number(oldest),
-        allowed === "1",
-        Number(retryAt),
+        Number(reply[6]),
+        Number(reply[7]),
+        Number(reply[8]),
+        Number(reply[9]) === 1,
       ),
-      leadViewsPerMonth: Number(views),
-      billingAnniversary: anniversary as string,
-      leadViewsUsed: used ? Number(used) : undefined,
+      leadViewsPerMonth: Number(reply[10]),
+      billingAnniversary: reply[11] === null ? "" : String(reply[11]),
+      leadViewsUsed: used === "" || used === null || used === undefined ? undefined : Number(used),
     };
   }
 
@@ -304,16 +362,17 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
       limit: number,
       now = Date.now(),
     ): Promise<RateWindow> {
-      const [max, count, oldest, allowed, retryAt] = (
-        await edge.thIpLimit(`th:rlip:${scope}:${ip}`, now, uniqueMember(now), WINDOW_MS, limit)
+      const [max, count, oldest, allowed] = (
+        await edge.thIpLimit(
+          `th:rlipt:${scope}:${ip}`,
+          `th:rlipc:${scope}:${ip}`,
+          "",
+          Math.floor(now),
+          WINDOW_MS,
+          limit,
+        )
       ).map(Number);
-      return rateWindow(
-        max as number,
-        count as number,
-        oldest as number,
-        allowed === 1,
-        retryAt as number,
-      );
+      return rateWindow(max as number, count as number, oldest as number, allowed === 1);
     },
 
     async putKey(
