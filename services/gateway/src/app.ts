@@ -41,7 +41,13 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     version: API_VERSION,
     description: "Florida property parcels as leads: REST, webhooks and MCP.",
   });
-  const store = createEdgeStore(deps.redis, { tenantTtlSeconds: config.TENANT_CACHE_SECONDS });
+  // Every edge request makes one script call; on a connection of its own with auto-pipelining,
+  // the calls of requests that arrive together leave in one write and return in one read.
+  const edgeRedis = deps.redis.duplicate({ enableAutoPipelining: true });
+  http.addHook("onClose", async () => {
+    await edgeRedis.quit().catch(() => edgeRedis.disconnect());
+  });
+  const store = createEdgeStore(edgeRedis, { tenantTtlSeconds: config.TENANT_CACHE_SECONDS });
   const upstreamOf = (baseUrl: string) =>
     createUpstream({
       baseUrl,

@@ -122,6 +122,7 @@ function rateLimited(window: RateWindow, now: number, who: string): ApiError {
  */
 export function registerEdge(app: HttpApp, options: EdgeOptions): void {
   const now = options.now ?? (() => Date.now());
+  const periods = billingPeriods();
 
   async function refuse(request: FastifyRequest, detail: string): Promise<never> {
     // Failed authentication is limited per client IP so keys cannot be guessed at speed.
@@ -171,10 +172,12 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     }
     const config = request.routeOptions.config?.edge ?? {};
     let url = request.url;
-    try {
-      url = decodeURIComponent(request.url);
-    } catch {
-      // A malformed escape cannot hide a key from the raw test below.
+    if (url.includes("%")) {
+      try {
+        url = decodeURIComponent(url);
+      } catch {
+        // A malformed escape cannot hide a key from the raw test below.
+      }
     }
     if (KEY_LIKE.test(url)) {
       await refuse(
@@ -285,25 +288,20 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       memberId: answer.memberId,
       keyId: answer.keyId,
       tier,
-      ...(sessionId ? { sessionId } : {}),
     };
-    const anchor = new Date(`${answer.billingAnniversary}T00:00:00Z`);
-    const period = billingPeriodAt(
-      Number.isNaN(anchor.getTime()) ? new Date(now()) : anchor,
-      new Date(now()),
-    );
-    request.edge = {
-      tenancy,
-      window: answer.window,
-      quota: {
-        limit: answer.leadViewsPerMonth,
-        periodStart: period.start,
-        resetsAt: period.end,
-        ...(answer.leadViewsUsed !== undefined
-          ? { remaining: Math.max(0, answer.leadViewsPerMonth - answer.leadViewsUsed) }
-          : {}),
-      },
+    if (sessionId) {
+      tenancy.sessionId = sessionId;
+    }
+    const period = periods.at(answer.billingAnniversary, now());
+    const quota: QuotaState = {
+      limit: answer.leadViewsPerMonth,
+      periodStart: period.start,
+      resetsAt: period.end,
     };
+    if (answer.leadViewsUsed !== undefined) {
+      quota.remaining = Math.max(0, answer.leadViewsPerMonth - answer.leadViewsUsed);
+    }
+    request.edge = { tenancy, window: answer.window, quota };
     if (!answer.window.allowed) {
       options.onRateLimited?.("tenant");
       throw rateLimited(answer.window, now(), "this tenant (all of its keys together)");
@@ -331,10 +329,24 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     }
   });
 
-  app.addHook("onSend", async (request, reply: FastifyReply) => {
-    for (const [name, value] of Object.entries(await limitHeaders(request))) {
-      reply.header(name, value);
+  // Most answers know every figure already (the authorization read the lead-view counter), so
+  // the headers are set without a promise; only a counter missing from Redis is read here.
+  app.addHook("onSend", (request, reply: FastifyReply, payload, done) => {
+    const edge = request.edge;
+    if (edge?.quota && edge.tenancy && edge.quota.remaining === undefined) {
+      limitHeaders(request).then(
+        (headers) => {
+          reply.headers(headers);
+          done(null, payload);
+        },
+        (error: Error) => done(error),
+      );
+      return;
     }
+    if (edge) {
+      reply.headers(headersOf(edge));
+    }
+    done(null, payload);
   });
 
   /**
@@ -343,37 +355,85 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
    */
   async function limitHeaders(request: FastifyRequest): Promise<Record<string, string>> {
     const edge = request.edge;
-    const headers: Record<string, string> = {};
-    if (edge?.window) {
-      headers["x-ratelimit-limit"] = String(edge.window.limit);
-      headers["x-ratelimit-remaining"] = String(edge.window.remaining);
-      headers["x-ratelimit-reset"] = String(Math.ceil(edge.window.resetAtMs / 1000));
+    if (!edge) {
+      return {};
     }
-    if (edge?.quota && edge.tenancy) {
-      const quota = edge.quota;
-      if (quota.remaining === undefined) {
-        quota.remaining = options.remainingLeadViews
-          ? await options
-              .remainingLeadViews(edge.tenancy, quota.limit, {
-                start: quota.periodStart,
-                end: quota.resetsAt,
-              })
-              .catch((error: unknown) => {
-                // The headers must not fail the response; the next request reads the counter again.
-                request.log.warn({ err: error }, "lead-view counter unavailable for headers");
-                return quota.limit;
-              })
-          : quota.limit;
-      }
+    const quota = edge.quota;
+    if (quota && edge.tenancy && quota.remaining === undefined) {
+      quota.remaining = options.remainingLeadViews
+        ? await options
+            .remainingLeadViews(edge.tenancy, quota.limit, {
+              start: quota.periodStart,
+              end: quota.resetsAt,
+            })
+            .catch((error: unknown) => {
+              // The headers must not fail the response; the next request reads the counter again.
+              request.log.warn({ err: error }, "lead-view counter unavailable for headers");
+              return quota.limit;
+            })
+        : quota.limit;
+    }
+    return headersOf(edge);
+  }
+
+  function headersOf(edge: EdgeContext): Record<string, string> {
+    const headers: Record<string, string> = {};
+    const window = edge.window;
+    if (window) {
+      headers["x-ratelimit-limit"] = String(window.limit);
+      headers["x-ratelimit-remaining"] = String(window.remaining);
+      headers["x-ratelimit-reset"] = String(Math.ceil(window.resetAtMs / 1000));
+    }
+    const quota = edge.quota;
+    if (quota && edge.tenancy) {
       headers["x-quota-lead-views-limit"] = String(quota.limit);
       headers["x-quota-lead-views-remaining"] = String(Math.max(0, quota.remaining ?? quota.limit));
-      headers["x-quota-resets"] = quota.resetsAt.toISOString();
+      headers["x-quota-resets"] = periods.iso(quota.resetsAt);
     }
     return headers;
   }
   app.decorateRequest("limitHeaders", function limitHeadersOfRequest(this: FastifyRequest) {
     return limitHeaders(this);
   });
+}
+
+/**
+ * A tenant's billing period changes once a day at most (anniversaries fall at 00:00 UTC), so it
+ * is computed once per anniversary and UTC day rather than once per request; so is the
+ * X-Quota-Resets text of each period end.
+ */
+function billingPeriods() {
+  const DAY_MS = 86_400_000;
+  const byAnniversary = new Map<string, { day: number; start: Date; end: Date }>();
+  const isoOf = new WeakMap<Date, string>();
+  return {
+    at(anniversary: string, at: number): { start: Date; end: Date } {
+      const day = Math.floor(at / DAY_MS);
+      const cached = byAnniversary.get(anniversary);
+      if (cached?.day === day) {
+        return cached;
+      }
+      const anchor = new Date(`${anniversary}T00:00:00Z`);
+      if (Number.isNaN(anchor.getTime())) {
+        return billingPeriodAt(new Date(at), new Date(at));
+      }
+      const period = billingPeriodAt(anchor, new Date(day * DAY_MS));
+      if (byAnniversary.size >= 4096) {
+        byAnniversary.clear();
+      }
+      const entry = { day, start: period.start, end: period.end };
+      byAnniversary.set(anniversary, entry);
+      return entry;
+    },
+    iso(date: Date): string {
+      let text = isoOf.get(date);
+      if (text === undefined) {
+        text = date.toISOString();
+        isoOf.set(date, text);
+      }
+      return text;
+    },
+  };
 }
 
 /** `/v1/...` and the MCP endpoint pass the edge; probes and anything else do not exist there. */
