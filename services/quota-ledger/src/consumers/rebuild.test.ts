@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
+import { createShadowLedger } from "../db/shadow-ledger.ts";
 import { currentPeriod } from "../domain/period.ts";
 import { freshTenant, internalToken, leadView, tenantChange } from "../testing/fixtures.ts";
-import { formatRebuildReport, rebuildLedger } from "./rebuild.ts";
+import { formatRebuildReport, rebuildLedger, replayIntoShadow } from "./rebuild.ts";
 
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;
@@ -117,6 +118,14 @@ describe("ledger rebuild", () => {
     expect(
       await meter().remaining({ tenantId: tenantB, cap: 2000, period: periodB, day: "2026-11-15" }),
     ).toBe(1999);
+  });
+
+  it("proves the same ledger when the shadow rows go in over several COPY connections", async () => {
+    const shadow = createShadowLedger(harness.pool);
+    const replay = await replayIntoShadow(harness.bus, shadow, { lanes: 3 });
+    expect(replay).toMatchObject({ events: 7, leadViews: 5 });
+    expect(await shadow.differences(replay.highWaterMarks)).toEqual([]);
+    expect(await shadow.summary()).toEqual({ rows: 5, tenants: 2, periods: 3 });
   });
 
   it("detects a tampered live ledger, exits non-zero and leaves Redis alone", async () => {

@@ -102,6 +102,13 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
   }
 }
 
+/**
+ * COPY connections of a replay. Reading and decoding the log costs more per event than
+ * Postgres's COPY into the unlogged, index-free shadow table, so a second connection only
+ * competes for the same two cores (measured: 0.48x the raw replay with one, 0.40x with two).
+ */
+const SHADOW_LANES = 1;
+
 export interface ShadowReplay {
   events: number;
   leadViews: number;
@@ -113,26 +120,40 @@ export interface ShadowReplay {
  * Reads leadview.recorded from its first offset into an emptied shadow ledger, keeping the first
  * event of each (tenant, day, folio) as the live consumer does.
  */
-export async function replayIntoShadow(bus: Bus, shadow: ShadowLedger): Promise<ShadowReplay> {
+export async function replayIntoShadow(
+  bus: Bus,
+  shadow: ShadowLedger,
+  options: { lanes?: number } = {},
+): Promise<ShadowReplay> {
   await shadow.reset();
   const seen = new Set<string>();
   let events = 0;
   const started = performance.now();
-  const replay = await bus.replay(contracts.leadViewRecorded, {
-    onBatch: async (records) => {
-      events += records.length;
-      const fresh: ShadowRow[] = [];
-      for (const record of records) {
-        const { tenant_id, day, folio } = record.value;
-        const key = `${tenant_id}\u0000${day}\u0000${folio}`;
-        if (!seen.has(key)) {
-          seen.add(key);
-          fresh.push({ view: record.value, partition: record.partition, offset: record.offset });
+  // COPY streams that stay open for the whole replay: the log is read and decoded while
+  // Postgres stores what was read, instead of one connection and COPY per fetched batch.
+  const writer = await shadow.openWriter(options.lanes ?? SHADOW_LANES);
+  let replay: Awaited<ReturnType<Bus["replay"]>>;
+  try {
+    replay = await bus.replay(contracts.leadViewRecorded, {
+      onBatch: async (records) => {
+        events += records.length;
+        const fresh: ShadowRow[] = [];
+        for (const record of records) {
+          const { tenant_id, day, folio } = record.value;
+          const key = `${tenant_id}\u0000${day}\u0000${folio}`;
+          if (!seen.has(key)) {
+            seen.add(key);
+            fresh.push({ view: record.value, partition: record.partition, offset: record.offset });
+          }
         }
-      }
-      await shadow.insert(fresh);
-    },
-  });
+        await writer.write(fresh);
+      },
+    });
+    await writer.close();
+  } catch (error) {
+    await writer.abort();
+    throw error;
+  }
   return {
     events,
     leadViews: seen.size,
