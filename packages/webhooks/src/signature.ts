@@ -55,7 +55,9 @@ function toBuffer(body: string | Uint8Array): Buffer {
 
 /** Hex HMAC-SHA-256 of `t + "." + body` under one secret (the whole `whsec_…` string is the key). */
 export function signPayload(secret: string, timestamp: number, body: string | Uint8Array): string {
-  return createHmac("sha256", secret).update(`${timestamp}.`).update(toBuffer(body)).digest("hex");
+  const hmac = createHmac("sha256", secret).update(`${timestamp}.`);
+  // A string body is hashed as UTF-8 directly, without a copy into a Buffer first.
+  return (typeof body === "string" ? hmac.update(body, "utf8") : hmac.update(body)).digest("hex");
 }
 
 /** The header a sender writes: one `v1=` per secret still valid (several during a rotation). */

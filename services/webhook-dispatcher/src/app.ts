@@ -48,7 +48,11 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     overlapSeconds: config.SECRET_ROTATION_OVERLAP_SECONDS,
     now,
   });
-  const sender = createSender({ policy, timeoutMs: config.DELIVERY_TIMEOUT_MS });
+  const sender = createSender({
+    policy,
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+    maxSockets: config.MAX_IN_FLIGHT,
+  });
   const attemptsByOutcome = deps.metrics?.counter(
     "th_delivery_attempts_total",
     "Delivery attempts by outcome (complete, retrying, exhausted, dead_letter) and attempt number",

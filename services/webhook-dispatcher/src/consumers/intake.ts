@@ -19,28 +19,31 @@ export async function insertDeliveries(pool: Pool, records: readonly MatchRecord
   if (records.length === 0) {
     return 0;
   }
+  // One JSON document rather than Postgres arrays: serialising it is one native call, where
+  // array parameters are escaped element by element.
+  const input = records.map((r) => {
+    const trace = traceContextOf(r.headers);
+    return {
+      tenant_id: r.value.tenant_id,
+      watchlist_id: r.value.watchlist.id,
+      match_id: r.value.match_id,
+      folio: r.value.match.folio,
+      body: webhookBody(r.value),
+      trace_context: Object.keys(trace).length > 0 ? trace : null,
+    };
+  });
   const inserted = await pool.query(
     `INSERT INTO deliveries (id, endpoint_id, tenant_id, watchlist_id, match_id, folio,
                              event_type, body, trace_context)
-     SELECT gen_random_uuid(), e.id, e.tenant_id, e.watchlist_id, m.match_id, m.folio, $6,
-            m.body, m.trace_context::jsonb
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $7::text[])
-            AS m(tenant_id, watchlist_id, match_id, folio, body, trace_context)
+     SELECT gen_random_uuid(), e.id, e.tenant_id, e.watchlist_id, m.match_id, m.folio, $2,
+            m.body, m.trace_context
+       FROM json_to_recordset($1::json)
+            AS m(tenant_id text, watchlist_id text, match_id text, folio text, body text,
+                 trace_context jsonb)
        JOIN endpoints e ON e.tenant_id = m.tenant_id AND e.watchlist_id = m.watchlist_id
-                       AND e.deleted_at IS NULL AND $6 = ANY (e.events)
+                       AND e.deleted_at IS NULL AND $2 = ANY (e.events)
      ON CONFLICT (endpoint_id, match_id) DO NOTHING`,
-    [
-      records.map((r) => r.value.tenant_id),
-      records.map((r) => r.value.watchlist.id),
-      records.map((r) => r.value.match_id),
-      records.map((r) => r.value.match.folio),
-      records.map((r) => webhookBody(r.value)),
-      EVENT_TYPE,
-      records.map((r) => {
-        const trace = traceContextOf(r.headers);
-        return Object.keys(trace).length > 0 ? JSON.stringify(trace) : null;
-      }),
-    ],
+    [JSON.stringify(input), EVENT_TYPE],
   );
   return inserted.rowCount ?? 0;
 }

@@ -3,20 +3,25 @@ import type { Pool } from "@th/db";
 
 /** One event for the outbox, written only if its delivery's row was updated under its lease. */
 export interface OutboxEvent {
-  deliveryId: string;
+  delivery_id: string;
   topic: string;
-  payload: string;
-  /** The trace context the relay publishes the event in (the attempt's span). */
-  headers: Record<string, string>;
+  payload: unknown;
+  /** The trace context the relay publishes the event in, or null. */
+  headers: Record<string, string> | null;
 }
 
 export function outboxEvent<T>(
   deliveryId: string,
   contract: TopicContract<T>,
   value: T,
-  headers: Record<string, string>,
+  traceContext: Record<string, string>,
 ): OutboxEvent {
-  return { deliveryId, topic: contract.topic, payload: JSON.stringify(value), headers };
+  return {
+    delivery_id: deliveryId,
+    topic: contract.topic,
+    payload: value,
+    headers: Object.keys(traceContext).length > 0 ? traceContext : null,
+  };
 }
 
 /** What one attempt writes: the delivery's new state, the attempt row and its events. */
@@ -73,17 +78,33 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
   }
 
   async function write(records: AttemptRecord[]): Promise<Set<string>> {
-    const events = records.flatMap((record) => record.events);
-    const column = <T>(pick: (record: AttemptRecord) => T) => records.map(pick);
+    // One JSON document per column set rather than Postgres arrays: serialising it is one native
+    // call, where array parameters are escaped element by element.
+    const input = records.map((r) => ({
+      id: r.id,
+      lease_token: r.leaseToken,
+      replay_no: r.replayNo,
+      attempt: r.attempt,
+      attempted_at: r.attemptedAt,
+      duration_ms: r.durationMs,
+      status_code: r.statusCode,
+      failure: r.failure,
+      error: r.error,
+      excerpt: r.excerpt,
+      state: r.state,
+      due_at: r.dueAt,
+      dead_letter_reason: r.deadLetterReason,
+      recorded_at: r.recordedAt,
+      hold_until: r.holdUntil,
+    }));
+    const events = records.flatMap((record) => record.events).map((e, ord) => ({ ...e, ord }));
     const { rows } = await options.pool.query<{ id: string }>(
       `WITH input AS (
-         SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::int[], $5::timestamptz[],
-                              $6::int[], $7::int[], $8::text[], $9::text[], $10::text[],
-                              $11::text[], $12::timestamptz[], $13::text[], $14::timestamptz[],
-                              $15::timestamptz[])
-           AS i(id, lease_token, replay_no, attempt, attempted_at, duration_ms, status_code,
-                failure, error, excerpt, state, due_at, dead_letter_reason, recorded_at,
-                hold_until)
+         SELECT * FROM json_to_recordset($1::json)
+           AS i(id uuid, lease_token uuid, replay_no int, attempt int, attempted_at timestamptz,
+                duration_ms int, status_code int, failure text, error text, excerpt text,
+                state text, due_at timestamptz, dead_letter_reason text,
+                recorded_at timestamptz, hold_until timestamptz)
        ), updated AS (
          UPDATE deliveries d SET
            state = i.state, attempts = i.attempt,
@@ -108,34 +129,14 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
          ON CONFLICT DO NOTHING
        ), events AS (
          INSERT INTO outbox (topic, payload, headers)
-         SELECT e.topic, e.payload::jsonb, e.headers::jsonb
-           FROM unnest($16::uuid[], $17::text[], $18::text[], $19::text[]) WITH ORDINALITY
-                AS e(delivery_id, topic, payload, headers, ord)
+         SELECT e.topic, e.payload, e.headers
+           FROM json_to_recordset($2::json)
+                AS e(delivery_id uuid, topic text, payload jsonb, headers jsonb, ord int)
            JOIN updated u ON u.id = e.delivery_id
           ORDER BY e.ord
        )
        SELECT id FROM updated`,
-      [
-        column((r) => r.id),
-        column((r) => r.leaseToken),
-        column((r) => r.replayNo),
-        column((r) => r.attempt),
-        column((r) => r.attemptedAt),
-        column((r) => r.durationMs),
-        column((r) => r.statusCode),
-        column((r) => r.failure),
-        column((r) => r.error),
-        column((r) => r.excerpt),
-        column((r) => r.state),
-        column((r) => r.dueAt),
-        column((r) => r.deadLetterReason),
-        column((r) => r.recordedAt),
-        column((r) => r.holdUntil),
-        events.map((event) => event.deliveryId),
-        events.map((event) => event.topic),
-        events.map((event) => event.payload),
-        events.map((event) => headersJson(event.headers)),
-      ],
+      [JSON.stringify(input), JSON.stringify(events)],
     );
     return new Set(rows.map((row) => row.id));
   }
@@ -158,11 +159,6 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
       });
     },
   };
-}
-
-/** The outbox's `headers` column holds the trace context, or null when there is none. */
-export function headersJson(headers: Record<string, string>): string | null {
-  return Object.keys(headers).length > 0 ? JSON.stringify(headers) : null;
 }
 
 export type AttemptRecorder = ReturnType<typeof createAttemptRecorder>;

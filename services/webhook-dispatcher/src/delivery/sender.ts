@@ -9,6 +9,15 @@ import type { AttemptResult } from "../domain/schedule.ts";
 export const USER_AGENT = "terminal-house-webhooks/1.0";
 const EXCERPT_BYTES = 1024;
 
+/** Where an endpoint URL points, parsed once. */
+interface Target {
+  kind: "target";
+  protocol: "http:" | "https:";
+  hostname: string;
+  port: string;
+  path: string;
+}
+
 export class BlockedAddressError extends Error {
   readonly code = "EBLOCKED";
 }
@@ -67,7 +76,12 @@ function refusalFor(protocol: string, address: string, policy: AddressPolicy): s
  * connected to is the address checked: a name that re-binds to a private address between
  * subscribe time and delivery (or between two lookups) is refused. Redirects are not followed.
  */
-export function createSender(options: { policy: AddressPolicy; timeoutMs: number }) {
+export function createSender(options: {
+  policy: AddressPolicy;
+  timeoutMs: number;
+  /** Connections per receiver host; the tenants' concurrency caps bound them before this does. */
+  maxSockets?: number;
+}) {
   const guardedLookup = (protocol: string): LookupFunction =>
     ((
       hostname: string,
@@ -97,13 +111,64 @@ export function createSender(options: { policy: AddressPolicy; timeoutMs: number
       });
     }) as LookupFunction;
   const agents = {
-    "http:": new http.Agent({ keepAlive: true, maxSockets: 256, lookup: guardedLookup("http:") }),
+    "http:": new http.Agent({
+      keepAlive: true,
+      maxSockets: options.maxSockets ?? 256,
+      lookup: guardedLookup("http:"),
+    }),
     "https:": new https.Agent({
       keepAlive: true,
-      maxSockets: 256,
+      maxSockets: options.maxSockets ?? 256,
       lookup: guardedLookup("https:"),
     }),
   } as const;
+
+  /** Parsed endpoint URLs and their literal-address verdicts, kept across attempts. */
+  const targets = new Map<string, Target | AttemptResult>();
+  function targetOf(rawUrl: string): Target | AttemptResult {
+    const known = targets.get(rawUrl);
+    if (known) {
+      return known;
+    }
+    const target = parseTarget(rawUrl);
+    if (targets.size >= 10_000) {
+      targets.clear();
+    }
+    targets.set(rawUrl, target);
+    return target;
+  }
+
+  function parseTarget(rawUrl: string): Target | AttemptResult {
+    let url: URL;
+    try {
+      url = new URL(rawUrl);
+    } catch {
+      return { kind: "failure", failure: "other", error: "invalid url", durationMs: 0 };
+    }
+    const protocol = url.protocol as "http:" | "https:";
+    if (!agents[protocol] || (protocol === "http:" && !options.policy.allowLoopback)) {
+      return {
+        kind: "failure",
+        failure: "blocked_address",
+        error: "url must use https",
+        durationMs: 0,
+      };
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    if (isIpLiteral(host)) {
+      const refusal = refusalFor(protocol, host, options.policy);
+      if (refusal) {
+        return { kind: "failure", failure: "blocked_address", error: refusal, durationMs: 0 };
+      }
+    }
+    return {
+      kind: "target",
+      protocol,
+      hostname: url.hostname.replace(/^\[|\]$/g, ""),
+      port: url.port,
+      path: `${url.pathname}${url.search}`,
+    };
+  }
 
   function send(
     rawUrl: string,
@@ -112,39 +177,12 @@ export function createSender(options: { policy: AddressPolicy; timeoutMs: number
   ): Promise<AttemptResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    let url: URL;
-    try {
-      url = new URL(rawUrl);
-    } catch {
-      return Promise.resolve({
-        kind: "failure",
-        failure: "other",
-        error: "invalid url",
-        durationMs: 0,
-      });
+    const target = targetOf(rawUrl);
+    if (target.kind !== "target") {
+      return Promise.resolve(target);
     }
-    const protocol = url.protocol as "http:" | "https:";
+    const protocol = target.protocol;
     const agent = agents[protocol];
-    if (!agent || (protocol === "http:" && !options.policy.allowLoopback)) {
-      return Promise.resolve({
-        kind: "failure",
-        failure: "blocked_address",
-        error: "url must use https",
-        durationMs: 0,
-      });
-    }
-    const host = url.hostname.replace(/^\[|\]$/g, "");
-    if (isIpLiteral(host)) {
-      const refusal = refusalFor(protocol, host, options.policy);
-      if (refusal) {
-        return Promise.resolve({
-          kind: "failure",
-          failure: "blocked_address",
-          error: refusal,
-          durationMs: 0,
-        });
-      }
-    }
     return new Promise<AttemptResult>((resolve) => {
       let settled = false;
       const finish = (result: AttemptResult) => {
@@ -155,7 +193,11 @@ export function createSender(options: { policy: AddressPolicy; timeoutMs: number
         }
       };
       const payload = Buffer.from(body, "utf8");
-      const request = (protocol === "https:" ? https : http).request(url, {
+      const request = (protocol === "https:" ? https : http).request({
+        protocol,
+        hostname: target.hostname,
+        port: target.port,
+        path: target.path,
         method: "POST",
         agent,
         headers: { ...headers, "content-length": String(payload.length) },

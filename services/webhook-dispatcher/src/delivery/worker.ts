@@ -29,7 +29,6 @@ import type { TenantSlots } from "./concurrency.ts";
 import {
   type AttemptRecord,
   createAttemptRecorder,
-  headersJson,
   type OutboxEvent,
   outboxEvent,
 } from "./recorder.ts";
@@ -223,14 +222,10 @@ export function createWorker(options: WorkerOptions) {
     }
     const { rows } = await pool.query<ClaimedRow>(
       `WITH due AS (
-         SELECT d.id, d.state,
+         SELECT d.id, d.state, d.endpoint_id, d.tenant_id,
                 row_number() OVER (PARTITION BY d.tenant_id ORDER BY d.due_at) AS rank,
-                GREATEST(COALESCE(t.concurrent_webhooks, $4), 1) - COALESCE(held.n, 0) AS room,
-                e.url, e.deleted_at AS endpoint_deleted_at,
-                t.tier, t.status, t.lead_views_per_month, t.concurrent_webhooks,
-                to_char(t.billing_anniversary, 'YYYY-MM-DD') AS billing_anniversary
+                GREATEST(COALESCE(t.concurrent_webhooks, $4), 1) - COALESCE(held.n, 0) AS room
          FROM deliveries d
-         JOIN endpoints e ON e.id = d.endpoint_id
          LEFT JOIN tenants t ON t.tenant_id = d.tenant_id
          LEFT JOIN unnest($7::text[], $8::int[]) AS held(tenant_id, n) ON held.tenant_id = d.tenant_id
          WHERE d.due_at <= $1
@@ -256,13 +251,14 @@ export function createWorker(options: WorkerOptions) {
           SET lease_token = gen_random_uuid(),
               lease_until = $1::timestamptz + make_interval(secs => $6 / 1000.0)
          FROM picked
+         JOIN endpoints e ON e.id = picked.endpoint_id
+         LEFT JOIN tenants t ON t.tenant_id = picked.tenant_id
         WHERE d.id = picked.id
        RETURNING d.id, d.endpoint_id, d.tenant_id, d.watchlist_id, d.match_id, d.folio,
                  d.event_type, d.body, d.state, d.attempts, d.replay_no, d.due_at, d.charged_at,
-                 d.lease_token, d.first_attempted_at, d.trace_context, picked.url,
-                 picked.endpoint_deleted_at, picked.tier, picked.status,
-                 picked.lead_views_per_month, picked.concurrent_webhooks,
-                 picked.billing_anniversary`,
+                 d.lease_token, d.first_attempted_at, d.trace_context, e.url,
+                 e.deleted_at AS endpoint_deleted_at, t.tier, t.status, t.lead_views_per_month,
+                 t.concurrent_webhooks, to_char(t.billing_anniversary, 'YYYY-MM-DD') AS billing_anniversary`,
       [
         new Date(now),
         limit,
@@ -589,14 +585,10 @@ export function createWorker(options: WorkerOptions) {
     }
     await client.query(
       `INSERT INTO outbox (topic, payload, headers)
-       SELECT topic, payload::jsonb, headers::jsonb
-         FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS e(topic, payload, headers, ord)
-        ORDER BY ord`,
-      [
-        events.map((event) => event.topic),
-        events.map((event) => event.payload),
-        events.map((event) => headersJson(event.headers)),
-      ],
+       SELECT e.topic, e.payload, e.headers
+         FROM json_to_recordset($1::json) AS e(topic text, payload jsonb, headers jsonb, ord int)
+        ORDER BY e.ord`,
+      [JSON.stringify(events.map((event, ord) => ({ ...event, ord })))],
     );
   }
 
