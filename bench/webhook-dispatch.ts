@@ -1,10 +1,12 @@
 // Webhook dispatcher throughput and latency: signed deliveries per second to a loopback receiver
 // with one dispatcher process and with two, and match -> receiver latency (p50/p99) at a steady
 // 1,000 matches/s. Run from the repository root: node bench/webhook-dispatch.ts [deliveries]
+// (BENCH_PHASES=baseline,one,two,latency picks phases; BENCH_PROGRESS=1 prints progress).
 // Needs Postgres and Redis (DATABASE_URL, REDIS_URL; the bootstrap's defaults otherwise). The dev
 // broker and each dispatcher run in their own processes; the receiver runs here.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createInterface } from "node:readline";
@@ -34,8 +36,18 @@ const ENV = {
   WEBHOOK_ALLOW_LOOPBACK_HTTP: "true",
   LOG_LEVEL: "fatal",
   POLL_MS: "10",
-  MAX_IN_FLIGHT: "512",
+  MAX_IN_FLIGHT: "1024",
 };
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 function report(label: string, value: string): void {
   process.stdout.write(`${label.padEnd(58)} ${value}\n`);
@@ -85,6 +97,12 @@ const server = createServer((req, res) => {
   req.on("data", (chunk: Buffer) => chunks.push(chunk));
   req.on("end", () => {
     const body = Buffer.concat(chunks);
+    if (req.headers["x-bench-baseline"]) {
+      JSON.parse(body.toString());
+      res.writeHead(200);
+      res.end();
+      return;
+    }
     const id = String(req.headers["x-flpf-webhook-id"]);
     if (!seen.has(id)) {
       seen.add(id);
@@ -228,19 +246,68 @@ async function burst(instances: number): Promise<number> {
   seen.clear();
   firstAt = 0;
   const batch = matches(DELIVERIES);
+  const completeBefore = await completeCount();
+  const cpuBefore = children.map((child) => cpuSeconds(child.pid));
+  const postgresBefore = await postgresCpu();
   const publishStarted = Date.now();
   for (let i = 0; i < batch.length; i += 1_000) {
     await harness.bus.publish(contracts.matchFound, batch.slice(i, i + 1_000));
   }
   const complete = await waitForCount(DELIVERIES, 180_000);
-  const seconds = (Date.now() - firstAt) / 1000;
+  const lastAt = Date.now();
+  // Rows recorded complete, not only requests received: the attempt records are part of the work.
+  await waitForComplete(completeBefore + DELIVERIES, 30_000);
+  const postgresAfter = await postgresCpu();
+  let postgres = 0;
+  for (const [pid, seconds] of postgresAfter) {
+    postgres += seconds - (postgresBefore.get(pid) ?? 0);
+  }
+  const cpu = children.reduce(
+    (sum, child, i) => sum + cpuSeconds(child.pid) - (cpuBefore[i] ?? 0),
+    0,
+  );
+  const seconds = (lastAt - firstAt) / 1000;
   const rate = seen.size / seconds;
   report(
     `${instances} instance(s): ${seen.size}/${DELIVERIES} signed deliveries`,
-    `${rate.toFixed(0)}/s (${seconds.toFixed(2)} s from first receipt; publish->last ${((Date.now() - publishStarted) / 1000).toFixed(2)} s)${complete ? "" : " INCOMPLETE"}`,
+    `${rate.toFixed(0)}/s (${seconds.toFixed(2)} s from first receipt; publish->last ${((lastAt - publishStarted) / 1000).toFixed(2)} s)${complete ? "" : " INCOMPLETE"}`,
+  );
+  report(
+    `  dispatcher CPU per delivery (${instances} process(es))`,
+    `${((cpu * 1000) / DELIVERIES).toFixed(3)} ms (${cpu.toFixed(1)} s over ${instances} process(es))`,
+  );
+  report(
+    "  Postgres CPU per delivery (this database's backends)",
+    `${((postgres * 1000) / DELIVERIES).toFixed(3)} ms`,
   );
   await stopAll(children);
   return rate;
+}
+
+/** CPU seconds used so far by each backend connected to the bench's database. */
+async function postgresCpu(): Promise<Map<number, number>> {
+  const { rows } = await harness.db.pool.query<{ pid: number }>(
+    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()",
+  );
+  return new Map(rows.map((row) => [row.pid, cpuSeconds(row.pid)]));
+}
+
+async function completeCount(): Promise<number> {
+  const { rows } = await harness.db.pool.query(
+    "SELECT count(*)::int AS n FROM deliveries WHERE state = 'complete'",
+  );
+  return rows[0]?.n ?? 0;
+}
+
+async function waitForComplete(target: number, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if ((await completeCount()) >= target) {
+      return true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
 }
 
 function percentile(values: number[], p: number): number {
@@ -272,11 +339,87 @@ async function latency(instances: number) {
   await stopAll(children);
 }
 
-report("machine", `${(await import("node:os")).cpus().length} cores`);
-const one = await burst(1);
-const two = await burst(2);
-report("two instances / one instance", `${(two / one).toFixed(2)}x`);
-await latency(2);
+// What this machine can do right now without the dispatcher: one process POSTing signed bodies
+// of the same size to the same receiver over keep-alive connections, 256 at a time. The machine
+// is shared and noisy; the dispatcher's rate as a fraction of this is the steadier figure.
+const BASELINE = `
+import http from "node:http";
+import { createHmac } from "node:crypto";
+const [url, total, bodyText] = process.argv.slice(-3);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+const body = Buffer.from(bodyText);
+let sent = 0;
+const started = performance.now();
+function one() {
+  if (sent >= Number(total)) return Promise.resolve();
+  sent++;
+  const t = Math.floor(Date.now() / 1000);
+  const signature = createHmac("sha256", "whsec_bench").update(t + "." + bodyText).digest("hex");
+  return new Promise((resolve) => {
+    const request = http.request(url, { method: "POST", agent, headers: {
+      "content-type": "application/json", "x-bench-baseline": "1",
+      "x-flpf-signature": "t=" + t + ",v1=" + signature, "content-length": String(body.length) } },
+      (response) => { response.resume(); response.on("end", resolve); });
+    request.on("error", resolve);
+    request.end(body);
+  }).then(one);
+}
+await Promise.all(Array.from({ length: 256 }, one));
+const cpu = process.cpuUsage();
+process.stdout.write(JSON.stringify({
+  rate: Number(total) / ((performance.now() - started) / 1000),
+  cpuMs: (cpu.user + cpu.system) / 1000 / Number(total),
+}) + "\\n");
+agent.destroy();
+`;
+
+async function baseline(): Promise<number> {
+  const sample = matches(1)[0] as MatchFound;
+  const child = spawn(
+    process.execPath,
+    [
+      "--input-type=module",
+      "-e",
+      BASELINE,
+      receiverUrl,
+      String(DELIVERIES),
+      JSON.stringify(sample),
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let out = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  await new Promise((resolve) => child.once("exit", resolve));
+  const { rate, cpuMs } = JSON.parse(out.trim()) as { rate: number; cpuMs: number };
+  report(
+    `baseline: ${DELIVERIES} plain signed POSTs, one process`,
+    `${rate.toFixed(0)}/s, ${cpuMs.toFixed(3)} ms CPU per POST (start-up included)`,
+  );
+  return rate;
+}
+
+const phases = new Set((process.env.BENCH_PHASES ?? "baseline,one,two,latency").split(","));
+report(
+  "machine",
+  `${(await import("node:os")).cpus().length} cores, load ${(await import("node:os"))
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);
+const base = phases.has("baseline") ? await baseline() : Number.NaN;
+const one = phases.has("one") ? await burst(1) : Number.NaN;
+if (phases.has("baseline") && phases.has("one")) {
+  report("one instance / baseline", `${(one / base).toFixed(2)}`);
+}
+if (phases.has("two")) {
+  const two = await burst(2);
+  report("two instances / one instance", `${(two / one).toFixed(2)}x`);
+}
+if (phases.has("latency")) {
+  await latency(2);
+}
 report("signatures verified at the receiver (1 in 50)", `${verified} (${verifyFailures} failed)`);
 
 server.closeAllConnections();
