@@ -81,10 +81,16 @@ export function stateCode(raw: string | null): string | null {
   return STATE_CODES[cleaned] ?? null;
 }
 
+/** Words separated by single spaces, nothing around them: already clean but for the case. */
+const SINGLE_SPACED = /^\S+(?: \S+)*$/;
+
 /** Upper case with runs of whitespace collapsed; null when nothing is left. */
 export function cleanText(raw: string | null): string | null {
   if (raw === null) {
     return null;
+  }
+  if (SINGLE_SPACED.test(raw)) {
+    return raw.toUpperCase();
   }
   const cleaned = raw.replace(/\s+/g, " ").trim().toUpperCase();
   return cleaned === "" ? null : cleaned;
@@ -157,10 +163,8 @@ export function comparableStreet(raw: string | null): string | null {
   if (raw === null) {
     return null;
   }
-  const words = raw
-    .toUpperCase()
-    .replace(/[.,']/g, "")
-    .replace(/#/g, " # ")
+  const upper = raw.toUpperCase();
+  const words = (/[.,'#]/.test(upper) ? upper.replace(/[.,']/g, "").replace(/#/g, " # ") : upper)
     .split(/\s+/)
     .filter(Boolean)
     .map((word) => STREET_WORDS[word] ?? word);
