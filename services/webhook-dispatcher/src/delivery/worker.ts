@@ -10,7 +10,7 @@ import {
   type LeadViewRecorded,
   type Tier,
 } from "@th/contracts";
-import { type Pool, type PoolClient, inTransaction as runInTransaction } from "@th/db";
+import { type Pool, inTransaction as runInTransaction } from "@th/db";
 import { type LeadViewMeter, utcDay } from "@th/quota";
 import { enqueueEvent, type OutboxRelay } from "@th/service-kit";
 import { inSpan, type Logger, traceContextOf, withExtractedContext } from "@th/telemetry";
@@ -221,22 +221,42 @@ export function createWorker(options: WorkerOptions) {
       }
     }
     const { rows } = await pool.query<ClaimedRow>(
-      `WITH due AS (
-         SELECT d.id, d.state, d.endpoint_id, d.tenant_id,
-                row_number() OVER (PARTITION BY d.tenant_id ORDER BY d.due_at) AS rank,
-                GREATEST(COALESCE(t.concurrent_webhooks, $4), 1) - COALESCE(held.n, 0) AS room
-         FROM deliveries d
-         LEFT JOIN tenants t ON t.tenant_id = d.tenant_id
-         LEFT JOIN unnest($7::text[], $8::int[]) AS held(tenant_id, n) ON held.tenant_id = d.tenant_id
-         WHERE d.due_at <= $1
-           AND (d.lease_until IS NULL OR d.lease_until < $1)
-           AND (d.state IN ('pending', 'parked', 'exhausted')
-                OR (d.state = 'retrying'
-                    AND d.due_at <= $1::timestamptz - make_interval(secs => $5 / 1000.0)))
-           AND NOT (d.tenant_id = ANY($3::text[]))
+      `WITH RECURSIVE active AS (
+         (SELECT d.tenant_id FROM deliveries d
+           WHERE d.state IN ('pending', 'retrying', 'exhausted', 'parked')
+           ORDER BY d.tenant_id LIMIT 1)
+         UNION ALL
+         SELECT (SELECT d.tenant_id FROM deliveries d
+                  WHERE d.state IN ('pending', 'retrying', 'exhausted', 'parked')
+                    AND d.tenant_id > a.tenant_id
+                  ORDER BY d.tenant_id LIMIT 1)
+           FROM active a WHERE a.tenant_id IS NOT NULL
+       ), due AS (
+         SELECT x.* FROM active a
+         LEFT JOIN tenants t ON t.tenant_id = a.tenant_id
+         LEFT JOIN unnest($7::text[], $8::int[]) AS held(tenant_id, n) ON held.tenant_id = a.tenant_id
+         CROSS JOIN LATERAL (
+           SELECT d.id, d.state, d.endpoint_id, d.tenant_id,
+                  row_number() OVER (ORDER BY d.due_at) AS rank
+             FROM deliveries d
+            WHERE d.tenant_id = a.tenant_id
+              AND d.state IN ('pending', 'retrying', 'exhausted', 'parked')
+              AND d.due_at <= $1
+              AND (d.lease_until IS NULL OR d.lease_until < $1)
+              AND (d.state IN ('pending', 'parked')
+                   OR (d.state = 'retrying'
+                       AND d.due_at <= $1::timestamptz - make_interval(secs => $5 / 1000.0)))
+            ORDER BY d.due_at
+            LIMIT GREATEST(GREATEST(COALESCE(t.concurrent_webhooks, $4), 1) - COALESCE(held.n, 0), 0)
+         ) x
+         WHERE a.tenant_id IS NOT NULL AND NOT (a.tenant_id = ANY($3::text[]))
+         UNION ALL
+         -- Exhausted deliveries need no slot: they are dead-lettered, not sent.
+         SELECT d.id, d.state, d.endpoint_id, d.tenant_id, 0 AS rank FROM deliveries d
+          WHERE d.state = 'exhausted' AND d.due_at <= $1
+            AND (d.lease_until IS NULL OR d.lease_until < $1)
        ), candidates AS (
-         SELECT * FROM due WHERE rank <= room OR state = 'exhausted'
-         ORDER BY rank LIMIT $2 * 4
+         SELECT * FROM due ORDER BY rank LIMIT $2 * 4
        ), picked AS (
          -- Another instance claiming at the same moment has locked some of the same candidates;
          -- skipping them (rather than waiting and then finding them leased) gives each instance
@@ -521,25 +541,14 @@ export function createWorker(options: WorkerOptions) {
       reservations.flatMap((reserved) => reserved.refused.map(() => reserved.period.end)),
     );
     const covered = reservations.flatMap((reserved) => reserved.covered);
-    let updated: Set<string>;
-    try {
-      updated = await runInTransaction(pool, async (client) => {
-        const result = await client.query<{ id: string }>(
-          `UPDATE deliveries d SET charged_at = $3
-             FROM unnest($1::uuid[], $2::uuid[]) AS r(id, lease_token)
-            WHERE d.id = r.id AND d.lease_token = r.lease_token
-            RETURNING d.id`,
-          [covered.map((row) => row.id), covered.map((row) => row.lease_token), at],
-        );
-        const ids = new Set(result.rows.map((row) => row.id));
-        const events: OutboxEvent[] = [];
-        for (const reserved of reservations) {
-          for (const folio of new Set(reserved.folios)) {
-            // The view is recorded against the first delivery of that folio still leased here.
-            const carrier = reserved.covered.find((row) => row.folio === folio && ids.has(row.id));
-            if (!carrier) {
-              continue;
-            }
+    // Every delivery of a charged folio is a candidate to carry its view, in order; the statement
+    // records the view against the first candidate it could still mark charged under its lease.
+    const candidates: (OutboxEvent & { folio_key: string; rank: number })[] = [];
+    for (const reserved of reservations) {
+      for (const folio of new Set(reserved.folios)) {
+        reserved.covered
+          .filter((row) => row.folio === folio)
+          .forEach((carrier, rank) => {
             const view: LeadViewRecorded = {
               tenant_id: carrier.tenant_id,
               folio,
@@ -552,12 +561,42 @@ export function createWorker(options: WorkerOptions) {
               recorded_at: at.toISOString(),
             };
             const trace = carrier.trace_context ?? {};
-            events.push(outboxEvent(carrier.id, contracts.leadViewRecorded, view, trace));
-          }
-        }
-        await insertOutbox(client, events);
-        return ids;
-      });
+            candidates.push({
+              ...outboxEvent(carrier.id, contracts.leadViewRecorded, view, trace),
+              folio_key: `${carrier.tenant_id}/${folio}`,
+              rank,
+            });
+          });
+      }
+    }
+    let updated: Set<string>;
+    try {
+      const { rows: marked } = await pool.query<{ id: string }>(
+        `WITH input AS (
+           SELECT * FROM json_to_recordset($1::json) AS r(id uuid, lease_token uuid)
+         ), updated AS (
+           UPDATE deliveries d SET charged_at = $3
+             FROM input r
+            WHERE d.id = r.id AND d.lease_token = r.lease_token
+            RETURNING d.id
+         ), views AS (
+           INSERT INTO outbox (topic, payload, headers)
+           SELECT carrier.topic, carrier.payload, carrier.headers
+             FROM (SELECT DISTINCT ON (e.folio_key) e.*
+                     FROM json_to_recordset($2::json)
+                          AS e(delivery_id uuid, topic text, payload jsonb, headers jsonb,
+                               folio_key text, rank int)
+                     JOIN updated u ON u.id = e.delivery_id
+                    ORDER BY e.folio_key, e.rank) AS carrier
+         )
+         SELECT id FROM updated`,
+        [
+          JSON.stringify(covered.map((row) => ({ id: row.id, lease_token: row.lease_token }))),
+          JSON.stringify(candidates),
+          at,
+        ],
+      );
+      updated = new Set(marked.map((row) => row.id));
     } catch (error) {
       await giveBack(() => false).catch(() => {});
       throw error;
@@ -577,19 +616,6 @@ export function createWorker(options: WorkerOptions) {
       flushSoon();
     }
     return rows.filter((row) => row.charged_at || updated.has(row.id));
-  }
-
-  async function insertOutbox(client: PoolClient, events: readonly OutboxEvent[]): Promise<void> {
-    if (events.length === 0) {
-      return;
-    }
-    await client.query(
-      `INSERT INTO outbox (topic, payload, headers)
-       SELECT e.topic, e.payload, e.headers
-         FROM json_to_recordset($1::json) AS e(topic text, payload jsonb, headers jsonb, ord int)
-        ORDER BY e.ord`,
-      [JSON.stringify(events.map((event, ord) => ({ ...event, ord })))],
-    );
   }
 
   /**
