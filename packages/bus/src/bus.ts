@@ -1,4 +1,12 @@
-import { type Link, propagation, ROOT_CONTEXT, SpanStatusCode, trace } from "@opentelemetry/api";
+import {
+  type Context,
+  context,
+  type Link,
+  propagation,
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
 import { parkedTopicOf, SCHEMA_HEADER, type TopicContract } from "@th/contracts";
 import { injectContext, inSpan, type Logger, tracer, withExtractedContext } from "@th/telemetry";
 import {
@@ -210,7 +218,11 @@ const defaultPartitioner = Partitioners.DefaultPartitioner();
 
 const COMMITTED_POLL_MS = 100;
 
-/** A batch span links to at most this many record traces; a full fetch would bloat it. */
+/**
+ * A batch span continues the trace of its first traced record (a batch usually comes from one
+ * ingest, so that is the trace of all of them) and links to at most this many records of other
+ * traces; a full fetch would bloat it.
+ */
 const MAX_SPAN_LINKS = 128;
 
 /**
@@ -569,6 +581,8 @@ export class Bus {
       const toPark: { message: KafkaMessage; headers: Record<string, string>; reason: string }[] =
         [];
       const links: Link[] = [];
+      let parent: Context | undefined;
+      let parentTraceId: string | undefined;
       for (const message of messages) {
         const headers = headersToStrings(message.headers);
         try {
@@ -588,10 +602,18 @@ export class Bus {
           toPark.push({ message, headers, reason: error.message });
           continue;
         }
-        if (headers.traceparent !== undefined && links.length < MAX_SPAN_LINKS) {
-          const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, headers));
-          if (linked) {
-            links.push({ context: linked });
+        if (headers.traceparent !== undefined) {
+          const carried = propagation.extract(ROOT_CONTEXT, headers);
+          const spanContext = trace.getSpanContext(carried);
+          if (spanContext && !parent) {
+            parent = carried;
+            parentTraceId = spanContext.traceId;
+          } else if (
+            spanContext &&
+            spanContext.traceId !== parentTraceId &&
+            links.length < MAX_SPAN_LINKS
+          ) {
+            links.push({ context: spanContext });
           }
         }
       }
@@ -613,6 +635,7 @@ export class Bus {
               },
               links,
             },
+            parent ?? context.active(),
             async (span) => {
               try {
                 const answer = await subscription.handleBatch(records);
