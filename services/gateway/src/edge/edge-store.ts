@@ -8,9 +8,8 @@ import type { Redis } from "ioredis";
  * simply restart. Layout, under the `th:` prefix:
  * - `key:<hash>`     hash {tenant_id, member_id, key_id, revoked} or {unknown: 1} for 60 s
  * - `tenant:<id>`    hash {tier, status, rate_per_minute, lead_views_per_month, billing_anniversary, revision}, TTL
- * - `rlt:<tenant>` + `rlc:<tenant>` the tenant's rolling minute: a sorted set of the
- *   milliseconds that saw requests, and a hash of each millisecond's count with the running
- *   total `n`, the oldest kept millisecond `o` and when the TTL was last pushed `e`
+ * - `rlt:<tenant>` + `rlc:<tenant>` the tenant's rolling minute: a sorted set with one member
+ *   per millisecond that saw requests, and a hash of running figures (see SLIDE_LUA)
  * - `rlipt:<scope>:<ip>` + `rlipc:<scope>:<ip>` the same per client IP for public calls and
  *   failed authentication
  * - `session:<id>`   a signed-out dashboard session, until its tokens would have expired
@@ -20,77 +19,82 @@ const WINDOW_MS = 60_000;
 
 /**
  * The rolling minute, exact to the millisecond (the clock's resolution) in bounded memory.
- * Requests are counted per millisecond, so a window holds at most 60,000 buckets however large
- * the cap. Every request is counted, refused ones too, so hammering after a 429 pushes the reset
- * further. Only the newest `limit` requests can ever decide an answer (a request is allowed
- * while fewer than `limit` lie in the minute), so a bucket is dropped as soon as the newer
- * buckets alone hold `limit` requests: the window never holds more than `limit` buckets either,
- * and over the cap its oldest bucket holds the limit-th newest request, whose leaving is the
- * moment one more request fits.
+ * Every request is counted, refused ones too, so hammering after a 429 pushes the reset further.
  *
- * `slide(times, counts, now, limit)` with ARGV[2] = now (ms) and ARGV[3] = the window (ms)
- * returns the requests in the minute with this one (capped as above, so exact up to the
- * limit), whether this one is allowed, and the oldest kept millisecond.
+ * The hash keeps `n`, the requests counted since the window's keys were created, `m` the newest
+ * millisecond counted, `o` the oldest millisecond kept, `b` the requests counted before it, and
+ * `e` when the TTL was last pushed. The sorted set has one member per millisecond with requests:
+ * score the millisecond, member the value of `n` before its first request. The requests in the
+ * minute are then `n` minus the member of the oldest millisecond still in it, so a millisecond
+ * leaves with one ZREMRANGEBYSCORE and a request in an existing millisecond touches only the
+ * hash. A request stamped earlier than the newest counted one (another gateway's clock a few
+ * milliseconds behind) is counted at the newest one's millisecond, so the start counts stay in
+ * order; it leaves the minute those few milliseconds late, never early.
+ *
+ * A request is allowed while fewer than `limit` requests lie in the minute, so only the newest
+ * `limit` can ever decide an answer: a millisecond is dropped as soon as the newer ones alone
+ * hold `limit` requests. A window holds at most min(limit, 60,000) members however large the
+ * cap or however hard the tenant retries, and over the cap its oldest millisecond holds the
+ * limit-th newest request, whose leaving is the moment one more request fits.
+ *
+ * `slide(times, state, limit)` with ARGV[2] = now (ms) and ARGV[3] = the window (ms) returns the
+ * requests in the minute with this one (exact up to the limit, capped above it), whether this
+ * one is allowed, and the oldest kept millisecond.
  */
 const SLIDE_LUA = `
-local function slide(times, counts, limit)
-  local stamp = ARGV[2]
-  local now = tonumber(stamp)
+local function slide(times, state, limit)
+  local now = tonumber(ARGV[2])
   local window = tonumber(ARGV[3])
   local edge = now - window
-  local s = redis.call('HMGET', counts, 'n', 'o', 'e', stamp)
+  local s = redis.call('HMGET', state, 'n', 'm', 'o', 'b', 'e')
   local total = tonumber(s[1]) or 0
-  local oldest = tonumber(s[2])
-  local extended = tonumber(s[3]) or 0
-  local here = tonumber(s[4]) or 0
+  local newest = tonumber(s[2])
+  local oldest = tonumber(s[3])
+  local base = tonumber(s[4]) or total
+  local extended = tonumber(s[5]) or 0
   if oldest and oldest <= edge then
-    local gone = redis.call('ZRANGEBYSCORE', times, '-inf', edge)
-    for i = 1, #gone, 1000 do
-      local last = math.min(i + 999, #gone)
-      local counted = redis.call('HMGET', counts, unpack(gone, i, last))
-      for j = 1, #counted do total = total - (tonumber(counted[j]) or 0) end
-      redis.call('HDEL', counts, unpack(gone, i, last))
-    end
     redis.call('ZREMRANGEBYSCORE', times, '-inf', edge)
     local head = redis.call('ZRANGE', times, 0, 0, 'WITHSCORES')
-    oldest = tonumber(head[2])
+    if head[1] then
+      base = tonumber(head[1])
+      oldest = tonumber(head[2])
+    else
+      base = total
+      oldest = nil
+    end
+  end
+  local before = total - base
+  if not newest or now > newest then
+    redis.call('ZADD', times, now, total)
+    newest = now
     if not oldest then
-      -- The minute is empty: start afresh, so no count outlives its buckets.
-      redis.call('DEL', counts)
-      total = 0
-      extended = 0
+      oldest = now
+      base = total
     end
   end
-  local before = total
   total = total + 1
-  if here == 0 then redis.call('ZADD', times, now, stamp) end
-  if not oldest or now < oldest then oldest = now end
-  -- The TTL only collects idle windows, so it is pushed at most once a second, a second longer
-  -- than the minute; an earlier push already covers a request that arrives late.
-  if now >= extended + 1000 then
-    redis.call('HSET', counts, stamp, here + 1, 'n', total, 'o', oldest, 'e', now)
-    redis.call('PEXPIRE', times, window + 1000)
-    redis.call('PEXPIRE', counts, window + 1000)
-  else
-    redis.call('HSET', counts, stamp, here + 1, 'n', total, 'o', oldest)
-  end
   local keep = math.max(limit, 1)
-  if total > keep then
-    local trimmed = false
+  if total - base > keep then
     while true do
-      local oldestCount = tonumber(redis.call('HGET', counts, oldest)) or 0
-      if total - oldestCount < keep then break end
-      total = total - oldestCount
-      redis.call('ZREM', times, oldest)
-      redis.call('HDEL', counts, oldest)
-      oldest = tonumber(redis.call('ZRANGE', times, 0, 0, 'WITHSCORES')[2])
-      trimmed = true
+      local two = redis.call('ZRANGE', times, 0, 1, 'WITHSCORES')
+      if not two[3] or total - tonumber(two[3]) < keep then break end
+      redis.call('ZREMRANGEBYRANK', times, 0, 0)
+      base = tonumber(two[3])
+      oldest = tonumber(two[4])
     end
-    if trimmed then redis.call('HSET', counts, 'n', total, 'o', oldest) end
+  end
+  -- The TTL only collects idle windows, so it is pushed at most once a second, a second longer
+  -- than the minute.
+  if now >= extended + 1000 then
+    redis.call('HSET', state, 'n', total, 'm', newest, 'o', oldest, 'b', base, 'e', now)
+    redis.call('PEXPIRE', times, window + 1000)
+    redis.call('PEXPIRE', state, window + 1000)
+  else
+    redis.call('HSET', state, 'n', total, 'm', newest, 'o', oldest, 'b', base)
   end
   local allowed = 0
   if before < limit then allowed = 1 end
-  return total, allowed, oldest
+  return total - base, allowed, oldest
 end
 `;
 
