@@ -53,6 +53,13 @@ await stack.harness.db
     tenant.tenantId,
   ]);
 await stack.gateway.store.forgetTenant(tenant.tenantId);
+// The other services share this process only to serve the gateway's cache misses over HTTP; their
+// consumers and outbox relays would poll throughout the run and load both sides, so they stop.
+await stack.keys.stop();
+await stack.ledger.stop();
+for (const matcher of stack.matchers()) {
+  await matcher.stop();
+}
 const gateway = stack.gateway.http;
 if (!gateway) {
   throw new Error("no gateway app");
