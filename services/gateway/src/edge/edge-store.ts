@@ -16,6 +16,9 @@ import type { Redis } from "ioredis";
  */
 
 const WINDOW_MS = 60_000;
+if (!/^[\w:.-]+$/.test(LEAD_VIEW_COUNTER_PREFIX)) {
+  throw new Error("the lead-view counter prefix must be safe to write into a script literal");
+}
 
 /**
  * The rolling minute, exact to the millisecond (the clock's resolution) in bounded memory.
@@ -37,14 +40,14 @@ const WINDOW_MS = 60_000;
  * cap or however hard the tenant retries, and over the cap its oldest millisecond holds the
  * limit-th newest request, whose leaving is the moment one more request fits.
  *
- * `slide(times, state, limit)` with ARGV[2] = now (ms) and ARGV[3] = the window (ms) returns the
- * requests in the minute with this one (exact up to the limit, capped above it), whether this
- * one is allowed, and the oldest kept millisecond.
+ * `slide(times, state, limit)` with ARGV[2] = now (ms) returns the requests in the minute with
+ * this one (exact up to the limit, capped above it), whether this one is allowed, and the oldest
+ * kept millisecond.
  */
 const SLIDE_LUA = `
 local function slide(times, state, limit)
   local now = tonumber(ARGV[2])
-  local window = tonumber(ARGV[3])
+  local window = ${WINDOW_MS}
   local edge = now - window
   local s = redis.call('HMGET', state, 'n', 'm', 'o', 'b', 'e')
   local total = tonumber(s[1]) or 0
@@ -100,56 +103,61 @@ end
 
 /**
  * One round trip answers everything the edge needs: which tenant the key belongs to, whether it
- * is revoked, the tenant's tier and caps, and the tenant's rolling minute.
+ * is revoked, the tenant's tier and caps, and the tenant's rolling minute. ARGV[1] is the key
+ * prefix, ARGV[2] now (ms), ARGV[3] today's calendar (see TENANT_WINDOW_LUA). The answer is one
+ * line-separated string: one bulk reply decodes for less than thirteen (every field is an id,
+ * an enum, a number or a date, none can hold a line break, and the reader checks the count).
  */
 const KEY_LOOKUP_LUA = `
 local rec = redis.call('HMGET', KEYS[1], 'tenant_id', 'member_id', 'key_id', 'revoked', 'unknown')
-if rec[5] == '1' then return {'unknown'} end
-if not rec[1] then return {'miss'} end
-if rec[4] == '1' then return {'revoked'} end
+if rec[5] == '1' then return 'unknown' end
+if not rec[1] then return 'miss' end
+if rec[4] == '1' then return 'revoked' end
 `;
 
 /**
  * A dashboard session names its tenant and member in a signed token, so there is no key to look
- * up: KEYS[1] is the session's revocation mark (set at sign-out), ARGV[10..12] the tenant,
+ * up: KEYS[1] is the session's revocation mark (set at sign-out), ARGV[4..6] the tenant,
  * member and session id. Everything after is the same tenant window and quota read as for keys.
  */
 const SESSION_LOOKUP_LUA = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return {'revoked'} end
-local rec = {ARGV[10], ARGV[11], ARGV[12]}
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'revoked' end
+local rec = {ARGV[4], ARGV[5], ARGV[6]}
 `;
 
 const TENANT_WINDOW_LUA = `
 local t = redis.call('HMGET', ARGV[1] .. 'tenant:' .. rec[1], 'tier', 'status', 'rate_per_minute', 'lead_views_per_month', 'billing_anniversary')
-if not t[1] then return {'miss'} end
-if t[2] ~= 'trialing' and t[2] ~= 'active' then return {'inactive', rec[1], t[2]} end
+if not t[1] then return 'miss' end
+if t[2] ~= 'trialing' and t[2] ~= 'active' then return 'inactive\\n' .. rec[1] .. '\\n' .. t[2] end
 local limit = tonumber(t[3])
 local count, allowed, oldest = slide(ARGV[1] .. 'rlt:' .. rec[1], ARGV[1] .. 'rlc:' .. rec[1], limit)
 -- The month's lead-view counter, so the quota headers need no second round trip. The period
 -- starts on the anniversary's day of this month (clamped to the month's length) or, before that
--- day, of the previous month. ARGV[4..9]: counter prefix, year, month, day, days in this month,
--- days in the previous month.
+-- day, of the previous month. ARGV[3]: year, month, day, days in this month, days in the
+-- previous month, space-separated.
 local used = ''
 if t[5] and string.len(t[5]) == 10 then
   local anniversary = tonumber(string.sub(t[5], 9, 10))
-  local y, m, d = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  local startDay = math.min(anniversary, tonumber(ARGV[8]))
+  local ys, ms, ds, dim, dpm = string.match(ARGV[3], '(%d+) (%d+) (%d+) (%d+) (%d+)')
+  local y, m, d = tonumber(ys), tonumber(ms), tonumber(ds)
+  local startDay = math.min(anniversary, tonumber(dim))
   if d < startDay then
     m = m - 1
     if m == 0 then m = 12; y = y - 1 end
-    startDay = math.min(anniversary, tonumber(ARGV[9]))
+    startDay = math.min(anniversary, tonumber(dpm))
   end
-  used = redis.call('GET', ARGV[1] .. ARGV[4] .. rec[1] .. ':' .. string.format('%04d-%02d-%02d', y, m, startDay)) or ''
+  used = redis.call('GET', ARGV[1] .. '${LEAD_VIEW_COUNTER_PREFIX}' .. rec[1] .. ':' .. string.format('%04d-%02d-%02d', y, m, startDay)) or ''
 end
-return {'ok', rec[1], rec[2], rec[3], t[1], t[2], limit, count, oldest, allowed, t[4], t[5], used}
+return table.concat({'ok', rec[1], rec[2], rec[3], t[1], t[2], string.format('%.0f', limit),
+  string.format('%.0f', count), string.format('%.0f', oldest), allowed, t[4] or '', t[5] or '', used}, '\\n')
 `;
 
 const AUTHORIZE_LUA = SLIDE_LUA + KEY_LOOKUP_LUA + TENANT_WINDOW_LUA;
 const AUTHORIZE_SESSION_LUA = SLIDE_LUA + SESSION_LOOKUP_LUA + TENANT_WINDOW_LUA;
 
-/** The same rolling minute per client IP: KEYS[1..2] the window, ARGV[4] the limit. */
+/** The same rolling minute per client IP: KEYS[1..2] the window, ARGV[2] now, ARGV[3] the limit. */
 const IP_LIMIT_LUA = `${SLIDE_LUA}
-local limit = tonumber(ARGV[4])
+local limit = tonumber(ARGV[3])
 local count, allowed, oldest = slide(KEYS[1], KEYS[2], limit)
 return {limit, count, oldest, allowed}
 `;
@@ -209,14 +217,13 @@ export type Authorization =
     };
 
 type EdgeRedis = Redis & {
-  thAuthorize(key: string, ...args: (string | number)[]): Promise<Reply>;
-  thAuthorizeSession(key: string, ...args: (string | number)[]): Promise<Reply>;
+  thAuthorize(key: string, ...args: (string | number)[]): Promise<string>;
+  thAuthorizeSession(key: string, ...args: (string | number)[]): Promise<string>;
   thIpLimit(
     times: string,
-    counts: string,
+    state: string,
     prefix: string,
     now: number,
-    window: number,
     limit: number,
   ): Promise<number[]>;
   thPutKey(
@@ -243,8 +250,6 @@ function rateWindow(limit: number, count: number, oldest: number, allowed: boole
   };
 }
 
-type Reply = (string | number | null)[];
-
 export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: number }) {
   const edge = redis as EdgeRedis;
   if (!("thAuthorize" in edge)) {
@@ -259,8 +264,8 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
 
   // The calendar facts of the lead-view lookup change once a UTC day, not once a request.
   let calendarDay = Number.NaN;
-  let calendar: number[] = [];
-  function calendarOf(now: number): number[] {
+  let calendar = "";
+  function calendarOf(now: number): string {
     const day = Math.floor(now / 86_400_000);
     if (day !== calendarDay) {
       const today = new Date(now);
@@ -272,58 +277,45 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
         today.getUTCDate(),
         new Date(Date.UTC(year, month + 1, 0)).getUTCDate(),
         new Date(Date.UTC(year, month, 0)).getUTCDate(),
-      ];
+      ].join(" ");
       calendarDay = day;
     }
     return calendar;
   }
 
   function windowArgs(now: number): (string | number)[] {
-    const [year, month, day, daysInMonth, daysInPreviousMonth] = calendarOf(now) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    return [
-      prefix,
-      Math.floor(now),
-      WINDOW_MS,
-      LEAD_VIEW_COUNTER_PREFIX,
-      year,
-      month,
-      day,
-      daysInMonth,
-      daysInPreviousMonth,
-    ];
+    return [prefix, Math.floor(now), calendarOf(now)];
   }
 
-  function authorization(reply: Reply): Authorization {
-    const kind = reply[0];
+  function authorization(reply: string): Authorization {
+    const fields = reply.split("\n");
+    const kind = fields[0];
     if (kind === "miss" || kind === "unknown" || kind === "revoked") {
       return { kind };
     }
-    if (kind === "inactive") {
-      return { kind, tenantId: String(reply[1]), status: String(reply[2]) };
+    if (kind === "inactive" && fields.length === 3) {
+      return { kind, tenantId: fields[1] as string, status: fields[2] as string };
     }
-    const used = reply[12];
+    if (kind !== "ok" || fields.length !== 13) {
+      throw new Error(`unexpected authorization answer of ${fields.length} fields`);
+    }
+    const used = fields[12] as string;
     return {
       kind: "ok",
-      tenantId: reply[1] as string,
-      memberId: reply[2] as string,
-      keyId: reply[3] as string,
-      tier: reply[4] as string,
-      status: reply[5] as string,
+      tenantId: fields[1] as string,
+      memberId: fields[2] as string,
+      keyId: fields[3] as string,
+      tier: fields[4] as string,
+      status: fields[5] as string,
       window: rateWindow(
-        Number(reply[6]),
-        Number(reply[7]),
-        Number(reply[8]),
-        Number(reply[9]) === 1,
+        Number(fields[6]),
+        Number(fields[7]),
+        Number(fields[8]),
+        fields[9] === "1",
       ),
-      leadViewsPerMonth: Number(reply[10]),
-      billingAnniversary: reply[11] === null ? "" : String(reply[11]),
-      leadViewsUsed: used === "" || used === null || used === undefined ? undefined : Number(used),
+      leadViewsPerMonth: Number(fields[10]),
+      billingAnniversary: fields[11] as string,
+      leadViewsUsed: used === "" ? undefined : Number(used),
     };
   }
 
@@ -372,7 +364,6 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
           `th:rlipc:${scope}:${ip}`,
           "",
           Math.floor(now),
-          WINDOW_MS,
           limit,
         )
       ).map(Number);
