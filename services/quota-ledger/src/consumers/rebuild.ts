@@ -104,8 +104,9 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
 
 /**
  * COPY connections of a replay. Reading and decoding the log costs more per event than
- * Postgres's COPY into the unlogged, index-free shadow table, so a second connection only
- * competes for the same two cores (measured: 0.48x the raw replay with one, 0.40x with two).
+ * Postgres's COPY into the unlogged, index-free shadow table, so on two cores a second
+ * connection mostly competes with the reader (two bench runs: 0.48x and 0.34x the raw replay
+ * with one, 0.40x and 0.44x with two, within the shared machine's noise).
  */
 const SHADOW_LANES = 1;
 
