@@ -59,8 +59,12 @@ export const configSchema = defineConfig({
   LONG_DELAY_SCALE: z.coerce.number().positive().max(1).default(1),
   /** How long a claimed delivery and a tenant concurrency slot stay leased without renewal. */
   LEASE_MS: vars.positiveInt(20_000),
-  /** Scheduler poll interval; new work also wakes it at once in this process. */
-  POLL_MS: vars.positiveInt(25),
+  /**
+   * Scheduler poll interval. New work wakes the worker of the process that took it in (a match,
+   * a retry hand-off, a replay, a release), so polling only finds what another process left:
+   * expired leases and missed retries. Every poll is a claim statement.
+   */
+  POLL_MS: vars.positiveInt(100),
   /** Deliveries in flight in this process at once, across tenants. */
   MAX_IN_FLIGHT: vars.positiveInt(512),
   /** A retry the retry topic did not hand back this long after its due time is run anyway. */

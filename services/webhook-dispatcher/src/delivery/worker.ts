@@ -99,6 +99,9 @@ const SATURATED_BACKOFF_MS = 20;
 export function createWorker(options: WorkerOptions) {
   const { pool, logger } = options;
   const recorder = createAttemptRecorder({ pool });
+  // A claim statement costs about the same for a few rows as for a batch (it also steps over the
+  // tenants' leased rows), so a busy worker waits for this much room before claiming again.
+  const minRoom = Math.max(1, Math.min(CLAIM_BATCH / 4, Math.floor(options.maxInFlight / 4)));
   /** Claimed deliveries not yet finished, in total and per tenant. */
   let claimed = 0;
   const claimedByTenant = new Map<string, number>();
@@ -149,7 +152,7 @@ export function createWorker(options: WorkerOptions) {
     let claimedFull = false;
     try {
       const room = options.maxInFlight - claimed;
-      if (room > 0) {
+      if (room >= minRoom) {
         const limit = Math.min(room, CLAIM_BATCH);
         const rows = await claim(limit);
         claimedFull = rows.length === limit;
@@ -198,7 +201,7 @@ export function createWorker(options: WorkerOptions) {
   let wakeQueued = false;
   /** One claim for everything that finished in this turn, not one per delivery. */
   function wakeSoon() {
-    if (wakeQueued || stopped) {
+    if (wakeQueued || stopped || options.maxInFlight - claimed < minRoom) {
       return;
     }
     wakeQueued = true;
