@@ -35,8 +35,6 @@ const TENANTS = Array.from(
 const ENV = {
   WEBHOOK_ALLOW_LOOPBACK_HTTP: "true",
   LOG_LEVEL: "fatal",
-  POLL_MS: "10",
-  MAX_IN_FLIGHT: "1024",
 };
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
@@ -89,6 +87,8 @@ const harness = await createTestHarness({
 // The receiver: counts unique webhook ids, verifies one signature in fifty, keeps latencies.
 const seen = new Set<string>();
 let latencies: number[] = [];
+/** Per webhook id: when its match occurred and when the receiver got it (latency phase). */
+let receipts = new Map<string, { occurred: number; at: number }>();
 let firstAt = 0;
 let verified = 0;
 let verifyFailures = 0;
@@ -110,6 +110,7 @@ const server = createServer((req, res) => {
       const payload = JSON.parse(body.toString());
       const occurred = Date.parse(payload.occurred_at);
       latencies.push(Date.now() - occurred);
+      receipts.set(id, { occurred, at: Date.now() });
       if (seen.size % 50 === 0) {
         verified++;
         if (
@@ -319,6 +320,7 @@ async function latency(instances: number) {
   const children = await dispatchers(instances);
   seen.clear();
   latencies = [];
+  receipts = new Map();
   const total = LATENCY_RATE * LATENCY_SECONDS;
   const tickMs = 50;
   const perTick = (LATENCY_RATE * tickMs) / 1000;
@@ -335,6 +337,28 @@ async function latency(instances: number) {
   report(
     `match -> receiver at ${LATENCY_RATE}/s for ${LATENCY_SECONDS} s, ${instances} instance(s)`,
     `p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${Math.max(...latencies)} ms (${seen.size}/${total})`,
+  );
+  // Split at the delivery row's creation: Kafka and the intake before, the dispatcher after.
+  const { rows } = await harness.db.pool.query<{ id: string; created_at: Date }>(
+    "SELECT id, created_at FROM deliveries WHERE id = ANY($1::uuid[])",
+    [[...receipts.keys()]],
+  );
+  const intake: number[] = [];
+  const dispatch: number[] = [];
+  for (const row of rows) {
+    const receipt = receipts.get(row.id);
+    if (receipt) {
+      intake.push(row.created_at.getTime() - receipt.occurred);
+      dispatch.push(receipt.at - row.created_at.getTime());
+    }
+  }
+  report(
+    "  of which match -> delivery row (Kafka, intake)",
+    `p50 ${percentile(intake, 50)} ms, p99 ${percentile(intake, 99)} ms`,
+  );
+  report(
+    "  of which delivery row -> receiver (dispatch)",
+    `p50 ${percentile(dispatch, 50)} ms, p99 ${percentile(dispatch, 99)} ms`,
   );
   await stopAll(children);
 }
@@ -418,7 +442,7 @@ if (phases.has("two")) {
   report("two instances / one instance", `${(two / one).toFixed(2)}x`);
 }
 if (phases.has("latency")) {
-  await latency(2);
+  await latency(Number(process.env.BENCH_LATENCY_INSTANCES ?? 2));
 }
 report("signatures verified at the receiver (1 in 50)", `${verified} (${verifyFailures} failed)`);
 
