@@ -2,12 +2,15 @@
 // consumers (two processes sharing the partitions, one core each) -> matches and outbox rows
 // in Postgres -> match.found on the broker. 1,000 watchlists across 100 tenants.
 // Baseline in the same run: a consumer group of the same two processes that only decodes the
-// records (the bus and the broker alone), so the ratio is what matching itself costs.
+// records, in batches as the matcher does (the bus and the broker alone), so the ratio is what
+// matching itself costs; the one-record-at-a-time consumer (`on`) is shown for reference.
 // Run from the repository root: node bench/matcher-e2e.ts [parcels]
+// BENCH_CPU_PROF=<dir> writes a CPU profile of each matcher process there.
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { Bus, on } from "@th/bus";
+import { Bus, on, onBatch } from "@th/bus";
 import { contracts, type ParcelIngested } from "@th/contracts";
 import { createPool } from "@th/db";
 import { createTestDatabase } from "@th/db/testing";
@@ -39,6 +42,19 @@ async function worker(mode: string, brokers: string, databaseUrl: string): Promi
       group: "bench.decode",
       partitionsConsumedConcurrently: 12,
       subscriptions: [
+        onBatch(contracts.parcelIngested, async (records) => {
+          count += records.length;
+          return undefined;
+        }),
+      ],
+    });
+  } else if (mode === "decode-each") {
+    let count = 0;
+    handled = () => count;
+    await bus.consume({
+      group: "bench.decode-each",
+      partitionsConsumedConcurrently: 12,
+      subscriptions: [
         on(contracts.parcelIngested, async () => {
           count++;
           return undefined;
@@ -59,17 +75,38 @@ async function worker(mode: string, brokers: string, databaseUrl: string): Promi
     await app.start();
     handled = () => app.counters().parcels;
   }
+  let cpuAtFirst: NodeJS.CpuUsage | undefined;
+  // A clean exit, so a CPU profile (BENCH_CPU_PROF) gets written; first the CPU time this
+  // process spent since its first record.
+  process.once("SIGTERM", () => {
+    const used = cpuAtFirst ? process.cpuUsage(cpuAtFirst) : { user: 0, system: 0 };
+    process.stdout.write(`cpu ${(used.user + used.system) / 1000}\n`);
+    process.exit(0);
+  });
   process.stdout.write("ready\n");
   // The instant this process handled its first record, on the shared clock.
   const timer = setInterval(() => {
     if (handled() > 0) {
+      cpuAtFirst = process.cpuUsage();
       process.stdout.write(`first ${Date.now()}\n`);
       clearInterval(timer);
     }
   }, 1);
 }
 
+/** CPU milliseconds a process has used so far (Linux /proc), or NaN where unavailable. */
+function cpuMsOf(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    // utime and stime, in clock ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 const firstHandled: number[] = [];
+const workerCpuMs: number[] = [];
 
 function spawnChild(args: string[], ready: RegExp): Promise<{ child: ChildProcess; line: string }> {
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
@@ -79,6 +116,10 @@ function spawnChild(args: string[], ready: RegExp): Promise<{ child: ChildProces
       const first = /^first (\d+)$/.exec(line);
       if (first) {
         firstHandled.push(Number(first[1]));
+      }
+      const cpu = /^cpu ([\d.]+)$/.exec(line);
+      if (cpu) {
+        workerCpuMs.push(Number(cpu[1]));
       }
       if (ready.test(line)) {
         resolve({ child, line });
@@ -94,8 +135,12 @@ function stop(child: ChildProcess): Promise<void> {
       resolve();
       return;
     }
-    child.once("exit", () => resolve());
-    child.kill("SIGKILL");
+    const kill = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill("SIGTERM");
   });
 }
 
@@ -167,8 +212,12 @@ async function main(): Promise<void> {
      */
     async function run(mode: string, group: string): Promise<number> {
       firstHandled.length = 0;
+      workerCpuMs.length = 0;
+      const brokerCpuBefore = cpuMsOf(broker.child.pid);
+      const profile = process.env.BENCH_CPU_PROF;
+      const flags = profile && mode === "match" ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : [];
       const workers = await Promise.all(
-        [0, 1].map(() => spawnChild([SELF, "worker", mode, brokers, db.url], /^ready$/)),
+        [0, 1].map(() => spawnChild([...flags, SELF, "worker", mode, brokers, db.url], /^ready$/)),
       );
       let lastLog = Date.now();
       for (;;) {
@@ -187,13 +236,27 @@ async function main(): Promise<void> {
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       const elapsed = Date.now() - Math.min(...firstHandled);
+      const brokerCpu = cpuMsOf(broker.child.pid) - brokerCpuBefore;
       await Promise.all(workers.map((each) => stop(each.child)));
+      // CPU time is steadier than wall-clock time on a shared machine: it says what each part
+      // costs, whatever else ran meanwhile.
+      const perThousand = (ms: number) => (ms / (PARCELS / 1000)).toFixed(1);
+      const workersCpu = workerCpuMs.reduce((sum, ms) => sum + ms, 0);
+      report(
+        `  ${mode}: CPU ms per 1,000 parcels (workers / broker)`,
+        `${perThousand(workersCpu)} / ${perThousand(brokerCpu)}`,
+      );
       return PARCELS / (elapsed / 1000);
     }
 
+    const eachRate = await run("decode-each", "bench.decode-each");
+    report(
+      "bus consume + decode only, one record at a time: parcels/s",
+      Math.round(eachRate).toLocaleString("en-US"),
+    );
     const decodeRate = await run("decode", "bench.decode");
     report(
-      "baseline (bus consume + decode only): parcels/s",
+      "baseline (bus consume + decode only, batches): parcels/s",
       Math.round(decodeRate).toLocaleString("en-US"),
     );
     const matchRate = await run("match", "matcher.match");
