@@ -1,67 +1,11 @@
+import { normalizeStateCode } from "@th/api-schemas/catalogue";
 import type { UseClass } from "@th/contracts";
 
-const STATE_CODES: Readonly<Record<string, string>> = {
-  ALABAMA: "AL",
-  ALASKA: "AK",
-  ARIZONA: "AZ",
-  ARKANSAS: "AR",
-  CALIFORNIA: "CA",
-  COLORADO: "CO",
-  CONNECTICUT: "CT",
-  DELAWARE: "DE",
-  "DISTRICT OF COLUMBIA": "DC",
-  FLORIDA: "FL",
-  FLA: "FL",
-  GEORGIA: "GA",
-  HAWAII: "HI",
-  IDAHO: "ID",
-  ILLINOIS: "IL",
-  INDIANA: "IN",
-  IOWA: "IA",
-  KANSAS: "KS",
-  KENTUCKY: "KY",
-  LOUISIANA: "LA",
-  MAINE: "ME",
-  MARYLAND: "MD",
-  MASSACHUSETTS: "MA",
-  MICHIGAN: "MI",
-  MINNESOTA: "MN",
-  MISSISSIPPI: "MS",
-  MISSOURI: "MO",
-  MONTANA: "MT",
-  NEBRASKA: "NE",
-  NEVADA: "NV",
-  "NEW HAMPSHIRE": "NH",
-  "NEW JERSEY": "NJ",
-  "NEW MEXICO": "NM",
-  "NEW YORK": "NY",
-  "NORTH CAROLINA": "NC",
-  "NORTH DAKOTA": "ND",
-  OHIO: "OH",
-  OKLAHOMA: "OK",
-  OREGON: "OR",
-  PENNSYLVANIA: "PA",
-  "RHODE ISLAND": "RI",
-  "SOUTH CAROLINA": "SC",
-  "SOUTH DAKOTA": "SD",
-  TENNESSEE: "TN",
-  TEXAS: "TX",
-  UTAH: "UT",
-  VERMONT: "VT",
-  VIRGINIA: "VA",
-  WASHINGTON: "WA",
-  "WEST VIRGINIA": "WV",
-  WISCONSIN: "WI",
-  WYOMING: "WY",
-  "PUERTO RICO": "PR",
-  GUAM: "GU",
-  "VIRGIN ISLANDS": "VI",
-  "U.S. VIRGIN ISLANDS": "VI",
-  "AMERICAN SAMOA": "AS",
-  "NORTHERN MARIANA ISLANDS": "MP",
-};
-
-const US_CODES = new Set(Object.values(STATE_CODES).concat(["AA", "AE", "AP"]));
+/**
+ * Spellings counties write on rolls that recipes do not accept: a recipe names a state by code or
+ * full name, and the roll's abbreviations stay a roll matter.
+ */
+const ROLL_ONLY_STATE_SPELLINGS: Readonly<Record<string, string>> = { FLA: "FL" };
 
 /**
  * USPS two-letter code for a roll's OWN_STATE, which counties write either way ("FL",
@@ -71,14 +15,12 @@ export function stateCode(raw: string | null): string | null {
   if (raw === null) {
     return null;
   }
+  const code = normalizeStateCode(raw);
+  if (code !== null) {
+    return code;
+  }
   const cleaned = raw.toUpperCase().replace(/\./g, "").replace(/\s+/g, " ").trim();
-  if (cleaned === "") {
-    return null;
-  }
-  if (cleaned.length === 2) {
-    return US_CODES.has(cleaned) ? cleaned : null;
-  }
-  return STATE_CODES[cleaned] ?? null;
+  return ROLL_ONLY_STATE_SPELLINGS[cleaned] ?? null;
 }
 
 /** Words separated by single spaces, nothing around them: already clean but for the case. */
