@@ -85,6 +85,7 @@ export interface WorkerOptions {
 const PARK_RECHECK_MS = 3_600_000;
 const CLAIM_BATCH = 256;
 const SATURATED_BACKOFF_MS = 20;
+const RECORD_FLUSH_WINDOW_MS = 25;
 
 /**
  * Runs deliveries out of Postgres. Consumers only insert rows and commit, so a slow receiver
@@ -770,7 +771,7 @@ export function createWorker(options: WorkerOptions) {
     });
     if (committed) {
       options.onAttempt?.(state, attemptNo);
-      flushSoon();
+      flushShortly();
       if (state === "exhausted" && dueAt) {
         wakeAt(dueAt.getTime());
       }
@@ -856,6 +857,7 @@ export function createWorker(options: WorkerOptions) {
   }
 
   let flushQueued = false;
+  /** Publishes the outbox now: a charge's lead-views, a dead letter. */
   function flushSoon() {
     if (flushQueued) {
       return;
@@ -863,9 +865,29 @@ export function createWorker(options: WorkerOptions) {
     flushQueued = true;
     setImmediate(() => {
       flushQueued = false;
-      options.relay.flush().catch((error: unknown) => {
-        logger.warn({ err: error }, "outbox flush failed; the relay retries");
-      });
+      flush();
+    });
+  }
+
+  let flushTimer: NodeJS.Timeout | undefined;
+  /**
+   * Publishes recorded attempts' events within a short window: attempts finish continuously, and
+   * a drain per group would publish in many small produce requests (each costs about the same
+   * whatever its size). The window is far inside the retry hand-off lead.
+   */
+  function flushShortly() {
+    if (flushTimer || flushQueued) {
+      return;
+    }
+    flushTimer = setTimeout(() => {
+      flushTimer = undefined;
+      flush();
+    }, RECORD_FLUSH_WINDOW_MS);
+  }
+
+  function flush() {
+    options.relay.flush().catch((error: unknown) => {
+      logger.warn({ err: error }, "outbox flush failed; the relay retries");
     });
   }
 
@@ -880,6 +902,8 @@ export function createWorker(options: WorkerOptions) {
     async stop(graceMs = 15_000) {
       stopped = true;
       clearTimeout(timer);
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
       for (const handle of wakeTimers) {
         clearTimeout(handle);
       }
