@@ -15,6 +15,7 @@ import { WatchlistCache } from "./matching/watchlist-cache.ts";
 import { registerWatchlistRoutes } from "./routes/watchlists.ts";
 
 const FLUSH_DELAY_MS = 20;
+const RELAY_BATCH_SIZE = 2000;
 
 export interface MatcherOptions {
   /** Leave out the parcel projection consumer (benchmarks of matching alone). */
@@ -41,7 +42,9 @@ export async function buildApp(
   });
   requireInternalToken(http, config.INTERNAL_TOKEN);
 
-  const relay = createOutboxRelay({ pool, bus, logger });
+  // A batch of parcels can bring thousands of matches; each relay round is a select, one
+  // produce request and an update, so larger rounds mean fewer of them.
+  const relay = createOutboxRelay({ pool, bus, logger, batchSize: RELAY_BATCH_SIZE });
   // After a commit with matches, publish within FLUSH_DELAY_MS rather than at the relay's next
   // tick; commits in that window share one relay round instead of one each.
   let flushTimer: NodeJS.Timeout | undefined;
