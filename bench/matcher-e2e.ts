@@ -7,7 +7,7 @@
 // Run from the repository root: node bench/matcher-e2e.ts [parcels]
 // BENCH_CPU_PROF=<dir> writes a CPU profile of each matcher process there.
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Bus, on, onBatch } from "@th/bus";
@@ -92,6 +92,33 @@ async function worker(mode: string, brokers: string, databaseUrl: string): Promi
       clearInterval(timer);
     }
   }, 1);
+}
+
+/**
+ * CPU milliseconds used so far by the Postgres backends serving a database (Linux /proc), so
+ * the database's share of a run shows beside the processes'. Backends that exit meanwhile are
+ * lost, so this is a floor.
+ */
+function postgresCpuMsOf(database: string): Map<number, number> {
+  const byPid = new Map<number, number>();
+  try {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) {
+        continue;
+      }
+      try {
+        const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+        if (cmdline.startsWith("postgres: ") && cmdline.includes(` ${database} `)) {
+          byPid.set(Number(entry), cpuMsOf(Number(entry)));
+        }
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  } catch {
+    // No /proc here.
+  }
+  return byPid;
 }
 
 /** CPU milliseconds a process has used so far (Linux /proc), or NaN where unavailable. */
@@ -214,6 +241,8 @@ async function main(): Promise<void> {
       firstHandled.length = 0;
       workerCpuMs.length = 0;
       const brokerCpuBefore = cpuMsOf(broker.child.pid);
+      const database = new URL(db.url).pathname.slice(1);
+      const postgresBefore = postgresCpuMsOf(database);
       const profile = process.env.BENCH_CPU_PROF;
       const flags = profile && mode === "match" ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : [];
       const workers = await Promise.all(
@@ -237,14 +266,18 @@ async function main(): Promise<void> {
       }
       const elapsed = Date.now() - Math.min(...firstHandled);
       const brokerCpu = cpuMsOf(broker.child.pid) - brokerCpuBefore;
+      let postgresCpu = 0;
+      for (const [pid, ms] of postgresCpuMsOf(database)) {
+        postgresCpu += ms - (postgresBefore.get(pid) ?? 0);
+      }
       await Promise.all(workers.map((each) => stop(each.child)));
       // CPU time is steadier than wall-clock time on a shared machine: it says what each part
       // costs, whatever else ran meanwhile.
       const perThousand = (ms: number) => (ms / (PARCELS / 1000)).toFixed(1);
       const workersCpu = workerCpuMs.reduce((sum, ms) => sum + ms, 0);
       report(
-        `  ${mode}: CPU ms per 1,000 parcels (workers / broker)`,
-        `${perThousand(workersCpu)} / ${perThousand(brokerCpu)}`,
+        `  ${mode}: CPU ms per 1,000 parcels (workers / broker / db)`,
+        `${perThousand(workersCpu)} / ${perThousand(brokerCpu)} / ${perThousand(postgresCpu)}`,
       );
       return PARCELS / (elapsed / 1000);
     }
