@@ -17,6 +17,38 @@ export interface NewMatch {
   traceContext?: Readonly<Record<string, string>>;
 }
 
+/**
+ * The matches that are new and their outbox records, in one statement (one round trip): only the
+ * rows the insert actually added get a record, in the order found, so one tenant's events keep
+ * their order on its partition; a match twice in one call (a record redelivered into the same
+ * batch) is enqueued once. The events travel as one JSON document: pg would otherwise escape
+ * each payload into an array literal, and Postgres parse it back.
+ */
+const INSERT_MATCHES_SQL = `
+WITH inserted AS (
+  INSERT INTO matches (match_id, tenant_id, watchlist_id, recipe_version, folio, content_hash,
+                       trigger, run_id, score, signals_fired, observed_at)
+  SELECT m.match_id, m.tenant_id, m.watchlist_id, m.recipe_version, m.folio, m.content_hash,
+         m.trigger, m.run_id, m.score, string_to_array(m.signals, ','), m.observed_at
+    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[],
+                $7::text[], $8::text[], $9::float8[], $10::text[], $11::timestamptz[])
+         WITH ORDINALITY AS m(match_id, tenant_id, watchlist_id, recipe_version, folio,
+                              content_hash, trigger, run_id, score, signals, observed_at, ord)
+   ORDER BY m.ord
+  ON CONFLICT (match_id) DO NOTHING
+  RETURNING match_id
+), events AS (
+  SELECT DISTINCT ON (e.item -> 'p' ->> 'match_id') e.item, e.ord
+    FROM jsonb_array_elements($12::jsonb) WITH ORDINALITY AS e(item, ord)
+   WHERE (e.item -> 'p' ->> 'match_id')::uuid IN (SELECT match_id FROM inserted)
+   ORDER BY e.item -> 'p' ->> 'match_id', e.ord
+), queued AS (
+  INSERT INTO outbox (topic, payload, headers)
+  SELECT $13, item -> 'p', item -> 'h' FROM events ORDER BY ord
+  RETURNING 1
+)
+SELECT count(*)::int AS queued FROM queued`;
+
 /** Inserts the matches that are new and enqueues their events; returns how many were new. */
 export async function insertMatches(
   client: PoolClient,
@@ -25,56 +57,27 @@ export async function insertMatches(
   if (matches.length === 0) {
     return 0;
   }
-  const { rows } = await client.query<{ match_id: string }>(
-    `INSERT INTO matches (match_id, tenant_id, watchlist_id, recipe_version, folio, content_hash,
-                          trigger, run_id, score, signals_fired, observed_at)
-     SELECT m.match_id, m.tenant_id, m.watchlist_id, m.recipe_version, m.folio, m.content_hash,
-            m.trigger, m.run_id, m.score, string_to_array(m.signals, ','), m.observed_at
-       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[],
-                   $7::text[], $8::text[], $9::float8[], $10::text[], $11::timestamptz[])
-            WITH ORDINALITY AS m(match_id, tenant_id, watchlist_id, recipe_version, folio,
-                                 content_hash, trigger, run_id, score, signals, observed_at, ord)
-      ORDER BY m.ord
-     ON CONFLICT (match_id) DO NOTHING
-     RETURNING match_id`,
-    [
-      matches.map((m) => m.event.match_id),
-      matches.map((m) => m.event.tenant_id),
-      matches.map((m) => m.event.watchlist.id),
-      matches.map((m) => m.event.recipe_version),
-      matches.map((m) => m.event.match.folio),
-      matches.map((m) => m.event.parcel_content_hash),
-      matches.map((m) => m.event.trigger),
-      matches.map((m) => m.runId),
-      matches.map((m) => m.event.match.score),
-      matches.map((m) => m.event.match.signals_fired.join(",")),
-      matches.map((m) => m.event.match.observed_at),
-    ],
-  );
-  if (rows.length === 0) {
-    return 0;
-  }
-  const inserted = new Set(rows.map((row) => row.match_id));
   const active = matches.every((m) => m.traceContext) ? {} : traceContextOf();
-  // In the order found, so one tenant's events keep their order on its partition; a match twice
-  // in one call (a record redelivered into the same batch) is enqueued once.
-  const outbox: { p: MatchFound; h?: Readonly<Record<string, string>> }[] = [];
-  for (const m of matches) {
-    if (inserted.delete(m.event.match_id)) {
-      const headers = m.traceContext ?? active;
-      outbox.push(Object.keys(headers).length > 0 ? { p: m.event, h: headers } : { p: m.event });
-    }
-  }
-  // One JSON document for every row: pg would otherwise escape each payload into an array
-  // literal, and Postgres parse it back.
-  await client.query(
-    `INSERT INTO outbox (topic, payload, headers)
-     SELECT $1, e.item -> 'p', e.item -> 'h'
-       FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(item, ord)
-      ORDER BY e.ord`,
-    [contracts.matchFound.topic, JSON.stringify(outbox)],
-  );
-  return outbox.length;
+  const events = matches.map((m) => {
+    const headers = m.traceContext ?? active;
+    return Object.keys(headers).length > 0 ? { p: m.event, h: headers } : { p: m.event };
+  });
+  const { rows } = await client.query<{ queued: number }>(INSERT_MATCHES_SQL, [
+    matches.map((m) => m.event.match_id),
+    matches.map((m) => m.event.tenant_id),
+    matches.map((m) => m.event.watchlist.id),
+    matches.map((m) => m.event.recipe_version),
+    matches.map((m) => m.event.match.folio),
+    matches.map((m) => m.event.parcel_content_hash),
+    matches.map((m) => m.event.trigger),
+    matches.map((m) => m.runId),
+    matches.map((m) => m.event.match.score),
+    matches.map((m) => m.event.match.signals_fired.join(",")),
+    matches.map((m) => m.event.match.observed_at),
+    JSON.stringify(events),
+    contracts.matchFound.topic,
+  ]);
+  return rows[0]?.queued ?? 0;
 }
 
 /** Polling cursor: the (transaction id, sequence) of the last match handed out. */
