@@ -208,7 +208,34 @@ export async function startEdgeStack(
     const { rows } = await harness.db
       .poolFor("parcels")
       .query<{ folio: string }>("SELECT folio FROM parcels ORDER BY folio");
-    return rows.map((row) => row.folio);
+    const folios = rows.map((row) => row.folio);
+    await projectionHolds(folios);
+    return folios;
+  }
+
+  /**
+   * Waits until the matcher's parcel projection, which manual runs read, holds these folios: it
+   * is fed by its own consumer group and may trail the ingest by a moment.
+   */
+  async function projectionHolds(folios: readonly string[], timeoutMs = 30_000) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { rows } = await harness.db
+        .poolFor("matcher")
+        .query<{ held: number }>(
+          "SELECT count(*)::int AS held FROM parcel_projection WHERE folio = ANY($1::text[])",
+          [folios],
+        );
+      if ((rows[0]?.held ?? 0) >= folios.length) {
+        return;
+      }
+      if (Date.now() > deadline) {
+        throw new Error(
+          `the matcher's projection holds ${rows[0]?.held} of ${folios.length} parcels`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** Operator tooling: a Custom tenant's negotiated caps. */
