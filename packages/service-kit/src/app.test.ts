@@ -91,6 +91,28 @@ describe("error responses", () => {
     });
   });
 
+  it("give each request its own id in x-request-id and the error body, or keep a sane incoming one", async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 50; i++) {
+      const response = await app.inject({ method: "GET", url: "/nowhere" });
+      expect(response.headers["x-request-id"]).toBe(response.json().request_id);
+      ids.add(String(response.headers["x-request-id"]));
+    }
+    expect(ids.size).toBe(50);
+    const traced = await app.inject({
+      method: "GET",
+      url: "/nowhere",
+      headers: { "x-request-id": "upstream-id-1234" },
+    });
+    expect(traced.headers["x-request-id"]).toBe("upstream-id-1234");
+    const hostile = await app.inject({
+      method: "GET",
+      url: "/nowhere",
+      headers: { "x-request-id": "<script>" },
+    });
+    expect(hostile.headers["x-request-id"]).toMatch(/^req_[0-9a-f]{16}[0-9a-z]{6,}$/);
+  });
+
   it("publish every route's schemas in the OpenAPI document", () => {
     const document = app.swagger() as { paths: Record<string, Record<string, unknown>> };
     expect(Object.keys(document.paths)).toContain("/things");
