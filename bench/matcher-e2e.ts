@@ -5,7 +5,8 @@
 // records, in batches as the matcher does (the bus and the broker alone), so the ratio is what
 // matching itself costs; the one-record-at-a-time consumer (`on`) is shown for reference.
 // Run from the repository root: node bench/matcher-e2e.ts [parcels]
-// BENCH_CPU_PROF=<dir> writes a CPU profile of each matcher process there.
+// BENCH_CPU_PROF=<dir> writes a CPU profile of each matcher process there; BENCH_WORKER_FLAGS
+// passes node flags to every worker.
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
@@ -245,6 +246,8 @@ async function main(): Promise<void> {
       const postgresBefore = postgresCpuMsOf(database);
       const profile = process.env.BENCH_CPU_PROF;
       const flags = profile && mode === "match" ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : [];
+      // E.g. BENCH_WORKER_FLAGS=--max-semi-space-size=64 to try V8 settings on every worker.
+      flags.push(...(process.env.BENCH_WORKER_FLAGS ?? "").split(" ").filter(Boolean));
       const workers = await Promise.all(
         [0, 1].map(() => spawnChild([...flags, SELF, "worker", mode, brokers, db.url], /^ready$/)),
       );
