@@ -150,4 +150,35 @@ describe("outbox", () => {
     }
     await consumer.stop();
   });
+
+  it("deletes rows published longer ago than the retention, never unpublished or recent ones", async () => {
+    await harness.pool.query("DELETE FROM outbox");
+    await inTransaction(harness.pool, async (client) => {
+      for (const keyId of ["old-published", "recent-published", "old-unpublished"]) {
+        await enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: keyId });
+      }
+    });
+    const keyOf = "payload->>'key_id'";
+    await harness.pool.query(
+      `UPDATE outbox SET published_at = now() - interval '2 hours' WHERE ${keyOf} = 'old-published'`,
+    );
+    await harness.pool.query(
+      `UPDATE outbox SET published_at = now() - interval '10 minutes' WHERE ${keyOf} = 'recent-published'`,
+    );
+    await harness.pool.query(
+      `UPDATE outbox SET created_at = now() - interval '2 hours' WHERE ${keyOf} = 'old-unpublished'`,
+    );
+    const relay = createOutboxRelay({
+      pool: harness.pool,
+      bus: harness.bus,
+      logger: harness.logger,
+      retentionMs: 3_600_000,
+    });
+    expect(await relay.purge()).toBe(1);
+    const { rows } = await harness.pool.query<{ key_id: string }>(
+      `SELECT ${keyOf} AS key_id FROM outbox ORDER BY id`,
+    );
+    expect(rows.map((row) => row.key_id)).toEqual(["recent-published", "old-unpublished"]);
+    expect(await relay.purge()).toBe(0);
+  });
 });

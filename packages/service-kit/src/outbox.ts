@@ -8,7 +8,8 @@ import { type Logger, traceContextOf } from "@th/telemetry";
  * the same transaction as the change, and the relay publishes them afterwards. A crash between
  * commit and publish only delays the event; it cannot lose it. Each service's migrations create
  * the table: `outbox (id bigserial PRIMARY KEY, topic text, payload jsonb, created_at timestamptz,
- * published_at timestamptz, headers jsonb)` with a partial index on unpublished ids. `headers`
+ * published_at timestamptz, headers jsonb)` with a partial index on unpublished ids; published
+ * rows are deleted after `OUTBOX_RETENTION_MS`. `headers`
  * keeps the trace context of the work that wrote the row (the active one unless given), so the
  * event is published as part of that trace.
  */
@@ -28,9 +29,16 @@ export async function enqueueEvent<T>(
 export interface OutboxRelay {
   /** Publishes what is pending now instead of at the next tick; resolves when done. */
   flush(): Promise<number>;
+  /** Deletes rows published longer ago than the retention; resolves with how many. */
+  purge(): Promise<number>;
   start(): void;
   stop(): Promise<void>;
 }
+
+/** Published rows stay this long for inspection, then the relay deletes them. */
+export const OUTBOX_RETENTION_MS = 86_400_000;
+const PURGE_EVERY_MS = 300_000;
+const PURGE_BATCH = 5_000;
 
 export function createOutboxRelay(options: {
   pool: Pool;
@@ -38,8 +46,11 @@ export function createOutboxRelay(options: {
   logger: Logger;
   intervalMs?: number;
   batchSize?: number;
+  retentionMs?: number;
 }): OutboxRelay {
   const { pool, bus, logger } = options;
+  const retentionMs = options.retentionMs ?? OUTBOX_RETENTION_MS;
+  let lastPurge = Date.now();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
   let stopped = false;
@@ -127,12 +138,41 @@ export function createOutboxRelay(options: {
     return pending;
   }
 
+  /**
+   * Without it the table grows by every event ever sent. The oldest rows come first in id order,
+   * so each round reads little beyond what it deletes.
+   */
+  async function purge(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await pool.query(
+        `DELETE FROM outbox WHERE id IN (
+           SELECT id FROM outbox
+           WHERE published_at IS NOT NULL AND published_at < now() - make_interval(secs => $1)
+           ORDER BY id LIMIT $2)`,
+        [retentionMs / 1000, PURGE_BATCH],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < PURGE_BATCH) {
+        return total;
+      }
+    }
+  }
+
+  async function tick(): Promise<void> {
+    await flush();
+    if (Date.now() - lastPurge >= PURGE_EVERY_MS) {
+      lastPurge = Date.now();
+      await purge();
+    }
+  }
+
   function schedule() {
     if (stopped) {
       return;
     }
     timer = setTimeout(() => {
-      flush()
+      tick()
         .catch((error: unknown) => logger.warn({ err: error }, "outbox relay failed; will retry"))
         .finally(schedule);
     }, options.intervalMs ?? 250);
@@ -140,6 +180,7 @@ export function createOutboxRelay(options: {
 
   return {
     flush,
+    purge,
     start() {
       stopped = false;
       schedule();
