@@ -134,9 +134,10 @@ export function on<T>(contract: TopicContract<T>, handler: Handler<T>): Subscrip
  *   so only the record(s) that keep failing are parked and the partition goes on; records after
  *   that batch are batched again.
  * - `attempt` is the batch's attempt (or the lone record's, while isolating).
- * - The handler runs in one span (`consume <topic>`) linked to the trace of every record; each
- *   record's own trace context stays in its `headers` (`traceContextOf(record.headers)`) for
- *   work that must continue it, such as an outbox row.
+ * - The handler runs in one span (`consume <topic>`) that continues the trace of the batch's
+ *   first traced record and links (up to 128) records of other traces; each record's own trace
+ *   context stays in its `headers` (`traceContextOf(record.headers)`) for work that must
+ *   continue it, such as an outbox row.
  */
 export function onBatch<T>(contract: TopicContract<T>, handler: BatchHandler<T>): Subscription {
   return {
