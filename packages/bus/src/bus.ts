@@ -532,15 +532,7 @@ export class Bus {
             batch.partition,
             [{ message, headers, reason: outcome.reason }],
             options.group,
-          );
-          logger.warn(
-            {
-              topic: batch.topic,
-              partition: batch.partition,
-              offset: message.offset,
-              reason: outcome.reason,
-            },
-            "record parked",
+            logger,
           );
         }
         attempts.delete(attemptKey);
@@ -698,18 +690,7 @@ export class Bus {
         });
       }
       if (toPark.length > 0) {
-        await this.#park(batch.topic, batch.partition, toPark, options.group);
-        for (const parked of toPark) {
-          logger.warn(
-            {
-              topic: batch.topic,
-              partition: batch.partition,
-              offset: parked.message.offset,
-              reason: parked.reason,
-            },
-            "record parked",
-          );
-        }
+        await this.#park(batch.topic, batch.partition, toPark, options.group, logger);
       }
       attempts.delete(attemptKey);
       resolveOffset(last.offset);
@@ -955,6 +936,7 @@ export class Bus {
     partition: number,
     records: readonly { message: KafkaMessage; headers: Record<string, string>; reason: string }[],
     group: string,
+    logger: Logger,
   ): Promise<void> {
     const producer = await this.#ensureProducer();
     const at = new Date().toISOString();
@@ -973,6 +955,9 @@ export class Bus {
         },
       })),
     });
+    for (const { message, reason } of records) {
+      logger.warn({ topic, partition, offset: message.offset, reason }, "record parked");
+    }
   }
 
   /** Readiness: the cluster answers a metadata request. */
