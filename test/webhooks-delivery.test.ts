@@ -1,5 +1,8 @@
 // Issue 7: delivery headers and signature, the delivery state table, the retry schedule (real
 // 1 s and 5 s stages measured), dead-letter timing, replay keeping the webhook id, the log.
+
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { verifySignature } from "@th/webhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -168,6 +171,47 @@ describe("the delivery state table", () => {
     );
     expect(row.last_failure).toBe("network");
     expect(["retrying", "pending"]).toContain(row.state);
+  });
+});
+
+describe("an answer the database cannot store as sent", () => {
+  it("a NUL in a receiver's answer is dropped from the excerpt and fails no delivery, its own or others'", async () => {
+    // A UTF-16 "OK", as some frameworks answer: Postgres text cannot hold the NUL bytes.
+    const utf16 = createServer((request, response) => {
+      request.resume();
+      request.on("end", () => response.writeHead(200).end(Buffer.from("OK", "utf16le")));
+    });
+    await new Promise<void>((resolve) => utf16.listen(0, "127.0.0.1", resolve));
+    const port = (utf16.address() as AddressInfo).port;
+    try {
+      await stack.subscribe(TENANT, "wl_utf16", `http://127.0.0.1:${port}/hooks`);
+      await stack.subscribe(TENANT, "wl_beside_utf16", `${receiver.url}?plan=200`);
+      const odd = [1, 2, 3].map(() => stack.match(TENANT, "wl_utf16"));
+      const plain = [1, 2, 3].map(() => stack.match(TENANT, "wl_beside_utf16"));
+      await stack.publishMatches([...odd, ...plain]);
+      const rows = await waitFor(
+        async () => {
+          const { rows } = await stack.pool.query<{ state: string; attempts: number }>(
+            "SELECT state, attempts FROM dispatcher.deliveries WHERE match_id = ANY($1::text[])",
+            [[...odd, ...plain].map((match) => match.match_id)],
+          );
+          return rows.length === 6 && rows.every((row) => row.state === "complete")
+            ? rows
+            : undefined;
+        },
+        { what: "all six deliveries complete" },
+      );
+      expect(rows.map((row) => row.attempts)).toEqual([1, 1, 1, 1, 1, 1]);
+      const { rows: excerpts } = await stack.pool.query<{ response_excerpt: string }>(
+        `SELECT a.response_excerpt FROM dispatcher.attempts a
+         JOIN dispatcher.deliveries d ON d.id = a.delivery_id
+         WHERE d.match_id = ANY($1::text[])`,
+        [odd.map((match) => match.match_id)],
+      );
+      expect(excerpts.map((row) => row.response_excerpt)).toEqual(["OK", "OK", "OK"]);
+    } finally {
+      await new Promise((resolve) => utf16.close(resolve));
+    }
   });
 });
 

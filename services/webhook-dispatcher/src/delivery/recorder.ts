@@ -45,6 +45,14 @@ export interface AttemptRecord {
 }
 
 /**
+ * Text a receiver or its network sent us, fit for a Postgres text column, which cannot hold NUL
+ * (a UTF-16 "OK" is `O\0K\0`).
+ */
+export function storableText(text: string): string {
+  return text.includes("\u0000") ? text.replaceAll("\u0000", "") : text;
+}
+
+/**
  * Records attempts in groups: every attempt that finishes while a group is being written waits
  * for the next group, and each group is one statement (one round trip, one commit) that updates
  * the deliveries still leased by the caller's token, inserts their attempt rows and their outbox
@@ -67,8 +75,18 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
             entry.settle(updated.has(entry.record.id));
           }
         } catch (error) {
+          if (group.length === 1) {
+            group[0]?.settle(error as Error);
+            continue;
+          }
+          // One record the database refuses must not fail the attempts of other deliveries
+          // written with it: each is written alone, and only the bad one fails.
           for (const entry of group) {
-            entry.settle(error as Error);
+            try {
+              entry.settle((await write([entry.record])).has(entry.record.id));
+            } catch (alone) {
+              entry.settle(alone as Error);
+            }
           }
         }
       }
@@ -89,8 +107,8 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
       duration_ms: r.durationMs,
       status_code: r.statusCode,
       failure: r.failure,
-      error: r.error,
-      excerpt: r.excerpt,
+      error: r.error === null ? null : storableText(r.error),
+      excerpt: r.excerpt === null ? null : storableText(r.excerpt),
       state: r.state,
       due_at: r.dueAt,
       dead_letter_reason: r.deadLetterReason,
