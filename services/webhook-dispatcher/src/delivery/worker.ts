@@ -389,12 +389,16 @@ export function createWorker(options: WorkerOptions) {
       return;
     }
     const all = tenants.flat();
-    let slotted: ClaimedRow[];
-    try {
-      slotted = (await Promise.all(tenants.map(acquireSlots))).flat();
-    } catch (error) {
+    const slotResults = await Promise.allSettled(tenants.map(acquireSlots));
+    const slotted = slotResults.flatMap((result) =>
+      result.status === "fulfilled" ? result.value : [],
+    );
+    const slotFailure = slotResults.find((result) => result.status === "rejected");
+    if (slotFailure) {
+      // Slots other tenants got in this round go back now rather than when their leases expire.
+      releaseSlots(slotted);
       await release(all, 1000).catch(() => {});
-      throw error;
+      throw slotFailure.reason;
     }
     const unslotted = all.filter((row) => !slotted.includes(row));
     // Left leased if this fails: due again when the lease expires.
@@ -496,14 +500,20 @@ export function createWorker(options: WorkerOptions) {
       return { ...quota, covered: rows, refused: [], folios: whole.charged };
     }
     const reserved: Reserved = { ...quota, covered: [], refused: [], folios: [] };
-    for (const row of rows) {
-      const one = await options.meter.reserve({ ...quota, cap, folios: [row.folio] });
-      if (one.ok) {
-        reserved.covered.push(row);
-        reserved.folios.push(...one.charged);
-      } else {
-        reserved.refused.push(row);
+    try {
+      for (const row of rows) {
+        const one = await options.meter.reserve({ ...quota, cap, folios: [row.folio] });
+        if (one.ok) {
+          reserved.covered.push(row);
+          reserved.folios.push(...one.charged);
+        } else {
+          reserved.refused.push(row);
+        }
       }
+    } catch (error) {
+      // Views reserved before the failure were never recorded: give them back.
+      await options.meter.release({ ...quota, folios: reserved.folios }).catch(() => {});
+      throw error;
     }
     return reserved;
   }
@@ -526,7 +536,12 @@ export function createWorker(options: WorkerOptions) {
       return rows;
     }
     const at = new Date(options.now());
-    const reservations = await Promise.all([...uncharged.values()].map((r) => reserve(r, at)));
+    const settled = await Promise.allSettled(
+      [...uncharged.values()].map((tenantRows) => reserve(tenantRows, at)),
+    );
+    const reservations = settled.flatMap((result) =>
+      result.status === "fulfilled" ? [result.value] : [],
+    );
     const giveBack = (keep: (reserved: Reserved, folio: string) => boolean) =>
       Promise.all(
         reservations.map((reserved) =>
@@ -538,6 +553,27 @@ export function createWorker(options: WorkerOptions) {
           }),
         ),
       );
+    const failed = settled.find((result) => result.status === "rejected");
+    if (failed) {
+      // Another tenant's reservation failed: every view reserved here goes back, none recorded.
+      await giveBack(() => false).catch(() => {});
+      throw failed.reason;
+    }
+    try {
+      return await chargeReserved(rows, reservations, at, giveBack);
+    } catch (error) {
+      await giveBack(() => false).catch(() => {});
+      throw error;
+    }
+  }
+
+  /** The rest of `charge` once views are reserved; a failure here gives them all back. */
+  async function chargeReserved(
+    rows: ClaimedRow[],
+    reservations: Reserved[],
+    at: Date,
+    giveBack: (keep: (reserved: Reserved, folio: string) => boolean) => Promise<unknown>,
+  ): Promise<ClaimedRow[]> {
     const refused = reservations.flatMap((reserved) => reserved.refused);
     await parkEach(
       refused,
@@ -573,10 +609,8 @@ export function createWorker(options: WorkerOptions) {
           });
       }
     }
-    let updated: Set<string>;
-    try {
-      const { rows: marked } = await pool.query<{ id: string }>(
-        `WITH input AS (
+    const { rows: marked } = await pool.query<{ id: string }>(
+      `WITH input AS (
            SELECT * FROM json_to_recordset($1::json) AS r(id uuid, lease_token uuid)
          ), updated AS (
            UPDATE deliveries d SET charged_at = $3
@@ -594,17 +628,13 @@ export function createWorker(options: WorkerOptions) {
                     ORDER BY e.folio_key, e.rank) AS carrier
          )
          SELECT id FROM updated`,
-        [
-          JSON.stringify(covered.map((row) => ({ id: row.id, lease_token: row.lease_token }))),
-          JSON.stringify(candidates),
-          at,
-        ],
-      );
-      updated = new Set(marked.map((row) => row.id));
-    } catch (error) {
-      await giveBack(() => false).catch(() => {});
-      throw error;
-    }
+      [
+        JSON.stringify(covered.map((row) => ({ id: row.id, lease_token: row.lease_token }))),
+        JSON.stringify(candidates),
+        at,
+      ],
+    );
+    const updated = new Set(marked.map((row) => row.id));
     const lost = covered.filter((row) => !updated.has(row.id));
     if (lost.length > 0) {
       const kept = new Set(
