@@ -5,7 +5,9 @@ import { ensureSecondaryIndexes, publishPending, tryWithIngestLock } from "./db/
 import { registerParcelRoutes } from "./routes/parcels.ts";
 
 /** Builds the service without starting it, so tests can drive it directly. */
-export async function buildApp(deps: ServiceDeps<Config>): Promise<ServiceApp> {
+export async function buildApp(
+  deps: ServiceDeps<Config>,
+): Promise<ServiceApp & { recovery(): Promise<void> }> {
   const http = await createHttpApp({
     logger: deps.logger,
     title: "Terminal House parcels (internal)",
@@ -13,25 +15,43 @@ export async function buildApp(deps: ServiceDeps<Config>): Promise<ServiceApp> {
   });
   registerParcelRoutes(http, { pool: deps.pool, internalToken: deps.config.INTERNAL_TOKEN });
   http.get("/internal/v1/openapi.json", { schema: { hide: true } }, async () => http.swagger());
+  let recovery: Promise<void> = Promise.resolve();
+
+  // An ingest that died during a first load left the store without its secondary indexes, and
+  // one that stored changes and died before publishing them left them above the watermark: build
+  // and send them now. A running ingest holds the lock and does both itself.
+  async function recover(): Promise<void> {
+    const outcome = await tryWithIngestLock(deps.pool, async () => {
+      const built = await ensureSecondaryIndexes(deps.pool);
+      if (built > 0) {
+        deps.logger.info({ indexes: built }, "built the indexes an interrupted first load left");
+      }
+      return publishPending(deps.pool, (events) =>
+        deps.bus.publish(contracts.parcelIngested, events),
+      );
+    });
+    if (outcome && outcome.value > 0) {
+      deps.logger.info(
+        { published: outcome.value },
+        "published parcels left by an interrupted ingest",
+      );
+    }
+  }
+
   return {
     http,
     start: async () => {
-      // An ingest that died during a first load left the store without its secondary indexes,
-      // and one that stored changes and died before publishing them left them above the
-      // watermark: build and send them now. A running ingest holds the lock and does both itself.
-      const outcome = await tryWithIngestLock(deps.pool, async () => {
-        await ensureSecondaryIndexes(deps.pool);
-        return publishPending(deps.pool, (events) =>
-          deps.bus.publish(contracts.parcelIngested, events),
+      // In the background: building the indexes of a statewide store takes minutes, longer than
+      // a start-up probe waits, and the service serves reads meanwhile (slower, never wrong).
+      recovery = recover().catch((error: unknown) => {
+        deps.logger.error(
+          { err: error },
+          "recovery of an interrupted ingest failed; next start retries",
         );
       });
-      if (outcome && outcome.value > 0) {
-        deps.logger.info(
-          { published: outcome.value },
-          "published parcels left by an interrupted ingest",
-        );
-      }
     },
     stop: async () => {},
+    /** Settles when the start-up recovery has finished (or failed and been logged). */
+    recovery: () => recovery,
   };
 }

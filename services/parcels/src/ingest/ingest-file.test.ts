@@ -152,6 +152,7 @@ describe("first load", () => {
     expect(await indexDefinitions()).toHaveLength(1);
     const app = await buildApp(harness);
     await app.start();
+    await app.recovery();
     await app.stop();
     expect(await indexDefinitions()).toEqual(migrated);
   });
