@@ -39,6 +39,7 @@ export interface OutboxRelay {
 export const OUTBOX_RETENTION_MS = 86_400_000;
 const PURGE_EVERY_MS = 300_000;
 const PURGE_BATCH = 5_000;
+const PURGE_ROUNDS = 20;
 
 export function createOutboxRelay(options: {
   pool: Pool;
@@ -50,7 +51,6 @@ export function createOutboxRelay(options: {
 }): OutboxRelay {
   const { pool, bus, logger } = options;
   const retentionMs = options.retentionMs ?? OUTBOX_RETENTION_MS;
-  let lastPurge = Date.now();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
   let stopped = false;
@@ -139,32 +139,46 @@ export function createOutboxRelay(options: {
   }
 
   /**
-   * Without it the table grows by every event ever sent. The oldest rows come first in id order,
-   * so each round reads little beyond what it deletes.
+   * Without it the table grows by every event ever sent. Rows are published in id order, so the
+   * expired ones sit at the head of the table: each round deletes below the first row that is
+   * unpublished or still within the retention, found by walking the primary key from the start,
+   * and never scans the day of rows it keeps. A run deletes at most PURGE_ROUNDS batches.
    */
   async function purge(): Promise<number> {
     let total = 0;
-    for (;;) {
+    for (let round = 0; round < PURGE_ROUNDS; round++) {
       const { rowCount } = await pool.query(
-        `DELETE FROM outbox WHERE id IN (
-           SELECT id FROM outbox
-           WHERE published_at IS NOT NULL AND published_at < now() - make_interval(secs => $1)
-           ORDER BY id LIMIT $2)`,
+        `WITH bound AS (
+           SELECT coalesce(
+             (SELECT id FROM outbox
+               WHERE published_at IS NULL OR published_at >= now() - make_interval(secs => $1)
+               ORDER BY id LIMIT 1),
+             (SELECT max(id) + 1 FROM outbox)) AS id
+         )
+         DELETE FROM outbox WHERE id IN (
+           SELECT id FROM outbox WHERE id < (SELECT id FROM bound) ORDER BY id LIMIT $2)`,
         [retentionMs / 1000, PURGE_BATCH],
       );
       total += rowCount ?? 0;
       if ((rowCount ?? 0) < PURGE_BATCH) {
-        return total;
+        break;
       }
     }
+    return total;
   }
 
-  async function tick(): Promise<void> {
-    await flush();
-    if (Date.now() - lastPurge >= PURGE_EVERY_MS) {
-      lastPurge = Date.now();
-      await purge();
+  let purgeTimer: NodeJS.Timeout | undefined;
+  function schedulePurge() {
+    if (stopped) {
+      return;
     }
+    // Its own timer: a long purge never holds up publishing.
+    purgeTimer = setTimeout(() => {
+      purge()
+        .catch((error: unknown) => logger.warn({ err: error }, "outbox purge failed; will retry"))
+        .finally(schedulePurge);
+    }, PURGE_EVERY_MS);
+    purgeTimer.unref();
   }
 
   function schedule() {
@@ -172,7 +186,7 @@ export function createOutboxRelay(options: {
       return;
     }
     timer = setTimeout(() => {
-      tick()
+      flush()
         .catch((error: unknown) => logger.warn({ err: error }, "outbox relay failed; will retry"))
         .finally(schedule);
     }, options.intervalMs ?? 250);
@@ -184,10 +198,12 @@ export function createOutboxRelay(options: {
     start() {
       stopped = false;
       schedule();
+      schedulePurge();
     },
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      clearTimeout(purgeTimer);
       await running?.catch(() => {});
     },
   };
