@@ -133,6 +133,9 @@ describe("outbox", () => {
         );
       });
     }
+    await inTransaction(harness.pool, (client) =>
+      enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: "traced-none" }),
+    );
     const relay = createOutboxRelay({
       pool: harness.pool,
       bus: harness.bus,
@@ -140,10 +143,12 @@ describe("outbox", () => {
     });
     await inSpan("relay tick", {}, () => relay.flush());
     await vi.waitFor(
-      () => expect(received.filter((event) => event.keyId.startsWith("traced-"))).toHaveLength(2),
+      () => expect(received.filter((event) => event.keyId.startsWith("traced-"))).toHaveLength(3),
       { timeout: 15_000 },
     );
-    for (const event of received.filter((entry) => entry.keyId.startsWith("traced-"))) {
+    // Written outside any trace, it joins none, not the trace that asked for the flush.
+    expect(received.find((event) => event.keyId === "traced-none")?.traceparent).toBeUndefined();
+    for (const event of received.filter((entry) => traceIds.has(entry.keyId))) {
       const traceId = traceIds.get(event.keyId);
       expect(traceId).toMatch(/^[0-9a-f]{32}$/);
       expect(event.traceparent?.split("-")[1]).toBe(traceId);

@@ -1,7 +1,7 @@
 import type { AnyTopicContract, Bus, PublishedRecord } from "@th/bus";
 import { contractForTopic, type TopicContract } from "@th/contracts";
 import type { Pool, PoolClient } from "@th/db";
-import { type Logger, traceContextOf } from "@th/telemetry";
+import { type Logger, outsideAnyTrace, traceContextOf } from "@th/telemetry";
 
 /**
  * The transactional outbox: a service writes the events of a change into its `outbox` table in
@@ -86,7 +86,8 @@ export function createOutboxRelay(options: {
         if (!contract) {
           throw new Error(`outbox row for unknown topic ${topic}`);
         }
-        await bus.publishRecords(contract, run as PublishedRecord<never>[]);
+        // A row written outside any trace must not join whichever trace asked for this flush.
+        await outsideAnyTrace(() => bus.publishRecords(contract, run as PublishedRecord<never>[]));
       }
       if (rows.length > 0) {
         await client.query("UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])", [

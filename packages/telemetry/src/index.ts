@@ -3,6 +3,7 @@ export { scrubText, scrubValue } from "./redact.ts";
 export {
   injectContext,
   inSpan,
+  outsideAnyTrace,
   startTelemetry,
   type Telemetry,
   type TelemetryOptions,

@@ -1,4 +1,11 @@
-import { context, propagation, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import {
@@ -99,6 +106,11 @@ export function traceContextOf(carrier?: Record<string, string>): Record<string,
 }
 
 const TRACE_CONTEXT_FIELDS = ["traceparent", "tracestate"] as const;
+
+/** Runs `work` outside any trace: for work done on behalf of rows that carry their own. */
+export function outsideAnyTrace<T>(work: () => T): T {
+  return context.with(ROOT_CONTEXT, work);
+}
 
 /** Runs `work` as a continuation of the trace named in the carrier. */
 export function withExtractedContext<T>(carrier: Record<string, string>, work: () => T): T {
