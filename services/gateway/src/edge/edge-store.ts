@@ -32,7 +32,10 @@ if (!/^[\w:.-]+$/.test(LEAD_VIEW_COUNTER_PREFIX)) {
  * leaves with one ZREMRANGEBYSCORE and a request in an existing millisecond touches only the
  * hash. A request stamped earlier than the newest counted one (another gateway's clock a few
  * milliseconds behind) is counted at the newest one's millisecond, so the start counts stay in
- * order; it leaves the minute those few milliseconds late, never early.
+ * order; it leaves the minute those few milliseconds late. The window is only as exact as the
+ * gateways' clocks agree: a gateway whose clock runs ahead trims the minute by that much (NTP
+ * keeps it to milliseconds), which is why the time comes from the caller and not from Redis:
+ * tests and the edge share one injectable clock.
  *
  * A request is allowed while fewer than `limit` requests lie in the minute, so only the newest
  * `limit` can ever decide an answer: a millisecond is dropped as soon as the newer ones alone
