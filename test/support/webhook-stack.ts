@@ -16,6 +16,7 @@ import {
 } from "@th/contracts";
 import { matchFound as sampleMatch } from "@th/contracts/samples";
 import { createPool, type Pool } from "@th/db";
+import type { UsageLoader } from "@th/quota";
 import { createMetrics, INTERNAL_HEADERS, type Metrics } from "@th/service-kit";
 import { createTestHarness, TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { buildApp } from "@th/webhook-dispatcher/app";
@@ -160,7 +161,10 @@ export async function startWebhookStack() {
   const revisions = new Map<string, number>();
 
   /** One dispatcher instance (several share the database, Redis and consumer groups). */
-  async function startDispatcher(env: Record<string, string> = {}) {
+  async function startDispatcher(
+    env: Record<string, string> = {},
+    overrides: { loadUsage?: UsageLoader } = {},
+  ) {
     const config = {
       ...readConfig({ ...TEST_DISPATCHER_ENV, ...env }),
       DATABASE_URL: harness.db.url,
@@ -182,7 +186,7 @@ export async function startWebhookStack() {
       { config, logger: harness.logger, pool, redis: harness.redis, bus, metrics },
       {
         watchlists: { owns: async (_caller, watchlistId) => watchlistId !== FOREIGN_WATCHLIST },
-        loadUsage: async () => ({ used: 0, foliosToday: [] }),
+        loadUsage: overrides.loadUsage ?? (async () => ({ used: 0, foliosToday: [] })),
       },
     );
     await app.start();
