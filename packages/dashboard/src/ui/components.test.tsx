@@ -1,7 +1,7 @@
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import { ApiFailure } from "./api.ts";
-import { Problem, SecretOnce } from "./components.tsx";
+import { CheckboxGroup, Problem, SecretOnce } from "./components.tsx";
 
 describe("an API failure on the page", () => {
   it("a tier gate becomes an upgrade prompt with the 403's own upgrade URL", () => {
@@ -47,5 +47,23 @@ describe("a secret shown once", () => {
     expect(html).toContain("shown only this once");
     expect(html).toContain("Copy");
     expect(html).toContain("th_live_x");
+  });
+});
+
+describe("a checkbox group", () => {
+  it("ticks the selected options, names each in words and carries each option's description", () => {
+    const html = renderToStaticMarkup(
+      <CheckboxGroup
+        legend="Required signals"
+        options={["absentee_owner", "high_equity"]}
+        selected={["high_equity"]}
+        onChange={() => {}}
+        describe={(option) => `what fires ${option}`}
+      />,
+    );
+    expect(html).toContain("<legend>Required signals</legend>");
+    expect(html).toContain('title="what fires absentee_owner"');
+    expect(html).toMatch(/<input type="checkbox"\/>Absentee owner/);
+    expect(html).toMatch(/<input type="checkbox" checked=""\/>High equity/);
   });
 });

@@ -1,6 +1,6 @@
 import { type ReactNode, useCallback, useEffect, useId, useRef, useState } from "react";
 import { ApiFailure } from "./api.ts";
-import { fieldMessages } from "./logic.ts";
+import { fieldMessages, humanize } from "./logic.ts";
 
 export function navigate(path: string): void {
   window.history.pushState(null, "", path);
@@ -83,6 +83,38 @@ export function Field(props: {
         </p>
       ) : null}
     </div>
+  );
+}
+
+/** A fieldset of checkboxes over a fixed list: the selection in, the next selection out. */
+export function CheckboxGroup<Option extends string>(props: {
+  legend: string;
+  options: readonly Option[];
+  selected: readonly string[];
+  onChange: (next: string[]) => void;
+  /** A tooltip per option, e.g. what fires a signal. */
+  describe?: (option: Option) => string;
+}) {
+  return (
+    <fieldset className="signals-picker">
+      <legend>{props.legend}</legend>
+      {props.options.map((option) => (
+        <label key={option} className="check" title={props.describe?.(option)}>
+          <input
+            type="checkbox"
+            checked={props.selected.includes(option)}
+            onChange={(event) =>
+              props.onChange(
+                event.target.checked
+                  ? [...props.selected, option]
+                  : props.selected.filter((each) => each !== option),
+              )
+            }
+          />
+          {humanize(option)}
+        </label>
+      ))}
+    </fieldset>
   );
 }
 

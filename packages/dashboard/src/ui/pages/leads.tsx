@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { api } from "../api.ts";
-import { Card, Empty, Field, Loading, Page, Problem } from "../components.tsx";
+import { Card, CheckboxGroup, Empty, Field, Loading, Page, Problem } from "../components.tsx";
 import {
   EMPTY_FILTERS,
   formatDate,
@@ -322,26 +322,13 @@ export function LeadsPage() {
               />
             )}
           </Field>
-          <fieldset className="signals-picker">
-            <legend>Signals (a lead must have all that are ticked)</legend>
-            {SIGNALS.map((signal) => (
-              <label key={signal} className="check" title={SIGNAL_DESCRIPTIONS[signal]}>
-                <input
-                  type="checkbox"
-                  checked={filters.signals.includes(signal)}
-                  onChange={(event) =>
-                    setFilters({
-                      ...filters,
-                      signals: event.target.checked
-                        ? [...filters.signals, signal]
-                        : filters.signals.filter((each) => each !== signal),
-                    })
-                  }
-                />
-                {humanize(signal)}
-              </label>
-            ))}
-          </fieldset>
+          <CheckboxGroup
+            legend="Signals (a lead must have all that are ticked)"
+            options={SIGNALS}
+            selected={filters.signals}
+            onChange={(signals) => setFilters({ ...filters, signals })}
+            describe={(signal) => SIGNAL_DESCRIPTIONS[signal]}
+          />
           <div className="form-actions">
             <button type="submit" className="button primary">
               Search

@@ -1,6 +1,15 @@
 import { useState } from "react";
 import { api } from "../api.ts";
-import { Card, Empty, Field, Loading, Page, Problem, useLoad } from "../components.tsx";
+import {
+  Card,
+  CheckboxGroup,
+  Empty,
+  Field,
+  Loading,
+  Page,
+  Problem,
+  useLoad,
+} from "../components.tsx";
 import {
   EMPTY_RECIPE_FORM,
   formatDateTime,
@@ -39,10 +48,6 @@ interface Run {
   parcels_total: number | null;
   matches_found: number;
   error: string | null;
-}
-
-function toggle(list: string[], value: string, on: boolean): string[] {
-  return on ? [...list, value] : list.filter((each) => each !== value);
 }
 
 function RecipeEditor(props: {
@@ -191,42 +196,19 @@ function RecipeEditor(props: {
               />
             )}
           </Field>
-          <fieldset className="signals-picker">
-            <legend>Use classes</legend>
-            {USE_CLASSES.map((useClass) => (
-              <label key={useClass} className="check">
-                <input
-                  type="checkbox"
-                  checked={form.use_classes.includes(useClass)}
-                  onChange={(event) =>
-                    setForm({
-                      ...form,
-                      use_classes: toggle(form.use_classes, useClass, event.target.checked),
-                    })
-                  }
-                />
-                {humanize(useClass)}
-              </label>
-            ))}
-          </fieldset>
-          <fieldset className="signals-picker">
-            <legend>Required signals</legend>
-            {SIGNALS.map((signal) => (
-              <label key={signal} className="check" title={SIGNAL_DESCRIPTIONS[signal]}>
-                <input
-                  type="checkbox"
-                  checked={form.required_signals.includes(signal)}
-                  onChange={(event) =>
-                    setForm({
-                      ...form,
-                      required_signals: toggle(form.required_signals, signal, event.target.checked),
-                    })
-                  }
-                />
-                {humanize(signal)}
-              </label>
-            ))}
-          </fieldset>
+          <CheckboxGroup
+            legend="Use classes"
+            options={USE_CLASSES}
+            selected={form.use_classes}
+            onChange={(use_classes) => setForm({ ...form, use_classes })}
+          />
+          <CheckboxGroup
+            legend="Required signals"
+            options={SIGNALS}
+            selected={form.required_signals}
+            onChange={(required_signals) => setForm({ ...form, required_signals })}
+            describe={(signal) => SIGNAL_DESCRIPTIONS[signal]}
+          />
         </div>
       ) : (
         <Field
