@@ -2,54 +2,18 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { contracts, type LeadViewRecorded, parkedTopicOf, type TopicContract } from "@th/contracts";
+import { type LeadViewRecorded, parkedTopicOf, type TopicContract } from "@th/contracts";
 import { leadViewRecorded as sampleView } from "@th/contracts/samples";
-import { startBroker } from "@th/dev-broker";
-import { createLogger, inSpan, startTelemetry } from "@th/telemetry";
-import { type Admin, Kafka, logLevel } from "kafkajs";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type BatchHandler, Bus, onBatch, PARK_HEADERS, type RunningConsumer } from "./bus.ts";
+import { inSpan, startTelemetry } from "@th/telemetry";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { type BatchHandler, onBatch, PARK_HEADERS } from "./bus.ts";
 import { park } from "./outcomes.ts";
+import { busFixture } from "./testing/fixture.ts";
 
-const timings = { sessionTimeout: 6000, heartbeatInterval: 300, maxWaitTimeInMs: 100 };
 const CRASHING_CONSUMER = fileURLToPath(new URL("./testing/crashing-consumer.ts", import.meta.url));
-let broker: Awaited<ReturnType<typeof startBroker>>;
-let bus: Bus;
-let admin: Admin;
-let rawKafka: Kafka;
-const running: RunningConsumer[] = [];
+const kit = busFixture("bus-batch-test");
 const telemetry = startTelemetry({ service: "bus-batch-test", enabled: true });
-
-beforeAll(async () => {
-  broker = await startBroker({ port: 0 });
-  bus = new Bus({
-    brokers: broker.brokers,
-    clientId: "bus-batch-test",
-    logger: createLogger({ service: "bus-batch-test", level: "silent" }),
-    consumerTimings: timings,
-  });
-  rawKafka = new Kafka({ brokers: broker.brokers, clientId: "raw", logLevel: logLevel.NOTHING });
-  admin = rawKafka.admin();
-  await admin.connect();
-});
-
-afterAll(async () => {
-  await Promise.all(running.map((consumer) => consumer.stop()));
-  await admin.disconnect();
-  await bus.close();
-  await broker.stop();
-  await telemetry.shutdown();
-});
-
-async function isolatedTopic(partitions = 1): Promise<TopicContract<LeadViewRecorded>> {
-  const contract = {
-    ...contracts.leadViewRecorded,
-    topic: `bus-batch.${randomBytes(4).toString("hex")}`,
-    partitions,
-  };
-  await bus.provision([contract]);
-  return contract;
-}
+afterAll(() => telemetry.shutdown());
 
 function view(folio: string): LeadViewRecorded {
   return { ...sampleView, tenant_id: "t", folio };
@@ -65,23 +29,23 @@ async function consumeBatches(
   options: { group?: string; maxAttempts?: number } = {},
 ) {
   const group = options.group ?? newGroup();
-  const consumer = await bus.consume({
+  const consumer = await kit.bus.consume({
     group,
     subscriptions: [onBatch(contract, handler)],
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
   });
-  running.push(consumer);
+  kit.track(consumer);
   return { group, consumer };
 }
 
 async function committed(group: string, topic: string): Promise<string | undefined> {
-  const [offsets] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+  const [offsets] = await kit.admin.fetchOffsets({ groupId: group, topics: [topic] });
   return offsets?.partitions[0]?.offset;
 }
 
 async function parkedRecords(topic: string, expected: number) {
   const records: { value: Buffer | null; headers: Record<string, string> }[] = [];
-  const consumer = rawKafka.consumer({ groupId: newGroup(), maxWaitTimeInMs: 100 });
+  const consumer = kit.raw.consumer({ groupId: newGroup(), maxWaitTimeInMs: 100 });
   await consumer.connect();
   await consumer.subscribe({ topic: parkedTopicOf(topic), fromBeginning: true });
   await consumer.run({
@@ -102,8 +66,8 @@ async function parkedRecords(topic: string, expected: number) {
 
 describe("bus batch consumers (onBatch)", () => {
   it("hands over a fetched batch and commits its offsets only after the handler finished", async () => {
-    const contract = await isolatedTopic();
-    await bus.publish(contract, [view("a"), view("b"), view("c")]);
+    const contract = await kit.isolatedTopic(1);
+    await kit.bus.publish(contract, [view("a"), view("b"), view("c")]);
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       release = resolve;
@@ -129,16 +93,16 @@ describe("bus batch consumers (onBatch)", () => {
   });
 
   it("parks the poison and unjudgeable records of a batch with their reasons while the rest are done", async () => {
-    const contract = await isolatedTopic();
-    await bus.publish(contract, view("good-1"));
-    const producer = rawKafka.producer();
+    const contract = await kit.isolatedTopic(1);
+    await kit.bus.publish(contract, view("good-1"));
+    const producer = kit.raw.producer();
     await producer.connect();
     await producer.send({
       topic: contract.topic,
       messages: [{ key: "t", value: Buffer.from("not avro at all"), headers: {} }],
     });
     await producer.disconnect();
-    await bus.publish(contract, [view("unjudgeable"), view("good-2")]);
+    await kit.bus.publish(contract, [view("unjudgeable"), view("good-2")]);
     const handled: string[] = [];
     const { group } = await consumeBatches(contract, async (records) =>
       records.map((record) => {
@@ -170,8 +134,8 @@ describe("bus batch consumers (onBatch)", () => {
   });
 
   it("retries a throwing batch whole, then isolates and parks only the record that keeps failing", async () => {
-    const contract = await isolatedTopic();
-    await bus.publish(contract, [view("a"), view("bad"), view("b")]);
+    const contract = await kit.isolatedTopic(1);
+    await kit.bus.publish(contract, [view("a"), view("bad"), view("b")]);
     const calls: { folios: string[]; attempt: number }[] = [];
     const done: string[] = [];
     const { group } = await consumeBatches(
@@ -209,17 +173,17 @@ describe("bus batch consumers (onBatch)", () => {
       "handler failed 3 times: downstream exploded",
     );
     // Past the failed batch, records are batched again.
-    await bus.publish(contract, [view("c"), view("d")]);
+    await kit.bus.publish(contract, [view("c"), view("d")]);
     await vi.waitFor(() => expect(calls.at(-1)?.folios).toEqual(["c", "d"]), { timeout: 15_000 });
   });
 
   it("redelivers the whole batch to the group when its consumer crashed after the effect, before the commit", async () => {
-    const contract = await isolatedTopic();
-    await bus.publish(contract, [view("a"), view("b"), view("c")]);
+    const contract = await kit.isolatedTopic(1);
+    await kit.bus.publish(contract, [view("a"), view("b"), view("c")]);
     const group = newGroup();
     const child = spawn(
       process.execPath,
-      [CRASHING_CONSUMER, broker.brokers[0] as string, contract.topic, group],
+      [CRASHING_CONSUMER, kit.brokers[0] as string, contract.topic, group],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
     const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -246,12 +210,12 @@ describe("bus batch consumers (onBatch)", () => {
   });
 
   it("gives each record of a batch the trace context it was published with", async () => {
-    const contract = await isolatedTopic();
+    const contract = await kit.isolatedTopic(1);
     const traceIds: string[] = [];
     for (const folio of ["a", "b"]) {
       traceIds.push(
         await inSpan(`ingest ${folio}`, {}, async (span) => {
-          await bus.publish(contract, view(folio));
+          await kit.bus.publish(contract, view(folio));
           return span.spanContext().traceId;
         }),
       );

@@ -1,58 +1,20 @@
 import { randomBytes } from "node:crypto";
 import {
-  contracts,
   type LeadViewRecorded,
   parkedTopicOf,
   SCHEMA_HEADER,
   type TopicContract,
 } from "@th/contracts";
 import { leadViewRecorded as sampleView } from "@th/contracts/samples";
-import { startBroker } from "@th/dev-broker";
-import { createLogger, inSpan, startTelemetry } from "@th/telemetry";
-import { type Admin, Kafka, logLevel } from "kafkajs";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { Bus, type Delivered, on, PARK_HEADERS, type RunningConsumer } from "./bus.ts";
+import { inSpan, startTelemetry } from "@th/telemetry";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { type Delivered, on, PARK_HEADERS } from "./bus.ts";
 import { type Outcome, park, retryLater } from "./outcomes.ts";
+import { busFixture } from "./testing/fixture.ts";
 
-const timings = { sessionTimeout: 6000, heartbeatInterval: 300, maxWaitTimeInMs: 100 };
-let broker: Awaited<ReturnType<typeof startBroker>>;
-let bus: Bus;
-let admin: Admin;
-let rawKafka: Kafka;
-const running: RunningConsumer[] = [];
+const kit = busFixture("bus-test");
 const telemetry = startTelemetry({ service: "bus-test", enabled: true });
-
-beforeAll(async () => {
-  broker = await startBroker({ port: 0 });
-  bus = new Bus({
-    brokers: broker.brokers,
-    clientId: "bus-test",
-    logger: createLogger({ service: "bus-test", level: "silent" }),
-    consumerTimings: timings,
-  });
-  rawKafka = new Kafka({ brokers: broker.brokers, clientId: "raw", logLevel: logLevel.NOTHING });
-  admin = rawKafka.admin();
-  await admin.connect();
-});
-
-afterAll(async () => {
-  await Promise.all(running.map((consumer) => consumer.stop()));
-  await admin.disconnect();
-  await bus.close();
-  await broker.stop();
-  await telemetry.shutdown();
-});
-
-/** A copy of the lead-view contract on a topic of its own, so tests never see each other. */
-async function isolatedTopic(partitions = 3): Promise<TopicContract<LeadViewRecorded>> {
-  const contract = {
-    ...contracts.leadViewRecorded,
-    topic: `bus-test.${randomBytes(4).toString("hex")}`,
-    partitions,
-  };
-  await bus.provision([contract]);
-  return contract;
-}
+afterAll(() => telemetry.shutdown());
 
 function view(tenant: string, folio: string): LeadViewRecorded {
   return { ...sampleView, tenant_id: tenant, folio };
@@ -64,18 +26,18 @@ async function consume(
   maxAttempts?: number,
 ) {
   const group = `group-${randomBytes(4).toString("hex")}`;
-  const consumer = await bus.consume({
+  const consumer = await kit.bus.consume({
     group,
     subscriptions: [on(contract, handler)],
     ...(maxAttempts ? { maxAttempts } : {}),
   });
-  running.push(consumer);
+  kit.track(consumer);
   return group;
 }
 
 async function parkedRecords(topic: string, expected: number) {
   const records: { value: Buffer | null; headers: Record<string, string> }[] = [];
-  const consumer = rawKafka.consumer({
+  const consumer = kit.raw.consumer({
     groupId: `parked-${randomBytes(4).toString("hex")}`,
     maxWaitTimeInMs: 100,
   });
@@ -99,9 +61,9 @@ async function parkedRecords(topic: string, expected: number) {
 
 describe("bus", () => {
   it("provisions each topic with its partitions and a parking topic, idempotently", async () => {
-    const contract = await isolatedTopic(6);
-    await bus.provision([contract]);
-    const metadata = await admin.fetchTopicMetadata({
+    const contract = await kit.isolatedTopic(6);
+    await kit.bus.provision([contract]);
+    const metadata = await kit.admin.fetchTopicMetadata({
       topics: [contract.topic, parkedTopicOf(contract.topic)],
     });
     const partitions = Object.fromEntries(
@@ -111,14 +73,14 @@ describe("bus", () => {
   });
 
   it("delivers typed values with their key and schema header, in order per key", async () => {
-    const contract = await isolatedTopic();
+    const contract = await kit.isolatedTopic();
     const received: Delivered<LeadViewRecorded>[] = [];
     await consume(contract, async (message) => {
       received.push(message);
       return undefined;
     });
     const values = Array.from({ length: 20 }, (_, i) => view(`tenant-${i % 2}`, `folio-${i}`));
-    await bus.publish(contract, values);
+    await kit.bus.publish(contract, values);
     await vi.waitFor(() => expect(received).toHaveLength(20), { timeout: 15_000 });
     expect(received[0]?.headers[SCHEMA_HEADER]).toBe(
       `${contract.schemaName}@${contract.fingerprint}`,
@@ -133,7 +95,7 @@ describe("bus", () => {
   });
 
   it("commits a record's offset only after its handler has finished", async () => {
-    const contract = await isolatedTopic(1);
+    const contract = await kit.isolatedTopic(1);
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       release = resolve;
@@ -144,15 +106,15 @@ describe("bus", () => {
       await gate;
       return undefined;
     });
-    await bus.publish(contract, view("t", "f1"));
+    await kit.bus.publish(contract, view("t", "f1"));
     await vi.waitFor(() => expect(started).toBe(true), { timeout: 15_000 });
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const before = await admin.fetchOffsets({ groupId: group, topics: [contract.topic] });
+    const before = await kit.admin.fetchOffsets({ groupId: group, topics: [contract.topic] });
     expect(before[0]?.partitions[0]?.offset).toBe("-1");
     release();
     await vi.waitFor(
       async () => {
-        const after = await admin.fetchOffsets({ groupId: group, topics: [contract.topic] });
+        const after = await kit.admin.fetchOffsets({ groupId: group, topics: [contract.topic] });
         expect(after[0]?.partitions[0]?.offset).toBe("1");
       },
       { timeout: 15_000 },
@@ -160,7 +122,7 @@ describe("bus", () => {
   });
 
   it("redelivers a record whose handler throws, then parks it with the reason and goes on", async () => {
-    const contract = await isolatedTopic(1);
+    const contract = await kit.isolatedTopic(1);
     const attempts: number[] = [];
     const handled: string[] = [];
     await consume(
@@ -175,7 +137,7 @@ describe("bus", () => {
       },
       3,
     );
-    await bus.publish(contract, [view("t", "bad"), view("t", "good")]);
+    await kit.bus.publish(contract, [view("t", "bad"), view("t", "good")]);
     await vi.waitFor(() => expect(handled).toEqual(["good"]), { timeout: 20_000 });
     expect(attempts).toEqual([1, 2, 3]);
     const [parked] = await parkedRecords(contract.topic, 1);
@@ -187,20 +149,20 @@ describe("bus", () => {
   });
 
   it("parks poison records without calling the handler and keeps consuming", async () => {
-    const contract = await isolatedTopic(1);
+    const contract = await kit.isolatedTopic(1);
     const handled: string[] = [];
     await consume(contract, async (message) => {
       handled.push(message.value.folio);
       return undefined;
     });
-    const producer = rawKafka.producer();
+    const producer = kit.raw.producer();
     await producer.connect();
     await producer.send({
       topic: contract.topic,
       messages: [{ key: "t", value: Buffer.from("not avro at all"), headers: {} }],
     });
     await producer.disconnect();
-    await bus.publish(contract, view("t", "after-poison"));
+    await kit.bus.publish(contract, view("t", "after-poison"));
     await vi.waitFor(() => expect(handled).toEqual(["after-poison"]), { timeout: 15_000 });
     const [parked] = await parkedRecords(contract.topic, 1);
     expect(parked?.value?.toString()).toBe("not avro at all");
@@ -210,26 +172,26 @@ describe("bus", () => {
   });
 
   it("parks a record when the handler says it can never succeed", async () => {
-    const contract = await isolatedTopic(1);
+    const contract = await kit.isolatedTopic(1);
     await consume(contract, async () => park("watchlist was deleted"));
-    await bus.publish(contract, view("t", "f"));
+    await kit.bus.publish(contract, view("t", "f"));
     const [parked] = await parkedRecords(contract.topic, 1);
     expect(parked?.headers[PARK_HEADERS.reason]).toBe("watchlist was deleted");
   });
 
   it("pauses and offers the same record again when the handler asks to retry later", async () => {
-    const contract = await isolatedTopic(1);
+    const contract = await kit.isolatedTopic(1);
     const seen: string[] = [];
     await consume(contract, async (message) => {
       seen.push(`${message.value.folio}@${message.offset}`);
       return seen.length === 1 ? retryLater(200, "quota not yet reset") : undefined;
     });
-    await bus.publish(contract, [view("t", "a"), view("t", "b")]);
+    await kit.bus.publish(contract, [view("t", "a"), view("t", "b")]);
     await vi.waitFor(() => expect(seen).toEqual(["a@0", "a@0", "b@1"]), { timeout: 15_000 });
   });
 
   it("reports each consumer group's lag per partition until its records are done", async () => {
-    const contract = await isolatedTopic(1);
+    const contract = await kit.isolatedTopic(1);
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       release = resolve;
@@ -238,24 +200,25 @@ describe("bus", () => {
       await gate;
       return undefined;
     });
-    await bus.publish(contract, [view("t", "a"), view("t", "b"), view("t", "c")]);
+    await kit.bus.publish(contract, [view("t", "a"), view("t", "b"), view("t", "c")]);
     const lagOf = async () =>
-      (await bus.consumerLag()).find((row) => row.group === group && row.topic === contract.topic)
-        ?.lag;
+      (await kit.bus.consumerLag()).find(
+        (row) => row.group === group && row.topic === contract.topic,
+      )?.lag;
     expect(await lagOf()).toBe(3);
     release();
     await vi.waitFor(async () => expect(await lagOf()).toBe(0), { timeout: 15_000 });
   });
 
   it("carries the producer's trace context to the handler in headers", async () => {
-    const contract = await isolatedTopic(1);
+    const contract = await kit.isolatedTopic(1);
     const headers: Record<string, string>[] = [];
     await consume(contract, async (message) => {
       headers.push(message.headers);
       return undefined;
     });
     const traceId = await inSpan("ingest", {}, async (span) => {
-      await bus.publish(contract, view("t", "traced"));
+      await kit.bus.publish(contract, view("t", "traced"));
       return span.spanContext().traceId;
     });
     await vi.waitFor(() => expect(headers).toHaveLength(1), { timeout: 15_000 });

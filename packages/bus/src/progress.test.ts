@@ -1,42 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { contracts, type LeadViewRecorded, type TopicContract } from "@th/contracts";
+import type { LeadViewRecorded } from "@th/contracts";
 import { leadViewRecorded as sampleView } from "@th/contracts/samples";
-import { startBroker } from "@th/dev-broker";
-import { createLogger } from "@th/telemetry";
 import { Kafka, logLevel } from "kafkajs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Bus, on, type RunningConsumer } from "./bus.ts";
+import { describe, expect, it } from "vitest";
+import { on } from "./bus.ts";
+import { busFixture } from "./testing/fixture.ts";
 
-const timings = { sessionTimeout: 6000, heartbeatInterval: 300, maxWaitTimeInMs: 100 };
-let broker: Awaited<ReturnType<typeof startBroker>>;
-let bus: Bus;
-const running: RunningConsumer[] = [];
-
-beforeAll(async () => {
-  broker = await startBroker({ port: 0 });
-  bus = new Bus({
-    brokers: broker.brokers,
-    clientId: "bus-progress-test",
-    logger: createLogger({ service: "bus-progress-test", level: "silent" }),
-    consumerTimings: timings,
-  });
-});
-
-afterAll(async () => {
-  await Promise.all(running.map((consumer) => consumer.stop()));
-  await bus.close();
-  await broker.stop();
-});
-
-async function isolatedTopic(partitions = 3): Promise<TopicContract<LeadViewRecorded>> {
-  const contract = {
-    ...contracts.leadViewRecorded,
-    topic: `bus-progress.${randomBytes(4).toString("hex")}`,
-    partitions,
-  };
-  await bus.provision([contract]);
-  return contract;
-}
+const kit = busFixture("bus-progress-test");
 
 function view(tenant: string, folio: string): LeadViewRecorded {
   return { ...sampleView, tenant_id: tenant, folio };
@@ -44,13 +14,13 @@ function view(tenant: string, folio: string): LeadViewRecorded {
 
 describe("bus progress and replay", () => {
   it("names the partition the producer picks for a key", async () => {
-    const contract = await isolatedTopic(5);
+    const contract = await kit.isolatedTopic(5);
     const tenants = Array.from({ length: 12 }, (_, index) => `tenant-${index}`);
-    await bus.publish(
+    await kit.bus.publish(
       contract,
       tenants.map((tenant) => view(tenant, "f1")),
     );
-    const raw = new Kafka({ brokers: broker.brokers, logLevel: logLevel.NOTHING });
+    const raw = new Kafka({ brokers: kit.brokers, logLevel: logLevel.NOTHING });
     const consumer = raw.consumer({ groupId: `raw-${randomBytes(4).toString("hex")}` });
     await consumer.connect();
     await consumer.subscribe({ topics: [contract.topic], fromBeginning: true });
@@ -67,18 +37,18 @@ describe("bus progress and replay", () => {
     });
     await consumer.disconnect();
     for (const tenant of tenants) {
-      expect(await bus.partitionFor(contract.topic, tenant)).toBe(seen.get(tenant));
+      expect(await kit.bus.partitionFor(contract.topic, tenant)).toBe(seen.get(tenant));
     }
   });
 
   it("reports high-water marks and waits until a group has processed up to them", async () => {
-    const contract = await isolatedTopic(3);
+    const contract = await kit.isolatedTopic(3);
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
     const handled: string[] = [];
-    const consumer = await bus.consume({
+    const consumer = await kit.bus.consume({
       group: `progress-${randomBytes(4).toString("hex")}`,
       subscriptions: [
         on(contract, async ({ value }) => {
@@ -88,10 +58,10 @@ describe("bus progress and replay", () => {
         }),
       ],
     });
-    running.push(consumer);
-    await bus.publish(contract, [view("t-wait", "a"), view("t-wait", "b")]);
-    const partition = await bus.partitionFor(contract.topic, "t-wait");
-    const high = (await bus.highWaterMarks(contract.topic)).get(partition);
+    kit.track(consumer);
+    await kit.bus.publish(contract, [view("t-wait", "a"), view("t-wait", "b")]);
+    const partition = await kit.bus.partitionFor(contract.topic, "t-wait");
+    const high = (await kit.bus.highWaterMarks(contract.topic)).get(partition);
     expect(high).toBe("2");
 
     expect(
@@ -107,33 +77,37 @@ describe("bus progress and replay", () => {
   });
 
   it("sees progress made by another member of the group through its committed offsets", async () => {
-    const contract = await isolatedTopic(1);
+    const contract = await kit.isolatedTopic(1);
     const group = `progress-${randomBytes(4).toString("hex")}`;
-    const first = await bus.consume({
+    const first = await kit.bus.consume({
       group,
       subscriptions: [on(contract, async () => undefined)],
     });
-    await bus.publish(contract, [view("t-other", "a"), view("t-other", "b"), view("t-other", "c")]);
+    await kit.bus.publish(contract, [
+      view("t-other", "a"),
+      view("t-other", "b"),
+      view("t-other", "c"),
+    ]);
     expect(await first.waitUntilProcessed(contract.topic, 0, "3", { timeoutMs: 5000 })).toBe(true);
     await first.stop();
-    expect((await bus.committedOffsets(group, contract.topic)).get(0)).toBe("3");
+    expect((await kit.bus.committedOffsets(group, contract.topic)).get(0)).toBe("3");
     // A new member that has handled nothing itself still knows the group got there.
-    const second = await bus.consume({
+    const second = await kit.bus.consume({
       group,
       subscriptions: [on(contract, async () => undefined)],
     });
-    running.push(second);
+    kit.track(second);
     expect(await second.waitUntilProcessed(contract.topic, 0, "3", { timeoutMs: 5000 })).toBe(true);
   });
 
   it("replays a topic from its start up to the high-water marks taken when it began", async () => {
-    const contract = await isolatedTopic(4);
+    const contract = await kit.isolatedTopic(4);
     const published = Array.from({ length: 500 }, (_, index) =>
       view(`t-${index % 7}`, `folio-${index}`),
     );
-    await bus.publish(contract, published);
+    await kit.bus.publish(contract, published);
     const replayed: string[] = [];
-    const result = await bus.replay(contract, {
+    const result = await kit.bus.replay(contract, {
       onBatch: async (records) => {
         for (const record of records) {
           replayed.push(record.value.folio);
@@ -146,15 +120,15 @@ describe("bus progress and replay", () => {
       500,
     );
     // An empty topic replays nothing and returns at once.
-    const empty = await isolatedTopic(2);
-    expect((await bus.replay(empty, { onBatch: async () => {} })).records).toBe(0);
+    const empty = await kit.isolatedTopic(2);
+    expect((await kit.bus.replay(empty, { onBatch: async () => {} })).records).toBe(0);
   });
 
   it("fails the replay when a batch cannot be applied", async () => {
-    const contract = await isolatedTopic(2);
-    await bus.publish(contract, [view("t-fail", "a")]);
+    const contract = await kit.isolatedTopic(2);
+    await kit.bus.publish(contract, [view("t-fail", "a")]);
     await expect(
-      bus.replay(contract, {
+      kit.bus.replay(contract, {
         onBatch: async () => {
           throw new Error("shadow ledger unavailable");
         },

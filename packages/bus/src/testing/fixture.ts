@@ -1,0 +1,85 @@
+import { randomBytes } from "node:crypto";
+import { contracts, type LeadViewRecorded, type TopicContract } from "@th/contracts";
+import { startBroker } from "@th/dev-broker";
+import { createLogger } from "@th/telemetry";
+import { type Admin, Kafka, logLevel } from "kafkajs";
+import { afterAll, beforeAll } from "vitest";
+import { Bus, type RunningConsumer } from "../bus.ts";
+
+/** Consumer timings short enough for tests, as the services' test harness uses. */
+export const TEST_TIMINGS = { sessionTimeout: 6000, heartbeatInterval: 300, maxWaitTimeInMs: 100 };
+
+export interface BusFixture {
+  readonly bus: Bus;
+  readonly brokers: string[];
+  /** A plain kafkajs client, to check the bus against a client other than its own. */
+  readonly raw: Kafka;
+  readonly admin: Admin;
+  /** Stopped when the file's tests end. */
+  track(consumer: RunningConsumer): RunningConsumer;
+  /** A copy of the lead-view contract on a topic of its own, so tests never see each other. */
+  isolatedTopic(partitions?: number): Promise<TopicContract<LeadViewRecorded>>;
+}
+
+/** A dev broker, a bus and a raw client for one test file, started and stopped with it. */
+export function busFixture(name: string): BusFixture {
+  let broker: Awaited<ReturnType<typeof startBroker>> | undefined;
+  let bus: Bus | undefined;
+  let raw: Kafka | undefined;
+  let admin: Admin | undefined;
+  const running: RunningConsumer[] = [];
+
+  beforeAll(async () => {
+    broker = await startBroker({ port: 0 });
+    bus = new Bus({
+      brokers: broker.brokers,
+      clientId: name,
+      logger: createLogger({ service: name, level: "silent" }),
+      consumerTimings: TEST_TIMINGS,
+    });
+    raw = new Kafka({ brokers: broker.brokers, clientId: "raw", logLevel: logLevel.NOTHING });
+    admin = raw.admin();
+    await admin.connect();
+  });
+
+  afterAll(async () => {
+    await Promise.all(running.map((consumer) => consumer.stop()));
+    await admin?.disconnect();
+    await bus?.close();
+    await broker?.stop();
+  });
+
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) {
+      throw new Error("the bus fixture starts in beforeAll");
+    }
+    return value;
+  };
+  return {
+    get bus() {
+      return started(bus);
+    },
+    get brokers() {
+      return started(broker).brokers;
+    },
+    get raw() {
+      return started(raw);
+    },
+    get admin() {
+      return started(admin);
+    },
+    track(consumer) {
+      running.push(consumer);
+      return consumer;
+    },
+    async isolatedTopic(partitions = 3) {
+      const contract = {
+        ...contracts.leadViewRecorded,
+        topic: `${name}.${randomBytes(4).toString("hex")}`,
+        partitions,
+      };
+      await started(bus).provision([contract]);
+      return contract;
+    },
+  };
+}
