@@ -169,25 +169,28 @@ export const signInBodySchema = z
   .strict()
   .meta({ id: "SignInRequest" });
 
+/** A tenant as the keys service hands it to the edge: tier, status, limits and billing dates. */
+export const edgeTenantSchema = z.object({
+  tenant_id: z.string(),
+  revision: z.number(),
+  tier: z.string(),
+  status: z.string(),
+  limits: z.object({
+    lead_views_per_month: z.number(),
+    rate_per_minute: z.number(),
+    concurrent_webhooks: z.number(),
+    seats: z.number(),
+  }),
+  billing_anniversary: z.string().nullable(),
+  trial_ends_at: z.string().nullable(),
+  changed_at: z.string(),
+});
+
 /** What the keys service tells the gateway about a member who may hold a dashboard session. */
 export const sessionMemberSchema = z.object({
   member: z.object({ id: z.string(), email: z.string(), role: z.enum(["admin", "member"]) }),
   company: z.string(),
-  tenant: z.object({
-    tenant_id: z.string(),
-    revision: z.number(),
-    tier: z.string(),
-    status: z.string(),
-    limits: z.object({
-      lead_views_per_month: z.number(),
-      rate_per_minute: z.number(),
-      concurrent_webhooks: z.number(),
-      seats: z.number(),
-    }),
-    billing_anniversary: z.string().nullable(),
-    trial_ends_at: z.string().nullable(),
-    changed_at: z.string(),
-  }),
+  tenant: edgeTenantSchema,
 });
 
 export const dashboardSessionSchema = z
