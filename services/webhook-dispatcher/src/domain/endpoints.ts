@@ -213,12 +213,18 @@ export function createEndpointService(deps: {
      * Idempotent: an endpoint whose signing secret is younger than the revocation is skipped, so
      * the several `key.revoked` events of one compromise (and their redeliveries) rotate once.
      */
+    /**
+     * Rotates every secret not created after the compromise. `revoked_at` has millisecond
+     * precision and secrets microsecond: a secret from the compromise's own millisecond counts as
+     * from before it, so it is rotated rather than trusted.
+     */
     async rotateAfterCompromise(tenantId: string, revokedAt: Date): Promise<number> {
       const { rows } = await pool.query<{ id: string }>(
         `SELECT e.id FROM endpoints e
           WHERE e.tenant_id = $1 AND e.deleted_at IS NULL
             AND NOT EXISTS (SELECT 1 FROM endpoint_secrets s
-                             WHERE s.endpoint_id = e.id AND s.created_at > $2
+                             WHERE s.endpoint_id = e.id
+                               AND date_trunc('milliseconds', s.created_at) > $2
                                AND (s.retires_at IS NULL OR s.retires_at > $3))`,
         [tenantId, revokedAt, new Date(deps.now())],
       );
@@ -226,7 +232,8 @@ export function createEndpointService(deps: {
         await inTransaction(async (client) => {
           await client.query("SELECT id FROM endpoints WHERE id = $1 FOR UPDATE", [row.id]);
           const again = await client.query(
-            "SELECT 1 FROM endpoint_secrets WHERE endpoint_id = $1 AND created_at > $2 AND retires_at IS NULL",
+            `SELECT 1 FROM endpoint_secrets WHERE endpoint_id = $1
+               AND date_trunc('milliseconds', created_at) > $2 AND retires_at IS NULL`,
             [row.id, revokedAt],
           );
           if ((again.rowCount ?? 0) === 0) {
