@@ -121,7 +121,7 @@ try {
           const key = `${record.value.tenant_id}\u0000${record.value.day}\u0000${record.value.folio}`;
           if (!seen.has(key)) {
             seen.add(key);
-            fresh.push({ view: record.value, partition: record.partition, offset: record.offset });
+            fresh.push(record);
           }
         }
         await shadow.insert(fresh);

@@ -144,7 +144,7 @@ export async function replayIntoShadow(
           const key = `${tenant_id}\u0000${day}\u0000${folio}`;
           if (!seen.has(key)) {
             seen.add(key);
-            fresh.push({ view: record.value, partition: record.partition, offset: record.offset });
+            fresh.push(record);
           }
         }
         await writer.write(fresh);
