@@ -41,13 +41,22 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     version: API_VERSION,
     description: "Florida property parcels as leads: REST, webhooks and MCP.",
   });
-  // Every edge request makes one script call; on a connection of its own with auto-pipelining,
-  // the calls of requests that arrive together leave in one write and return in one read.
+  // Key requests that arrive together share one script call; on a connection of its own with
+  // auto-pipelining, the other edge calls of requests that arrive together leave in one write
+  // and return in one read.
   const edgeRedis = deps.redis.duplicate({ enableAutoPipelining: true });
   http.addHook("onClose", async () => {
     await edgeRedis.quit().catch(() => edgeRedis.disconnect());
   });
-  const store = createEdgeStore(edgeRedis, { tenantTtlSeconds: config.TENANT_CACHE_SECONDS });
+  const authorizeCalls = deps.metrics?.counter(
+    "th_edge_authorize_calls_total",
+    "Edge script calls that judged API-key requests (requests per call = requests / calls)",
+    [] as const,
+  );
+  const store = createEdgeStore(edgeRedis, {
+    tenantTtlSeconds: config.TENANT_CACHE_SECONDS,
+    onAuthorizeBatch: () => authorizeCalls?.inc(),
+  });
   const upstreamOf = (baseUrl: string) =>
     createUpstream({
       baseUrl,

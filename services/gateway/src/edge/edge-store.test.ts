@@ -9,7 +9,11 @@ import { createEdgeStore } from "./edge-store.ts";
 const redis = new Redis("redis://127.0.0.1:6379", {
   keyPrefix: `test:${randomBytes(6).toString("hex")}:`,
 });
-const store = createEdgeStore(redis, { tenantTtlSeconds: 30 });
+const batchSizes: number[] = [];
+const store = createEdgeStore(redis, {
+  tenantTtlSeconds: 30,
+  onAuthorizeBatch: (size) => batchSizes.push(size),
+});
 const meter = createLeadViewMeter(redis, {
   loadUsage: async () => ({ used: 0, foliosToday: [] }),
 });
@@ -242,6 +246,41 @@ describe("the tenant's rolling minute", () => {
         ).toEqual(expected);
       }
     }
+  });
+
+  it("judges requests that arrive together in one script call, in arrival order, as the full log would", async () => {
+    const random = sequence(20_261_122);
+    const calls = batchSizes.length;
+    let requests = 0;
+    for (const limit of [1, 3, 7, 40]) {
+      const { keys } = await tenantWithLimit(limit);
+      const reference = referenceWindow(limit);
+      let clock = start;
+      for (let burst = 0; burst < 40; burst++) {
+        clock += random(4) === 0 ? 30_000 + random(40_000) : random(4_000);
+        const times: number[] = [];
+        const size = 1 + random(30);
+        for (let i = 0; i < size; i++) {
+          clock += random(3);
+          times.push(random(20) === 0 ? clock - random(500) : clock);
+        }
+        const expected = times.map((at) => reference(at));
+        const windows = await Promise.all(times.map((at, i) => windowAt(alternate(keys, i), at)));
+        expect(
+          windows.map((window) => ({
+            allowed: window.allowed,
+            remaining: window.remaining,
+            retryAtMs: window.retryAtMs,
+            resetAtMs: window.resetAtMs,
+          })),
+          `limit ${limit}, burst ${burst}`,
+        ).toEqual(expected);
+        requests += size;
+      }
+    }
+    // Each burst went to Redis as one call.
+    expect(batchSizes.length - calls).toBe(160);
+    expect(batchSizes.slice(calls).reduce((sum, size) => sum + size, 0)).toBe(requests);
   });
 
   it("keeps no more buckets than the cap, however hard the tenant retries", async () => {

@@ -43,125 +43,171 @@ if (!/^[\w:.-]+$/.test(LEAD_VIEW_COUNTER_PREFIX)) {
  * cap or however hard the tenant retries, and over the cap its oldest millisecond holds the
  * limit-th newest request, whose leaving is the moment one more request fits.
  *
- * `slide(times, state, limit)` with ARGV[2] = now (ms) returns the requests in the minute with
- * this one (exact up to the limit, capped above it), whether this one is allowed, and the oldest
- * kept millisecond.
+ * A script may judge many requests (see AUTHORIZE_BATCH_LUA): `windowOf` reads a window's hash
+ * once per script, `slide(w, limit, now)` judges one request against it in order, and
+ * `saveWindows()` writes each touched hash back once at the end. `slide` returns the requests in
+ * the minute with this one (exact up to the limit, capped above it), whether this one is
+ * allowed, and the oldest kept millisecond.
  */
 const SLIDE_LUA = `
-local function slide(times, state, limit)
-  local now = tonumber(ARGV[2])
-  local window = ${WINDOW_MS}
-  local edge = now - window
+local windowByState = {}
+local touchedWindows = {}
+local function windowOf(times, state)
+  local w = windowByState[state]
+  if w then return w end
   local s = redis.call('HMGET', state, 'n', 'm', 'o', 'b', 'e')
   local total = tonumber(s[1]) or 0
-  local newest = tonumber(s[2])
-  local oldest = tonumber(s[3])
-  local base = tonumber(s[4]) or total
-  local extended = tonumber(s[5]) or 0
-  if oldest and oldest <= edge then
-    redis.call('ZREMRANGEBYSCORE', times, '-inf', edge)
-    local head = redis.call('ZRANGE', times, 0, 0, 'WITHSCORES')
+  w = {times = times, state = state, total = total, newest = tonumber(s[2]),
+    oldest = tonumber(s[3]), base = tonumber(s[4]) or total, extended = tonumber(s[5]) or 0,
+    latest = 0}
+  windowByState[state] = w
+  touchedWindows[#touchedWindows + 1] = w
+  return w
+end
+local function slide(w, limit, now)
+  local edge = now - ${WINDOW_MS}
+  if w.oldest and w.oldest <= edge then
+    redis.call('ZREMRANGEBYSCORE', w.times, '-inf', edge)
+    local head = redis.call('ZRANGE', w.times, 0, 0, 'WITHSCORES')
     if head[1] then
-      base = tonumber(head[1])
-      oldest = tonumber(head[2])
+      w.base = tonumber(head[1])
+      w.oldest = tonumber(head[2])
     else
-      base = total
-      oldest = nil
+      w.base = w.total
+      w.oldest = nil
     end
   end
-  local before = total - base
-  if not newest or now > newest then
-    redis.call('ZADD', times, now, total)
-    newest = now
-    if not oldest then
-      oldest = now
-      base = total
+  local before = w.total - w.base
+  if not w.newest or now > w.newest then
+    redis.call('ZADD', w.times, now, w.total)
+    w.newest = now
+    if not w.oldest then
+      w.oldest = now
+      w.base = w.total
     end
   end
-  total = total + 1
+  w.total = w.total + 1
   local keep = math.max(limit, 1)
-  if total - base > keep then
+  if w.total - w.base > keep then
     while true do
-      local two = redis.call('ZRANGE', times, 0, 1, 'WITHSCORES')
-      if not two[3] or total - tonumber(two[3]) < keep then break end
-      redis.call('ZREMRANGEBYRANK', times, 0, 0)
-      base = tonumber(two[3])
-      oldest = tonumber(two[4])
+      local two = redis.call('ZRANGE', w.times, 0, 1, 'WITHSCORES')
+      if not two[3] or w.total - tonumber(two[3]) < keep then break end
+      redis.call('ZREMRANGEBYRANK', w.times, 0, 0)
+      w.base = tonumber(two[3])
+      w.oldest = tonumber(two[4])
     end
   end
-  -- The TTL only collects idle windows, so it is pushed at most once a second, a second longer
-  -- than the minute.
-  if now >= extended + 1000 then
-    redis.call('HSET', state, 'n', total, 'm', newest, 'o', oldest, 'b', base, 'e', now)
-    redis.call('PEXPIRE', times, window + 1000)
-    redis.call('PEXPIRE', state, window + 1000)
-  else
-    redis.call('HSET', state, 'n', total, 'm', newest, 'o', oldest, 'b', base)
-  end
+  if now > w.latest then w.latest = now end
   local allowed = 0
   if before < limit then allowed = 1 end
-  return total - base, allowed, oldest
+  return w.total - w.base, allowed, w.oldest
+end
+-- The TTL only collects idle windows, so it is pushed at most once a second, a second longer
+-- than the minute.
+local function saveWindows()
+  for _, w in ipairs(touchedWindows) do
+    if w.latest >= w.extended + 1000 then
+      redis.call('HSET', w.state, 'n', w.total, 'm', w.newest, 'o', w.oldest, 'b', w.base, 'e', w.latest)
+      redis.call('PEXPIRE', w.times, ${WINDOW_MS + 1000})
+      redis.call('PEXPIRE', w.state, ${WINDOW_MS + 1000})
+    else
+      redis.call('HSET', w.state, 'n', w.total, 'm', w.newest, 'o', w.oldest, 'b', w.base)
+    end
+  end
 end
 `;
 
 /**
- * One round trip answers everything the edge needs: which tenant the key belongs to, whether it
- * is revoked, the tenant's tier and caps, and the tenant's rolling minute. ARGV[1] is the key
- * prefix, ARGV[2] now (ms), ARGV[3] today's calendar (see TENANT_WINDOW_LUA). The answer is one
- * line-separated string: one bulk reply decodes for less than thirteen (every field is an id,
- * an enum, a number or a date, none can hold a line break, and the reader checks the count).
+ * What the edge needs about one caller: the tenant's tier and caps, the tenant's rolling minute,
+ * and the month's lead-view counter. `rec` is {tenant id, member id, key id}; `prefix` the key
+ * prefix; `calendar` today's "year month day days-in-month days-in-previous-month". Tenant
+ * records and counters are read once per script. The answer is one line-separated string: one
+ * bulk reply decodes for less than thirteen (every field is an id, an enum, a number or a date,
+ * none can hold a line break, and the reader checks the count).
  */
-const KEY_LOOKUP_LUA = `
-local rec = redis.call('HMGET', KEYS[1], 'tenant_id', 'member_id', 'key_id', 'revoked', 'unknown')
-if rec[5] == '1' then return 'unknown' end
-if not rec[1] then return 'miss' end
-if rec[4] == '1' then return 'revoked' end
+const TENANT_WINDOW_LUA = `
+local tenantById = {}
+local function tenantOf(id, prefix, calendar)
+  local cached = tenantById[id]
+  if cached then return cached end
+  local t = redis.call('HMGET', prefix .. 'tenant:' .. id, 'tier', 'status', 'rate_per_minute', 'lead_views_per_month', 'billing_anniversary')
+  local tenant = {record = t}
+  tenantById[id] = tenant
+  if not t[1] or (t[2] ~= 'trialing' and t[2] ~= 'active') then return tenant end
+  tenant.limit = tonumber(t[3])
+  tenant.window = windowOf(prefix .. 'rlt:' .. id, prefix .. 'rlc:' .. id)
+  -- The month's lead-view counter. The period starts on the anniversary's day of this month
+  -- (clamped to the month's length) or, before that day, of the previous month.
+  local used = ''
+  if t[5] and string.len(t[5]) == 10 then
+    local anniversary = tonumber(string.sub(t[5], 9, 10))
+    local ys, ms, ds, dim, dpm = string.match(calendar, '(%d+) (%d+) (%d+) (%d+) (%d+)')
+    local y, m, d = tonumber(ys), tonumber(ms), tonumber(ds)
+    local startDay = math.min(anniversary, tonumber(dim))
+    if d < startDay then
+      m = m - 1
+      if m == 0 then m = 12; y = y - 1 end
+      startDay = math.min(anniversary, tonumber(dpm))
+    end
+    used = redis.call('GET', prefix .. '${LEAD_VIEW_COUNTER_PREFIX}' .. id .. ':' .. string.format('%04d-%02d-%02d', y, m, startDay)) or ''
+  end
+  -- Integers print exactly through string concatenation (Lua's %.14g covers millisecond times).
+  tenant.tail = '\\n' .. (t[4] or '') .. '\\n' .. (t[5] or '') .. '\\n' .. used
+  return tenant
+end
+local function authorizeTenant(rec, now, prefix, calendar)
+  local tenant = tenantOf(rec[1], prefix, calendar)
+  local t = tenant.record
+  if not t[1] then return 'miss' end
+  if not tenant.window then return 'inactive\\n' .. rec[1] .. '\\n' .. t[2] end
+  local count, allowed, oldest = slide(tenant.window, tenant.limit, now)
+  return 'ok\\n' .. rec[1] .. '\\n' .. rec[2] .. '\\n' .. rec[3] .. '\\n' .. t[1] .. '\\n' .. t[2] .. '\\n' ..
+    t[3] .. '\\n' .. count .. '\\n' .. oldest .. '\\n' .. allowed .. tenant.tail
+end
+`;
+
+/**
+ * Every API-key request that reached the edge in one turn of the event loop, judged in one
+ * script and in arrival order: KEYS are the key records, ARGV[1] the key prefix, ARGV[2] today's
+ * calendar, ARGV[2 + i] the time (ms) of request i. Each request still waits for exactly one
+ * round trip; the tenant's window, tier record and counter are read and written once per batch
+ * instead of once per request.
+ */
+const AUTHORIZE_BATCH_LUA = `${SLIDE_LUA}${TENANT_WINDOW_LUA}
+local answers = {}
+local recordByKey = {}
+for i = 1, #KEYS do
+  local rec = recordByKey[KEYS[i]]
+  if not rec then
+    rec = redis.call('HMGET', KEYS[i], 'tenant_id', 'member_id', 'key_id', 'revoked', 'unknown')
+    recordByKey[KEYS[i]] = rec
+  end
+  if rec[5] == '1' then answers[i] = 'unknown'
+  elseif not rec[1] then answers[i] = 'miss'
+  elseif rec[4] == '1' then answers[i] = 'revoked'
+  else answers[i] = authorizeTenant(rec, tonumber(ARGV[2 + i]), ARGV[1], ARGV[2]) end
+end
+saveWindows()
+return answers
 `;
 
 /**
  * A dashboard session names its tenant and member in a signed token, so there is no key to look
- * up: KEYS[1] is the session's revocation mark (set at sign-out), ARGV[4..6] the tenant,
- * member and session id. Everything after is the same tenant window and quota read as for keys.
+ * up: KEYS[1] is the session's revocation mark (set at sign-out); ARGV[1] the key prefix, ARGV[2]
+ * now (ms), ARGV[3] today's calendar, ARGV[4..6] the tenant, member and session id.
  */
-const SESSION_LOOKUP_LUA = `
+const AUTHORIZE_SESSION_LUA = `${SLIDE_LUA}${TENANT_WINDOW_LUA}
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'revoked' end
-local rec = {ARGV[4], ARGV[5], ARGV[6]}
+local answer = authorizeTenant({ARGV[4], ARGV[5], ARGV[6]}, tonumber(ARGV[2]), ARGV[1], ARGV[3])
+saveWindows()
+return answer
 `;
 
-const TENANT_WINDOW_LUA = `
-local t = redis.call('HMGET', ARGV[1] .. 'tenant:' .. rec[1], 'tier', 'status', 'rate_per_minute', 'lead_views_per_month', 'billing_anniversary')
-if not t[1] then return 'miss' end
-if t[2] ~= 'trialing' and t[2] ~= 'active' then return 'inactive\\n' .. rec[1] .. '\\n' .. t[2] end
-local limit = tonumber(t[3])
-local count, allowed, oldest = slide(ARGV[1] .. 'rlt:' .. rec[1], ARGV[1] .. 'rlc:' .. rec[1], limit)
--- The month's lead-view counter, so the quota headers need no second round trip. The period
--- starts on the anniversary's day of this month (clamped to the month's length) or, before that
--- day, of the previous month. ARGV[3]: year, month, day, days in this month, days in the
--- previous month, space-separated.
-local used = ''
-if t[5] and string.len(t[5]) == 10 then
-  local anniversary = tonumber(string.sub(t[5], 9, 10))
-  local ys, ms, ds, dim, dpm = string.match(ARGV[3], '(%d+) (%d+) (%d+) (%d+) (%d+)')
-  local y, m, d = tonumber(ys), tonumber(ms), tonumber(ds)
-  local startDay = math.min(anniversary, tonumber(dim))
-  if d < startDay then
-    m = m - 1
-    if m == 0 then m = 12; y = y - 1 end
-    startDay = math.min(anniversary, tonumber(dpm))
-  end
-  used = redis.call('GET', ARGV[1] .. '${LEAD_VIEW_COUNTER_PREFIX}' .. rec[1] .. ':' .. string.format('%04d-%02d-%02d', y, m, startDay)) or ''
-end
-return table.concat({'ok', rec[1], rec[2], rec[3], t[1], t[2], string.format('%.0f', limit),
-  string.format('%.0f', count), string.format('%.0f', oldest), allowed, t[4] or '', t[5] or '', used}, '\\n')
-`;
-
-const AUTHORIZE_LUA = SLIDE_LUA + KEY_LOOKUP_LUA + TENANT_WINDOW_LUA;
-const AUTHORIZE_SESSION_LUA = SLIDE_LUA + SESSION_LOOKUP_LUA + TENANT_WINDOW_LUA;
-
-/** The same rolling minute per client IP: KEYS[1..2] the window, ARGV[2] now, ARGV[3] the limit. */
+/** The same rolling minute per client IP: KEYS[1..2] the window, ARGV[1] now, ARGV[2] the limit. */
 const IP_LIMIT_LUA = `${SLIDE_LUA}
-local limit = tonumber(ARGV[3])
-local count, allowed, oldest = slide(KEYS[1], KEYS[2], limit)
+local limit = tonumber(ARGV[2])
+local count, allowed, oldest = slide(windowOf(KEYS[1], KEYS[2]), limit, tonumber(ARGV[1]))
+saveWindows()
 return {limit, count, oldest, allowed}
 `;
 
@@ -220,15 +266,10 @@ export type Authorization =
     };
 
 type EdgeRedis = Redis & {
-  thAuthorize(key: string, ...args: (string | number)[]): Promise<string>;
+  /** numkeys, the key records, then ARGV (see AUTHORIZE_BATCH_LUA). */
+  thAuthorizeBatch(...args: (string | number)[]): Promise<string[]>;
   thAuthorizeSession(key: string, ...args: (string | number)[]): Promise<string>;
-  thIpLimit(
-    times: string,
-    state: string,
-    prefix: string,
-    now: number,
-    limit: number,
-  ): Promise<number[]>;
+  thIpLimit(times: string, state: string, now: number, limit: number): Promise<number[]>;
   thPutKey(
     key: string,
     tenantId: string,
@@ -238,6 +279,13 @@ type EdgeRedis = Redis & {
   ): Promise<number>;
   thPutTenant(key: string, ...args: string[]): Promise<number>;
 };
+
+interface PendingAuthorization {
+  keyHash: string;
+  now: number;
+  resolve: (answer: Authorization) => void;
+  reject: (error: unknown) => void;
+}
 
 function rateWindow(limit: number, count: number, oldest: number, allowed: boolean): RateWindow {
   // Over the cap the oldest kept millisecond holds the limit-th newest request, so its leaving
@@ -253,10 +301,17 @@ function rateWindow(limit: number, count: number, oldest: number, allowed: boole
   };
 }
 
-export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: number }) {
+export interface EdgeStoreOptions {
+  tenantTtlSeconds: number;
+  /** Called with the number of key authorizations each script call judged. */
+  onAuthorizeBatch?: (size: number) => void;
+}
+
+export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
   const edge = redis as EdgeRedis;
-  if (!("thAuthorize" in edge)) {
-    redis.defineCommand("thAuthorize", { numberOfKeys: 1, lua: AUTHORIZE_LUA });
+  if (!("thAuthorizeBatch" in edge)) {
+    // Without numberOfKeys the first argument says how many keys follow.
+    redis.defineCommand("thAuthorizeBatch", { lua: AUTHORIZE_BATCH_LUA });
     redis.defineCommand("thAuthorizeSession", { numberOfKeys: 1, lua: AUTHORIZE_SESSION_LUA });
     redis.defineCommand("thIpLimit", { numberOfKeys: 2, lua: IP_LIMIT_LUA });
     redis.defineCommand("thPutKey", { numberOfKeys: 1, lua: PUT_KEY_LUA });
@@ -288,6 +343,49 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
 
   function windowArgs(now: number): (string | number)[] {
     return [prefix, Math.floor(now), calendarOf(now)];
+  }
+
+  /**
+   * Key authorizations wait here until the event loop's check phase and then go to Redis as one
+   * script call, in arrival order: under load a turn of the loop brings many requests, and one
+   * call costs Redis and the client far less than one per request. No request waits longer than
+   * it would have for its own call, which the pipelined connection would send at the same moment.
+   */
+  const MAX_BATCH = 512;
+  let pending: PendingAuthorization[] = [];
+  let pendingCalendar = "";
+
+  function flush(): void {
+    if (pending.length === 0) {
+      return;
+    }
+    const batch = pending;
+    pending = [];
+    const args: (string | number)[] = [batch.length];
+    for (const entry of batch) {
+      args.push(`th:key:${entry.keyHash}`);
+    }
+    args.push(prefix, pendingCalendar);
+    for (const entry of batch) {
+      args.push(entry.now);
+    }
+    options.onAuthorizeBatch?.(batch.length);
+    edge.thAuthorizeBatch(...args).then(
+      (answers) => {
+        for (const [index, entry] of batch.entries()) {
+          try {
+            entry.resolve(authorization(answers[index] as string));
+          } catch (error) {
+            entry.reject(error);
+          }
+        }
+      },
+      (error: unknown) => {
+        for (const entry of batch) {
+          entry.reject(error);
+        }
+      },
+    );
   }
 
   function authorization(reply: string): Authorization {
@@ -324,7 +422,17 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
 
   return {
     async authorize(keyHash: string, now = Date.now()): Promise<Authorization> {
-      return authorization(await edge.thAuthorize(`th:key:${keyHash}`, ...windowArgs(now)));
+      return new Promise((resolve, reject) => {
+        const calendar = calendarOf(now);
+        if (pending.length > 0 && (pending.length >= MAX_BATCH || calendar !== pendingCalendar)) {
+          flush();
+        }
+        if (pending.length === 0) {
+          pendingCalendar = calendar;
+          setImmediate(flush);
+        }
+        pending.push({ keyHash, now: Math.floor(now), resolve, reject });
+      });
     },
 
     /**
@@ -365,7 +473,6 @@ export function createEdgeStore(redis: Redis, options: { tenantTtlSeconds: numbe
         await edge.thIpLimit(
           `th:rlipt:${scope}:${ip}`,
           `th:rlipc:${scope}:${ip}`,
-          "",
           Math.floor(now),
           limit,
         )
