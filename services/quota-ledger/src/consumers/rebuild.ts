@@ -110,6 +110,9 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
  */
 const SHADOW_LANES = 1;
 
+/** Records of a fetched slice deduplicated and written together. */
+const SLICE_PART = 512;
+
 export interface ShadowReplay {
   events: number;
   leadViews: number;
@@ -138,16 +141,22 @@ export async function replayIntoShadow(
     replay = await bus.replay(contracts.leadViewRecorded, {
       onBatch: async (records) => {
         events += records.length;
-        const fresh: ShadowRow[] = [];
-        for (const record of records) {
-          const { tenant_id, day, folio } = record.value;
-          const key = `${tenant_id}\u0000${day}\u0000${folio}`;
-          if (!seen.has(key)) {
-            seen.add(key);
-            fresh.push(record);
+        // A fetched slice runs to tens of megabytes of decoded records: each part is checked and
+        // written while it is still in the processor's cache, not after the whole slice.
+        for (let start = 0; start < records.length; start += SLICE_PART) {
+          const fresh: ShadowRow[] = [];
+          const end = Math.min(start + SLICE_PART, records.length);
+          for (let index = start; index < end; index++) {
+            const record = records[index] as ShadowRow;
+            const { tenant_id, day, folio } = record.value;
+            const key = `${tenant_id}\u0000${day}\u0000${folio}`;
+            if (!seen.has(key)) {
+              seen.add(key);
+              fresh.push(record);
+            }
           }
+          await writer.write(fresh);
         }
-        await writer.write(fresh);
       },
     });
     await writer.close();

@@ -27,6 +27,14 @@ const COPY_CHUNK = 1 << 20;
  */
 const LANE_CHUNK = 256 << 10;
 
+/**
+ * Bytes a lane may have queued for its connection before the replay waits for it: a few fetched
+ * slices of COPY text, so the next slice is read and decoded while Postgres stores the last one.
+ * Waiting whenever more than the stream's default 16 KiB was unsent left the reader idle while
+ * Postgres parsed the chunk before.
+ */
+const LANE_BACKLOG = 64 * LANE_CHUNK;
+
 const NEEDS_ESCAPE = /[\\\t\n\r]/;
 
 /** A value in COPY text format: backslash, tab and line breaks escaped, null as \N. */
@@ -95,7 +103,7 @@ export interface ShadowWriter {
 /** One connection running one COPY for the whole replay. */
 async function openLane(pool: Pool) {
   const client: PoolClient = await pool.connect();
-  const stream = client.query(copyFrom(COPY_SQL));
+  const stream = client.query(copyFrom(COPY_SQL, { highWaterMark: LANE_BACKLOG }));
   let failure: Error | undefined;
   const done = new Promise<void>((resolve, reject) => {
     stream.once("finish", resolve);
