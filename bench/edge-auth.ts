@@ -1,6 +1,10 @@
 // The cost of the authenticated edge: an authenticated GET /v1/me through the full gateway
 // (bearer parsing, checksum, HMAC, one Redis script for key + tenant + sliding minute, headers)
 // against the same handler on a bare Fastify server, in the same process and run.
+// Saturation is measured with autocannon (closed loop, 32 connections). Latency at half of the
+// edge's saturation is measured with bench/paced-load.ts, which sends at a steady rate and counts
+// each request's latency from when it was due: autocannon's --overallRate sends each second's
+// share back to back and then idles, so its latencies would be those of a saturated server.
 // The machine is shared with other work, so the phases run in rounds that alternate their order
 // (bare then edge, edge then bare, ...) and the figures reported are each phase's median over the
 // rounds: a burst of outside load then lands on one round of both sides, not on one side.
@@ -24,24 +28,45 @@ interface LoadResult {
 }
 
 /** The load runs in its own process so it does not share the servers' event loop. */
-async function run(
-  url: string,
-  headers: Record<string, string>,
-  options: { connections: number; overallRate?: number },
-): Promise<LoadResult> {
+async function saturate(url: string, headers: Record<string, string>): Promise<LoadResult> {
   const args = [
     "--json",
     "--duration",
     String(seconds),
     "--connections",
-    String(options.connections),
+    "32",
     ...Object.entries(headers).flatMap(([name, value]) => ["--headers", `${name}=${value}`]),
-    ...(options.overallRate ? ["--overallRate", String(options.overallRate)] : []),
     url,
   ];
   const bin = join(import.meta.dirname, "node_modules", ".bin", "autocannon");
   const { stdout } = await promisify(execFile)(bin, args, { maxBuffer: 64 * 1024 * 1024 });
   return JSON.parse(stdout) as LoadResult;
+}
+
+/** A steady rate from its own process; see bench/paced-load.ts. */
+async function paced(
+  url: string,
+  headers: Record<string, string>,
+  rate: number,
+): Promise<LoadResult> {
+  const script = join(import.meta.dirname, "paced-load.ts");
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [script, url, String(rate), String(seconds), JSON.stringify(headers)],
+    { maxBuffer: 1024 * 1024 },
+  );
+  const result = JSON.parse(stdout) as {
+    rate: number;
+    p50: number;
+    p99: number;
+    non2xx: number;
+    errors: number;
+  };
+  return {
+    requests: { average: result.rate },
+    latency: { p50: result.p50, p99: result.p99 },
+    non2xx: result.non2xx + result.errors,
+  };
 }
 
 // The rate limit would cut the run short; the bench tenant gets a cap no load here reaches.
@@ -117,8 +142,8 @@ for (let round = 0; round < rounds; round++) {
   saturated.push(
     await alternating(
       round,
-      () => run(bareUrl, auth, { connections: 32 }),
-      () => run(gatewayUrl, auth, { connections: 32 }),
+      () => saturate(bareUrl, auth),
+      () => saturate(gatewayUrl, auth),
     ),
   );
 }
@@ -130,8 +155,8 @@ for (let round = 0; round < rounds; round++) {
   atHalf.push(
     await alternating(
       round,
-      () => run(bareUrl, auth, { connections: 16, overallRate: halfRate }),
-      () => run(gatewayUrl, auth, { connections: 16, overallRate: halfRate }),
+      () => paced(bareUrl, auth, halfRate),
+      () => paced(gatewayUrl, auth, halfRate),
     ),
   );
 }

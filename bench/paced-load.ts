@@ -1,0 +1,100 @@
+// Open-loop load at a steady rate, for latency at a given throughput: request i is due at
+// start + i / rate whatever happened to the requests before it, and its latency counts from when
+// it was due, so a stall shows in every request it holds up (no coordinated omission).
+// autocannon's --overallRate cannot stand in for this: each connection sends its share of a
+// second back to back and then waits for the next second, so its latencies are those of a
+// saturated server for the first part of every second.
+// The first second is a warm-up (connections open, code is compiled) and is left out of the
+// figures.
+// Run: node bench/paced-load.ts <url> <requests per second> <seconds> [headers as JSON]
+// Prints one JSON line: {rate, sent, completed, errors, non2xx, p50, p99, p999, max} (ms).
+import { Agent, request } from "node:http";
+
+const [url, rateText, secondsText, headersText] = process.argv.slice(2);
+if (!url || !rateText || !secondsText) {
+  throw new Error("usage: paced-load.ts <url> <rate> <seconds> [headers JSON]");
+}
+const rate = Number(rateText);
+const warmup = Math.round(rate);
+const total = warmup + Math.round(rate * Number(secondsText));
+const headers = JSON.parse(headersText ?? "{}") as Record<string, string>;
+// A fixed pool, as a client's keep-alive pool would be: opening a socket for every request that
+// finds all busy would measure connection set-up, not the server. A request that waits for a
+// socket counts the wait.
+const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+
+const latencies = new Float64Array(total);
+let sent = 0;
+let completed = 0;
+let errors = 0;
+let non2xx = 0;
+const startsAt = performance.now() + 100;
+
+function dueAt(index: number): number {
+  return startsAt + (index * 1000) / rate;
+}
+
+function send(index: number): void {
+  const due = dueAt(index);
+  const outgoing = request(url as string, { agent, headers }, (response) => {
+    response.resume();
+    response.on("end", () => {
+      latencies[index] = performance.now() - due;
+      const status = response.statusCode ?? 0;
+      if (status < 200 || status >= 300) {
+        non2xx++;
+      }
+      settle();
+    });
+  });
+  outgoing.on("error", () => {
+    latencies[index] = performance.now() - due;
+    errors++;
+    settle();
+  });
+  outgoing.end();
+}
+
+function settle(): void {
+  completed++;
+  if (completed === total) {
+    report();
+  }
+}
+
+function tick(): void {
+  const now = performance.now();
+  while (sent < total && dueAt(sent) <= now) {
+    send(sent);
+    sent++;
+  }
+  if (sent < total) {
+    setTimeout(tick, Math.max(0, Math.min(1, dueAt(sent) - performance.now())));
+  }
+}
+
+function percentile(sorted: Float64Array, fraction: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? Number.NaN;
+}
+
+function report(): void {
+  const elapsed = (performance.now() - dueAt(warmup)) / 1000;
+  const sorted = latencies.slice(warmup).sort();
+  const round = (value: number) => Math.round(value * 100) / 100;
+  process.stdout.write(
+    `${JSON.stringify({
+      rate: round((total - warmup) / elapsed),
+      sent,
+      completed,
+      errors,
+      non2xx,
+      p50: round(percentile(sorted, 0.5)),
+      p99: round(percentile(sorted, 0.99)),
+      p999: round(percentile(sorted, 0.999)),
+      max: round(sorted[sorted.length - 1] ?? Number.NaN),
+    })}\n`,
+  );
+  agent.destroy();
+}
+
+setTimeout(tick, Math.max(0, startsAt - performance.now()));
