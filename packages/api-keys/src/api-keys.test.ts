@@ -1,3 +1,4 @@
+import { crc32 } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import {
   containsKeyLikeString,
@@ -35,6 +36,25 @@ describe("API key format", () => {
     expect(isWellFormedApiKey(key.slice(0, -1))).toBe(false);
     expect(isWellFormedApiKey(`th_test_${key.slice(8)}`)).toBe(false);
     expect(isWellFormedApiKey("")).toBe(false);
+  });
+
+  it("accepts keys issued before, whose checksum is the CRC-32 of the head in six base62 characters", () => {
+    const issuedEarlier = [
+      "th_live_N7UUL5C5BrTjN4R7r32g0pPHF5RYINi22krV1V",
+      "th_live_VOOVPb0HOMBvUeZcT9HwusrpdF8HT2sK1LRX5p",
+    ];
+    expect(issuedEarlier.every(isWellFormedApiKey)).toBe(true);
+    const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    for (let i = 0; i < 2_000; i++) {
+      const key = generateApiKey();
+      let rest = BigInt(crc32(key.slice(0, -6)));
+      let checksum = "";
+      while (rest > 0n) {
+        checksum = base62[Number(rest % 62n)] + checksum;
+        rest /= 62n;
+      }
+      expect(key.slice(-6)).toBe(checksum.padStart(6, "0"));
+    }
   });
 
   it("is stored as a peppered hash and last4 only", () => {
