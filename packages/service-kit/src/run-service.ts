@@ -118,7 +118,7 @@ export async function runService<Config extends CommonConfig>(
     },
   );
   const app = await spec.build({ config, logger, pool, redis, bus, metrics });
-  app.http?.addHook("onResponse", async (request, reply) => {
+  app.http?.addHook("onResponse", (request, reply, done) => {
     metrics.httpRequests.observe(
       {
         method: request.method,
@@ -127,6 +127,7 @@ export async function runService<Config extends CommonConfig>(
       },
       reply.elapsedTime / 1000,
     );
+    done();
   });
   await provisionWithRetry(bus, spec.topics, logger);
   await app.start();
