@@ -15,6 +15,9 @@ export function createSecretStore(options: {
   now: () => number;
 }) {
   const cache = new Map<string, { secrets: string[]; until: number }>();
+  // Every attempt of a busy endpoint misses at once when its entry expires; they share one read
+  // (and one decryption) instead of each querying.
+  const loading = new Map<string, Promise<string[]>>();
 
   async function insert(client: Pool | PoolClient, endpointId: string): Promise<string> {
     const secret = generateSecret();
@@ -23,8 +26,25 @@ export function createSecretStore(options: {
       "INSERT INTO endpoint_secrets (endpoint_id, key_id, nonce, sealed) VALUES ($1, $2, $3, $4)",
       [endpointId, sealed.keyId, sealed.nonce, sealed.sealed],
     );
-    cache.delete(endpointId);
+    forget(endpointId);
     return secret;
+  }
+
+  function forget(endpointId: string) {
+    cache.delete(endpointId);
+    loading.delete(endpointId);
+  }
+
+  async function load(endpointId: string, now: number): Promise<string[]> {
+    const { rows } = await options.pool.query<{ key_id: string; nonce: Buffer; sealed: Buffer }>(
+      `SELECT key_id, nonce, sealed FROM endpoint_secrets
+        WHERE endpoint_id = $1 AND (retires_at IS NULL OR retires_at > $2)
+        ORDER BY id DESC`,
+      [endpointId, new Date(now)],
+    );
+    return rows.map((row) =>
+      options.box.open(endpointId, { keyId: row.key_id, nonce: row.nonce, sealed: row.sealed }),
+    );
   }
 
   return {
@@ -47,7 +67,7 @@ export function createSecretStore(options: {
         [endpointId, retiresAt],
       );
       const secret = await insert(client, endpointId);
-      cache.delete(endpointId);
+      forget(endpointId);
       return { secret, previousRetiresAt: retiresAt };
     },
 
@@ -58,22 +78,27 @@ export function createSecretStore(options: {
       if (hit && hit.until > now) {
         return hit.secrets;
       }
-      const { rows } = await options.pool.query<{ key_id: string; nonce: Buffer; sealed: Buffer }>(
-        `SELECT key_id, nonce, sealed FROM endpoint_secrets
-          WHERE endpoint_id = $1 AND (retires_at IS NULL OR retires_at > $2)
-          ORDER BY id DESC`,
-        [endpointId, new Date(now)],
-      );
-      const secrets = rows.map((row) =>
-        options.box.open(endpointId, { keyId: row.key_id, nonce: row.nonce, sealed: row.sealed }),
-      );
-      cache.set(endpointId, { secrets, until: now + CACHE_MS });
-      return secrets;
+      const pending = loading.get(endpointId);
+      if (pending) {
+        return pending;
+      }
+      const loaded = load(endpointId, now);
+      loading.set(endpointId, loaded);
+      try {
+        const secrets = await loaded;
+        // A rotation while this read ran forgot it: its answer may predate the new secret.
+        if (loading.get(endpointId) === loaded) {
+          cache.set(endpointId, { secrets, until: now + CACHE_MS });
+        }
+        return secrets;
+      } finally {
+        if (loading.get(endpointId) === loaded) {
+          loading.delete(endpointId);
+        }
+      }
     },
 
-    forget(endpointId: string) {
-      cache.delete(endpointId);
-    },
+    forget,
   };
 }
 
