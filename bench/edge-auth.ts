@@ -1,6 +1,7 @@
 // The cost of the authenticated edge: an authenticated GET /v1/me through the full gateway
 // (bearer parsing, checksum, HMAC, one Redis script for key + tenant + sliding minute, headers)
-// against the same handler on a bare Fastify server, in the same process and run.
+// against the same handler on a bare Fastify server, in the same run; each server runs in a
+// process of its own, the gateway with its consumers as deployed (logging at fatal for both).
 // Saturation is measured with autocannon (closed loop, 32 connections). Latency at half of the
 // edge's saturation is measured with bench/paced-load.ts, which sends at a steady rate and counts
 // each request's latency from when it was due: autocannon's --overallRate sends each second's
@@ -10,12 +11,11 @@
 // rounds: a burst of outside load then lands on one round of both sides, not on one side.
 // Run: node bench/edge-auth.ts [seconds per phase] [rounds]
 
-import { execFile } from "node:child_process";
-import type { AddressInfo } from "node:net";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { cpus } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { promisify } from "node:util";
-import Fastify from "fastify";
 import { startEdgeStack } from "../test/support/edge-stack.ts";
 
 const seconds = Number(process.argv[2] ?? 8);
@@ -69,15 +69,25 @@ async function paced(
   };
 }
 
-// The rate limit would cut the run short; the bench tenant gets a cap no load here reaches.
+// The rate limit would cut the run short; the bench tenant gets a cap no load here reaches. The
+// change goes out as tenant.changed like any other, and the keys service's outbox is drained
+// before it stops, so a gateway replaying the topic ends on the newest snapshot.
 const stack = await startEdgeStack();
 const tenant = await stack.startTrial("custom");
-await stack.harness.db
-  .poolFor("keys")
-  .query("UPDATE tenants SET rate_per_minute = 100000000, revision = revision + 1 WHERE id = $1", [
-    tenant.tenantId,
-  ]);
-await stack.gateway.store.forgetTenant(tenant.tenantId);
+await stack.setCustomLimits(tenant.tenantId, { rate_per_minute: 100_000_000 });
+const keysPool = stack.harness.db.poolFor("keys");
+for (let waited = 0; ; waited += 50) {
+  const { rows } = await keysPool.query<{ waiting: string }>(
+    "SELECT count(*) AS waiting FROM outbox WHERE published_at IS NULL",
+  );
+  if (Number(rows[0]?.waiting) === 0) {
+    break;
+  }
+  if (waited > 30_000) {
+    throw new Error("the keys service's outbox did not drain");
+  }
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
 // The other services share this process only to serve the gateway's cache misses over HTTP; their
 // consumers and outbox relays would poll throughout the run and load both sides, so they stop.
 await stack.keys.stop();
@@ -85,22 +95,53 @@ await stack.ledger.stop();
 for (const matcher of stack.matchers()) {
   await matcher.stop();
 }
-const gateway = stack.gateway.http;
-if (!gateway) {
-  throw new Error("no gateway app");
-}
-await gateway.listen({ port: 0, host: "127.0.0.1" });
-const gatewayUrl = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}/v1/me`;
+// The gateway under test runs in a process of its own, as deployed (bench/support/gateway-child.ts);
+// so does the bare server. The stack's own gateway stops: it was only needed to start the trial.
+await stack.gateway.stop();
 
-const bare = Fastify();
-bare.get("/v1/me", async () => ({ tenant_id: "t", member_id: "m", key_id: "k", tier: "custom" }));
-await bare.listen({ port: 0, host: "127.0.0.1" });
-const bareUrl = `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}/v1/me`;
+/** Starts a server script in its own process and resolves with its URL once it listens. */
+function spawnServer(
+  script: string,
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, "support", script)], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", (line) => {
+      const port = /^ready (\d+)$/.exec(line)?.[1];
+      if (!port) {
+        reject(new Error(`${script} said ${line}`));
+        return;
+      }
+      resolve({ child, url: `http://127.0.0.1:${port}/v1/me` });
+    });
+  });
+}
+
+const config = stack.gatewayConfig;
+const gateway = await spawnServer("gateway-child.ts", {
+  KEYS_URL: config.KEYS_URL,
+  PARCELS_URL: config.PARCELS_URL,
+  LEDGER_URL: config.LEDGER_URL,
+  MATCHER_URL: config.MATCHER_URL,
+  DATABASE_URL: config.DATABASE_URL,
+  KAFKA_BROKERS: config.KAFKA_BROKERS.join(","),
+  REDIS_URL: stack.harness.config.REDIS_URL,
+  REDIS_PREFIX: stack.harness.redis.options.keyPrefix ?? "",
+});
+const gatewayUrl = gateway.url;
+const bare = await spawnServer("bare-fastify-child.ts", {});
+const bareUrl = bare.url;
 
 const auth = { authorization: `Bearer ${tenant.key}` };
 const check = await fetch(gatewayUrl, { headers: auth });
-if (check.status !== 200) {
-  throw new Error(`gateway answered ${check.status}: ${await check.text()}`);
+if (check.status !== 200 || check.headers.get("x-ratelimit-limit") !== "100000000") {
+  throw new Error(
+    `gateway answered ${check.status} with limit ${check.headers.get("x-ratelimit-limit")}: ${await check.text()}`,
+  );
 }
 
 /** Each round runs both sides; odd rounds run them the other way round. */
@@ -189,6 +230,10 @@ console.info(
     `edge p99 at half of its saturation: ${edgeHalf.latency.p99} ms (goal < 5 ms)`,
 );
 
-await bare.close();
-await gateway.close();
+for (const server of [bare, gateway]) {
+  server.child.removeAllListeners("exit");
+  const exited = new Promise((resolve) => server.child.once("exit", resolve));
+  server.child.kill("SIGTERM");
+  await exited;
+}
 await stack.close();

@@ -1,0 +1,41 @@
+// A gateway in its own process, as it runs in production: its own heap and event loop, its own
+// consumers, Redis and Postgres connections. It shares the parent's database, Redis prefix and
+// dev broker, and calls the parent's services on a cache miss; everything comes from the
+// environment. Prints "ready <port>" once it listens.
+import type { AddressInfo } from "node:net";
+import { Bus } from "@th/bus";
+import { createPool } from "@th/db";
+import { buildApp } from "@th/gateway/app";
+import { readConfig } from "@th/gateway/config";
+import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
+import { createLogger } from "@th/telemetry";
+import { Redis } from "ioredis";
+
+// kafkajs arms negative timers on Node 24; the service runner drops that warning, and so does this.
+process.removeAllListeners("warning");
+const config = readConfig(process.env);
+const logger = createLogger({ service: "gateway-child", level: "fatal" });
+const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });
+const pool = createPool({ url: config.DATABASE_URL, schema: "gateway", max: 10 });
+const bus = new Bus({
+  brokers: config.KAFKA_BROKERS,
+  clientId: `gateway-child-${process.pid}`,
+  logger,
+  consumerTimings: TEST_CONSUMER_TIMINGS,
+});
+const app = await buildApp({ config, logger, pool, redis, bus });
+const http = app.http;
+if (!http) {
+  throw new Error("the gateway has no HTTP app");
+}
+await app.start();
+await http.listen({ port: 0, host: "127.0.0.1" });
+process.stdout.write(`ready ${(http.server.address() as AddressInfo).port}\n`);
+process.on("SIGTERM", async () => {
+  await http.close();
+  await app.stop();
+  await bus.close();
+  await pool.end();
+  redis.disconnect();
+  process.exit(0);
+});
