@@ -8,7 +8,6 @@
 // BENCH_CPU_PROF=<dir> writes a CPU profile of each matcher process there; BENCH_WORKER_FLAGS
 // passes node flags to every worker instead of the matcher's shipped ones.
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Bus, on, onBatch } from "@th/bus";
@@ -23,6 +22,7 @@ import { migrations } from "@th/matcher/migrations";
 import { realisticRecipe, rng, syntheticParcel } from "@th/matcher/testing";
 import { createWatchlistStore } from "@th/matcher/watchlists";
 import { createLogger } from "@th/telemetry";
+import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
 
 const SELF = fileURLToPath(import.meta.url);
 /** The young-generation size deploy/helm gives the matcher (values.yaml, NODE_OPTIONS). */
@@ -95,44 +95,6 @@ async function worker(mode: string, brokers: string, databaseUrl: string): Promi
       clearInterval(timer);
     }
   }, 1);
-}
-
-/**
- * CPU milliseconds used so far by the Postgres backends serving a database (Linux /proc), so
- * the database's share of a run shows beside the processes'. Backends that exit meanwhile are
- * lost, so this is a floor.
- */
-function postgresCpuMsOf(database: string): Map<number, number> {
-  const byPid = new Map<number, number>();
-  try {
-    for (const entry of readdirSync("/proc")) {
-      if (!/^\d+$/.test(entry)) {
-        continue;
-      }
-      try {
-        const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-        if (cmdline.startsWith("postgres: ") && cmdline.includes(` ${database} `)) {
-          byPid.set(Number(entry), cpuMsOf(Number(entry)));
-        }
-      } catch {
-        // Gone meanwhile.
-      }
-    }
-  } catch {
-    // No /proc here.
-  }
-  return byPid;
-}
-
-/** CPU milliseconds a process has used so far (Linux /proc), or NaN where unavailable. */
-function cpuMsOf(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    // utime and stime, in clock ticks of 10 ms.
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 const firstHandled: number[] = [];
@@ -274,10 +236,7 @@ async function main(): Promise<void> {
       }
       const elapsed = Date.now() - Math.min(...firstHandled);
       const brokerCpu = cpuMsOf(broker.child.pid) - brokerCpuBefore;
-      let postgresCpu = 0;
-      for (const [pid, ms] of postgresCpuMsOf(database)) {
-        postgresCpu += ms - (postgresBefore.get(pid) ?? 0);
-      }
+      const postgresCpu = postgresCpuMsSince(database, postgresBefore);
       await Promise.all(workers.map((each) => stop(each.child)));
       // CPU time is steadier than wall-clock time on a shared machine: it says what each part
       // costs, whatever else ran meanwhile.

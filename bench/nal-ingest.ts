@@ -35,6 +35,7 @@ import {
 import { NalRowReader } from "../services/parcels/src/domain/nal-row.ts";
 import { nalFileName, writeNalFile } from "../services/parcels/src/ingest/generate-nal.ts";
 import { ingestFile } from "../services/parcels/src/ingest/ingest-file.ts";
+import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
 
 const { values } = parseArgs({
   options: {
@@ -120,12 +121,21 @@ try {
   const baselineRate = baseline.rows / baseline.seconds;
   const rssAfterParse = process.memoryUsage().rss;
 
+  // CPU per row of each side of the first ingest: this process (parse, diff, COPY text, Avro,
+  // producer), the Postgres backends of the bench database, and the broker process.
+  const database = new URL(db.url).pathname.slice(1);
+  const cpuBefore = process.cpuUsage();
+  const postgresBefore = postgresCpuMsOf(database);
+  const brokerBefore = cpuMsOf(brokerChild.pid);
   const first = await ingestFile({ pool: db.pool, publish }, file, {
     batchSize,
     rejectsPath: null,
     ...(values["keep-indexes"] ? { deferIndexesFromBytes: Number.POSITIVE_INFINITY } : {}),
   });
   const firstRate = first.read / first.seconds;
+  const ingestCpu = process.cpuUsage(cpuBefore);
+  const perRow = (ms: number) => `${((ms * 1000) / first.read).toFixed(1)} µs`;
+  const cpuPerRow = `CPU per row of the first ingest: this process ${perRow((ingestCpu.user + ingestCpu.system) / 1000)}, Postgres ${perRow(postgresCpuMsSince(database, postgresBefore))}, broker ${perRow(cpuMsOf(brokerChild.pid) - brokerBefore)}`;
   const rssAfterFirst = process.memoryUsage().rss;
 
   const again = await ingestFile({ pool: db.pool, publish }, file, {
@@ -154,6 +164,7 @@ try {
       .join(", ");
   console.info(`first ingest stages (wall time of each, overlapping): ${stages(first)}`);
   console.info(`re-ingest stages (wall time of each, overlapping): ${stages(again)}`);
+  console.info(cpuPerRow);
   console.info("");
   console.info(
     `memory: rss after parse ${mb(rssAfterParse)}, after first ingest ${mb(rssAfterFirst)}, peak ${mb(peakRss)} for a ${mb(size)} file`,
