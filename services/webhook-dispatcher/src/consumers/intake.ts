@@ -32,8 +32,10 @@ export async function insertDeliveries(pool: Pool, records: readonly MatchRecord
       trace_context: Object.keys(trace).length > 0 ? trace : null,
     };
   });
-  const inserted = await pool.query(
-    `INSERT INTO deliveries (id, endpoint_id, tenant_id, watchlist_id, match_id, folio,
+  const inserted = await pool.query({
+    // Named: planned once per connection, as its plan does not depend on the values.
+    name: "dispatcher-insert-deliveries",
+    text: `INSERT INTO deliveries (id, endpoint_id, tenant_id, watchlist_id, match_id, folio,
                              event_type, body, trace_context)
      SELECT gen_random_uuid(), e.id, e.tenant_id, e.watchlist_id, m.match_id, m.folio, $2,
             m.body, m.trace_context
@@ -43,7 +45,7 @@ export async function insertDeliveries(pool: Pool, records: readonly MatchRecord
        JOIN endpoints e ON e.tenant_id = m.tenant_id AND e.watchlist_id = m.watchlist_id
                        AND e.deleted_at IS NULL AND $2 = ANY (e.events)
      ON CONFLICT (endpoint_id, match_id) DO NOTHING`,
-    [JSON.stringify(input), EVENT_TYPE],
-  );
+    values: [JSON.stringify(input), EVENT_TYPE],
+  });
   return inserted.rowCount ?? 0;
 }

@@ -116,8 +116,12 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
       hold_until: r.holdUntil,
     }));
     const events = records.flatMap((record) => record.events).map((e, ord) => ({ ...e, ord }));
-    const { rows } = await options.pool.query<{ id: string }>(
-      `WITH input AS (
+    const { rows } = await options.pool.query<{ id: string }>({
+      // Named, so each connection parses and plans it once: its plan does not depend on the
+      // values (the input's size is not known to the planner), and parse and plan cost about as
+      // much as a small group's writes.
+      name: "dispatcher-record-attempts",
+      text: `WITH input AS (
          SELECT * FROM json_to_recordset($1::json)
            AS i(id uuid, lease_token uuid, replay_no int, attempt int, attempted_at timestamptz,
                 duration_ms int, status_code int, failure text, error text, excerpt text,
@@ -154,8 +158,8 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
           ORDER BY e.ord
        )
        SELECT id FROM updated`,
-      [JSON.stringify(input), JSON.stringify(events)],
-    );
+      values: [JSON.stringify(input), JSON.stringify(events)],
+    });
     return new Set(rows.map((row) => row.id));
   }
 

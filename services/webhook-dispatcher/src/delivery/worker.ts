@@ -622,8 +622,10 @@ export function createWorker(options: WorkerOptions) {
           });
       }
     }
-    const { rows: marked } = await pool.query<{ id: string }>(
-      `WITH input AS (
+    const { rows: marked } = await pool.query<{ id: string }>({
+      // Named: planned once per connection, as its plan does not depend on the values.
+      name: "dispatcher-charge",
+      text: `WITH input AS (
            SELECT * FROM json_to_recordset($1::json) AS r(id uuid, lease_token uuid)
          ), updated AS (
            UPDATE deliveries d SET charged_at = $3
@@ -641,12 +643,12 @@ export function createWorker(options: WorkerOptions) {
                     ORDER BY e.folio_key, e.rank) AS carrier
          )
          SELECT id FROM updated`,
-      [
+      values: [
         JSON.stringify(covered.map((row) => ({ id: row.id, lease_token: row.lease_token }))),
         JSON.stringify(candidates),
         at,
       ],
-    );
+    });
     const updated = new Set(marked.map((row) => row.id));
     const lost = covered.filter((row) => !updated.has(row.id));
     if (lost.length > 0) {
