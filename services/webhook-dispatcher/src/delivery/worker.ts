@@ -224,8 +224,11 @@ export function createWorker(options: WorkerOptions) {
         saturated.delete(tenant);
       }
     }
-    const { rows } = await pool.query<ClaimedRow>(
-      `WITH RECURSIVE active AS (
+    const { rows } = await pool.query<ClaimedRow>({
+      // Named: parsing and planning this statement cost about a third of running it. Its plan
+      // keeps the same shape for any values (index walks per tenant and per candidate).
+      name: "dispatcher-claim",
+      text: `WITH RECURSIVE active AS (
          (SELECT d.tenant_id FROM deliveries d
            WHERE d.state IN ('pending', 'retrying', 'exhausted', 'parked')
            ORDER BY d.tenant_id LIMIT 1)
@@ -296,7 +299,7 @@ export function createWorker(options: WorkerOptions) {
                  d.lease_token, d.first_attempted_at, d.trace_context, e.url,
                  e.deleted_at AS endpoint_deleted_at, t.tier, t.status, t.lead_views_per_month,
                  t.concurrent_webhooks, to_char(t.billing_anniversary, 'YYYY-MM-DD') AS billing_anniversary`,
-      [
+      values: [
         new Date(now),
         limit,
         skip,
@@ -306,7 +309,7 @@ export function createWorker(options: WorkerOptions) {
         [...claimedByTenant.keys()],
         [...claimedByTenant.values()],
       ],
-    );
+    });
     return rows;
   }
 
