@@ -124,13 +124,15 @@ export async function listMatches(
     tx_id: string;
     seq: string;
   }>(
-    `SELECT match_id, folio, score, signals_fired, observed_at, recipe_version, trigger,
-            created_at, tx_id::text AS tx_id, seq::text AS seq
-       FROM matches
-      WHERE watchlist_id = $1
-        AND (tx_id, seq) > ($2::xid8, $3::bigint)
-        AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
-      ORDER BY tx_id, seq
+    // The order names the table's columns: a bare `tx_id, seq` would sort by the text aliases
+    // of the select list, "10" before "9", and pages would skip and repeat matches.
+    `SELECT m.match_id, m.folio, m.score, m.signals_fired, m.observed_at, m.recipe_version,
+            m.trigger, m.created_at, m.tx_id::text AS tx_id, m.seq::text AS seq
+       FROM matches m
+      WHERE m.watchlist_id = $1
+        AND (m.tx_id, m.seq) > ($2::xid8, $3::bigint)
+        AND m.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+      ORDER BY m.tx_id, m.seq
       LIMIT $4`,
     [watchlistId, after.txId, after.seq, page.limit + 1],
   );

@@ -1,0 +1,52 @@
+import { randomUUID } from "node:crypto";
+import { createTestDatabase, type TestDatabase } from "@th/db/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listMatches } from "./matches.ts";
+import { migrations } from "./migrations.ts";
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase([migrations]);
+});
+afterAll(() => db.drop());
+
+/** Inserts `count` matches of a watchlist in one transaction; seq runs on from the last one. */
+async function insertMatches(watchlistId: string, count: number): Promise<void> {
+  await db.pool.query(
+    `INSERT INTO matches (match_id, tenant_id, watchlist_id, recipe_version, folio, content_hash,
+                          trigger, score, signals_fired, observed_at)
+     SELECT gen_random_uuid(), 'tn_poll', $1, 1, '23-' || lpad(n::text, 6, '0'), 'h',
+            'ingest', 1, '{}', now()
+       FROM generate_series(1, $2::int) AS n`,
+    [watchlistId, count],
+  );
+}
+
+describe("the match listing pages in commit order", () => {
+  it("shows every match exactly once when seq and transaction ids cross digit lengths", async () => {
+    const watchlistId = `wl_${randomUUID()}`;
+    // 120 matches take seq 1..120 in this fresh database: pages of 7 cross 9 -> 10 and 99 -> 100,
+    // where text order ("10" before "9") and number order part. A second transaction follows.
+    await insertMatches(watchlistId, 120);
+    await insertMatches(watchlistId, 15);
+    const { rows } = await db.pool.query<{ match_id: string }>(
+      "SELECT match_id FROM matches WHERE watchlist_id = $1 ORDER BY tx_id, seq",
+      [watchlistId],
+    );
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const result = await listMatches(db.pool, watchlistId, { cursor, limit: 7 });
+      seen.push(...result.matches.map((match) => match.match_id));
+      cursor = result.next_cursor;
+      if (!result.has_more) {
+        break;
+      }
+    }
+    expect(seen).toHaveLength(135);
+    expect(seen).toEqual(rows.map((row) => row.match_id));
+    const after = await listMatches(db.pool, watchlistId, { cursor, limit: 7 });
+    expect(after).toMatchObject({ matches: [], has_more: false, next_cursor: cursor });
+  });
+});
