@@ -38,6 +38,40 @@ function dechunk(bytes: Buffer): string {
   }
 }
 
+async function listedMatches(watchlistId: string, key: string): Promise<number> {
+  let listed = 0;
+  let cursor = "";
+  for (;;) {
+    const page = await stack.request(
+      "GET",
+      `/v1/watchlists/${watchlistId}/matches?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      { key },
+    );
+    const body = page.json() as { matches: unknown[]; next_cursor: string; has_more: boolean };
+    listed += body.matches.length;
+    if (!body.has_more) {
+      return listed;
+    }
+    cursor = body.next_cursor;
+  }
+}
+
+/** The watchlist's match count once the listing shows every match and no more arrive. */
+async function settledMatchCount(watchlistId: string, key: string): Promise<number> {
+  let previous = -1;
+  for (let attempt = 0; attempt < 60; attempt++) {
+    const summary = await stack.request("GET", `/v1/watchlists/${watchlistId}`, { key });
+    const counted = summary.json().match_count as number;
+    const listedNow = await listedMatches(watchlistId, key);
+    if (counted === listedNow && counted === previous) {
+      return counted;
+    }
+    previous = counted;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error("the watchlist's matches did not settle");
+}
+
 async function remainingOf(key: string) {
   return Number(
     (await stack.request("GET", "/v1/me", { key })).headers["x-quota-lead-views-remaining"],
@@ -101,10 +135,11 @@ describe("CSV export", () => {
     const watchlist = created.json();
     await stack.request("POST", `/v1/watchlists/${watchlist.id}/run`, { key: tenant.key });
     await stack.matcher.runs.settle();
-    const summary = await stack.request("GET", `/v1/watchlists/${watchlist.id}`, {
-      key: tenant.key,
-    });
-    const matchCount = summary.json().match_count as number;
+    // The export reads the match listing, which shows a match once every transaction older than
+    // it has ended anywhere on the Postgres server (so a polling cursor never skips a late
+    // commit), and matches of the earlier ingests may still be arriving: wait until the count and
+    // the listing agree and hold still.
+    const matchCount = await settledMatchCount(watchlist.id, tenant.key);
     expect(matchCount).toBeGreaterThan(0);
     const response = await stack.request("GET", `/v1/watchlists/${watchlist.id}/export.csv`, {
       key: tenant.key,
