@@ -1,7 +1,5 @@
-import { once } from "node:events";
 import type { ParcelIngested, RollStage } from "@th/contracts";
-import { inTransaction, type Pool, type PoolClient } from "@th/db";
-import { from as copyFrom } from "pg-copy-streams";
+import { copyLines, copyText, inTransaction, type Pool, type PoolClient } from "@th/db";
 import type { RollSale, SdfSale } from "../domain/nal-row.ts";
 import type { BuiltParcel, StoredParcelState } from "../domain/parcel.ts";
 import type { FiredSignal } from "../domain/signals.ts";
@@ -163,51 +161,9 @@ export function detailOf(parcel: BuiltParcel): ParcelDetail {
   };
 }
 
-const NEEDS_ESCAPE = /[\\\t\n\r]/;
-
-/** A value in COPY text format: backslash, tab and line breaks escaped, null as \N. */
-function copyText(value: string | number | boolean | null): string {
-  if (value === null) {
-    return "\\N";
-  }
-  if (typeof value !== "string") {
-    return String(value);
-  }
-  return NEEDS_ESCAPE.test(value)
-    ? value
-        .replaceAll("\\", "\\\\")
-        .replaceAll("\t", "\\t")
-        .replaceAll("\n", "\\n")
-        .replaceAll("\r", "\\r")
-    : value;
-}
-
 const STAGE_COLUMNS = `folio, county_no, parcel_id, roll_year, roll_stage, content_hash, situs_city,
   situs_zip5, use_class, homestead, just_value, est_equity, signals, prior_roll_year,
   prior_homestead, prior_just_value, event, detail`;
-
-/** Bytes of COPY text buffered before a write to the connection. */
-const COPY_CHUNK = 1 << 20;
-
-async function copyInto(client: PoolClient, sql: string, lines: Iterable<string>): Promise<void> {
-  const stream = client.query(copyFrom(sql));
-  const done = new Promise<void>((resolve, reject) => {
-    stream.once("finish", resolve);
-    stream.once("error", reject);
-  });
-  let text = "";
-  for (const line of lines) {
-    text += line;
-    if (text.length >= COPY_CHUNK) {
-      if (!stream.write(text)) {
-        await Promise.race([once(stream, "drain"), done]);
-      }
-      text = "";
-    }
-  }
-  stream.end(text);
-  await done;
-}
 
 function* stageLines(parcels: readonly BuiltParcel[]): Generator<string> {
   for (const parcel of parcels) {
@@ -262,7 +218,7 @@ async function storeInTransaction(
   await client.query("BEGIN");
   try {
     if (fresh.length > 0) {
-      await copyInto(client, `COPY parcels (${STAGE_COLUMNS}) FROM STDIN`, stageLines(fresh));
+      await copyLines(client, `COPY parcels (${STAGE_COLUMNS}) FROM STDIN`, stageLines(fresh));
     }
     if (known.length > 0) {
       await client.query(
@@ -273,7 +229,11 @@ async function storeInTransaction(
            prior_homestead boolean, prior_just_value bigint, event text, detail text
          ) ON COMMIT DELETE ROWS`,
       );
-      await copyInto(client, `COPY parcels_stage (${STAGE_COLUMNS}) FROM STDIN`, stageLines(known));
+      await copyLines(
+        client,
+        `COPY parcels_stage (${STAGE_COLUMNS}) FROM STDIN`,
+        stageLines(known),
+      );
       await client.query(
         `INSERT INTO parcels (${STAGE_COLUMNS})
          SELECT ${STAGE_COLUMNS} FROM parcels_stage

@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import type { LeadViewRecorded } from "@th/contracts";
-import type { Pool, PoolClient } from "@th/db";
+import { copyText, needsCopyEscape, type Pool, type PoolClient } from "@th/db";
 import { from as copyFrom } from "pg-copy-streams";
 
 /** A replayed lead-view and where it sits in the log (a replayed record is one as it is). */
@@ -34,22 +34,6 @@ const LANE_CHUNK = 256 << 10;
  * Postgres parsed the chunk before.
  */
 const LANE_BACKLOG = 64 * LANE_CHUNK;
-
-const NEEDS_ESCAPE = /[\\\t\n\r]/;
-
-/** A value in COPY text format: backslash, tab and line breaks escaped, null as \N. */
-export function copyText(value: string | null): string {
-  if (value === null) {
-    return "\\N";
-  }
-  return NEEDS_ESCAPE.test(value)
-    ? value
-        .replaceAll("\\", "\\\\")
-        .replaceAll("\t", "\\t")
-        .replaceAll("\n", "\\n")
-        .replaceAll("\r", "\\r")
-    : value;
-}
 
 /**
  * A row's fingerprint per (tenant, period): every column the ledger keeps except where it came
@@ -85,7 +69,7 @@ export interface CounterDifference {
 function copyLine({ value: view, partition, offset }: ShadowRow): string {
   // Nearly every value needs no escaping: one test over all of them instead of one per value.
   const plain = `${view.tenant_id}${view.day}${view.folio}${view.billing_period_start}${view.surface}${view.request_id}${view.key_id ?? ""}${view.member_id ?? ""}${view.recorded_at}`;
-  if (!NEEDS_ESCAPE.test(plain)) {
+  if (!needsCopyEscape(plain)) {
     return `${view.tenant_id}\t${view.day}\t${view.folio}\t${view.billing_period_start}\t${view.surface}\t${view.request_id}\t${view.key_id ?? "\\N"}\t${view.member_id ?? "\\N"}\t${view.recorded_at}\t${partition}\t${offset}\n`;
   }
   return `${copyText(view.tenant_id)}\t${copyText(view.day)}\t${copyText(view.folio)}\t${copyText(view.billing_period_start)}\t${copyText(view.surface)}\t${copyText(view.request_id)}\t${copyText(view.key_id)}\t${copyText(view.member_id)}\t${copyText(view.recorded_at)}\t${partition}\t${offset}\n`;
