@@ -64,6 +64,36 @@ describe("shadow ledger writer", () => {
     );
   });
 
+  it("keeps every row when writers of several partitions share a lane and wait on it together", async () => {
+    const shadow = createShadowLedger(harness.pool);
+    await shadow.reset();
+    // One lane for three partitions: three writers fill it at once, each waiting for the
+    // connection while the others add lines to the buffer it will send next.
+    const writer = await shadow.openWriter(1);
+    // Lines of a third of a lane's buffer, about 80 MB in all: far past what a lane queues
+    // before it waits for the connection, and a waiting writer's line often no longer fits in
+    // what the others added meanwhile.
+    const padding = "r".repeat(90_000);
+    const byPartition = [0, 1, 2].map((partition) =>
+      Array.from({ length: 300 }, (_, index) => {
+        const offset = index * 3 + partition;
+        return { ...row(offset, { request_id: `${padding}_${offset}` }), partition };
+      }),
+    );
+    await Promise.all(
+      byPartition.map(async (rows) => {
+        for (let start = 0; start < rows.length; start += 20) {
+          await writer.write(rows.slice(start, start + 20));
+        }
+      }),
+    );
+    await writer.close();
+    const { rows } = await harness.pool.query<{ n: number; distinct_offsets: number }>(
+      "SELECT count(*)::int AS n, count(DISTINCT source_offset)::int AS distinct_offsets FROM lead_views_shadow",
+    );
+    expect(rows[0]).toEqual({ n: 900, distinct_offsets: 900 });
+  });
+
   it("commits nothing of an aborted replay", async () => {
     const shadow = createShadowLedger(harness.pool);
     await shadow.reset();

@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import type { LeadViewRecorded } from "@th/contracts";
-import { copyText, needsCopyEscape, type Pool, type PoolClient } from "@th/db";
+import { copyLines, copyText, needsCopyEscape, type Pool, type PoolClient } from "@th/db";
 import { from as copyFrom } from "pg-copy-streams";
 
 /** A replayed lead-view and where it sits in the log (a replayed record is one as it is). */
@@ -16,9 +16,6 @@ export interface ShadowRow {
  */
 const COPY_SQL = `COPY lead_views_shadow (tenant_id, day, folio, billing_period_start, surface,
   request_id, key_id, member_id, recorded_at, source_partition, source_offset) FROM STDIN`;
-
-/** Bytes of COPY text buffered before a write to the connection. */
-const COPY_CHUNK = 1 << 20;
 
 /**
  * Bytes a lane buffers before handing them to its connection while the replay goes on. Each
@@ -170,9 +167,10 @@ export function createShadowLedger(pool: Pool) {
           for (const row of rows) {
             const lane = opened[row.partition % lanes] as Lane;
             const line = copyLine(row);
-            if (!lane.add(line)) {
+            // Writers of different partitions may share a lane and refill it while this one
+            // waits for the connection, so the line is added again until it fits.
+            while (!lane.add(line)) {
               await lane.send();
-              lane.add(line);
             }
           }
         },
@@ -194,23 +192,7 @@ export function createShadowLedger(pool: Pool) {
       }
       const client = await pool.connect();
       try {
-        const stream = client.query(copyFrom(COPY_SQL));
-        const done = new Promise<void>((resolve, reject) => {
-          stream.once("finish", resolve);
-          stream.once("error", reject);
-        });
-        let text = "";
-        for (const row of rows) {
-          text += copyLine(row);
-          if (text.length >= COPY_CHUNK) {
-            if (!stream.write(text)) {
-              await Promise.race([once(stream, "drain"), done]);
-            }
-            text = "";
-          }
-        }
-        stream.end(text);
-        await done;
+        await copyLines(client, COPY_SQL, rows.map(copyLine));
       } finally {
         client.release();
       }
