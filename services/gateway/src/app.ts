@@ -8,7 +8,7 @@ import { ledgerUsageLoader } from "./clients/ledger-client.ts";
 import { type Config, pepperOf } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
 import { registerEdge } from "./edge/authenticate.ts";
-import { createEdgeStore } from "./edge/edge-store.ts";
+import { createEdgeStore, EDGE_REDIS_OPTIONS } from "./edge/edge-store.ts";
 import { createMetering } from "./edge/metering.ts";
 import { registerSessions } from "./edge/sessions.ts";
 import { registerAccountRoutes } from "./routes/account.ts";
@@ -44,7 +44,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   // Key requests that arrive together share one script call; on a connection of its own with
   // auto-pipelining, the other edge calls of requests that arrive together leave in one write
   // and return in one read.
-  const edgeRedis = deps.redis.duplicate({ enableAutoPipelining: true });
+  const edgeRedis = deps.redis.duplicate(EDGE_REDIS_OPTIONS);
   http.addHook("onClose", async () => {
     await edgeRedis.quit().catch(() => edgeRedis.disconnect());
   });

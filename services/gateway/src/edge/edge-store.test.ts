@@ -283,6 +283,80 @@ describe("the tenant's rolling minute", () => {
     expect(batchSizes.slice(calls).reduce((sum, size) => sum + size, 0)).toBe(requests);
   });
 
+  it("answers every kind of key in one script call: several tenants, unknown, revoked, missing, cancelled and unreadable records", async () => {
+    const first = await tenantWithLimit(2);
+    const second = await tenantWithLimit(50);
+    const cancelled = await tenantWithLimit(50);
+    await store.putTenant({
+      ...tenantChanged,
+      tenant_id: cancelled.tenantId,
+      revision: 2,
+      status: "cancelled",
+    });
+    const unreadable = await tenantWithLimit(50);
+    await redis.hset(`th:tenant:${unreadable.tenantId}`, "rate_per_minute", "lots");
+    const unknownKey = randomBytes(32).toString("hex");
+    await store.putUnknown(unknownKey);
+    const revokedKey = randomBytes(32).toString("hex");
+    await store.markRevoked(revokedKey, { tenantId: second.tenantId, memberId: "m", keyId: "r" });
+    const uncachedKey = randomBytes(32).toString("hex");
+    const orphanKey = randomBytes(32).toString("hex");
+    await store.putKey(orphanKey, {
+      tenantId: "ten_never_cached",
+      memberId: "m",
+      keyId: "o",
+      revoked: false,
+    });
+
+    const at = start + 5_000;
+    const calls = batchSizes.length;
+    const answers = await Promise.all([
+      store.authorize(first.keys[0], at),
+      store.authorize(unknownKey, at),
+      store.authorize(second.keys[0], at),
+      store.authorize(first.keys[1], at),
+      store.authorize(revokedKey, at),
+      store.authorize(cancelled.keys[0], at),
+      store.authorize(uncachedKey, at),
+      store.authorize(unreadable.keys[0], at),
+      store.authorize(orphanKey, at),
+      store.authorize(first.keys[0], at),
+      store.authorize(second.keys[1], at),
+    ]);
+    expect(batchSizes.slice(calls)).toEqual([11]);
+    const summary = answers.map((answer) =>
+      answer.kind === "ok"
+        ? `${answer.tenantId === first.tenantId ? "first" : "second"} ${answer.window.allowed} ${answer.window.remaining}`
+        : answer.kind,
+    );
+    expect(summary).toEqual([
+      "first true 1",
+      "unknown",
+      "second true 49",
+      "first true 0",
+      "revoked",
+      "inactive",
+      "miss",
+      "miss",
+      "miss",
+      "first false 0",
+      "second true 48",
+    ]);
+  });
+
+  it("splits a burst larger than one call's share into several calls, in order", async () => {
+    const { keys } = await tenantWithLimit(1_000);
+    const calls = batchSizes.length;
+    const windows = await Promise.all(
+      Array.from({ length: 1_200 }, (_, i) => windowAt(alternate(keys, i), start + 1_000)),
+    );
+    expect(batchSizes.slice(calls)).toEqual([512, 512, 176]);
+    expect(windows.map((window) => window.remaining)).toEqual(
+      Array.from({ length: 1_200 }, (_, i) => Math.max(0, 999 - i)),
+    );
+    expect(windows.filter((window) => window.allowed)).toHaveLength(1_000);
+  });
+
   it("keeps no more buckets than the cap, however hard the tenant retries", async () => {
     const { tenantId, keys } = await tenantWithLimit(10);
     for (let i = 0; i < 500; i++) {
