@@ -34,11 +34,28 @@ function dueAt(index: number): number {
   return startsAt + (index * 1000) / rate;
 }
 
+/** A request that has not finished after this long counts as an error, so a run always ends. */
+const TIMEOUT_MS = 10_000;
+
 function send(index: number): void {
   const due = dueAt(index);
-  const outgoing = request(url as string, { agent, headers }, (response) => {
+  let settled = false;
+  const fail = () => {
+    if (!settled) {
+      settled = true;
+      latencies[index] = Number.NaN;
+      errors++;
+      settle();
+    }
+  };
+  const outgoing = request(url as string, { agent, headers, timeout: TIMEOUT_MS }, (response) => {
     response.resume();
+    response.on("error", fail);
     response.on("end", () => {
+      if (settled) {
+        return;
+      }
+      settled = true;
       latencies[index] = performance.now() - due;
       const status = response.statusCode ?? 0;
       if (status < 200 || status >= 300) {
@@ -47,11 +64,8 @@ function send(index: number): void {
       settle();
     });
   });
-  outgoing.on("error", () => {
-    latencies[index] = performance.now() - due;
-    errors++;
-    settle();
-  });
+  outgoing.on("timeout", () => outgoing.destroy(new Error("timed out")));
+  outgoing.on("error", fail);
   outgoing.end();
 }
 
@@ -79,7 +93,11 @@ function percentile(sorted: Float64Array, fraction: number): number {
 
 function report(): void {
   const elapsed = (performance.now() - dueAt(warmup)) / 1000;
-  const sorted = latencies.slice(warmup).sort();
+  // Failed requests are counted as errors, not as latencies.
+  const sorted = latencies
+    .slice(warmup)
+    .filter((latency) => !Number.isNaN(latency))
+    .sort();
   const round = (value: number) => Math.round(value * 100) / 100;
   process.stdout.write(
     `${JSON.stringify({

@@ -1,5 +1,6 @@
 // A gateway in its own process, as it runs in production: its own heap and event loop, its own
-// consumers, Redis and Postgres connections. It shares the parent's database, Redis prefix and
+// consumers, Redis and Postgres connections, its metrics (logging at fatal, as the baseline has
+// none). It shares the parent's database, Redis prefix and
 // dev broker, and calls the parent's services on a cache miss; everything comes from the
 // environment. Prints "ready <port>" once it listens.
 import type { AddressInfo } from "node:net";
@@ -7,6 +8,7 @@ import { Bus } from "@th/bus";
 import { createPool } from "@th/db";
 import { buildApp } from "@th/gateway/app";
 import { readConfig } from "@th/gateway/config";
+import { createMetrics, observeHttpRequests } from "@th/service-kit";
 import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { createLogger } from "@th/telemetry";
 import { Redis } from "ioredis";
@@ -23,11 +25,14 @@ const bus = new Bus({
   logger,
   consumerTimings: TEST_CONSUMER_TIMINGS,
 });
-const app = await buildApp({ config, logger, pool, redis, bus });
+const metrics = createMetrics("gateway");
+const app = await buildApp({ config, logger, pool, redis, bus, metrics });
 const http = app.http;
 if (!http) {
   throw new Error("the gateway has no HTTP app");
 }
+// The request histogram the service runner adds in production.
+observeHttpRequests(http, metrics);
 await app.start();
 await http.listen({ port: 0, host: "127.0.0.1" });
 process.stdout.write(`ready ${(http.server.address() as AddressInfo).port}\n`);

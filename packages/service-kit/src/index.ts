@@ -19,6 +19,6 @@ export {
   startInternalServer,
 } from "./internal-server.ts";
 export { type Stoppable, stopOnSignals } from "./lifecycle.ts";
-export { createMetrics, type Metrics } from "./metrics.ts";
+export { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
 export { createOutboxRelay, enqueueEvent, type OutboxRelay } from "./outbox.ts";
 export { runService, type ServiceApp, type ServiceDeps, type ServiceSpec } from "./run-service.ts";

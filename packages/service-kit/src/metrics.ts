@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { HttpApp } from "./app.ts";
 
 /**
  * One Prometheus registry per process, served on the internal port at `/metrics`. Services add
@@ -50,4 +51,19 @@ export function createMetrics(service: string): Metrics {
       });
     },
   };
+}
+
+/** Records every response of the app in the HTTP request histogram. */
+export function observeHttpRequests(app: HttpApp, metrics: Metrics): void {
+  app.addHook("onResponse", (request, reply, done) => {
+    metrics.httpRequests.observe(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? "unmatched",
+        status: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1000,
+    );
+    done();
+  });
 }

@@ -6,7 +6,7 @@ import { Redis } from "ioredis";
 import type { HttpApp } from "./app.ts";
 import { startInternalServer } from "./internal-server.ts";
 import { stopOnSignals } from "./lifecycle.ts";
-import { createMetrics, type Metrics } from "./metrics.ts";
+import { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
 
 export type CommonConfig = z.infer<z.ZodObject<typeof commonShape>>;
 
@@ -118,17 +118,9 @@ export async function runService<Config extends CommonConfig>(
     },
   );
   const app = await spec.build({ config, logger, pool, redis, bus, metrics });
-  app.http?.addHook("onResponse", (request, reply, done) => {
-    metrics.httpRequests.observe(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? "unmatched",
-        status: String(reply.statusCode),
-      },
-      reply.elapsedTime / 1000,
-    );
-    done();
-  });
+  if (app.http) {
+    observeHttpRequests(app.http, metrics);
+  }
   await provisionWithRetry(bus, spec.topics, logger);
   await app.start();
   if (app.http && spec.port !== undefined) {
