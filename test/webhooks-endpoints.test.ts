@@ -379,6 +379,46 @@ describe("replay and the delivery log", () => {
     expect(detail.body.attempts[0].response_excerpt).toBe("answered 410");
   });
 
+  it("pages the delivery log through deliveries created together, each once, newest first; refuses a forged cursor", async () => {
+    const created = await stack.subscribe(TENANT, "wl_log_pages", receiver.url);
+    answer = 200;
+    // One publish: the intake inserts them in one statement, so they share one created_at.
+    const matches = Array.from({ length: 12 }, () => stack.match(TENANT, "wl_log_pages"));
+    await stack.publishMatches(matches);
+    const base = `/watchlists/wl_log_pages/webhooks/${created.id}`;
+    await waitFor(
+      async () => {
+        const { rows } = await stack.pool.query(
+          "SELECT 1 FROM dispatcher.deliveries WHERE endpoint_id = $1",
+          [created.id],
+        );
+        return rows.length === 12 ? true : undefined;
+      },
+      { what: "twelve deliveries" },
+    );
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 10; page++) {
+      const log = await stack.call(
+        TENANT,
+        "GET",
+        `${base}/deliveries?limit=5${cursor ? `&cursor=${cursor}` : ""}`,
+      );
+      expect(log.status).toBe(200);
+      seen.push(...log.body.data.map((delivery: { id: string }) => delivery.id));
+      cursor = log.body.next_cursor;
+      if (!cursor) {
+        break;
+      }
+    }
+    expect(seen).toHaveLength(12);
+    expect(new Set(seen).size).toBe(12);
+    const forged = Buffer.from(JSON.stringify({ at: "yesterday", id: "x" })).toString("base64url");
+    const refused = await stack.call(TENANT, "GET", `${base}/deliveries?cursor=${forged}`);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toBe("invalid_request");
+  });
+
   it("publishes every attempt on delivery.attempted and dead letters on delivery.dead-letter", async () => {
     const { rows } = await stack.pool.query<{ key: string }>(
       "SELECT delivery_id || '/' || replay_no || '/' || attempt AS key FROM dispatcher.attempts",

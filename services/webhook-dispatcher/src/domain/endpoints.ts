@@ -82,6 +82,22 @@ function deliveryView(row: any): DeliveryView {
 }
 
 /** Endpoints, their secrets, the delivery log and replay, always within one tenant. */
+/** The position a delivery-log cursor holds, or null when it is not one this API issued. */
+function deliveryCursorOf(cursor: string): { at: string; id: string } | null {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
+    const { at, id } = (parsed ?? {}) as { at?: unknown; id?: unknown };
+    return typeof at === "string" &&
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(at) &&
+      typeof id === "string" &&
+      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)
+      ? { at, id }
+      : null;
+  } catch {
+    return null;
+  }
+}
+
 export function createEndpointService(deps: {
   pool: Pool;
   secrets: SecretStore;
@@ -201,6 +217,8 @@ export function createEndpointService(deps: {
       const rotated = await inTransaction((client) =>
         deps.secrets.rotate(client, endpointId, { hard: false }),
       );
+      // A read between the rotation and its commit still saw the old secrets; drop what it kept.
+      deps.secrets.forget(endpointId);
       return {
         ...endpoint,
         secret: rotated.secret,
@@ -212,11 +230,8 @@ export function createEndpointService(deps: {
      * Every endpoint of the tenant gets a new secret and the old ones stop signing at once.
      * Idempotent: an endpoint whose signing secret is younger than the revocation is skipped, so
      * the several `key.revoked` events of one compromise (and their redeliveries) rotate once.
-     */
-    /**
-     * Rotates every secret not created after the compromise. `revoked_at` has millisecond
-     * precision and secrets microsecond: a secret from the compromise's own millisecond counts as
-     * from before it, so it is rotated rather than trusted.
+     * `revoked_at` has millisecond precision and secrets microsecond: a secret from the
+     * compromise's own millisecond counts as from before it, so it is rotated rather than trusted.
      */
     async rotateAfterCompromise(tenantId: string, revokedAt: Date): Promise<number> {
       const { rows } = await pool.query<{ id: string }>(
@@ -240,6 +255,8 @@ export function createEndpointService(deps: {
             await deps.secrets.rotate(client, row.id, { hard: true });
           }
         });
+        // A read between the rotation and its commit still saw the compromised secret.
+        deps.secrets.forget(row.id);
       }
       return rows.length;
     },
@@ -253,14 +270,18 @@ export function createEndpointService(deps: {
       await endpointOf(tenantId, watchlistId, endpointId);
       let after: { at: string; id: string } | null = null;
       if (query.cursor) {
-        try {
-          after = JSON.parse(Buffer.from(query.cursor, "base64url").toString("utf8"));
-        } catch {
-          throw new ApiError("invalid_request", "cursor is not valid");
+        after = deliveryCursorOf(query.cursor);
+        if (!after) {
+          throw new ApiError("invalid_request", "cursor is not one this API issued", {
+            fields: [{ path: "querystring.cursor", message: "is not a cursor this API issued" }],
+          });
         }
       }
+      // The cursor keeps created_at to the microsecond, as stored: deliveries of one intake
+      // share one timestamp, and a millisecond cursor would skip all of them after the first page.
       const { rows } = await pool.query(
-        `SELECT * FROM deliveries
+        `SELECT *, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+           FROM deliveries
           WHERE endpoint_id = $1 AND tenant_id = $2
             AND ($3::text IS NULL OR state = $3)
             AND ($4::timestamptz IS NULL OR (created_at, id) < ($4, $5::uuid))
@@ -280,9 +301,7 @@ export function createEndpointService(deps: {
         data: page.map(deliveryView),
         next_cursor:
           rows.length > query.limit && last
-            ? Buffer.from(
-                JSON.stringify({ at: last.created_at.toISOString(), id: last.id }),
-              ).toString("base64url")
+            ? Buffer.from(JSON.stringify({ at: last.cursor_at, id: last.id })).toString("base64url")
             : null,
       };
     },
