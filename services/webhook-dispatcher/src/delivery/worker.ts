@@ -259,10 +259,18 @@ export function createWorker(options: WorkerOptions) {
             ORDER BY d.due_at
             -- Candidates go by rank (every tenant's first before any tenant's second), so rows of
             -- a tenant past its share of the candidates (at least 8) are rarely picked; reading
-            -- them made each claim read about ten rows for every one it leased.
+            -- them made each claim read about ten rows for every one it leased. The share is of
+            -- the tenants with rows due now: tenants whose deliveries all wait for a later retry
+            -- would otherwise shrink a busy tenant's share to the floor.
             LIMIT LEAST(
               GREATEST(GREATEST(COALESCE(t.concurrent_webhooks, $4), 1) - COALESCE(held.n, 0), 0),
-              GREATEST(ceil($2 * 4.0 / (SELECT count(*) FROM active WHERE tenant_id IS NOT NULL)), 8))
+              GREATEST(ceil($2 * 4.0 / GREATEST((
+                SELECT count(*) FROM active w
+                 WHERE w.tenant_id IS NOT NULL
+                   AND EXISTS (SELECT FROM deliveries n
+                                WHERE n.tenant_id = w.tenant_id
+                                  AND n.state IN ('pending', 'retrying', 'exhausted', 'parked')
+                                  AND n.due_at <= $1)), 1)), 8))
          ) x
          WHERE a.tenant_id IS NOT NULL AND NOT (a.tenant_id = ANY($3::text[]))
          UNION ALL
