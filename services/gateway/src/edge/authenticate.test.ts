@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { generateApiKey, hashApiKey } from "@th/api-keys";
 import { tenantChanged } from "@th/contracts/samples";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
@@ -130,5 +132,56 @@ describe("Rate-limit headers follow the tenant's rolling minute", () => {
     const admitted = await me(keys[0]);
     expect(admitted.statusCode).toBe(200);
     expect(admitted.headers["x-ratelimit-remaining"]).toBe("0");
+  });
+});
+
+describe("a key the edge has not cached", () => {
+  it("is looked up once however many of its requests arrive together", async () => {
+    const tenantId = `ten_${randomBytes(4).toString("hex")}`;
+    const key = generateApiKey();
+    const keyHash = hashApiKey(key, pepperOf(harness.config));
+    let lookups = 0;
+    // The keys service's lookup, slow enough that every request below misses before it answers.
+    const keysService = createServer((request, response) => {
+      if (request.url !== `/internal/v1/keys/by-hash/${keyHash}`) {
+        response.writeHead(404).end();
+        return;
+      }
+      lookups++;
+      setTimeout(() => {
+        response.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            key_id: "key_cold",
+            tenant_id: tenantId,
+            member_id: "mem_1",
+            revoked: false,
+            tenant: { ...tenantChanged, tenant_id: tenantId, revision: 1, status: "active" },
+          }),
+        );
+      }, 100);
+    });
+    await new Promise<void>((resolve) => keysService.listen(0, "127.0.0.1", resolve));
+    const port = (keysService.address() as AddressInfo).port;
+    const cold = await buildApp(
+      { ...harness, config: { ...harness.config, KEYS_URL: `http://127.0.0.1:${port}` } },
+      { now: () => clock },
+    );
+    try {
+      const responses = await Promise.all(
+        Array.from({ length: 40 }, () =>
+          cold.http?.inject({
+            method: "GET",
+            url: "/v1/me",
+            headers: { authorization: `Bearer ${key}` },
+          }),
+        ),
+      );
+      expect(responses.map((response) => response?.statusCode)).toEqual(Array(40).fill(200));
+      expect(responses.every((response) => response?.json().tenant_id === tenantId)).toBe(true);
+      expect(lookups).toBe(1);
+    } finally {
+      await cold.http?.close();
+      await new Promise((resolve) => keysService.close(resolve));
+    }
   });
 });

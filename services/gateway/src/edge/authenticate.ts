@@ -140,21 +140,35 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     throw new ApiError("unauthorized", detail);
   }
 
+  /** Asks the keys service about a key and caches the answer in Redis. */
+  async function refresh(keyHash: string, requestId: string): Promise<void> {
+    const found = await options.keys.lookup(keyHash, requestId);
+    if (!found) {
+      await options.store.putUnknown(keyHash);
+      return;
+    }
+    await options.store.putTenant(found.tenant);
+    const record = { tenantId: found.tenant_id, memberId: found.member_id, keyId: found.key_id };
+    if (found.revoked) {
+      await options.store.markRevoked(keyHash, record);
+    } else {
+      await options.store.putKey(keyHash, { ...record, revoked: false });
+    }
+  }
+
+  // When a tenant's cached record expires, every request of its keys misses at once; they wait
+  // for one lookup per key instead of each asking the keys service.
+  const refreshing = new Map<string, Promise<void>>();
+
   async function resolve(request: FastifyRequest, keyHash: string) {
     let answer = await options.store.authorize(keyHash, now());
     if (answer.kind === "miss") {
-      const found = await options.keys.lookup(keyHash, request.id);
-      if (!found) {
-        await options.store.putUnknown(keyHash);
-        return options.store.authorize(keyHash, now());
+      let pending = refreshing.get(keyHash);
+      if (!pending) {
+        pending = refresh(keyHash, request.id).finally(() => refreshing.delete(keyHash));
+        refreshing.set(keyHash, pending);
       }
-      await options.store.putTenant(found.tenant);
-      const record = { tenantId: found.tenant_id, memberId: found.member_id, keyId: found.key_id };
-      if (found.revoked) {
-        await options.store.markRevoked(keyHash, record);
-      } else {
-        await options.store.putKey(keyHash, { ...record, revoked: false });
-      }
+      await pending;
       answer = await options.store.authorize(keyHash, now());
       if (answer.kind === "miss") {
         throw new ApiError(
