@@ -4,8 +4,9 @@
 // autocannon's --overallRate cannot stand in for this: each connection sends its share of a
 // second back to back and then waits for the next second, so its latencies are those of a
 // saturated server for the first part of every second.
-// The first second is a warm-up (connections open, code is compiled) and is left out of the
-// figures.
+// The first two seconds are a warm-up (connections open, code is compiled): it is left out of the
+// figures, and the measured schedule starts once every warm-up request has answered, so a queue
+// built while the servers warmed up does not spill into the measurement.
 // Run: node bench/paced-load.ts <url> <requests per second> <seconds> [headers as JSON]
 // Prints one JSON line: {rate, sent, completed, errors, non2xx, p50, p99, p999, max} (ms).
 import { Agent, request } from "node:http";
@@ -15,7 +16,7 @@ if (!url || !rateText || !secondsText) {
   throw new Error("usage: paced-load.ts <url> <rate> <seconds> [headers JSON]");
 }
 const rate = Number(rateText);
-const warmup = Math.round(rate);
+const warmup = Math.round(rate * 2);
 const total = warmup + Math.round(rate * Number(secondsText));
 const headers = JSON.parse(headersText ?? "{}") as Record<string, string>;
 // A fixed pool, as a client's keep-alive pool would be: opening a socket for every request that
@@ -29,9 +30,12 @@ let completed = 0;
 let errors = 0;
 let non2xx = 0;
 const startsAt = performance.now() + 100;
+let measuredStartsAt = Number.POSITIVE_INFINITY;
 
 function dueAt(index: number): number {
-  return startsAt + (index * 1000) / rate;
+  return index < warmup
+    ? startsAt + (index * 1000) / rate
+    : measuredStartsAt + ((index - warmup) * 1000) / rate;
 }
 
 /** A request that has not finished after this long counts as an error, so a run always ends. */
@@ -71,6 +75,10 @@ function send(index: number): void {
 
 function settle(): void {
   completed++;
+  if (completed === warmup) {
+    measuredStartsAt = performance.now() + 10;
+    setTimeout(tick, 10);
+  }
   if (completed === total) {
     report();
   }
@@ -82,7 +90,8 @@ function tick(): void {
     send(sent);
     sent++;
   }
-  if (sent < total) {
+  // After the warm-up the schedule waits for its last answer (settle starts it again).
+  if (sent < total && dueAt(sent) !== Number.POSITIVE_INFINITY) {
     setTimeout(tick, Math.max(0, Math.min(1, dueAt(sent) - performance.now())));
   }
 }
