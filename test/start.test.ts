@@ -11,7 +11,9 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "..");
-const base = 20_000 + Math.floor(Math.random() * 20_000);
+// Below Linux's ephemeral range (32768 and up), so no outgoing connection of another test can
+// hold one of these ports when the services bind them.
+const base = 20_000 + Math.floor(Math.random() * 12_000);
 const ports = {
   GATEWAY_PORT: base,
   BROKER_PORT: base + 1,
@@ -91,7 +93,9 @@ describe("npm start", () => {
     await waitForOutput(/Terminal House is up/, 90_000);
 
     for (const port of internalPorts) {
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).catch((error: Error) => {
+        throw new Error(`port ${port} did not answer (${error.message}); the run said:\n${output}`);
+      });
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({
         checks: { postgres: "ok", redis: "ok", kafka: "ok" },
