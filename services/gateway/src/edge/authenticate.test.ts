@@ -135,37 +135,103 @@ describe("Rate-limit headers follow the tenant's rolling minute", () => {
   });
 });
 
+/**
+ * A gateway whose keys service is a stand-in for the key lookup: it counts its calls and answers
+ * each once `answerWhen` has resolved.
+ */
+async function gatewayWithSlowKeys(key: string, tenantId: string, answerWhen: () => Promise<void>) {
+  const keyHash = hashApiKey(key, pepperOf(harness.config));
+  const served = { lookups: 0 };
+  const server = createServer((request, response) => {
+    if (request.url !== `/internal/v1/keys/by-hash/${keyHash}`) {
+      response.writeHead(404).end();
+      return;
+    }
+    served.lookups++;
+    void answerWhen().then(() => {
+      response.writeHead(200, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          key_id: "key_cold",
+          tenant_id: tenantId,
+          member_id: "mem_1",
+          revoked: false,
+          tenant: { ...tenantChanged, tenant_id: tenantId, revision: 1, status: "active" },
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const gateway = await buildApp(
+    { ...harness, config: { ...harness.config, KEYS_URL: `http://127.0.0.1:${port}` } },
+    { now: () => clock },
+  );
+  return {
+    served,
+    keyHash,
+    gateway,
+    async close() {
+      await gateway.http?.close();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe("a tenant record near its expiry", () => {
+  it("is renewed by one background lookup while the requests are answered from the cache", async () => {
+    const tenantId = `ten_${randomBytes(4).toString("hex")}`;
+    const key = generateApiKey();
+    // The lookup answers only after every request below has been answered: an edge that waited
+    // for it would never answer them.
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const keys = await gatewayWithSlowKeys(key, tenantId, () => released);
+    try {
+      await keys.gateway.store.putTenant({
+        ...tenantChanged,
+        tenant_id: tenantId,
+        revision: 1,
+        status: "active",
+      });
+      await keys.gateway.store.putKey(keys.keyHash, {
+        tenantId,
+        memberId: "mem_1",
+        keyId: "key_cold",
+        revoked: false,
+      });
+      await harness.redis.pexpire(`th:tenant:${tenantId}`, 2_000);
+      const responses = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          keys.gateway.http?.inject({
+            method: "GET",
+            url: "/v1/me",
+            headers: { authorization: `Bearer ${key}` },
+          }),
+        ),
+      );
+      expect(responses.map((response) => response?.statusCode)).toEqual(Array(20).fill(200));
+      await expect.poll(() => keys.served.lookups).toBe(1);
+      release();
+      await expect.poll(() => harness.redis.pttl(`th:tenant:${tenantId}`)).toBeGreaterThan(20_000);
+    } finally {
+      await keys.close();
+    }
+  });
+});
+
 describe("a key the edge has not cached", () => {
   it("is looked up once however many of its requests arrive together", async () => {
     const tenantId = `ten_${randomBytes(4).toString("hex")}`;
     const key = generateApiKey();
-    const keyHash = hashApiKey(key, pepperOf(harness.config));
-    let lookups = 0;
-    // The keys service's lookup, slow enough that every request below misses before it answers.
-    const keysService = createServer((request, response) => {
-      if (request.url !== `/internal/v1/keys/by-hash/${keyHash}`) {
-        response.writeHead(404).end();
-        return;
-      }
-      lookups++;
-      setTimeout(() => {
-        response.writeHead(200, { "content-type": "application/json" }).end(
-          JSON.stringify({
-            key_id: "key_cold",
-            tenant_id: tenantId,
-            member_id: "mem_1",
-            revoked: false,
-            tenant: { ...tenantChanged, tenant_id: tenantId, revision: 1, status: "active" },
-          }),
-        );
-      }, 100);
-    });
-    await new Promise<void>((resolve) => keysService.listen(0, "127.0.0.1", resolve));
-    const port = (keysService.address() as AddressInfo).port;
-    const cold = await buildApp(
-      { ...harness, config: { ...harness.config, KEYS_URL: `http://127.0.0.1:${port}` } },
-      { now: () => clock },
+    // The lookup answers after 100 ms, so every request below misses before it answers.
+    const keys = await gatewayWithSlowKeys(
+      key,
+      tenantId,
+      () => new Promise((resolve) => setTimeout(resolve, 100)),
     );
+    const cold = keys.gateway;
     try {
       const responses = await Promise.all(
         Array.from({ length: 40 }, () =>
@@ -178,10 +244,9 @@ describe("a key the edge has not cached", () => {
       );
       expect(responses.map((response) => response?.statusCode)).toEqual(Array(40).fill(200));
       expect(responses.every((response) => response?.json().tenant_id === tenantId)).toBe(true);
-      expect(lookups).toBe(1);
+      expect(keys.served.lookups).toBe(1);
     } finally {
-      await cold.http?.close();
-      await new Promise((resolve) => keysService.close(resolve));
+      await keys.close();
     }
   });
 });

@@ -160,15 +160,26 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
   // for one lookup per key instead of each asking the keys service.
   const refreshing = new Map<string, Promise<void>>();
 
+  function refreshOnce(keyHash: string, requestId: string): Promise<void> {
+    let pending = refreshing.get(keyHash);
+    if (!pending) {
+      pending = refresh(keyHash, requestId).finally(() => refreshing.delete(keyHash));
+      refreshing.set(keyHash, pending);
+    }
+    return pending;
+  }
+
   async function resolve(request: FastifyRequest, keyHash: string) {
     let answer = await options.store.authorize(keyHash, now());
+    if (answer.kind === "ok" && answer.refreshDue) {
+      // The cached tenant record is near its expiry: renewed in the background, so no request
+      // of a busy tenant waits for the lookup that would follow its expiry.
+      refreshOnce(keyHash, request.id).catch((error: unknown) => {
+        request.log.warn({ err: error }, "refreshing a cached tenant record failed");
+      });
+    }
     if (answer.kind === "miss") {
-      let pending = refreshing.get(keyHash);
-      if (!pending) {
-        pending = refresh(keyHash, request.id).finally(() => refreshing.delete(keyHash));
-        refreshing.set(keyHash, pending);
-      }
-      await pending;
+      await refreshOnce(keyHash, request.id);
       answer = await options.store.authorize(keyHash, now());
       if (answer.kind === "miss") {
         throw new ApiError(

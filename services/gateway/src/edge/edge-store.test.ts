@@ -344,6 +344,17 @@ describe("the tenant's rolling minute", () => {
     ]);
   });
 
+  it("asks for a background refresh once the tenant's record is in the last third of its time", async () => {
+    const { tenantId, keys } = await tenantWithLimit(100);
+    const fresh = await store.authorize(keys[0], start);
+    expect(fresh).toMatchObject({ kind: "ok", refreshDue: false });
+    // The store keeps tenant records 30 s; below 10 s left the answer asks for a refresh.
+    await redis.pexpire(`th:tenant:${tenantId}`, 9_000);
+    expect(await store.authorize(keys[1], start)).toMatchObject({ kind: "ok", refreshDue: true });
+    await redis.pexpire(`th:tenant:${tenantId}`, 11_000);
+    expect(await store.authorize(keys[0], start)).toMatchObject({ kind: "ok", refreshDue: false });
+  });
+
   it("splits a burst larger than one call's share into several calls, in order", async () => {
     const { keys } = await tenantWithLimit(1_000);
     const calls = batchSizes.length;

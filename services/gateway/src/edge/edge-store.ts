@@ -127,7 +127,7 @@ end
  */
 const TENANT_WINDOW_LUA = `
 local tenantById = {}
-local function tenantOf(id, prefix, calendar)
+local function tenantOf(id, prefix, calendar, refreshBelow)
   local cached = tenantById[id]
   if cached then return cached end
   local t = redis.call('HMGET', prefix .. 'tenant:' .. id, 'tier', 'status', 'rate_per_minute', 'lead_views_per_month', 'billing_anniversary')
@@ -157,12 +157,17 @@ local function tenantOf(id, prefix, calendar)
     end
     used = redis.call('GET', prefix .. '${LEAD_VIEW_COUNTER_PREFIX}' .. id .. ':' .. string.format('%04d-%02d-%02d', y, m, startDay)) or ''
   end
+  -- A record near its expiry asks the edge to fetch it afresh in the background, so a busy
+  -- tenant's requests never wait for the lookup its expiry would otherwise cost.
+  local ttl = redis.call('PTTL', prefix .. 'tenant:' .. id)
+  local refresh = '0'
+  if ttl >= 0 and ttl < refreshBelow then refresh = '1' end
   -- Integers print exactly through string concatenation (Lua's %.14g covers millisecond times).
-  tenant.tail = '\\n' .. (t[4] or '') .. '\\n' .. (t[5] or '') .. '\\n' .. used
+  tenant.tail = '\\n' .. (t[4] or '') .. '\\n' .. (t[5] or '') .. '\\n' .. used .. '\\n' .. refresh
   return tenant
 end
-local function authorizeTenant(rec, now, prefix, calendar)
-  local tenant = tenantOf(rec[1], prefix, calendar)
+local function authorizeTenant(rec, now, prefix, calendar, refreshBelow)
+  local tenant = tenantOf(rec[1], prefix, calendar, refreshBelow)
   local t = tenant.record
   if tenant.missing then return 'miss' end
   if not tenant.window then return 'inactive\\n' .. rec[1] .. '\\n' .. t[2] end
@@ -175,7 +180,8 @@ end
 /**
  * Every API-key request that reached the edge in one turn of the event loop, judged in one
  * script and in arrival order: KEYS are the key records, ARGV[1] the key prefix, ARGV[2] today's
- * calendar, ARGV[2 + i] the time (ms) of request i. Each request still waits for exactly one
+ * calendar, ARGV[3] how close to its expiry (ms) a tenant record asks for a refresh, ARGV[3 + i]
+ * the time (ms) of request i. Each request still waits for exactly one
  * round trip; the tenant's window, tier record and counter are read and written once per batch
  * instead of once per request.
  */
@@ -191,7 +197,7 @@ for i = 1, #KEYS do
   if rec[5] == '1' then answers[i] = 'unknown'
   elseif not rec[1] then answers[i] = 'miss'
   elseif rec[4] == '1' then answers[i] = 'revoked'
-  else answers[i] = authorizeTenant(rec, tonumber(ARGV[2 + i]), ARGV[1], ARGV[2]) end
+  else answers[i] = authorizeTenant(rec, tonumber(ARGV[3 + i]), ARGV[1], ARGV[2], tonumber(ARGV[3])) end
 end
 saveWindows()
 return answers
@@ -204,7 +210,7 @@ return answers
  */
 const AUTHORIZE_SESSION_LUA = `${SLIDE_LUA}${TENANT_WINDOW_LUA}
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'revoked' end
-local answer = authorizeTenant({ARGV[4], ARGV[5], ARGV[6]}, tonumber(ARGV[2]), ARGV[1], ARGV[3])
+local answer = authorizeTenant({ARGV[4], ARGV[5], ARGV[6]}, tonumber(ARGV[2]), ARGV[1], ARGV[3], tonumber(ARGV[7]))
 saveWindows()
 return answer
 `;
@@ -269,6 +275,8 @@ export type Authorization =
       billingAnniversary: string;
       /** Lead-views used this billing period, when the counter is in Redis. */
       leadViewsUsed: number | undefined;
+      /** The tenant's cached record is near its expiry: fetch it afresh, without waiting. */
+      refreshDue: boolean;
     };
 
 type EdgeRedis = Redis & {
@@ -357,6 +365,9 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
     return calendar;
   }
 
+  // A tenant record in its last third asks for a background refresh (see TENANT_WINDOW_LUA).
+  const refreshBelowMs = Math.floor((options.tenantTtlSeconds * 1000) / 3);
+
   function windowArgs(now: number): (string | number)[] {
     return [prefix, Math.floor(now), calendarOf(now)];
   }
@@ -382,7 +393,7 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
     for (const entry of batch) {
       args.push(`th:key:${entry.keyHash}`);
     }
-    args.push(prefix, pendingCalendar);
+    args.push(prefix, pendingCalendar, refreshBelowMs);
     for (const entry of batch) {
       args.push(entry.now);
     }
@@ -414,7 +425,7 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
     if (kind === "inactive" && fields.length === 3) {
       return { kind, tenantId: fields[1] as string, status: fields[2] as string };
     }
-    if (kind !== "ok" || fields.length !== 13) {
+    if (kind !== "ok" || fields.length !== 14) {
       throw new Error(`unexpected authorization answer of ${fields.length} fields`);
     }
     const used = fields[12] as string;
@@ -434,6 +445,7 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
       leadViewsPerMonth: Number(fields[10]),
       billingAnniversary: fields[11] as string,
       leadViewsUsed: used === "" ? undefined : Number(used),
+      refreshDue: fields[13] === "1",
     };
   }
 
@@ -467,6 +479,7 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
           session.tenantId,
           session.memberId,
           session.sessionId,
+          refreshBelowMs,
         ),
       );
     },
