@@ -30,6 +30,16 @@ describe("the match listing pages in commit order", () => {
     // where text order ("10" before "9") and number order part. A second transaction follows.
     await insertMatches(watchlistId, 120);
     await insertMatches(watchlistId, 15);
+    // The listing shows a transaction's matches once every older transaction on the server has
+    // ended; other tests' transactions may still be open for a moment.
+    await expect
+      .poll(
+        async () => (await listMatches(db.pool, watchlistId, { limit: 1_000 })).matches.length,
+        {
+          timeout: 30_000,
+        },
+      )
+      .toBe(135);
     const { rows } = await db.pool.query<{ match_id: string }>(
       "SELECT match_id FROM matches WHERE watchlist_id = $1 ORDER BY tx_id, seq",
       [watchlistId],
