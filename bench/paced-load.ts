@@ -19,10 +19,11 @@ const rate = Number(rateText);
 const warmup = Math.round(rate * 2);
 const total = warmup + Math.round(rate * Number(secondsText));
 const headers = JSON.parse(headersText ?? "{}") as Record<string, string>;
-// A fixed pool, as a client's keep-alive pool would be: opening a socket for every request that
-// finds all busy would measure connection set-up, not the server. A request that waits for a
-// socket counts the wait.
-const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+// A keep-alive pool large enough that requests in flight (rate x latency, by Little's law) never
+// wait for a socket: a small pool would add its own queue to the latencies. The sockets open
+// during the warm-up, so connection set-up is not measured. A request that waits for a socket
+// counts the wait.
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
 const latencies = new Float64Array(total);
 let sent = 0;
