@@ -6,7 +6,6 @@
 // broker and each dispatcher run in their own processes; the receiver runs here.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createInterface } from "node:readline";
@@ -18,6 +17,7 @@ import { verifySignature } from "../packages/webhooks/src/index.ts";
 import { buildApp } from "../services/webhook-dispatcher/src/app.ts";
 import { readConfig } from "../services/webhook-dispatcher/src/config.ts";
 import { migrations } from "../services/webhook-dispatcher/src/db/migrations.ts";
+import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
 
 const DELIVERIES = Number(process.argv[2] ?? 6_000);
 const LATENCY_RATE = 1_000;
@@ -36,16 +36,6 @@ const ENV = {
   WEBHOOK_ALLOW_LOOPBACK_HTTP: "true",
   LOG_LEVEL: "fatal",
 };
-
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-function cpuSeconds(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 function report(label: string, value: string): void {
   process.stdout.write(`${label.padEnd(58)} ${value}\n`);
@@ -248,8 +238,9 @@ async function burst(instances: number): Promise<number> {
   firstAt = 0;
   const batch = matches(DELIVERIES);
   const completeBefore = await completeCount();
-  const cpuBefore = children.map((child) => cpuSeconds(child.pid));
-  const postgresBefore = await postgresCpu();
+  const cpuBefore = children.map((child) => cpuMsOf(child.pid));
+  const database = new URL(harness.db.url).pathname.slice(1);
+  const postgresBefore = postgresCpuMsOf(database);
   const publishStarted = Date.now();
   for (let i = 0; i < batch.length; i += 1_000) {
     await harness.bus.publish(contracts.matchFound, batch.slice(i, i + 1_000));
@@ -258,15 +249,9 @@ async function burst(instances: number): Promise<number> {
   const lastAt = Date.now();
   // Rows recorded complete, not only requests received: the attempt records are part of the work.
   await waitForComplete(completeBefore + DELIVERIES, 30_000);
-  const postgresAfter = await postgresCpu();
-  let postgres = 0;
-  for (const [pid, seconds] of postgresAfter) {
-    postgres += seconds - (postgresBefore.get(pid) ?? 0);
-  }
-  const cpu = children.reduce(
-    (sum, child, i) => sum + cpuSeconds(child.pid) - (cpuBefore[i] ?? 0),
-    0,
-  );
+  const postgres = postgresCpuMsSince(database, postgresBefore) / 1000;
+  const cpu =
+    children.reduce((sum, child, i) => sum + cpuMsOf(child.pid) - (cpuBefore[i] ?? 0), 0) / 1000;
   const seconds = (lastAt - firstAt) / 1000;
   const rate = seen.size / seconds;
   report(
@@ -286,13 +271,6 @@ async function burst(instances: number): Promise<number> {
 }
 
 /** CPU seconds used so far by each backend connected to the bench's database. */
-async function postgresCpu(): Promise<Map<number, number>> {
-  const { rows } = await harness.db.pool.query<{ pid: number }>(
-    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()",
-  );
-  return new Map(rows.map((row) => [row.pid, cpuSeconds(row.pid)]));
-}
-
 async function completeCount(): Promise<number> {
   const { rows } = await harness.db.pool.query(
     "SELECT count(*)::int AS n FROM deliveries WHERE state = 'complete'",
