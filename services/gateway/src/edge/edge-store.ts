@@ -206,7 +206,9 @@ return answers
 /**
  * A dashboard session names its tenant and member in a signed token, so there is no key to look
  * up: KEYS[1] is the session's revocation mark (set at sign-out); ARGV[1] the key prefix, ARGV[2]
- * now (ms), ARGV[3] today's calendar, ARGV[4..6] the tenant, member and session id.
+ * now (ms), ARGV[3] today's calendar, ARGV[4..6] the tenant, member and session id, ARGV[7]
+ * how close to its expiry (ms) a tenant record asks for a refresh (reported, not acted on: a
+ * session that misses fetches the tenant itself).
  */
 const AUTHORIZE_SESSION_LUA = `${SLIDE_LUA}${TENANT_WINDOW_LUA}
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'revoked' end
