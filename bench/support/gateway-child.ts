@@ -9,7 +9,6 @@ import { createPool } from "@th/db";
 import { buildApp } from "@th/gateway/app";
 import { readConfig } from "@th/gateway/config";
 import { createMetrics, observeHttpRequests } from "@th/service-kit";
-import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { createLogger } from "@th/telemetry";
 import { Redis } from "ioredis";
 
@@ -19,11 +18,11 @@ const config = readConfig(process.env);
 const logger = createLogger({ service: "gateway-child", level: "fatal" });
 const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });
 const pool = createPool({ url: config.DATABASE_URL, schema: "gateway", max: 10 });
+// The consumers poll with the service runner's timings, not the tests' short ones.
 const bus = new Bus({
   brokers: config.KAFKA_BROKERS,
   clientId: `gateway-child-${process.pid}`,
   logger,
-  consumerTimings: TEST_CONSUMER_TIMINGS,
 });
 const metrics = createMetrics("gateway");
 const app = await buildApp({ config, logger, pool, redis, bus, metrics });
