@@ -22,6 +22,7 @@ import {
 } from "kafkajs";
 import { readLog } from "./log-reader.ts";
 import { type BatchOutcome, backoffMs, type Outcome } from "./outcomes.ts";
+import { keyHashPartitioner } from "./partitioner.ts";
 import {
   decodeValue,
   encodeValue,
@@ -328,7 +329,10 @@ export class Bus {
 
   async #ensureProducer(): Promise<Producer> {
     if (!this.#producerReady) {
-      const producer = this.#kafka.producer({ allowAutoTopicCreation: false });
+      const producer = this.#kafka.producer({
+        allowAutoTopicCreation: false,
+        createPartitioner: keyHashPartitioner,
+      });
       this.#producerReady = producer.connect().then(() => {
         this.#producer = producer;
         return producer;
