@@ -16,13 +16,11 @@ import {
   Kafka,
   type KafkaMessage,
   logLevel,
-  Partitioners,
-  type PartitionMetadata,
   type Producer,
 } from "kafkajs";
 import { readLog } from "./log-reader.ts";
 import { type BatchOutcome, backoffMs, type Outcome } from "./outcomes.ts";
-import { keyHashPartitioner } from "./partitioner.ts";
+import { keyHashPartitioner, partitionOfKey } from "./partitioner.ts";
 import {
   decodeValue,
   encodeValue,
@@ -215,8 +213,6 @@ const KAFKA_TO_PINO = {
   [logLevel.DEBUG]: "debug",
   [logLevel.NOTHING]: "silent",
 } as const;
-
-const defaultPartitioner = Partitioners.DefaultPartitioner();
 
 const COMMITTED_POLL_MS = 100;
 
@@ -814,8 +810,8 @@ export class Bus {
   }
 
   /**
-   * The partition a record with this key goes to, as the producer picks it (kafkajs's default,
-   * Java-compatible murmur2 partitioner over the topic's current partition count).
+   * The partition a record with this key goes to, as the producer picks it (the Java client's
+   * murmur2 over the topic's current partition count).
    */
   async partitionFor(topic: string, key: string): Promise<number> {
     let count = this.#partitionCounts.get(topic);
@@ -828,14 +824,7 @@ export class Bus {
       }
       this.#partitionCounts.set(topic, count);
     }
-    const partitionMetadata: PartitionMetadata[] = Array.from({ length: count }, (_, index) => ({
-      partitionId: index,
-      leader: 0,
-      partitionErrorCode: 0,
-      replicas: [0],
-      isr: [0],
-    }));
-    return defaultPartitioner({ topic, partitionMetadata, message: { key, value: null } });
+    return partitionOfKey(key, count);
   }
 
   /**

@@ -55,6 +55,11 @@ function keyBytes(key: Buffer | string): Uint8Array {
   return Buffer.from(key);
 }
 
+/** The partition of a record with this key among `count` partitions. */
+export function partitionOfKey(key: Buffer | string, count: number): number {
+  return (murmur2(keyBytes(key)) & 0x7fffffff) % count;
+}
+
 /**
  * The partition choice of kafkajs's DefaultPartitioner (the Java client's): an explicit partition
  * wins, a keyed record goes to murmur2(key) modulo the partition count, and a record without a key
@@ -69,7 +74,7 @@ export const keyHashPartitioner: ICustomPartitioner = () => {
       return message.partition;
     }
     if (message.key !== null && message.key !== undefined) {
-      return (murmur2(keyBytes(message.key)) & 0x7fffffff) % partitionMetadata.length;
+      return partitionOfKey(message.key, partitionMetadata.length);
     }
     const counter = (counters.get(topic) ?? randomInt(2 ** 31)) + 1;
     counters.set(topic, counter);
