@@ -14,8 +14,10 @@ FROM ${NODE_IMAGE} AS install
 ENV PNPM_HOME=/pnpm CI=true
 RUN npm install --global --no-fund --no-audit pnpm@10.34.9
 WORKDIR /app
-# The lockfile alone decides what is fetched, so this layer is cached until it changes.
+# The lockfile alone decides what is fetched, so this layer is cached until it changes. The
+# patches go with it: the lockfile names them, and the install applies them.
 COPY pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY patches ./patches
 RUN pnpm fetch --prod
 COPY package.json ./
 COPY packages ./packages
@@ -28,6 +30,7 @@ ENV CI=true
 RUN npm install --global --no-fund --no-audit pnpm@10.34.9
 WORKDIR /app
 COPY pnpm-lock.yaml pnpm-workspace.yaml package.json ./
+COPY patches ./patches
 COPY packages ./packages
 COPY services ./services
 RUN pnpm install --frozen-lockfile --ignore-scripts --filter @th/dashboard...

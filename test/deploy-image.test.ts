@@ -78,7 +78,7 @@ describe("the production image layout", () => {
   it("installs production dependencies only and runs the services' migrate entries from it", async () => {
     const { copies, install } = installStage();
     expect(copies).toEqual(
-      expect.arrayContaining(["pnpm-lock.yaml", "package.json", "packages", "services"]),
+      expect.arrayContaining(["pnpm-lock.yaml", "patches", "package.json", "packages", "services"]),
     );
     for (const source of copies) {
       cpSync(join(root, source), join(image, source), {
@@ -94,6 +94,10 @@ describe("the production image layout", () => {
     // Production dependencies only; the Avro schemas ship; no tests ship.
     const installed = readdirSync(join(image, "node_modules", ".pnpm"));
     expect(installed.some((name) => name.startsWith("fastify@"))).toBe(true);
+    // The patched kafkajs (patches/), not the registry's copy.
+    expect(installed.filter((name) => name.startsWith("kafkajs@"))).toEqual([
+      expect.stringContaining("_patch_hash="),
+    ]);
     for (const devOnly of ["vitest@", "typescript@", "@biomejs+biome@"]) {
       expect(
         installed.some((name) => name.startsWith(devOnly)),
