@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import type { ParcelIngested, RollStage } from "@th/contracts";
 import type { Pool } from "@th/db";
 import { inSpan } from "@th/telemetry";
@@ -113,6 +114,27 @@ const DEFER_INDEXES_FROM_BYTES = 10 << 20;
 const NO_TRACE = "0".repeat(32);
 
 const KEPT_REJECTS = 1000;
+
+/**
+ * The reader and the diff give the event loop a turn after this many rows. The store lane's
+ * every step (COPY chunk taken, COPY done, commit) is a callback; run between batches only, it
+ * waited for whole batches to be parsed and diffed, and Postgres sat idle meanwhile.
+ */
+const YIELD_EVERY_ROWS = 250;
+
+/** Counts rows and says when the event loop is due a turn. */
+class LoopTurns {
+  #rows = 0;
+
+  due(): boolean {
+    this.#rows += 1;
+    if (this.#rows < YIELD_EVERY_ROWS) {
+      return false;
+    }
+    this.#rows = 0;
+    return true;
+  }
+}
 
 /** Collects rejects: keeps the first ones in memory, writes every one to the report file. */
 class RejectsReport {
@@ -275,7 +297,7 @@ async function ingestLocked(
   };
 
   /** Diffs a batch against the stored states: the parcels to store and how each row counted. */
-  const diffBatch = (
+  const diffBatch = async (
     byFolio: ReadonlyMap<string, NalRow>,
     states: ReadonlyMap<string, StoredParcelState>,
     sales: ReadonlyMap<string, RollSale[]>,
@@ -283,7 +305,11 @@ async function ingestLocked(
     const started = performance.now();
     const observedAt = now().toISOString();
     const outcome = { changed: [] as BuiltParcel[], new: 0, updated: 0, unchanged: 0 };
+    const turns = new LoopTurns();
     for (const [folio, row] of byFolio) {
+      if (turns.due()) {
+        await yieldToLoop();
+      }
       const previous = states.get(folio) ?? null;
       if (isStaleRoll(previous, row.rollYear, rollStage)) {
         report.add({
@@ -335,7 +361,7 @@ async function ingestLocked(
   const storeBatch = async (
     byFolio: ReadonlyMap<string, NalRow>,
     folios: readonly string[],
-    diffed: ReturnType<typeof diffBatch>,
+    diffed: Awaited<ReturnType<typeof diffBatch>>,
     states: ReadonlyMap<string, StoredParcelState>,
   ) => {
     let outcome = diffed;
@@ -351,7 +377,7 @@ async function ingestLocked(
           );
       if (maxSeq === null) {
         const [stored, sales] = await lookUp(folios, false);
-        outcome = diffBatch(byFolio, stored, sales);
+        outcome = await diffBatch(byFolio, stored, sales);
         const changed = outcome.changed;
         maxSeq = await timed("store", () =>
           upsertParcels(deps.pool, changed, { existing: stored }),
@@ -379,7 +405,11 @@ async function ingestLocked(
       throw load.storeError;
     }
     const byFolio = new Map<string, NalRow>();
+    const turns = new LoopTurns();
     for (const record of records) {
+      if (turns.due()) {
+        await yieldToLoop();
+      }
       counts.read += 1;
       if (record.error) {
         report.add({ line: record.line, column: null, reason: record.error });
@@ -417,7 +447,7 @@ async function ingestLocked(
       await storing;
     }
     const [states, sales] = await lookUp(folios, load.firstLoad);
-    const diffed = diffBatch(byFolio, states, sales);
+    const diffed = await diffBatch(byFolio, states, sales);
     // The next batch is parsed and diffed while this one is stored, so Postgres and this process
     // each keep a core busy; at most one batch waits for the store (memory stays flat).
     await timed("waitStore", () => storing);
