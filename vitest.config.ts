@@ -11,7 +11,6 @@ export default defineConfig({
     exclude: ["**/node_modules/**"],
     pool: "forks",
     globalSetup: ["packages/dashboard/src/vitest-setup.ts"],
-    setupFiles: ["test/support/process-warnings.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ["default"],

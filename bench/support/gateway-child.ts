@@ -12,8 +12,6 @@ import { createMetrics, observeHttpRequests } from "@th/service-kit";
 import { createLogger } from "@th/telemetry";
 import { Redis } from "ioredis";
 
-// kafkajs arms negative timers on Node 24; the service runner drops that warning, and so does this.
-process.removeAllListeners("warning");
 const config = readConfig(process.env);
 const logger = createLogger({ service: "gateway-child", level: "fatal" });
 const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });

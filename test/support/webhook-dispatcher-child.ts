@@ -8,8 +8,6 @@ import { buildApp } from "@th/webhook-dispatcher/app";
 import { readConfig } from "@th/webhook-dispatcher/config";
 import { Redis } from "ioredis";
 
-// kafkajs arms negative timers on Node 24; the service runner drops that warning, and so does this.
-process.removeAllListeners("warning");
 const config = readConfig(process.env);
 const logger = createLogger({ service: "dispatcher-child", level: "fatal" });
 const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });

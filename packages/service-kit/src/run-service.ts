@@ -42,16 +42,11 @@ export interface ServiceSpec<Config extends CommonConfig> {
   build(deps: ServiceDeps<Config>): Promise<ServiceApp>;
 }
 
-/**
- * Process warnings go to the structured log. kafkajs 2.2.4 arms timers with a negative delay
- * that Node 24 reports on every connection; Node treats it as 1 ms, so that one is dropped.
- */
+/** Process warnings go to the structured log, like everything else the service says. */
 function routeProcessWarnings(logger: Logger) {
   process.removeAllListeners("warning");
   process.on("warning", (warning) => {
-    if (warning.name !== "TimeoutNegativeWarning") {
-      logger.warn({ warning: warning.name }, warning.message);
-    }
+    logger.warn({ warning: warning.name }, warning.message);
   });
 }
 
