@@ -51,15 +51,47 @@ export function isBuilt(dir = DASHBOARD_DIST): boolean {
 }
 
 export async function ensureDashboardBuilt(
-  options: { force?: boolean; log?: (line: string) => void } = {},
+  options: { force?: boolean; log?: (line: string) => void; dir?: string } = {},
 ): Promise<{ built: boolean; ms: number }> {
   const started = Date.now();
-  if (!options.force && isBuilt()) {
+  const dist = options.dir ?? DASHBOARD_DIST;
+  if (!options.force && isBuilt(dist)) {
     return { built: false, ms: Date.now() - started };
   }
   const fingerprint = sourceFingerprint();
-  const staging = `${DASHBOARD_DIST}.tmp-${process.pid}-${Date.now()}`;
+  const staging = `${dist}.tmp-${process.pid}-${Date.now()}`;
   const { build } = await import("vite");
+  // Vite sets NODE_ENV=production for the rest of the process when it finds it unset; `npm
+  // start` builds in its own process and then starts the services with that environment, which
+  // would put them in production mode (and refuse the development secrets) on a first run.
+  const nodeEnv = process.env.NODE_ENV;
+  try {
+    await viteBuild(build, staging);
+  } finally {
+    if (nodeEnv === undefined) {
+      delete process.env.NODE_ENV;
+    } else {
+      process.env.NODE_ENV = nodeEnv;
+    }
+  }
+  for (const file of filesUnder(staging)) {
+    if (/\.(js|css|html|svg|json)$/.test(file)) {
+      writeFileSync(`${file}.gz`, gzipSync(readFileSync(file), { level: 9 }));
+    }
+  }
+  writeFileSync(join(staging, HASH_FILE), fingerprint);
+  const previous = `${dist}.old-${process.pid}-${Date.now()}`;
+  if (existsSync(dist)) {
+    renameSync(dist, previous);
+  }
+  renameSync(staging, dist);
+  rmSync(previous, { recursive: true, force: true });
+  const ms = Date.now() - started;
+  options.log?.(`dashboard built in ${ms} ms`);
+  return { built: true, ms };
+}
+
+async function viteBuild(build: typeof import("vite").build, outDir: string): Promise<void> {
   await build({
     root: PACKAGE_DIR,
     configFile: false,
@@ -71,7 +103,7 @@ export async function ensureDashboardBuilt(
     oxc: { jsx: { runtime: "automatic", importSource: "react", development: false } },
     define: { "process.env.NODE_ENV": JSON.stringify("production") },
     build: {
-      outDir: staging,
+      outDir,
       emptyOutDir: true,
       target: "es2022",
       sourcemap: false,
@@ -79,21 +111,6 @@ export async function ensureDashboardBuilt(
       chunkSizeWarningLimit: 400,
     },
   });
-  for (const file of filesUnder(staging)) {
-    if (/\.(js|css|html|svg|json)$/.test(file)) {
-      writeFileSync(`${file}.gz`, gzipSync(readFileSync(file), { level: 9 }));
-    }
-  }
-  writeFileSync(join(staging, HASH_FILE), fingerprint);
-  const previous = `${DASHBOARD_DIST}.old-${process.pid}-${Date.now()}`;
-  if (existsSync(DASHBOARD_DIST)) {
-    renameSync(DASHBOARD_DIST, previous);
-  }
-  renameSync(staging, DASHBOARD_DIST);
-  rmSync(previous, { recursive: true, force: true });
-  const ms = Date.now() - started;
-  options.log?.(`dashboard built in ${ms} ms`);
-  return { built: true, ms };
 }
 
 /** What a first visit downloads: the JavaScript and CSS the index page loads, gzip-compressed. */
