@@ -3,9 +3,10 @@
 // so it uses only built-in modules: it fetches the pinned Node 24 and pnpm from the npm registry
 // into .tools/, installs dependencies, makes sure Postgres and Redis answer, then hands over to
 // the real command running on Node 24.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { constants } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureStores } from "./stores.mjs";
@@ -155,9 +156,17 @@ if (command !== "broker") {
   process.env.DATABASE_URL = stores.databaseUrl;
   process.env.REDIS_URL = stores.redisUrl;
 }
-const result = spawnSync(node, [...commands[command], ...process.argv.slice(3)], {
+const child = spawn(node, [...commands[command], ...process.argv.slice(3)], {
   stdio: "inherit",
   cwd: root,
   env: childEnv(node),
 });
-process.exit(result.status ?? 1);
+// Ctrl-C signals the terminal's whole foreground group, the command included: the command
+// decides how to stop (npm start stops its services, then the broker) and this process waits
+// for it rather than returning the prompt first. A SIGTERM sent to this process alone is passed on.
+process.on("SIGINT", () => {});
+process.on("SIGTERM", () => child.kill("SIGTERM"));
+child.on("exit", (code, signal) => {
+  // Killed by a signal: the shell's convention, 128 + its number.
+  process.exit(code ?? 128 + (constants.signals[signal] ?? 0));
+});

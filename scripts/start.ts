@@ -72,10 +72,13 @@ function formatLine(line: string): string {
 }
 
 function launch(name: string, args: string[], extraEnv: Record<string, string>, colour: number) {
+  // Each process in a group of its own: Ctrl-C signals the terminal's whole foreground group,
+  // and the services must hear of it once, from here, before the broker stops (see stopAll).
   const child = spawn(process.execPath, args, {
     cwd: root,
     env: { ...env, ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
   });
   const prefix = `\u001b[${colour}m${name.padEnd(18)}\u001b[0m|`;
   for (const stream of [child.stdout, child.stderr]) {
@@ -170,6 +173,12 @@ async function stopAll(code: number) {
 
 process.on("SIGINT", () => void stopAll(0));
 process.on("SIGTERM", () => void stopAll(0));
+// The children are in groups of their own, so nothing else would stop them if this process died.
+process.on("exit", () => {
+  for (const child of children.values()) {
+    child.kill("SIGKILL");
+  }
+});
 
 say("building the dashboard when its sources changed");
 await ensureDashboardBuilt({ log: say });
