@@ -64,14 +64,16 @@ export async function ensureDashboardBuilt(
   // Vite sets NODE_ENV=production for the rest of the process when it finds it unset; `npm
   // start` builds in its own process and then starts the services with that environment, which
   // would put them in production mode (and refuse the development secrets) on a first run.
-  const nodeEnv = process.env.NODE_ENV;
+  // biome-ignore lint/style/noProcessEnv: undoing Vite's change to the process environment
+  const environment = process.env;
+  const nodeEnv = environment.NODE_ENV;
   try {
     await viteBuild(build, staging);
   } finally {
     if (nodeEnv === undefined) {
-      delete process.env.NODE_ENV;
+      delete environment.NODE_ENV;
     } else {
-      process.env.NODE_ENV = nodeEnv;
+      environment.NODE_ENV = nodeEnv;
     }
   }
   for (const file of filesUnder(staging)) {
