@@ -3,6 +3,8 @@
  * and publishes new and changed parcels on `parcel.ingested`. SDF files go first so their sales
  * enrich the rolls of the same run. Progress on stderr; a summary per file and in total.
  */
+import { access, constants } from "node:fs/promises";
+import { connect } from "node:net";
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import { Bus } from "@th/bus";
@@ -52,11 +54,43 @@ export function progressReporter(label: string, stream = process.stderr) {
   };
 }
 
+/** Whether something accepts TCP connections at `host:port` within `timeoutMs`. */
+function accepts(hostPort: string, timeoutMs: number): Promise<boolean> {
+  const separator = hostPort.lastIndexOf(":");
+  const host = hostPort.slice(0, separator);
+  const port = Number(hostPort.slice(separator + 1));
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (answer: boolean) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+  });
+}
+
+/** The files of `paths` that cannot be read, with the reason. */
+async function unreadable(paths: readonly string[]): Promise<string[]> {
+  const problems: string[] = [];
+  for (const path of paths) {
+    await access(path, constants.R_OK).catch((error: NodeJS.ErrnoException) => {
+      problems.push(`${path}: ${error.code === "ENOENT" ? "no such file" : "cannot be read"}`);
+    });
+  }
+  return problems;
+}
+
 function summaryLine(summary: IngestSummary): string {
   return `${basename(summary.file)} (${summary.kind}): read ${summary.read}, new ${summary.new}, changed ${summary.changed}, unchanged ${summary.unchanged}, rejected ${summary.rejected}, published ${summary.published} in ${summary.seconds.toFixed(1)}s`;
 }
 
-async function main(argv: string[]): Promise<number> {
+/** Runs the command; `env` stands in for the process environment (tests). */
+export async function main(
+  argv: string[],
+  env?: Readonly<Record<string, string | undefined>>,
+): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -75,7 +109,24 @@ async function main(argv: string[]): Promise<number> {
       : values.stage.toUpperCase() === "P"
         ? "preliminary"
         : "final";
-  const config = readConfig();
+  // Both checks come before any connection: a typo or a stopped broker is one clear line, not a
+  // minute of client retries.
+  const problems = await unreadable(positionals);
+  if (problems.length > 0) {
+    for (const problem of problems) {
+      console.error(problem);
+    }
+    console.error("nothing was ingested");
+    return 2;
+  }
+  const config = readConfig(env);
+  const reachable = await Promise.all(config.KAFKA_BROKERS.map((broker) => accepts(broker, 2000)));
+  if (!reachable.includes(true)) {
+    console.error(
+      `no Kafka broker answers at ${config.KAFKA_BROKERS.join(", ")}: start the system with \`npm start\` (or the dev broker alone with \`npm run broker\`), or set KAFKA_BROKERS to your cluster`,
+    );
+    return 1;
+  }
   const logger = createLogger({ service: "parcels-ingest", level: "warn" });
   await migrate(config.DATABASE_URL, migrations);
   const pool = createPool({ url: config.DATABASE_URL, schema: migrations.schema, max: 4 });

@@ -1,0 +1,91 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { contracts } from "@th/contracts";
+import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { type Config, readConfig } from "../config.ts";
+import { migrations } from "../db/migrations.ts";
+import { main } from "./cli.ts";
+import { writeNalFile } from "./generate-nal.ts";
+
+let harness: TestHarness<Config>;
+let dir: string;
+/** Nothing listens here: a Postgres or Kafka client pointed at it fails. */
+let closedPort: number;
+
+beforeAll(async () => {
+  harness = await createTestHarness({
+    config: readConfig({}),
+    migrations: [migrations],
+    topics: [contracts.parcelIngested],
+  });
+  dir = await mkdtemp(join(tmpdir(), "ingest-cli-"));
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  closedPort = (server.address() as { port: number }).port;
+  await new Promise((resolve) => server.close(resolve));
+});
+afterAll(async () => {
+  await harness.close();
+  await rm(dir, { recursive: true, force: true });
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+function captured(stream: "info" | "error") {
+  const lines: string[] = [];
+  vi.spyOn(console, stream).mockImplementation((...args: unknown[]) => {
+    lines.push(args.join(" "));
+  });
+  return lines;
+}
+
+describe("npm run ingest", () => {
+  it("refuses a file it cannot read before connecting to anything, and ingests nothing", async () => {
+    const errors = captured("error");
+    const code = await main([join(dir, "NAL23F202599.csv")], {
+      DATABASE_URL: `postgres://nobody@127.0.0.1:${closedPort}/none`,
+      KAFKA_BROKERS: `127.0.0.1:${closedPort}`,
+    });
+    expect(code).toBe(2);
+    expect(errors).toEqual([
+      `${join(dir, "NAL23F202599.csv")}: no such file`,
+      "nothing was ingested",
+    ]);
+  });
+
+  it("says in one line that no Kafka broker answers, instead of retrying", async () => {
+    const file = join(dir, "NAL23F202501.csv");
+    await writeNalFile(file, { rows: 5, seed: 3, countyNo: 23 });
+    const errors = captured("error");
+    const code = await main([file], {
+      DATABASE_URL: harness.config.DATABASE_URL,
+      KAFKA_BROKERS: `127.0.0.1:${closedPort}`,
+    });
+    expect(code).toBe(1);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain(`no Kafka broker answers at 127.0.0.1:${closedPort}`);
+    const { rows } = await harness.pool.query<{ count: string }>("SELECT count(*) FROM parcels");
+    expect(rows[0]?.count).toBe("0");
+  });
+
+  it("ingests a roll end to end and prints its summary", async () => {
+    const file = join(dir, "NAL23F202502.csv");
+    await writeNalFile(file, { rows: 40, seed: 4, countyNo: 23 });
+    const printed = captured("info");
+    vi.spyOn(process.stderr, "write").mockReturnValue(true);
+    const code = await main([file, "--no-rejects"], {
+      DATABASE_URL: harness.config.DATABASE_URL,
+      KAFKA_BROKERS: harness.brokers.join(","),
+    });
+    expect(code).toBe(0);
+    expect(printed.join("\n")).toContain(
+      "NAL23F202502.csv (NAL): read 40, new 40, changed 0, unchanged 0, rejected 0, published 40",
+    );
+    const { rows } = await harness.pool.query<{ count: string }>("SELECT count(*) FROM parcels");
+    expect(rows[0]?.count).toBe("40");
+  });
+});
