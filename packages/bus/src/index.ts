@@ -26,4 +26,5 @@ export {
   park,
   retryLater,
 } from "./outcomes.ts";
+export { unreachableBrokers } from "./reachability.ts";
 export { decodeValue, encodeValue, PoisonRecordError } from "./serde.ts";

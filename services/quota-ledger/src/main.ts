@@ -1,4 +1,4 @@
-import { Bus } from "@th/bus";
+import { Bus, unreachableBrokers } from "@th/bus";
 import { contracts } from "@th/contracts";
 import { createPool } from "@th/db";
 import { runService } from "@th/service-kit";
@@ -14,6 +14,11 @@ const argv = process.argv.slice(2);
 
 /** `node src/main.ts rebuild`: replay, prove equality, re-seed Redis; exit 1 on any mismatch. */
 async function rebuild(config: Config): Promise<number> {
+  const noBroker = await unreachableBrokers(config.KAFKA_BROKERS);
+  if (noBroker) {
+    console.error(`rebuild not started: ${noBroker}`);
+    return 2;
+  }
   const logger = createLogger({ service: "quota-ledger-rebuild", level: config.LOG_LEVEL });
   const pool = createPool({
     url: config.DATABASE_URL,

@@ -4,10 +4,9 @@
  * enrich the rolls of the same run. Progress on stderr; a summary per file and in total.
  */
 import { access, constants } from "node:fs/promises";
-import { connect } from "node:net";
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
-import { Bus } from "@th/bus";
+import { Bus, unreachableBrokers } from "@th/bus";
 import { contracts } from "@th/contracts";
 import { createPool, migrate } from "@th/db";
 import { createLogger } from "@th/telemetry";
@@ -52,23 +51,6 @@ export function progressReporter(label: string, stream = process.stderr) {
     const line = `${label} [${bar}] ${(fraction * 100).toFixed(1)}% ${progress.rowsRead.toLocaleString("en-US")} rows ${Math.round(rate).toLocaleString("en-US")} rows/s ETA ${formatDuration(eta)}`;
     stream.write(stream.isTTY ? `\r\u001b[2K${line}${final ? "\n" : ""}` : `${line}\n`);
   };
-}
-
-/** Whether something accepts TCP connections at `host:port` within `timeoutMs`. */
-function accepts(hostPort: string, timeoutMs: number): Promise<boolean> {
-  const separator = hostPort.lastIndexOf(":");
-  const host = hostPort.slice(0, separator);
-  const port = Number(hostPort.slice(separator + 1));
-  return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    const done = (answer: boolean) => {
-      socket.destroy();
-      resolve(answer);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once("connect", () => done(true));
-    socket.once("error", () => done(false));
-  });
 }
 
 /** The files of `paths` that cannot be read, with the reason. */
@@ -120,11 +102,9 @@ export async function main(
     return 2;
   }
   const config = readConfig(env);
-  const reachable = await Promise.all(config.KAFKA_BROKERS.map((broker) => accepts(broker, 2000)));
-  if (!reachable.includes(true)) {
-    console.error(
-      `no Kafka broker answers at ${config.KAFKA_BROKERS.join(", ")}: start the system with \`npm start\` (or the dev broker alone with \`npm run broker\`), or set KAFKA_BROKERS to your cluster`,
-    );
+  const noBroker = await unreachableBrokers(config.KAFKA_BROKERS);
+  if (noBroker) {
+    console.error(noBroker);
     return 1;
   }
   const logger = createLogger({ service: "parcels-ingest", level: "warn" });
