@@ -3,6 +3,7 @@
 // loudly (nothing restarts silently); Ctrl-C stops all of them gracefully.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { ensureDashboardBuilt } from "../packages/dashboard/src/build.ts";
@@ -179,6 +180,47 @@ process.on("exit", () => {
     child.kill("SIGKILL");
   }
 });
+
+/** Whether binding `port` on `host` fails because something listens there already. */
+function portTaken(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "EADDRINUSE"));
+    probe.listen(port, host, () => probe.close(() => resolve(false)));
+  });
+}
+
+// A second `npm start`, or anything else on one of these ports, would otherwise surface as one
+// process's stack trace after the dashboard build and the migrations.
+const variableOf = (name: string) => name.toUpperCase().replaceAll("-", "_");
+const wantedPorts = [
+  ...(externalKafka
+    ? []
+    : [{ port: BROKER_PORT, what: "the dev broker", variable: "BROKER_PORT" }]),
+  ...services.flatMap((service) => [
+    { port: service.port, what: service.name, variable: `${variableOf(service.name)}_PORT` },
+    {
+      port: service.internalPort,
+      what: `${service.name}'s probes`,
+      variable: `${variableOf(service.name)}_INTERNAL_PORT`,
+    },
+  ]),
+];
+const takenPorts: typeof wantedPorts = [];
+for (const wanted of wantedPorts) {
+  if (await portTaken(wanted.port, env.HOST ?? "127.0.0.1")) {
+    takenPorts.push(wanted);
+  }
+}
+if (takenPorts.length > 0) {
+  for (const taken of takenPorts) {
+    say(
+      `\u001b[31mport ${taken.port} (${taken.what}) is in use\u001b[0m; choose another with ${taken.variable}`,
+    );
+  }
+  say("is Terminal House running already? Ctrl-C where it runs stops it");
+  process.exit(1);
+}
 
 say("building the dashboard when its sources changed");
 await ensureDashboardBuilt({ log: say });

@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serverUrl } from "@th/db/testing";
@@ -141,4 +142,37 @@ describe("npm start", () => {
       await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
     }
   }, 150_000);
+  it("refuses to start when a port it needs is taken, and says which and how to choose another", async () => {
+    // Other ports than the run above, one of them held by a listener of the test's own.
+    const shift = 100;
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...Object.fromEntries(
+        Object.entries(ports).map(([name, port]) => [name, String(port + shift)]),
+      ),
+      DATABASE_URL: databaseUrl,
+    };
+    delete env.KAFKA_BROKERS;
+    const holder = createServer();
+    const held = ports.PARCELS_PORT + shift;
+    await new Promise<void>((resolve) => holder.listen(held, "127.0.0.1", resolve));
+    try {
+      const second = spawn(process.execPath, ["scripts/start.ts"], {
+        cwd: root,
+        env,
+        stdio: "pipe",
+      });
+      let said = "";
+      second.stdout?.on("data", (chunk) => {
+        said += chunk;
+      });
+      const code = await new Promise<number | null>((resolve) => second.once("exit", resolve));
+      expect(code).toBe(1);
+      expect(said).toContain(`port ${held} (parcels) is in use`);
+      expect(said).toContain("choose another with PARCELS_PORT");
+      expect(said).not.toContain("applying migrations");
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  }, 30_000);
 });
