@@ -174,6 +174,8 @@ async function stopAll(code: number) {
 
 process.on("SIGINT", () => void stopAll(0));
 process.on("SIGTERM", () => void stopAll(0));
+// A closed terminal: its hang-up no longer reaches the services, which are in groups of their own.
+process.on("SIGHUP", () => void stopAll(0));
 // The children are in groups of their own, so nothing else would stop them if this process died.
 process.on("exit", () => {
   for (const child of children.values()) {
