@@ -109,7 +109,8 @@ export async function main(
   }
   const logger = createLogger({ service: "parcels-ingest", level: "warn" });
   await migrate(config.DATABASE_URL, migrations);
-  const pool = createPool({ url: config.DATABASE_URL, schema: migrations.schema, max: 4 });
+  // The ingest lock, the store, two lookups and the watermark, none waiting for another.
+  const pool = createPool({ url: config.DATABASE_URL, schema: migrations.schema, max: 5 });
   const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: "parcels-ingest", logger });
   await bus.provision([contracts.parcelIngested]);
   const publish: Publish = (events) => bus.publish(contracts.parcelIngested, events);
