@@ -57,6 +57,15 @@ describe("npm run ingest", () => {
     ]);
   });
 
+  it("refuses a roll stage other than P or F", async () => {
+    const errors = captured("error");
+    const code = await main(["--stage", "X", join(dir, "NAL23F202598.csv")], {
+      KAFKA_BROKERS: `127.0.0.1:${closedPort}`,
+    });
+    expect(code).toBe(2);
+    expect(errors[0]).toBe("--stage takes P (preliminary) or F (final), not X");
+  });
+
   it("says in one line that no Kafka broker answers, instead of retrying", async () => {
     const file = join(dir, "NAL23F202501.csv");
     await writeNalFile(file, { rows: 5, seed: 3, countyNo: 23 });

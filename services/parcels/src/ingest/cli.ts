@@ -85,12 +85,13 @@ export async function main(
     console.error(usage);
     return 2;
   }
-  const stage =
-    values.stage === undefined
-      ? undefined
-      : values.stage.toUpperCase() === "P"
-        ? "preliminary"
-        : "final";
+  const stageFlag = values.stage?.toUpperCase();
+  if (stageFlag !== undefined && stageFlag !== "P" && stageFlag !== "F") {
+    console.error(`--stage takes P (preliminary) or F (final), not ${values.stage}`);
+    console.error(usage);
+    return 2;
+  }
+  const stage = stageFlag === undefined ? undefined : stageFlag === "P" ? "preliminary" : "final";
   // Both checks come before any connection: a typo or a stopped broker is one clear line, not a
   // minute of client retries.
   const problems = await unreadable(positionals);
