@@ -1,7 +1,7 @@
 import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createHttpApp, type HttpApp } from "./app.ts";
+import { createHttpApp, type HttpApp, holdsNul } from "./app.ts";
 import { ApiError, errorResponses } from "./errors.ts";
 import { startInternalServer } from "./internal-server.ts";
 
@@ -22,6 +22,16 @@ beforeAll(async () => {
       },
     },
     async (request, reply) => reply.status(201).send({ id: `t_${request.body.name}` }),
+  );
+  app.get(
+    "/things/:name",
+    {
+      schema: {
+        params: z.object({ name: z.string() }),
+        querystring: z.object({ q: z.string().optional() }),
+      },
+    },
+    async (request) => ({ name: request.params.name }),
   );
   app.get("/boom", async () => {
     throw new Error("database password is hunter2 at /srv/app.ts:12");
@@ -165,5 +175,39 @@ describe("metrics", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe("NUL characters", () => {
+  it("are refused with 400 invalid_request in a path, a query or a body, before any handler", async () => {
+    for (const url of ["/things/a%00b", "/things/ok?q=%00"]) {
+      const response = await app.inject({ method: "GET", url });
+      expect(response.statusCode, url).toBe(400);
+      expect(response.json()).toMatchObject({
+        error: "invalid_request",
+        detail: "the URL holds a NUL character (%00), which no parameter accepts",
+      });
+    }
+    const body = await app.inject({
+      method: "POST",
+      url: "/things",
+      payload: { name: "a\u0000b", count: 1 },
+    });
+    expect(body.statusCode).toBe(400);
+    expect(body.json().detail).toBe(
+      "the body holds a NUL character (\\u0000), which no field accepts",
+    );
+    const fine = await app.inject({ method: "GET", url: "/things/a%20b?q=0" });
+    expect(fine.json()).toEqual({ name: "a b" });
+  });
+
+  it("are found in keys and values at any depth, and only there", () => {
+    let deep: unknown = "x\u0000";
+    for (let level = 0; level < 10_000; level++) {
+      deep = [deep];
+    }
+    expect(holdsNul(deep)).toBe(true);
+    expect(holdsNul({ list: [{ "k\u0000": 1 }] })).toBe(true);
+    expect(holdsNul({ list: [{ k: "\\u0000 as text", n: 0, none: null }] })).toBe(false);
   });
 });

@@ -109,6 +109,31 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     done();
   });
 
+  // Postgres text cannot hold NUL, so input carrying one is refused as bad input here instead of
+  // failing the query that would store or compare it. A pre-handler runs after the edge's checks
+  // and the schema's, so a key in the same request still gets its 401 and a tenant its headers.
+  app.addHook("preHandler", (request, _reply, done) => {
+    if (request.url.includes("%00")) {
+      done(
+        new ApiError(
+          "invalid_request",
+          "the URL holds a NUL character (%00), which no parameter accepts",
+        ),
+      );
+      return;
+    }
+    if (request.body !== undefined && holdsNul(request.body)) {
+      done(
+        new ApiError(
+          "invalid_request",
+          "the body holds a NUL character (\\u0000), which no field accepts",
+        ),
+      );
+      return;
+    }
+    done();
+  });
+
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const apiError = toApiError(error);
     if (apiError.status >= 500) {
@@ -126,6 +151,27 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   });
 
   return app as unknown as HttpApp;
+}
+
+/** Whether a parsed body holds a NUL in any string, key or value, however deep. */
+export function holdsNul(body: unknown): boolean {
+  const pending: unknown[] = [body];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === "string") {
+      if (item.includes("\u0000")) {
+        return true;
+      }
+    } else if (item !== null && typeof item === "object" && !Buffer.isBuffer(item)) {
+      for (const [key, value] of Object.entries(item)) {
+        if (key.includes("\u0000")) {
+          return true;
+        }
+        pending.push(value);
+      }
+    }
+  }
+  return false;
 }
 
 export function toApiError(error: unknown): ApiError {

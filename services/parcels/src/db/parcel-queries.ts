@@ -1,6 +1,7 @@
 import type { LeadSearchQuery } from "@th/api-schemas";
 import type { ParcelIngested } from "@th/contracts";
 import type { Pool } from "@th/db";
+import { parseFolio } from "../domain/parcel.ts";
 import type { ParcelDetail, StoredParcel } from "./parcel-store.ts";
 
 interface Row {
@@ -37,9 +38,15 @@ export function encodeCursor(folio: string): string {
   return Buffer.from(`f:${folio}`, "utf8").toString("base64url");
 }
 
+/** The folio a cursor carries; null for anything this API would not have issued. */
 export function decodeCursor(cursor: string): string | null {
   const decoded = Buffer.from(cursor, "base64url").toString("utf8");
-  return decoded.startsWith("f:") && decoded.length > 2 ? decoded.slice(2) : null;
+  if (!decoded.startsWith("f:")) {
+    return null;
+  }
+  const folio = decoded.slice(2);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+  return parseFolio(folio) !== null && !/[\u0000-\u001f\ufffd]/.test(folio) ? folio : null;
 }
 
 type SearchFilters = Omit<LeadSearchQuery, "cursor" | "limit">;

@@ -237,6 +237,15 @@ describe("GET /internal/v1/parcels (search)", () => {
     );
     const badCursor = await get("/internal/v1/parcels?cursor=garbage");
     expect(badCursor?.statusCode).toBe(400);
+    // Cursors carrying what no page ends on: not a folio, a NUL, bytes that are not UTF-8.
+    for (const forged of ["f:' OR 1=1--", "f:23-\u0000", "f:\xff\xfe"]) {
+      const cursor = Buffer.from(forged, "latin1").toString("base64url");
+      const response = await get(`/internal/v1/parcels?cursor=${cursor}`);
+      expect(response?.statusCode, forged).toBe(400);
+      expect(response?.json().detail).toBe(
+        "invalid querystring: cursor is not one this API issued",
+      );
+    }
     const inverted = await get("/internal/v1/parcels?min_equity=10&max_equity=5");
     expect(inverted?.statusCode).toBe(400);
   });
