@@ -63,6 +63,28 @@ describe("Endpoints: lead reads", () => {
     expect(remaining(response)).toBe(10);
   });
 
+  it("HEAD on a metered read is 405 (Allow: GET) and costs nothing", async () => {
+    const tenant = await customTenant(10);
+    for (const url of [`/v1/leads/${folios[0]}`, "/v1/leads?county=23&limit=5"]) {
+      const response = await stack.request("HEAD", url, { key: tenant.key });
+      expect(response.statusCode, url).toBe(405);
+      expect(response.headers.allow).toBe("GET");
+      expect(remaining(response)).toBe(10);
+    }
+    expect((await usage(tenant.key)).used).toBe(0);
+  });
+
+  it("a NUL character in a folio or a filter is 400 invalid_request with the tenant's headers, and free", async () => {
+    const tenant = await customTenant(10);
+    for (const url of ["/v1/leads/23-%00", "/v1/leads?city=%00"]) {
+      const response = await stack.request("GET", url, { key: tenant.key });
+      expect(response.statusCode, url).toBe(400);
+      expect(response.json().error).toBe("invalid_request");
+      expect(remaining(response)).toBe(10);
+      expect(response.headers["x-ratelimit-limit"]).toBeDefined();
+    }
+  });
+
   it("GET /v1/leads with results costs one lead-view per parcel returned", async () => {
     const tenant = await customTenant(100);
     const response = await stack.request("GET", "/v1/leads?county=23&limit=7", { key: tenant.key });

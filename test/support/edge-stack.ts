@@ -142,7 +142,7 @@ export async function startEdgeStack(
   const gateway = await addGateway();
 
   async function request(
-    method: "GET" | "POST" | "PATCH" | "DELETE",
+    method: "GET" | "HEAD" | "POST" | "PATCH" | "DELETE",
     url: string,
     init: {
       key?: string;

@@ -25,6 +25,15 @@ export function createMetering(deps: {
       folios: readonly string[],
       surface: Surface,
     ): Promise<void> {
+      if (request.method === "HEAD") {
+        // A HEAD answer carries no lead, so it must not cost one (Fastify answers HEAD for GET).
+        throw new ApiError(
+          "method_not_allowed",
+          "HEAD is not offered where a read costs lead-views; send GET",
+          {},
+          { allow: "GET" },
+        );
+      }
       const tenancy = tenancyOf(request);
       const quota = request.edge?.quota;
       if (!quota) {
