@@ -112,6 +112,26 @@ describe("Authentication 2: a key in the URL, query string or body is rejected w
     expect(listed.json().data).toHaveLength(1);
   });
 
+  it("refuses a key in a body of a type no route reads (form-encoded) with 401, not 415", async () => {
+    const tenant = await stack.startTrial("team");
+    const leaked = await stack.request("POST", "/v1/team/api-keys", {
+      key: tenant.key,
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `label=x&api_key=${tenant.key}`,
+    });
+    expect(leaked.statusCode).toBe(401);
+    expect(leaked.json().detail).toContain("revoke this key");
+    const plain = await stack.request("POST", "/v1/team/api-keys", {
+      key: tenant.key,
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "label=x",
+    });
+    expect(plain.statusCode).toBe(415);
+    expect(plain.json()).toMatchObject({ error: "unsupported_media_type" });
+    const listed = await stack.request("GET", "/v1/team/api-keys", { key: tenant.key });
+    expect(listed.json().data).toHaveLength(1);
+  });
+
   it("refuses a key in the body of a public endpoint too", async () => {
     const response = await stack.request("POST", "/v1/public/contact", {
       body: { name: "x", email: "x@y.co", message: generateApiKey() },

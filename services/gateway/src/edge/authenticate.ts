@@ -120,6 +120,9 @@ function rateLimited(window: RateWindow, now: number, who: string): ApiError {
  * with 401 whatever else the request carries. One Redis round trip resolves the key and charges
  * the tenant's rolling minute; the tier gate and the six limit headers follow from the answer.
  */
+const KEY_IN_BODY =
+  "an API key must never be sent in the request body; send it as Authorization: Bearer <key>, and revoke this key";
+
 export function registerEdge(app: HttpApp, options: EdgeOptions): void {
   const now = options.now ?? (() => Date.now());
   const periods = billingPeriods();
@@ -341,6 +344,22 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     }
   }
 
+  // A body of a type no route reads is still searched for a key before it is refused: a key
+  // sent form-encoded has leaked as much as one sent as JSON, and the caller must hear so.
+  app.addContentTypeParser("*", { parseAs: "string" }, (request, body, done) => {
+    if (isEdgePath(request.url) && KEY_LIKE.test(body as string)) {
+      refuse(request, KEY_IN_BODY).catch((error: Error) => done(error, undefined));
+      return;
+    }
+    done(
+      new ApiError(
+        "unsupported_media_type",
+        `Unsupported Media Type: ${request.headers["content-type"] ?? "none"}; send application/json`,
+      ),
+      undefined,
+    );
+  });
+
   // A request without a body (most reads) passes without a promise.
   app.addHook("preValidation", (request, _reply, done) => {
     if (
@@ -351,10 +370,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       done();
       return;
     }
-    refuse(
-      request,
-      "an API key must never be sent in the request body; send it as Authorization: Bearer <key>, and revoke this key",
-    ).catch((error: Error) => done(error));
+    refuse(request, KEY_IN_BODY).catch((error: Error) => done(error));
   });
 
   // Most answers know every figure already (the authorization read the lead-view counter), so
