@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -209,5 +210,37 @@ describe("NUL characters", () => {
     expect(holdsNul(deep)).toBe(true);
     expect(holdsNul({ list: [{ "k\u0000": 1 }] })).toBe(true);
     expect(holdsNul({ list: [{ k: "\\u0000 as text", n: 0, none: null }] })).toBe(false);
+  });
+});
+
+describe("requests the router or the HTTP parser refuses", () => {
+  it("get 400 invalid_request in the usual shape: a malformed escape, an over-long parameter", async () => {
+    for (const url of ["/things/%FF", "/things/%C3%28", `/things/${"a".repeat(500)}`]) {
+      const response = await app.inject({ method: "GET", url });
+      expect(response.statusCode, url).toBe(400);
+      expect(Object.keys(response.json()).sort(), url).toEqual(["detail", "error", "request_id"]);
+      expect(response.json().error).toBe("invalid_request");
+    }
+  });
+
+  it("get 400 invalid_request in the usual shape when the bytes are not HTTP", async () => {
+    const address = await app.listen({ port: 0, host: "127.0.0.1" });
+    const { port } = new URL(address);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: "127.0.0.1", port: Number(port) });
+      let received = "";
+      socket.on("data", (chunk) => {
+        received += chunk;
+      });
+      socket.on("end", () => resolve(received));
+      socket.on("error", reject);
+      // A Content-Length that is not a number.
+      socket.write("POST /things HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n{}");
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))).toEqual({
+      error: "invalid_request",
+      detail: "the request is not valid HTTP/1.1",
+    });
   });
 });

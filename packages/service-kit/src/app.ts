@@ -1,7 +1,12 @@
 import { randomBytes } from "node:crypto";
 import swagger from "@fastify/swagger";
 import type { Logger } from "@th/telemetry";
-import Fastify, { type FastifyError, type FastifyInstance, LogController } from "fastify";
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  LogController,
+} from "fastify";
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
@@ -40,6 +45,14 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: "invalid_request",
 };
 
+const ROUTER_ERRORS: Record<string, ApiError> = {
+  FST_ERR_BAD_URL: new ApiError("invalid_request", "the URL holds a malformed percent-escape"),
+  FST_ERR_MAX_PARAM_LENGTH: new ApiError(
+    "invalid_request",
+    "a path parameter is longer than any this API accepts",
+  ),
+};
+
 // Request ids need to be unique, not secret: a random prefix per process and a counter cost far
 // less per request than a fresh UUID, and two processes share a prefix with odds of 2^-64.
 const REQUEST_ID_PREFIX = `req_${randomBytes(8).toString("hex")}`;
@@ -68,6 +81,28 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     // One line per request is written in onResponse below, with the URL scrubbed of keys.
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: true },
+    // What the router refuses before any route runs gets the same {error, detail} as the rest.
+    frameworkErrors: (error, request, reply) => {
+      const apiError = ROUTER_ERRORS[error.code] ?? toApiError(error);
+      // Typed for some route's schema, which no route's error here has.
+      void (reply as unknown as FastifyReply)
+        .status(apiError.status)
+        .send(apiError.body(request.id));
+    },
+    // Bytes that are not HTTP never reach a route; they still get the same shape.
+    clientErrorHandler: (_error, socket) => {
+      if (socket.writable) {
+        const body = JSON.stringify({
+          error: "invalid_request",
+          detail: "the request is not valid HTTP/1.1",
+        });
+        socket.end(
+          `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      } else {
+        socket.destroy();
+      }
+    },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
