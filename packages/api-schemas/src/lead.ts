@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LEAD_SIGNALS } from "./catalogue.ts";
 
 const sale = z
   .object({
@@ -127,6 +128,18 @@ const commaList = z.string().transform((value) =>
     .filter(Boolean),
 );
 
+/** Signal names a search filters on; a name outside the catalogue is a mistake, not "no match". */
+const signalFilter = commaList.superRefine((names, context) => {
+  const known: readonly string[] = LEAD_SIGNALS;
+  const unknown = names.filter((name) => !known.includes(name));
+  if (unknown.length > 0) {
+    context.addIssue({
+      code: "custom",
+      message: `names no known signal: ${unknown.join(", ")} (known: ${LEAD_SIGNALS.join(", ")})`,
+    });
+  }
+});
+
 const money = z.coerce.number().int().min(-1e12).max(1e12);
 
 /** Search filters and paging of a lead list; every filter is optional. */
@@ -138,7 +151,9 @@ export const leadSearchQuerySchema = z.object({
     .regex(/^\d{5}$/, "must be a 5-digit ZIP")
     .optional(),
   use_class: useClassSchema.optional(),
-  signals: commaList.optional().describe("Comma-separated; a lead must have all of them"),
+  signals: signalFilter
+    .optional()
+    .describe("Comma-separated signal names; a lead must have all of them"),
   min_just_value: money.optional(),
   max_just_value: money.optional(),
   min_equity: money.optional(),

@@ -224,7 +224,9 @@ describe("GET /internal/v1/parcels (search)", () => {
   });
 
   it("answers 400 with the failing fields for bad parameters", async () => {
-    const response = await get("/internal/v1/parcels?limit=500&county=99&zip=abc&use_class=castle");
+    const response = await get(
+      "/internal/v1/parcels?limit=500&county=99&zip=abc&use_class=castle&signals=absentee_owner,bogus",
+    );
     expect(response?.statusCode).toBe(400);
     const paths = response?.json().fields.map((field: { path: string }) => field.path);
     expect(paths).toEqual(
@@ -233,8 +235,10 @@ describe("GET /internal/v1/parcels (search)", () => {
         "querystring.county",
         "querystring.zip",
         "querystring.use_class",
+        "querystring.signals",
       ]),
     );
+    expect(response?.json().detail).toContain("names no known signal: bogus");
     const badCursor = await get("/internal/v1/parcels?cursor=garbage");
     expect(badCursor?.statusCode).toBe(400);
     // Cursors carrying what no page ends on: not a folio, a NUL, bytes that are not UTF-8.
