@@ -45,6 +45,16 @@ describe("Authentication 1: one key as Authorization: Bearer", () => {
     expect(response.json()).toMatchObject({ id: tenant.tenantId, tier: "team" });
   });
 
+  it("takes the scheme name in any case, as HTTP has it", async () => {
+    const tenant = await stack.startTrial("team");
+    for (const scheme of ["bearer", "BEARER"]) {
+      const response = await stack.request("GET", "/v1/account", {
+        headers: { authorization: `${scheme} ${tenant.key}` },
+      });
+      expect(response.statusCode, scheme).toBe(200);
+    }
+  });
+
   it("refuses a missing, non-Bearer, malformed or unknown key with 401 in the error shape", async () => {
     const tenant = await stack.startTrial("team");
     const cases: [Record<string, string>, RegExp][] = [

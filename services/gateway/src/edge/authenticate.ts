@@ -239,7 +239,8 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     if (!header) {
       await refuse(request, "missing API key: send Authorization: Bearer <key>");
     }
-    const match = /^Bearer +(\S+)$/.exec(header ?? "");
+    // HTTP authentication schemes are case-insensitive (RFC 9110 11.1).
+    const match = /^Bearer +(\S+)$/i.exec(header ?? "");
     if (!match) {
       await refuse(request, "the Authorization header must be Bearer <key>");
     }
