@@ -347,6 +347,15 @@ describe("replay and the delivery log", () => {
     );
     expect(again.status).toBe(404);
 
+    const inverted = await stack.call(TENANT, "POST", `${base}/deliveries:replay`, {
+      since,
+      until: new Date(Date.parse(since) - 1000).toISOString(),
+    });
+    expect(inverted.status).toBe(400);
+    expect(inverted.body.fields).toEqual([
+      { path: "body.until", message: "must be later than since" },
+    ]);
+
     const bulk = await stack.call(TENANT, "POST", `${base}/deliveries:replay`, { since });
     expect(bulk.status).toBe(202);
     expect(bulk.body.replayed).toBe(1);

@@ -117,7 +117,16 @@ export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService):
     {
       schema: {
         params: endpointParams,
-        body: z.object({ since: z.iso.datetime(), until: z.iso.datetime().optional() }),
+        body: z
+          .object({ since: z.iso.datetime(), until: z.iso.datetime().optional() })
+          .refine(
+            (window) =>
+              window.until === undefined || Date.parse(window.until) > Date.parse(window.since),
+            {
+              message: "must be later than since",
+              path: ["until"],
+            },
+          ),
       },
     },
     async (request, reply) =>
