@@ -192,6 +192,24 @@ describe("MCP", () => {
     });
   });
 
+  it("answers a bad request as a JSON-RPC error: -32700 for what is not JSON, -32600 for the rest", async () => {
+    const tenant = await stack.startTrial("operator");
+    const cases: [string, number][] = [
+      ["{not json", -32700],
+      [JSON.stringify({ id: 1, method: "tools/list" }), -32600],
+      ["[]", -32600],
+      [JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "tools/list" }, 7]), -32600],
+      [JSON.stringify({ jsonrpc: "2.0", id: 1, method: "x", params: { q: "\u0000" } }), -32600],
+    ];
+    for (const [body, code] of cases) {
+      const response = await rawPost(tenant.key, body);
+      expect(response.status, body).toBe(400);
+      const answer = await response.json();
+      expect(answer, body).toMatchObject({ jsonrpc: "2.0", id: null, error: { code } });
+      expect(response.headers.get("x-ratelimit-limit"), body).not.toBeNull();
+    }
+  });
+
   it("carries the six headers on its responses", async () => {
     const tenant = await stack.startTrial("operator");
     const response = await rawPost(tenant.key);

@@ -3,7 +3,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { type Lead, leadSchema, useClassSchema } from "@th/api-schemas";
 import { ApiError, errorResponses, type HttpApp, toApiError } from "@th/service-kit";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Upstream } from "../clients/keys-client.ts";
 import type { Metering } from "../edge/metering.ts";
@@ -231,6 +231,39 @@ function serverFor(
   return server;
 }
 
+/** JSON-RPC 2.0's error codes for a body that is not JSON, and for JSON that is not a request. */
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+
+const jsonRpcErrorSchema = z
+  .object({
+    jsonrpc: z.literal("2.0"),
+    id: z.null(),
+    error: z.object({ code: z.number().int(), message: z.string() }),
+  })
+  .describe("JSON-RPC error: -32700 for a body that is not JSON, -32600 for any other bad request");
+
+function jsonRpcError(code: number, message: string): z.infer<typeof jsonRpcErrorSchema> {
+  return { jsonrpc: "2.0", id: null, error: { code, message } };
+}
+
+/** Why a parsed body is not a JSON-RPC 2.0 message or batch; null when it is one. */
+function notJsonRpc(body: unknown): string | null {
+  const messages = Array.isArray(body) ? body : [body];
+  if (messages.length === 0) {
+    return "Invalid Request: an empty batch";
+  }
+  const wrong = messages.find(
+    (message) =>
+      message === null ||
+      typeof message !== "object" ||
+      (message as { jsonrpc?: unknown }).jsonrpc !== "2.0",
+  );
+  return wrong === undefined
+    ? null
+    : 'Invalid Request: every message must be an object with "jsonrpc": "2.0"';
+}
+
 /**
  * The MCP endpoint: Streamable HTTP, stateless (a server per request, no session to pin a client
  * to one gateway instance). The edge has already authenticated the Bearer key, charged the
@@ -252,10 +285,39 @@ export function registerMcpRoutes(
         summary:
           "Model Context Protocol (Streamable HTTP, stateless): tools get_lead, search_leads, list_watchlists, list_matches",
         body: z.unknown(),
-        response: errorResponses("unauthorized", "tier_required", "rate_limited"),
+        response: {
+          ...errorResponses("unauthorized", "tier_required", "rate_limited"),
+          400: jsonRpcErrorSchema,
+        },
+      },
+      // An MCP client reads a bad request as a JSON-RPC error: a body that is not JSON is a parse
+      // error, anything else refused with 400 an invalid request.
+      errorHandler: (error, request, reply) => {
+        const apiError = toApiError(error);
+        if (apiError.status === 400) {
+          const parse = (error as { code?: string }).code?.startsWith("FST_ERR_CTP_") === true;
+          void reply
+            .status(400)
+            .send(
+              jsonRpcError(
+                parse ? PARSE_ERROR : INVALID_REQUEST,
+                `${parse ? "Parse error" : "Invalid Request"}: ${apiError.message}`,
+              ),
+            );
+          return;
+        }
+        // Typed by this route's 400 only; the rest keep the API's error shape.
+        void (reply as unknown as FastifyReply)
+          .status(apiError.status)
+          .headers(apiError.headers)
+          .send(apiError.body(request.id));
       },
     },
     async (request, reply) => {
+      const invalid = notJsonRpc(request.body);
+      if (invalid !== null) {
+        return reply.status(400).send(jsonRpcError(INVALID_REQUEST, invalid));
+      }
       const server = serverFor(request, deps);
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
