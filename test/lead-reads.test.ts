@@ -250,10 +250,14 @@ describe("Errors 402 and Per-tier caps: the monthly lead-view quota", () => {
     expect(
       (await stack.request("GET", `/v1/leads/${folios[51]}`, { key: tenant.key })).statusCode,
     ).toBe(402);
-    expect(
-      (await stack.request("POST", "/v1/account/tier", { key: tenant.key, body: { tier: "team" } }))
-        .statusCode,
-    ).toBe(200);
+    const upgrade = await stack.request("POST", "/v1/account/tier", {
+      key: tenant.key,
+      body: { tier: "team" },
+    });
+    expect(upgrade.statusCode).toBe(200);
+    // The answer to the change already carries the new tier's caps.
+    expect(upgrade.headers["x-quota-lead-views-limit"]).toBe("5000");
+    expect(upgrade.headers["x-ratelimit-limit"]).toBe(String(upgrade.json().rate_per_minute));
     const after = await stack.request("GET", `/v1/leads/${folios[51]}`, { key: tenant.key });
     expect(after.statusCode).toBe(200);
     expect(after.headers["x-quota-lead-views-limit"]).toBe("5000");

@@ -54,6 +54,29 @@ export function registerAccountRoutes(
       if (upstream.status === 200) {
         // The cached caps are dropped so the next request reads the new ones.
         await deps.store.forgetTenant(tenancyOf(request).tenantId);
+        // This answer's headers already speak of the new tier.
+        const caps = upstream.body as { rate_per_minute: number; lead_views_per_month: number };
+        const edge = request.edge;
+        if (edge?.window) {
+          edge.window = {
+            ...edge.window,
+            limit: caps.rate_per_minute,
+            remaining: Math.max(0, caps.rate_per_minute - edge.window.count),
+          };
+        }
+        if (edge?.quota) {
+          const used =
+            edge.quota.remaining === undefined
+              ? undefined
+              : edge.quota.limit - edge.quota.remaining;
+          edge.quota = {
+            ...edge.quota,
+            limit: caps.lead_views_per_month,
+            ...(used === undefined
+              ? {}
+              : { remaining: Math.max(0, caps.lead_views_per_month - used) }),
+          };
+        }
       }
       return relay(reply, upstream);
     },
