@@ -111,6 +111,16 @@ describe("CSV export", () => {
     expect(await remainingOf(tenant.key)).toBe(1995);
   });
 
+  it("answers HEAD with 405 (Allow: GET), charging nothing", async () => {
+    const tenant = await stack.startTrial("operator");
+    const response = await stack.request("HEAD", "/v1/exports/leads.csv?county=23&max_rows=5", {
+      key: tenant.key,
+    });
+    expect(response.statusCode).toBe(405);
+    expect(response.headers.allow).toBe("GET");
+    expect(await remainingOf(tenant.key)).toBe(2000);
+  });
+
   it("is refused up front with 402 when the remaining lead-views cannot cover it, charging nothing", async () => {
     const tenant = await stack.startTrial("custom");
     await stack.setCustomLimits(tenant.tenantId, { lead_views_per_month: 10 });

@@ -11,6 +11,21 @@ import { tenancyOf, upgradeUrlFor } from "./authenticate.ts";
  * on Kafka with acks from every replica before the response leaves. If they cannot be recorded,
  * the reservation is given back and the client gets 503: never a free read.
  */
+/**
+ * A HEAD answer carries no lead, so it must not cost one; Fastify answers HEAD for every GET by
+ * running it. Metered reads call this before they do anything.
+ */
+export function refuseHeadOnMeteredRead(request: FastifyRequest): void {
+  if (request.method === "HEAD") {
+    throw new ApiError(
+      "method_not_allowed",
+      "HEAD is not offered where a read costs lead-views; send GET",
+      {},
+      { allow: "GET" },
+    );
+  }
+}
+
 export function createMetering(deps: {
   meter: LeadViewMeter;
   bus: Bus;
@@ -25,15 +40,7 @@ export function createMetering(deps: {
       folios: readonly string[],
       surface: Surface,
     ): Promise<void> {
-      if (request.method === "HEAD") {
-        // A HEAD answer carries no lead, so it must not cost one (Fastify answers HEAD for GET).
-        throw new ApiError(
-          "method_not_allowed",
-          "HEAD is not offered where a read costs lead-views; send GET",
-          {},
-          { allow: "GET" },
-        );
-      }
+      refuseHeadOnMeteredRead(request);
       const tenancy = tenancyOf(request);
       const quota = request.edge?.quota;
       if (!quota) {

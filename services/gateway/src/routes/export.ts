@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { Upstream } from "../clients/keys-client.ts";
 import { leadCsvHeader, leadCsvRow, matchCsvHeader, matchCsvRow } from "../domain/csv.ts";
 import { tenancyOf, upgradeUrlFor } from "../edge/authenticate.ts";
-import type { Metering } from "../edge/metering.ts";
+import { type Metering, refuseHeadOnMeteredRead } from "../edge/metering.ts";
 import { callAs, relay } from "./forward.ts";
 
 const PAGE_SIZE = 200;
@@ -84,6 +84,7 @@ export function registerExportRoutes(
       },
     },
     async (request, reply) => {
+      refuseHeadOnMeteredRead(request);
       const query = new URLSearchParams(
         request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "",
       );
@@ -166,6 +167,7 @@ export function registerExportRoutes(
       },
     },
     async (request, reply) => {
+      refuseHeadOnMeteredRead(request);
       const base = `/internal/v1/watchlists/${encodeURIComponent(request.params.id)}`;
       const watchlist = await callAs(matcherUpstream, request, "GET", base);
       if (watchlist.status !== 200) {
