@@ -183,8 +183,46 @@ export const NAL_COLUMN_ALIASES: Readonly<Record<string, NalColumn>> = {
   AV_NON_HMS: "AV_NON_HMSTD_RESD",
 };
 
-/** Columns a row cannot be stored without; a header lacking one rejects every row. */
-export const NAL_REQUIRED_COLUMNS: readonly NalColumn[] = ["CO_NO", "PARCEL_ID", "ASMNT_YR", "JV"];
+/**
+ * Every column a lead is built from. A header lacking one rejects every row: read as empty, the
+ * column would overwrite what the store holds (a renamed OWN_NAME blanked every owner) and the
+ * rows would be half rows.
+ */
+export const NAL_REQUIRED_COLUMNS: readonly NalColumn[] = [
+  "CO_NO",
+  "PARCEL_ID",
+  "ASMNT_YR",
+  "JV",
+  "SEQ_NO",
+  "DOR_UC",
+  "PA_UC",
+  "AV_NSD",
+  "TV_NSD",
+  "LND_VAL",
+  "JV_HMSTD",
+  "EXMPT_01",
+  "LND_SQFOOT",
+  "ACT_YR_BLT",
+  "TOT_LVG_AREA",
+  "NO_RES_UNTS",
+  "PUBLIC_LND",
+  "OWN_NAME",
+  "OWN_ADDR1",
+  "OWN_ADDR2",
+  "OWN_CITY",
+  "OWN_STATE",
+  "OWN_ZIPCD",
+  "FIDU_NAME",
+  "PHY_ADDR1",
+  "PHY_ADDR2",
+  "PHY_CITY",
+  "PHY_ZIPCD",
+  ...(["1", "2"] as const).flatMap((slot) =>
+    (["SALE_PRC", "SALE_YR", "SALE_MO", "QUAL_CD", "VI_CD", "MULTI_PAR_SAL"] as const).map(
+      (name) => `${name}${slot}` as NalColumn,
+    ),
+  ),
+];
 
 /** DOR SDF (sales data file): 23 columns, one row per sale. */
 export const SDF_COLUMNS = [

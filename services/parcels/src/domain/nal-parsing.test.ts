@@ -110,14 +110,32 @@ describe("NAL rows", () => {
   });
 
   it("reads by header name, so a reordered header with DBF aliases still ingests, and reports drift", () => {
-    const reordered = ["PARCEL_ID", "CO_NO", "JV", "ASMNT_YR", "TOT_LVG_AR", "EXTRA_COL"];
+    // The layout backwards, TOT_LVG_AREA under its DBF name, a column the lead never reads
+    // dropped, and one nobody knows added.
+    const reordered: string[] = [...NAL_COLUMNS]
+      .reverse()
+      .filter((column) => column !== "S_LEGAL")
+      .map((column): string => (column === "TOT_LVG_AREA" ? "TOT_LVG_AR" : column))
+      .concat("EXTRA_COL");
+    const values: Record<string, string> = {
+      PARCEL_ID: "A1",
+      CO_NO: "46",
+      JV: "250000",
+      ASMNT_YR: "2025",
+      TOT_LVG_AR: "1420",
+      OWN_NAME: "DOE JANE",
+    };
     const map = mapHeader(reordered, NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS);
-    const result = new NalRowReader(map).read(["A1", "46", "250000", "2025", "1420", "zzz"], 2);
+    const result = new NalRowReader(map).read(
+      reordered.map((column) => values[column] ?? ""),
+      2,
+    );
     expect(result.ok && result.row).toMatchObject({
       parcelId: "A1",
       countyNo: 46,
       justValue: 250000,
       livingAreaSqft: 1420,
+      ownerName: "DOE JANE",
     });
     const drift = headerDriftRejects(map);
     expect(drift).toContainEqual({
@@ -127,14 +145,25 @@ describe("NAL rows", () => {
     });
     expect(drift).toContainEqual({
       line: 1,
-      column: "OWN_NAME",
+      column: "S_LEGAL",
       reason: "column missing from header; read as empty",
     });
     expect(map.missingRequired).toEqual([]);
+  });
+
+  it("skips every row of a header that lacks a column the lead is built from, such as a renamed OWN_NAME", () => {
+    const renamed = NAL_COLUMNS.map((column) => (column === "OWN_NAME" ? "OWNER_NAME" : column));
+    const map = mapHeader(renamed, NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS);
+    expect(map.missingRequired).toEqual(["OWN_NAME"]);
+    expect(headerDriftRejects(map)).toContainEqual({
+      line: 1,
+      column: "OWN_NAME",
+      reason: "required column missing from header; every row of this file is skipped",
+    });
     expect(
       mapHeader(["CO_NO", "PARCEL_ID"], NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS)
         .missingRequired,
-    ).toEqual(["ASMNT_YR", "JV"]);
+    ).toEqual(expect.arrayContaining(["ASMNT_YR", "JV", "OWN_NAME"]));
   });
 
   it("the generator's header is exactly the DOR layout and its rows read cleanly", () => {
