@@ -6,6 +6,31 @@ export interface CsvRecord {
   error?: string;
 }
 
+/**
+ * A record longer than this is not a roll row (a DOR row is under 2 KB): rejected rather than
+ * stored, where one huge field would also exceed the largest record the topic takes.
+ */
+export const MAX_RECORD_CHARS = 65_536;
+
+// C0 controls other than tab and line breaks, DEL, and U+FFFD (what bytes that are not UTF-8
+// decode to): no roll value holds them, and Postgres text refuses NUL.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const UNREADABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufffd]/;
+
+/** Why a record's text cannot be a roll row; null when it can. */
+function unreadable(text: string): string | null {
+  if (text.length > MAX_RECORD_CHARS) {
+    return `record longer than ${MAX_RECORD_CHARS} characters`;
+  }
+  const found = UNREADABLE.exec(text);
+  if (found === null) {
+    return null;
+  }
+  return found[0] === "\ufffd"
+    ? "holds bytes that are not UTF-8"
+    : `holds a control character (U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")})`;
+}
+
 const QUOTE = 34;
 const COMMA = 44;
 const NEWLINE = 10;
@@ -60,7 +85,13 @@ export class CsvReader {
           end -= 1;
         }
         if (end > position) {
-          out.push({ fields: text.slice(position, end).split(","), line: this.#line });
+          const line = text.slice(position, end);
+          const problem = unreadable(line);
+          out.push(
+            problem === null
+              ? { fields: line.split(","), line: this.#line }
+              : { fields: [], line: this.#line, error: problem },
+          );
         }
         this.#line += 1;
         position = newline + 1;
@@ -131,7 +162,12 @@ export class CsvReader {
       }
       if (code === NEWLINE) {
         fields.push(field);
-        out.push({ fields, line: this.#line });
+        const problem = unreadable(text.slice(start, index));
+        out.push(
+          problem === null
+            ? { fields, line: this.#line }
+            : { fields: [], line: this.#line, error: problem },
+        );
         this.#line += newlines + 1;
         return index + 1;
       }

@@ -11,6 +11,9 @@ export class FieldError extends Error {
 
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)$/;
 
+/** No roll number comes near a trillion; a larger one is a mistake, and beyond 2^53 not a number. */
+const MAX_MAGNITUDE = 1e12;
+
 /**
  * The value of up to 15 plain digits, the form nearly every roll number takes, without a regex
  * and a string-to-number parse; null for anything else.
@@ -73,6 +76,9 @@ export class FieldReader<Column extends string> {
       if (!Number.isSafeInteger(value)) {
         throw new FieldError(column, `"${truncate(raw)}" is out of range`);
       }
+    }
+    if (Math.abs(value) > MAX_MAGNITUDE) {
+      throw new FieldError(column, `"${truncate(raw)}" is out of range`);
     }
     if (limits.min !== undefined && value < limits.min) {
       throw new FieldError(column, `${value} is below ${limits.min}`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { NAL_HEADER_LINE, nalLine } from "../ingest/generate-nal.ts";
-import { CsvReader, type CsvRecord } from "./csv.ts";
+import { CsvReader, type CsvRecord, MAX_RECORD_CHARS } from "./csv.ts";
 import { headerDriftRejects, mapHeader } from "./header.ts";
 import {
   NAL_COLUMN_ALIASES,
@@ -45,6 +45,30 @@ describe("CSV reading", () => {
     expect(records.map((record) => record.fields)).toEqual([
       ["CO_NO", "OWN_NAME"],
       ["23", 'O"BRIEN PAT'],
+    ]);
+  });
+
+  it("rejects a record holding a NUL, another control character or bytes that were not UTF-8, and one too long to be a row", () => {
+    const records = readAll(
+      [
+        "A,ok,1",
+        "B,bad\u0000name,2",
+        'C,"quoted\u0007 bell",3',
+        "D,PE\ufffdA,4",
+        "E,tab\tstays,5",
+        `F,${"x".repeat(MAX_RECORD_CHARS)},6`,
+        "G,ok,7",
+      ].join("\r\n"),
+      4096,
+    );
+    expect(records.map((record) => [record.line, record.error ?? record.fields[0]])).toEqual([
+      [1, "A"],
+      [2, "holds a control character (U+0000)"],
+      [3, "holds a control character (U+0007)"],
+      [4, "holds bytes that are not UTF-8"],
+      [5, "E"],
+      [6, `record longer than ${MAX_RECORD_CHARS} characters`],
+      [7, "G"],
     ]);
   });
 
@@ -102,6 +126,24 @@ describe("NAL rows", () => {
       ok: false,
       reject: { line: 8, column: null, reason: "expected 165 fields, found 3", parcelId: "9" },
     });
+    // Beyond any roll value (and past 2^53 - 1 the Avro long of the event would refuse it).
+    for (const jv of ["9007199254740991", "1000000000001"]) {
+      const huge = reader.read(
+        fieldsOf(nalLine({ CO_NO: 23, PARCEL_ID: "9", ASMNT_YR: 2025, JV: jv })),
+        10,
+      );
+      expect(huge.ok ? null : huge.reject, jv).toMatchObject({
+        column: "JV",
+        reason: `"${jv}" is out of range`,
+      });
+    }
+    const future = reader.read(
+      fieldsOf(
+        nalLine({ CO_NO: 23, PARCEL_ID: "9", ASMNT_YR: new Date().getUTCFullYear() + 2, JV: 1 }),
+      ),
+      11,
+    );
+    expect(future.ok ? null : future.reject.column).toBe("ASMNT_YR");
     const badCounty = reader.read(
       fieldsOf(nalLine({ CO_NO: 99, PARCEL_ID: "9", ASMNT_YR: 2025, JV: 1 })),
       9,

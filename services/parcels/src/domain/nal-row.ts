@@ -60,6 +60,8 @@ export function isMultiParcelFlag(raw: string | null): boolean {
   return raw !== null && /^(M|Y|X|C|1|MULTI)$/i.test(raw.trim());
 }
 
+const LATEST_ROLL_YEAR = new Date().getUTCFullYear() + 1;
+
 /** A row with more or fewer fields than the header is rejected whole, never half read. */
 function wrongWidth(
   width: number,
@@ -90,7 +92,8 @@ export class NalRowReader {
       return wrongWidth(this.#width, fields.length, line, f.text("PARCEL_ID"));
     }
     try {
-      const rollYear = f.requiredInteger("ASMNT_YR", { min: 1900, max: 2200 });
+      // A roll year ahead of next year is a typo that would make every real roll look stale.
+      const rollYear = f.requiredInteger("ASMNT_YR", { min: 1900, max: LATEST_ROLL_YEAR });
       const sales: RollSale[] = [];
       for (const [price, year, month, qual, vi, multi] of SALE_SLOTS) {
         const salePrice = f.integer(price, { min: 0 });

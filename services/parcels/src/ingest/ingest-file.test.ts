@@ -299,4 +299,33 @@ describe("rejects report", () => {
     const stored = await harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
     expect(stored.rows.map((r) => r.folio)).toEqual(["23-D1", "23-D6"]);
   });
+
+  it("rejects rows a store or the topic could not take (a NUL, a value past any roll's, a huge field) and is not stuck after them", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [
+      row("P1"),
+      row("P2", { OWN_NAME: "NUL\u0000NAME" }),
+      row("P3", { JV: "9007199254740991" }),
+      row("P4", { OWN_NAME: "X".repeat(1 << 20) }),
+      row("P5"),
+    ]);
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+      asOf,
+      batchSize: 2,
+    });
+    expect(summary).toMatchObject({ read: 5, new: 2, rejected: 3, published: 2 });
+    expect(summary.rejects.map((reject) => [reject.line, reject.reason])).toEqual([
+      [3, "holds a control character (U+0000)"],
+      [4, '"9007199254740991" is out of range'],
+      [5, "record longer than 65536 characters"],
+    ]);
+    const stored = await harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
+    expect(stored.rows.map((r) => r.folio)).toEqual(["23-P1", "23-P5"]);
+    // Everything stored went out, so the next run starts clean.
+    const next = await ingestFile(
+      { pool: harness.pool, publish: collect },
+      await writeRoll("NAL23F202502.csv", [row("P6")]),
+      { asOf },
+    );
+    expect(next).toMatchObject({ new: 1, published: 1 });
+  });
 });
