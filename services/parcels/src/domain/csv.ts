@@ -2,7 +2,7 @@
 export interface CsvRecord {
   fields: string[];
   line: number;
-  /** Set when the record cannot be read as CSV (an unterminated quote at end of file). */
+  /** Set when the record cannot be a roll row (an unclosed quote, a control character, …). */
   error?: string;
 }
 
@@ -133,7 +133,7 @@ export class CsvReader {
             out.push({
               fields,
               line: this.#line,
-              error: "unterminated quoted field at end of file",
+              error: `a quote opened on line ${this.#line} is never closed: the rest of the file is not read`,
             });
             this.#line += newlines;
             return length;

@@ -72,9 +72,11 @@ describe("CSV reading", () => {
     ]);
   });
 
-  it("flags an unterminated quote at end of file instead of throwing", () => {
+  it("flags a quote that is never closed, naming its line and that the rest of the file is lost, instead of throwing", () => {
     const records = readAll('a,b\n1,"never closed\n2,3\n');
-    expect(records[1]?.error).toBe("unterminated quoted field at end of file");
+    expect(records[1]?.error).toBe(
+      "a quote opened on line 2 is never closed: the rest of the file is not read",
+    );
   });
 });
 
