@@ -328,4 +328,13 @@ describe("rejects report", () => {
     );
     expect(next).toMatchObject({ new: 1, published: 1 });
   });
+
+  it("rejects a row whose county is not the one the file name gives", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [row("C1"), row("C2", { CO_NO: 60 })]);
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    expect(summary).toMatchObject({ read: 2, new: 1, rejected: 1 });
+    expect(summary.rejects).toEqual([
+      { line: 3, column: "CO_NO", reason: "county 60 in a file of county 23", parcelId: "C2" },
+    ]);
+  });
 });

@@ -420,6 +420,17 @@ async function ingestLocked(
         report.add(result.reject);
         continue;
       }
+      if (named && result.row.countyNo !== named.countyNo) {
+        // A county's file names its county; a row of another one is misplaced, not that
+        // county's parcel, and would be stored under the other county's folio.
+        report.add({
+          line: result.row.line,
+          column: "CO_NO",
+          reason: `county ${result.row.countyNo} in a file of county ${named.countyNo}`,
+          parcelId: result.row.parcelId,
+        });
+        continue;
+      }
       const folio = folioOf(result.row.countyNo, result.row.parcelId);
       const earlier = byFolio.get(folio);
       if (earlier) {

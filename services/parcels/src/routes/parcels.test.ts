@@ -57,12 +57,16 @@ beforeAll(async () => {
   for (let index = 0; index < 120; index++) {
     lines.push(parcel(23, `P${String(index).padStart(4, "0")}`, { JV: 100000 + index * 1000 }));
   }
-  const file = join(dir, "NAL23F202501.csv");
-  await writeFile(file, `${[NAL_HEADER_LINE, ...lines].join("\n")}\n`);
-  await ingestFile({ pool: harness.pool, publish: async () => {} }, file, {
-    asOf: new Date("2025-10-01T00:00:00Z"),
-    rejectsPath: null,
-  });
+  // One file per county, as the DOR ships them.
+  for (const county of [16, 23]) {
+    const file = join(dir, `NAL${county}F202501.csv`);
+    const rows = lines.filter((line) => line.startsWith(`${county},`));
+    await writeFile(file, `${[NAL_HEADER_LINE, ...rows].join("\n")}\n`);
+    await ingestFile({ pool: harness.pool, publish: async () => {} }, file, {
+      asOf: new Date("2025-10-01T00:00:00Z"),
+      rejectsPath: null,
+    });
+  }
 });
 afterAll(async () => {
   await app.http?.close();
