@@ -47,6 +47,8 @@ export class CsvReader {
   #pending = "";
   #line = 1;
   #started = false;
+  /** Discarding a record too long to be a row, up to its next line break. */
+  #skipping = false;
 
   /** Appends the complete records found in `chunk` to `out`; keeps an unfinished tail. */
   push(chunk: string, out: CsvRecord[]): void {
@@ -57,14 +59,46 @@ export class CsvReader {
         text = text.slice(1);
       }
     }
-    this.#pending = text.slice(this.#consume(text, out, false));
+    if (this.#skipping) {
+      const newline = text.indexOf("\n");
+      if (newline === -1) {
+        this.#pending = "";
+        return;
+      }
+      text = text.slice(newline + 1);
+      this.#line += 1;
+      this.#skipping = false;
+    }
+    for (;;) {
+      const tail = text.slice(this.#consume(text, out, false));
+      if (tail.length <= MAX_RECORD_CHARS) {
+        this.#pending = tail;
+        return;
+      }
+      // A tail this long is no row: a line break missing (lines ending in CR alone) or a quote
+      // never closed. Kept, it would hold the rest of the file in memory. Its first line is
+      // reported, and reading starts again on the line after it.
+      out.push({
+        fields: [],
+        line: this.#line,
+        error: `record longer than ${MAX_RECORD_CHARS} characters: a line break or a closing quote is missing`,
+      });
+      const newline = tail.indexOf("\n");
+      if (newline === -1) {
+        this.#pending = "";
+        this.#skipping = true;
+        return;
+      }
+      this.#line += 1;
+      text = tail.slice(newline + 1);
+    }
   }
 
   /** Flushes the last record (a file need not end with a newline). */
   end(out: CsvRecord[]): void {
     const text = this.#pending;
     this.#pending = "";
-    if (text.length > 0) {
+    if (text.length > 0 && !this.#skipping) {
       this.#consume(`${text}\n`, out, true);
     }
   }

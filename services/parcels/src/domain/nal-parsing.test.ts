@@ -67,9 +67,28 @@ describe("CSV reading", () => {
       [3, "holds a control character (U+0007)"],
       [4, "holds bytes that are not UTF-8"],
       [5, "E"],
-      [6, `record longer than ${MAX_RECORD_CHARS} characters`],
+      [6, expect.stringMatching(`^record longer than ${MAX_RECORD_CHARS} characters`)],
       [7, "G"],
     ]);
+  });
+
+  it("reports a record with no line break or closing quote in sight and reads on from its next line, holding no more than a record", () => {
+    const reader = new CsvReader();
+    const out: CsvRecord[] = [];
+    // Lines ending in CR alone, then a quote never closed on line 3 with many lines after it.
+    reader.push(`A,1\n${"B,2\r".repeat(20_000)}\n`, out);
+    reader.push(`C,"open\n${"D,4\n".repeat(20_000)}`, out);
+    reader.push("E,5\n", out);
+    reader.end(out);
+    const lost = out.filter((record) => record.error);
+    expect(lost.map((record) => record.line)).toEqual([2, 3]);
+    for (const record of lost) {
+      expect(record.error).toMatch(/^record longer than 65536 characters/);
+    }
+    expect(lost[1]?.error).toMatch(/a line break or a closing quote is missing/);
+    // The lines after the broken one are read as rows again, each under its own line number.
+    expect(out.filter((record) => record.fields[0] === "D")).toHaveLength(20_000);
+    expect(out.at(-1)).toEqual({ fields: ["E", "5"], line: 20_004 });
   });
 
   it("flags a quote that is never closed, naming its line and that the rest of the file is lost, instead of throwing", () => {

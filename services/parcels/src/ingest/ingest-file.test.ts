@@ -316,7 +316,7 @@ describe("rejects report", () => {
     expect(summary.rejects.map((reject) => [reject.line, reject.reason])).toEqual([
       [3, "holds a control character (U+0000)"],
       [4, '"9007199254740991" is out of range'],
-      [5, "record longer than 65536 characters"],
+      [5, expect.stringMatching(/^record longer than 65536 characters/)],
     ]);
     const stored = await harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
     expect(stored.rows.map((r) => r.folio)).toEqual(["23-P1", "23-P5"]);
