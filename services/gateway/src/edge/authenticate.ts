@@ -114,15 +114,15 @@ function rateLimited(window: RateWindow, now: number, who: string): ApiError {
   );
 }
 
+const KEY_IN_BODY =
+  "an API key must never be sent in the request body; send it as Authorization: Bearer <key>, and revoke this key";
+
 /**
  * The authenticated edge: every `/v1` request passes here before its route. A key is accepted
  * only as `Authorization: Bearer`; a key-shaped string anywhere in the URL or body is refused
  * with 401 whatever else the request carries. One Redis round trip resolves the key and charges
  * the tenant's rolling minute; the tier gate and the six limit headers follow from the answer.
  */
-const KEY_IN_BODY =
-  "an API key must never be sent in the request body; send it as Authorization: Bearer <key>, and revoke this key";
-
 export function registerEdge(app: HttpApp, options: EdgeOptions): void {
   const now = options.now ?? (() => Date.now());
   const periods = billingPeriods();

@@ -6,12 +6,6 @@ import type { FastifyRequest } from "fastify";
 import { tenancyOf, upgradeUrlFor } from "./authenticate.ts";
 
 /**
- * Charges lead-views for the parcels a response is about to show. The reservation is one atomic
- * Redis script (all or nothing against the month's remaining views); the views are then recorded
- * on Kafka with acks from every replica before the response leaves. If they cannot be recorded,
- * the reservation is given back and the client gets 503: never a free read.
- */
-/**
  * A HEAD answer carries no lead, so it must not cost one; Fastify answers HEAD for every GET by
  * running it. Metered reads call this before they do anything.
  */
@@ -26,6 +20,12 @@ export function refuseHeadOnMeteredRead(request: FastifyRequest): void {
   }
 }
 
+/**
+ * Charges lead-views for the parcels a response is about to show. The reservation is one atomic
+ * Redis script (all or nothing against the month's remaining views); the views are then recorded
+ * on Kafka with acks from every replica before the response leaves. If they cannot be recorded,
+ * the reservation is given back and the client gets 503: never a free read.
+ */
 export function createMetering(deps: {
   meter: LeadViewMeter;
   bus: Bus;
