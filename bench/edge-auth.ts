@@ -99,12 +99,15 @@ for (const matcher of stack.matchers()) {
 // so does the bare server. The stack's own gateway stops: it was only needed to start the trial.
 await stack.gateway.stop();
 
+/** Extra Node flags for both servers, e.g. EDGE_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=prof". */
+const serverNodeArgs = (process.env.EDGE_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+
 /** Starts a server script in its own process and resolves with its URL once it listens. */
 function spawnServer(
   script: string,
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, "support", script)], {
+  const child = spawn(process.execPath, [...serverNodeArgs, join(import.meta.dirname, "support", script)], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

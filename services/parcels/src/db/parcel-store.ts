@@ -70,6 +70,9 @@ interface StateRow {
   prior_roll_year: number | null;
   prior_homestead: boolean | null;
   prior_just_value: string | null;
+  source_file_id: string | null;
+  source_line: number | null;
+  source_seq_no: number | null;
 }
 
 /** The stored state of each of `folios` that exists. */
@@ -79,7 +82,8 @@ export async function loadStates(
 ): Promise<Map<string, StoredParcelState>> {
   const result = await db.query<StateRow>(
     `SELECT folio, content_hash, roll_year, roll_stage, homestead, just_value,
-            prior_roll_year, prior_homestead, prior_just_value
+            prior_roll_year, prior_homestead, prior_just_value, source_file_id, source_line,
+            source_seq_no
        FROM parcels WHERE folio = ANY($1::text[])`,
     [folios],
   );
@@ -99,6 +103,10 @@ export async function loadStates(
               homestead: row.prior_homestead ?? false,
               justValue: Number(row.prior_just_value ?? 0),
             },
+      source:
+        row.source_file_id === null || row.source_line === null
+          ? null
+          : { fileId: row.source_file_id, line: row.source_line, seqNo: row.source_seq_no },
     });
   }
   return states;
@@ -163,13 +171,13 @@ export function detailOf(parcel: BuiltParcel): ParcelDetail {
 
 const STAGE_COLUMNS = `folio, county_no, parcel_id, roll_year, roll_stage, content_hash, situs_city,
   situs_zip5, use_class, homestead, just_value, est_equity, signals, prior_roll_year,
-  prior_homestead, prior_just_value, event, detail`;
+  prior_homestead, prior_just_value, event, detail, source_file_id, source_line, source_seq_no`;
 
 function* stageLines(parcels: readonly BuiltParcel[]): Generator<string> {
   for (const parcel of parcels) {
     const event = parcel.event;
     // Signal names are lower-case identifiers, so the array literal needs no quoting.
-    yield `${copyText(event.folio)}\t${event.county_no}\t${copyText(event.parcel_id)}\t${event.roll_year}\t${copyText(event.roll_stage)}\t${copyText(event.content_hash)}\t${copyText(parcel.situsCity)}\t${copyText(parcel.situsZip5)}\t${copyText(event.land_use.use_class)}\t${event.homestead}\t${event.valuation.just_value}\t${copyText(event.valuation.est_equity)}\t{${event.signals_fired.join(",")}}\t${copyText(parcel.priorRoll?.rollYear ?? null)}\t${copyText(parcel.priorRoll?.homestead ?? null)}\t${copyText(parcel.priorRoll?.justValue ?? null)}\t${copyText(JSON.stringify(event))}\t${copyText(JSON.stringify(detailOf(parcel)))}\n`;
+    yield `${copyText(event.folio)}\t${event.county_no}\t${copyText(event.parcel_id)}\t${event.roll_year}\t${copyText(event.roll_stage)}\t${copyText(event.content_hash)}\t${copyText(parcel.situsCity)}\t${copyText(parcel.situsZip5)}\t${copyText(event.land_use.use_class)}\t${event.homestead}\t${event.valuation.just_value}\t${copyText(event.valuation.est_equity)}\t{${event.signals_fired.join(",")}}\t${copyText(parcel.priorRoll?.rollYear ?? null)}\t${copyText(parcel.priorRoll?.homestead ?? null)}\t${copyText(parcel.priorRoll?.justValue ?? null)}\t${copyText(JSON.stringify(event))}\t${copyText(JSON.stringify(detailOf(parcel)))}\t${copyText(parcel.source?.fileId ?? null)}\t${copyText(parcel.source?.line ?? null)}\t${copyText(parcel.source?.seqNo ?? null)}\n`;
   }
 }
 
@@ -226,7 +234,8 @@ async function storeInTransaction(
            folio text, county_no smallint, parcel_id text, roll_year smallint, roll_stage text,
            content_hash text, situs_city text, situs_zip5 text, use_class text, homestead boolean,
            just_value bigint, est_equity bigint, signals text[], prior_roll_year smallint,
-           prior_homestead boolean, prior_just_value bigint, event text, detail text
+           prior_homestead boolean, prior_just_value bigint, event text, detail text,
+           source_file_id text, source_line integer, source_seq_no integer
          ) ON COMMIT DELETE ROWS`,
       );
       await copyLines(
@@ -247,7 +256,9 @@ async function storeInTransaction(
            prior_roll_year = excluded.prior_roll_year,
            prior_homestead = excluded.prior_homestead,
            prior_just_value = excluded.prior_just_value, event = excluded.event,
-           detail = excluded.detail, change_seq = nextval('parcel_change_seq'),
+           detail = excluded.detail, source_file_id = excluded.source_file_id,
+           source_line = excluded.source_line, source_seq_no = excluded.source_seq_no,
+           change_seq = nextval('parcel_change_seq'),
            updated_at = now()`,
       );
     }

@@ -31,6 +31,16 @@ export function parseFolio(folio: string): { countyNo: number; parcelId: string 
   return countyNo >= 11 && countyNo <= 77 ? { countyNo, parcelId: match[2] } : null;
 }
 
+/**
+ * Where a parcel's record sits in the roll file it came from. `fileId` names the file by its name
+ * and size, so a corrected file delivered under the same name is another file.
+ */
+export interface SourceRecord {
+  fileId: string;
+  line: number;
+  seqNo: number | null;
+}
+
 /** What the store remembers of a parcel between ingests. */
 export interface StoredParcelState {
   contentHash: string;
@@ -39,11 +49,47 @@ export interface StoredParcelState {
   homestead: boolean;
   justValue: number;
   priorRoll: PriorRoll | null;
+  /** Null for parcels stored before records were tracked. */
+  source: SourceRecord | null;
+}
+
+/**
+ * DOR rolls can repeat a PARCEL_ID: the record with the highest SEQ_NO is the current one, and of
+ * two with the same SEQ_NO (or none) the later line.
+ */
+export function isLaterRecord(
+  record: { line: number; seqNo: number | null },
+  than: { line: number; seqNo: number | null },
+): boolean {
+  const seqNo = record.seqNo ?? 0;
+  const thanSeqNo = than.seqNo ?? 0;
+  return seqNo !== thanSeqNo ? seqNo > thanSeqNo : record.line > than.line;
+}
+
+/**
+ * How a row stands against the stored record of its parcel when both come from the same file:
+ * it is that record (a re-ingest), an earlier record the stored one replaces, or a later one that
+ * replaces it. Null when the stored parcel came from another file (or an unknown one).
+ */
+export function standingInFile(
+  stored: SourceRecord | null,
+  fileId: string,
+  row: { line: number; seqNo: number | null },
+): "same" | "earlier" | "later" | null {
+  if (stored === null || stored.fileId !== fileId) {
+    return null;
+  }
+  if (stored.line === row.line) {
+    return "same";
+  }
+  return isLaterRecord(row, stored) ? "later" : "earlier";
 }
 
 export interface ParcelContext {
   ingestId: string;
   sourceFile: string | null;
+  /** The file's identity for `SourceRecord`; without it the parcel records no source. */
+  sourceFileId?: string;
   rollStage: RollStage;
   observedAt: string;
   /** Reference date of tenure, recent-sale and loan-age arithmetic. */
@@ -62,6 +108,7 @@ export interface BuiltParcel {
   /** Situs line and owner name for search, already normalized. */
   situsCity: string | null;
   situsZip5: string | null;
+  source: SourceRecord | null;
 }
 
 function toSale(sale: RollSale | null): Sale | null {
@@ -221,7 +268,11 @@ export function buildParcel(row: NalRow, context: ParcelContext): BuiltParcel {
     signals_fired: signals.map((signal) => signal.name),
     observed_at: context.observedAt,
   };
-  return { event, signals, equity, priorRoll, situsCity, situsZip5: zip5(situsZip) };
+  const source =
+    context.sourceFileId === undefined
+      ? null
+      : { fileId: context.sourceFileId, line: row.line, seqNo: row.seqNo };
+  return { event, signals, equity, priorRoll, situsCity, situsZip5: zip5(situsZip), source };
 }
 
 /**

@@ -156,28 +156,95 @@ describe("first load", () => {
     await app.stop();
     expect(await indexDefinitions()).toEqual(migrated);
   });
+});
 
-  it("diffs a parcel repeated in a later batch against the earlier batch's row", async () => {
+describe("a parcel repeated in its file", () => {
+  const ingest = (path: string, batchSize = 2) =>
+    ingestFile({ pool: harness.pool, publish: collect }, path, {
+      asOf,
+      batchSize,
+      deferIndexesFromBytes: 0,
+      rejectsPath: null,
+    });
+  const storedValues = async () => {
+    const stored = await harness.pool.query(
+      "SELECT folio, just_value, source_line FROM parcels ORDER BY folio",
+    );
+    return stored.rows.map((r) => [r.folio, Number(r.just_value), r.source_line]);
+  };
+  const duplicates = (summary: Awaited<ReturnType<typeof ingest>>) =>
+    summary.rejects.map((reject) => [reject.line, reject.parcelId, reject.reason]);
+
+  it("keeps the record with the highest SEQ_NO within a batch, whichever line comes first", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [
+      row("D1", { SEQ_NO: 7, JV: 410000 }),
+      row("D1", { SEQ_NO: 3, JV: 390000 }),
+      row("D2", { SEQ_NO: 4, JV: 100000 }),
+      row("D2", { SEQ_NO: 9, JV: 120000 }),
+    ]);
+    const summary = await ingest(path, 10);
+    expect(summary).toMatchObject({ read: 4, new: 2, rejected: 2, published: 2 });
+    expect(duplicates(summary)).toEqual([
+      [3, "D1", "duplicate parcel in file; kept line 2"],
+      [4, "D2", "duplicate parcel in file; kept line 5"],
+    ]);
+    expect(await storedValues()).toEqual([
+      ["23-D1", 410000, 2],
+      ["23-D2", 120000, 5],
+    ]);
+  });
+
+  it("keeps the later of two records without SEQ_NO in different batches, and reports the earlier", async () => {
     const path = await writeRoll("NAL23F202501.csv", [
       row("E1"),
       row("E2"),
       row("E1", { JV: 320000 }),
       row("E2"),
     ]);
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
-      asOf,
-      batchSize: 2,
-      deferIndexesFromBytes: 0,
-    });
-    expect(summary).toMatchObject({ read: 4, new: 2, changed: 1, unchanged: 1, published: 3 });
-    const [first, , again] = published;
-    expect(published.map((event) => event.folio)).toEqual(["23-E1", "23-E2", "23-E1"]);
-    expect(again?.previous_content_hash).toBe(first?.content_hash);
-    const stored = await harness.pool.query("SELECT folio, just_value FROM parcels ORDER BY folio");
-    expect(stored.rows.map((r) => [r.folio, Number(r.just_value)])).toEqual([
-      ["23-E1", 320000],
-      ["23-E2", 300000],
+    const summary = await ingest(path);
+    expect(summary).toMatchObject({ read: 4, new: 2, changed: 0, unchanged: 0, rejected: 2 });
+    expect(duplicates(summary)).toEqual([
+      [2, "E1", "duplicate parcel in file; kept line 4"],
+      [3, "E2", "duplicate parcel in file; kept line 5"],
     ]);
+    const [first, , again] = published;
+    expect(published.map((event) => event.folio)).toEqual(["23-E1", "23-E2", "23-E1", "23-E2"]);
+    expect(again?.previous_content_hash).toBe(first?.content_hash);
+    expect(await storedValues()).toEqual([
+      ["23-E1", 320000, 4],
+      ["23-E2", 300000, 5],
+    ]);
+  });
+
+  it("does not let a record with a lower SEQ_NO in a later batch replace the stored one, on a first ingest or a re-ingest", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [
+      row("F1", { SEQ_NO: 8, JV: 500000 }),
+      row("F2", { SEQ_NO: 2 }),
+      row("F3", { SEQ_NO: 3 }),
+      row("F1", { SEQ_NO: 1, JV: 450000 }),
+    ]);
+    const first = await ingest(path);
+    expect(first).toMatchObject({ read: 4, new: 3, changed: 0, rejected: 1, published: 3 });
+    expect(duplicates(first)).toEqual([[5, "F1", "duplicate parcel in file; kept line 2"]]);
+    expect(await storedValues()).toContainEqual(["23-F1", 500000, 2]);
+
+    published = [];
+    const again = await ingest(path);
+    expect(again).toMatchObject({ read: 4, new: 0, changed: 0, unchanged: 3, rejected: 1 });
+    expect(duplicates(again)).toEqual(duplicates(first));
+    expect(published).toEqual([]);
+    expect(await storedValues()).toContainEqual(["23-F1", 500000, 2]);
+  });
+
+  it("takes a corrected file of the same name as another file: its record replaces the stored one", async () => {
+    await ingest(
+      await writeRoll("NAL23F202501.csv", [row("G0"), row("G1", { SEQ_NO: 9, JV: 200000 })]),
+    );
+    const corrected = await ingest(
+      await writeRoll("NAL23F202501.csv", [row("G1", { SEQ_NO: 1, JV: 210000 })]),
+    );
+    expect(corrected).toMatchObject({ read: 1, changed: 1, rejected: 0 });
+    expect(await storedValues()).toContainEqual(["23-G1", 210000, 2]);
   });
 });
 

@@ -41,8 +41,10 @@ import {
   type BuiltParcel,
   buildParcel,
   folioOf,
+  isLaterRecord,
   isStaleRoll,
   type StoredParcelState,
+  standingInFile,
 } from "../domain/parcel.ts";
 
 export type Publish = (events: ParcelIngested[]) => Promise<void>;
@@ -235,6 +237,7 @@ async function ingestLocked(
     options.rejectsPath === undefined ? `${file}.rejects.csv` : options.rejectsPath,
   );
   const totalBytes = (await stat(file)).size;
+  const sourceFileId = `${basename(file)}:${totalBytes}`;
   const counts = { read: 0, new: 0, changed: 0, unchanged: 0, published: 0 };
   const stageMs = { read: 0, diff: 0, store: 0, publish: 0, index: 0, waitStore: 0 };
   const timed = async <T>(stage: keyof typeof stageMs, work: () => Promise<T>): Promise<T> => {
@@ -311,6 +314,12 @@ async function ingestLocked(
         await yieldToLoop();
       }
       const previous = states.get(folio) ?? null;
+      // The file repeats this parcel in an earlier batch; the same rule as within a batch.
+      const standing = standingInFile(previous?.source ?? null, sourceFileId, row);
+      if (standing === "earlier") {
+        report.add(duplicateReject(row, previous?.source?.line ?? row.line));
+        continue;
+      }
       if (isStaleRoll(previous, row.rollYear, rollStage)) {
         report.add({
           line: row.line,
@@ -323,12 +332,23 @@ async function ingestLocked(
       const parcel = buildParcel(row, {
         ingestId,
         sourceFile: basename(file),
+        sourceFileId,
         rollStage,
         observedAt,
         asOf,
         previous,
         recordedSales: sales.get(folio) ?? [],
       });
+      if (standing === "later" && previous?.source) {
+        // The stored record is an earlier one of this file: it is the duplicate, already counted
+        // when it was stored. This row replaces it even when their content is the same, so the
+        // store always holds the record that counts and a re-ingest reports the same duplicate.
+        report.add(
+          duplicateReject({ line: previous.source.line, parcelId: row.parcelId }, row.line),
+        );
+        outcome.changed.push(parcel);
+        continue;
+      }
       if (previous?.contentHash === parcel.event.content_hash) {
         outcome.unchanged += 1;
         continue;
@@ -434,15 +454,9 @@ async function ingestLocked(
       const folio = folioOf(result.row.countyNo, result.row.parcelId);
       const earlier = byFolio.get(folio);
       if (earlier) {
-        // DOR rolls can repeat a PARCEL_ID; the highest SEQ_NO is the current record.
-        const keepLater = (result.row.seqNo ?? 0) >= (earlier.seqNo ?? 0);
-        const dropped = keepLater ? earlier : result.row;
-        report.add({
-          line: dropped.line,
-          column: "PARCEL_ID",
-          reason: `duplicate parcel in file; kept line ${keepLater ? result.row.line : earlier.line}`,
-          parcelId: dropped.parcelId,
-        });
+        const keepLater = isLaterRecord(result.row, earlier);
+        const [kept, dropped] = keepLater ? [result.row, earlier] : [earlier, result.row];
+        report.add(duplicateReject(dropped, kept.line));
         if (!keepLater) {
           continue;
         }
@@ -595,6 +609,16 @@ async function ingestLocked(
     published: counts.published,
     stageMs,
     seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/** The report line of a record dropped because its file holds a later one of the same parcel. */
+function duplicateReject(dropped: { line: number; parcelId: string }, keptLine: number): Reject {
+  return {
+    line: dropped.line,
+    column: "PARCEL_ID",
+    reason: `duplicate parcel in file; kept line ${keptLine}`,
+    parcelId: dropped.parcelId,
   };
 }
 
