@@ -10,6 +10,8 @@
 // (bare then edge, edge then bare, ...) and the figures reported are each phase's median over the
 // rounds: a burst of outside load then lands on one round of both sides, not on one side.
 // Run: node bench/edge-auth.ts [seconds per phase] [rounds]
+// EDGE_BENCH_NODE_ARGS passes Node flags to both servers, e.g. "--cpu-prof --cpu-prof-dir=prof"
+// for a profile of each, or a heap setting to compare.
 
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { cpus } from "node:os";
@@ -99,7 +101,6 @@ for (const matcher of stack.matchers()) {
 // so does the bare server. The stack's own gateway stops: it was only needed to start the trial.
 await stack.gateway.stop();
 
-/** Extra Node flags for both servers, e.g. EDGE_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=prof". */
 const serverNodeArgs = (process.env.EDGE_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
 
 /** Starts a server script in its own process and resolves with its URL once it listens. */
@@ -107,10 +108,14 @@ function spawnServer(
   script: string,
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [...serverNodeArgs, join(import.meta.dirname, "support", script)], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const child = spawn(
+    process.execPath,
+    [...serverNodeArgs, join(import.meta.dirname, "support", script)],
+    {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   return new Promise((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", (line) => {
