@@ -225,6 +225,22 @@ describe("Rate-limit headers: the six headers on every response to a tenant, suc
     expectSixHeaders(missing.headers);
   });
 
+  it("are on a 404 outside /v1 too when the request carries a key, which must be valid", async () => {
+    const tenant = await stack.startTrial("starter");
+    const missing = await stack.request("GET", "/v2/leads", { key: tenant.key });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json().error).toBe("not_found");
+    expectSixHeaders(missing.headers);
+    const unknown = await stack.request("GET", "/v2/leads", {
+      key: generateApiKey(),
+      ip: "192.0.2.202",
+    });
+    expect(unknown.statusCode).toBe(401);
+    const anonymous = await stack.request("GET", "/v2/leads", { ip: "192.0.2.202" });
+    expect(anonymous.statusCode).toBe(404);
+    expect(anonymous.headers["x-ratelimit-limit"]).toBeUndefined();
+  });
+
   it("carry the client's failed-authentication window on 401, where no tenant is known", async () => {
     const response = await stack.request("GET", "/v1/account", { ip: "192.0.2.200" });
     expect(response.statusCode).toBe(401);

@@ -195,7 +195,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
   }
 
   app.addHook("onRequest", async (request) => {
-    if (!isEdgePath(request.url)) {
+    if (!passesEdge(request)) {
       return;
     }
     const config = request.routeOptions.config?.edge ?? {};
@@ -484,6 +484,15 @@ function billingPeriods() {
 /** `/v1/...` and the MCP endpoint pass the edge; probes and anything else do not exist there. */
 function isEdgePath(url: string): boolean {
   return url.startsWith("/v1/") || url === "/v1" || url === "/mcp" || url.startsWith("/mcp?");
+}
+
+/**
+ * `/v1`, `/mcp`, and a request for no route at all that carries an Authorization header: a
+ * tenant whose client mistypes a path (`/v2/leads`) gets the 404 with its six headers, like any
+ * answer to a tenant, and a bad key there is a 401. Probes and the dashboard's pages do not.
+ */
+function passesEdge(request: FastifyRequest): boolean {
+  return isEdgePath(request.url) || (request.is404 && request.headers.authorization !== undefined);
 }
 
 function csrfMatches(sent: string | string[] | undefined, expected: string): boolean {
