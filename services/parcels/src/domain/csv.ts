@@ -38,7 +38,8 @@ const CARRIAGE_RETURN = 13;
 
 /**
  * Streaming RFC 4180 reader: push text chunks, collect whole records. Quoted fields may hold
- * commas, doubled quotes and newlines; CRLF and LF both end a record. Lines without a quote take
+ * commas, doubled quotes and newlines; CRLF and LF both end a record, and so does CR alone in a
+ * file whose first line ends so (a spreadsheet saved as "CSV (Macintosh)"). Lines without a quote take
  * a `split(",")` fast path, which is what keeps a 10-million-row roll cheap to read. A stray
  * quote inside an unquoted field is kept as text rather than failing the row, as spreadsheet
  * exports produce them.
@@ -49,14 +50,23 @@ export class CsvReader {
   #started = false;
   /** Discarding a record too long to be a row, up to its next line break. */
   #skipping = false;
+  /** How the file ends its lines, known from its first line break. */
+  #lineBreaks: "lf" | "cr" | undefined;
 
   /** Appends the complete records found in `chunk` to `out`; keeps an unfinished tail. */
   push(chunk: string, out: CsvRecord[]): void {
-    let text = this.#pending.length > 0 ? this.#pending + chunk : chunk;
+    let text =
+      this.#pending.length > 0 ? this.#pending + this.#normalized(chunk) : this.#normalized(chunk);
     if (!this.#started && text.length > 0) {
       this.#started = true;
       if (text.charCodeAt(0) === 0xfeff) {
         text = text.slice(1);
+      }
+    }
+    if (this.#lineBreaks === undefined) {
+      this.#lineBreaks = lineBreaksOf(text);
+      if (this.#lineBreaks === "cr") {
+        text = text.replaceAll("\r", "\n");
       }
     }
     if (this.#skipping) {
@@ -92,6 +102,11 @@ export class CsvReader {
       this.#line += 1;
       text = tail.slice(newline + 1);
     }
+  }
+
+  /** A chunk with the file's line breaks as LF, once they are known to be CR alone. */
+  #normalized(chunk: string): string {
+    return this.#lineBreaks === "cr" ? chunk.replaceAll("\r", "\n") : chunk;
   }
 
   /** Flushes the last record (a file need not end with a newline). */
@@ -210,6 +225,22 @@ export class CsvReader {
     }
     return final ? length : -1;
   }
+}
+
+/**
+ * "cr" when the first line break in `text` is a CR not followed by LF, "lf" for LF or CRLF, and
+ * undefined while no line break (or only a CR at the very end) has been seen.
+ */
+function lineBreaksOf(text: string): "lf" | "cr" | undefined {
+  const newline = text.indexOf("\n");
+  const carriageReturn = text.indexOf("\r");
+  if (carriageReturn === -1 || (newline !== -1 && newline < carriageReturn)) {
+    return newline === -1 ? undefined : "lf";
+  }
+  if (carriageReturn === text.length - 1) {
+    return undefined;
+  }
+  return text.charCodeAt(carriageReturn + 1) === NEWLINE ? "lf" : "cr";
 }
 
 function atFieldStart(text: string, index: number, recordStart: number): boolean {

@@ -40,6 +40,25 @@ describe("CSV reading", () => {
     expect(records.map((record) => record.line)).toEqual([1, 2, 3, 5, 6]);
   });
 
+  it("reads a file whose lines end in CR alone, as a spreadsheet saved for a Mac writes it, across chunk edges", () => {
+    const text = 'a,b\r1,"SMITH, JOHN"\r2,"LOT 5\rLESS N 10 FT"\r3,x\r';
+    for (const chunkSize of [1, 4, 7, 1 << 16]) {
+      const records = readAll(text, chunkSize);
+      expect(records.map((record) => record.fields)).toEqual([
+        ["a", "b"],
+        ["1", "SMITH, JOHN"],
+        ["2", "LOT 5\nLESS N 10 FT"],
+        ["3", "x"],
+      ]);
+      expect(records.map((record) => record.line)).toEqual([1, 2, 3, 5]);
+    }
+    // A CR at a chunk's end may be the first half of a CRLF: no decision until the next chunk.
+    expect(readAll("a,b\r\n1,2\r\n", 4).map((record) => record.fields)).toEqual([
+      ["a", "b"],
+      ["1", "2"],
+    ]);
+  });
+
   it("strips a byte-order mark and keeps a stray quote inside an unquoted field", () => {
     const records = readAll('\ufeffCO_NO,OWN_NAME\n23,O"BRIEN PAT\n');
     expect(records.map((record) => record.fields)).toEqual([
@@ -75,7 +94,8 @@ describe("CSV reading", () => {
   it("reports a record with no line break or closing quote in sight and reads on from its next line, holding no more than a record", () => {
     const reader = new CsvReader();
     const out: CsvRecord[] = [];
-    // Lines ending in CR alone, then a quote never closed on line 3 with many lines after it.
+    // After a first line ending in LF, lines ending in CR alone are one over-long line; then a
+    // quote never closed on line 3 with many lines after it.
     reader.push(`A,1\n${"B,2\r".repeat(20_000)}\n`, out);
     reader.push(`C,"open\n${"D,4\n".repeat(20_000)}`, out);
     reader.push("E,5\n", out);
