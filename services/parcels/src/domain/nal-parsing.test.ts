@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { NAL_HEADER_LINE, nalLine } from "../ingest/generate-nal.ts";
+import { generateNalLines, NAL_HEADER_LINE, nalLine } from "../ingest/generate-nal.ts";
 import { CsvReader, type CsvRecord, MAX_RECORD_CHARS } from "./csv.ts";
 import { headerDriftRejects, mapHeader } from "./header.ts";
 import {
@@ -259,6 +259,19 @@ describe("NAL rows", () => {
       submission: 1,
     });
     expect(parseRollFileName("SDF16P202501.csv")?.stage).toBe("preliminary");
+  });
+
+  it("the generator writes rows of the county asked for, any DOR county, and refuses a number that is none", () => {
+    const countyOfRows = (countyNo: number) =>
+      new Set(
+        [...generateNalLines({ rows: 50, seed: 7, countyNo })]
+          .slice(1)
+          .map((line) => line.slice(0, line.indexOf(","))),
+      );
+    expect(countyOfRows(23)).toEqual(new Set(["23"]));
+    // Bay County has no hand-picked cities; its rows are still Bay County's.
+    expect(countyOfRows(13)).toEqual(new Set(["13"]));
+    expect(() => countyOfRows(99)).toThrow("county 99 is not a DOR county number (11..77)");
   });
 });
 

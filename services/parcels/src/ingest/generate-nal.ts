@@ -11,7 +11,7 @@ import { createWriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { NAL_COLUMNS, type NalColumn } from "../domain/nal-layout.ts";
+import { COUNTY_NAMES, NAL_COLUMNS, type NalColumn } from "../domain/nal-layout.ts";
 
 const COLUMN_INDEX = new Map<NalColumn, number>(
   NAL_COLUMNS.map((column, index) => [column, index]),
@@ -315,6 +315,23 @@ const QUAL_CODES: [code: string, weight: number][] = [
 ];
 const QUAL_WEIGHT_TOTAL = QUAL_CODES.reduce((sum, [, weight]) => sum + weight, 0);
 
+/**
+ * The county rows are written for: one with hand-picked cities, or any other DOR county with its
+ * own name as the one city and a band of Florida zip codes of its own.
+ */
+function generatorCounty(countyNo: number): County {
+  const known = GENERATOR_COUNTIES.find((item) => item.no === countyNo);
+  if (known) {
+    return known;
+  }
+  const name = COUNTY_NAMES[countyNo];
+  if (name === undefined) {
+    throw new Error(`county ${countyNo} is not a DOR county number (11..77)`);
+  }
+  const zipFrom = 32_000 + (countyNo - 11) * 40;
+  return { no: countyNo, cities: [[name.toUpperCase(), zipFrom, zipFrom + 39]] };
+}
+
 export interface GenerateOptions {
   rows: number;
   seed: number;
@@ -339,7 +356,7 @@ export function* generateNalLines(options: GenerateOptions): Generator<string> {
     return items[0]?.[0] ?? "";
   };
   const county =
-    GENERATOR_COUNTIES.find((item) => item.no === options.countyNo) ?? pick(GENERATOR_COUNTIES);
+    options.countyNo === undefined ? pick(GENERATOR_COUNTIES) : generatorCounty(options.countyNo);
   const rollYear = options.rollYear ?? 2025;
   const yearsOfAppreciation = (year: number) => 1.045 ** (rollYear - year);
   yield NAL_HEADER_LINE;
