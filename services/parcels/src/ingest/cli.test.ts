@@ -97,4 +97,35 @@ describe("npm run ingest", () => {
     const { rows } = await harness.pool.query<{ count: string }>("SELECT count(*) FROM parcels");
     expect(rows[0]?.count).toBe("40");
   });
+
+  it("loads several rolls into an empty store without the indexes and builds them once, after the last", async () => {
+    await harness.pool.query("TRUNCATE parcels");
+    const indexes = async () =>
+      (
+        await harness.pool.query<{ indexname: string; oid: number }>(
+          `SELECT indexname, indexrelid::int AS oid FROM pg_indexes
+             JOIN pg_class ON relname = indexname JOIN pg_index ON indexrelid = pg_class.oid
+            WHERE tablename = 'parcels' ORDER BY indexname`,
+        )
+      ).rows;
+    const before = await indexes();
+    const files = [join(dir, "NAL16F202501.csv"), join(dir, "NAL60F202501.csv")];
+    await writeNalFile(files[0] as string, { rows: 30, seed: 5, countyNo: 16 });
+    await writeNalFile(files[1] as string, { rows: 20, seed: 6, countyNo: 60 });
+    const printed = captured("info");
+    vi.spyOn(process.stderr, "write").mockReturnValue(true);
+    const code = await main([...files, "--no-rejects"], {
+      DATABASE_URL: harness.config.DATABASE_URL,
+      KAFKA_BROKERS: harness.brokers.join(","),
+    });
+    expect(code).toBe(0);
+    expect(printed).toContainEqual(expect.stringMatching(/^indexes built in \d+\.\ds$/));
+    expect(printed.at(-1)).toBe("total: read 50, new 50, changed 0, unchanged 0, rejected 0");
+    // The same indexes, each built anew: they were dropped for the run.
+    const after = await indexes();
+    expect(after.map((index) => index.indexname)).toEqual(before.map((index) => index.indexname));
+    for (const index of after.filter((item) => item.indexname !== "parcels_pkey")) {
+      expect(before.find((item) => item.indexname === index.indexname)?.oid).not.toBe(index.oid);
+    }
+  });
 });

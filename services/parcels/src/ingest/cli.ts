@@ -12,6 +12,7 @@ import { createPool, migrate } from "@th/db";
 import { createLogger } from "@th/telemetry";
 import { readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
+import { ensureSecondaryIndexes, storeContents } from "../db/parcel-store.ts";
 import { parseRollFileName } from "../domain/nal-layout.ts";
 import {
   type IngestProgress,
@@ -122,6 +123,10 @@ export async function main(
       Number(parseRollFileName(basename(a))?.kind === "SDF"),
   );
   const totals = { read: 0, new: 0, changed: 0, unchanged: 0, rejected: 0 };
+  // Several rolls into an empty store (a statewide first load) go in without the secondary
+  // indexes, built once after the last file rather than maintained row by row from the second.
+  const rolls = files.filter((file) => parseRollFileName(basename(file))?.kind !== "SDF");
+  const indexesAtEnd = rolls.length > 1 && !(await storeContents(pool)).parcels;
   let failed = false;
   try {
     for (const file of files) {
@@ -129,6 +134,7 @@ export async function main(
       try {
         const summary = await ingestFile({ pool, publish }, file, {
           batchSize: config.INGEST_BATCH_SIZE,
+          indexesBuiltByCaller: indexesAtEnd,
           ...(stage ? { rollStage: stage } : {}),
           ...(values["no-rejects"] ? { rejectsPath: null } : {}),
           onProgress: (progress) => report(progress),
@@ -147,6 +153,18 @@ export async function main(
       }
     }
   } finally {
+    if (indexesAtEnd) {
+      const started = performance.now();
+      process.stderr.write("building the parcel store's indexes…\n");
+      await ensureSecondaryIndexes(pool).catch((error: unknown) => {
+        // The parcels service builds missing indexes when it starts; say so rather than fail.
+        failed = true;
+        console.error(
+          `building the indexes failed (${(error as Error).message}); the parcels service builds them when it starts`,
+        );
+      });
+      console.info(`indexes built in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+    }
     await bus.close();
     await pool.end();
   }

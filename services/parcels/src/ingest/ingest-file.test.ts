@@ -7,7 +7,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { dropSecondaryIndexes, publishPending, upsertParcels } from "../db/parcel-store.ts";
+import {
+  dropSecondaryIndexes,
+  ensureSecondaryIndexes,
+  publishPending,
+  upsertParcels,
+} from "../db/parcel-store.ts";
 import { mapHeader } from "../domain/header.ts";
 import { NAL_COLUMN_ALIASES, NAL_COLUMNS, NAL_REQUIRED_COLUMNS } from "../domain/nal-layout.ts";
 import { NalRowReader } from "../domain/nal-row.ts";
@@ -128,6 +133,31 @@ describe("first load", () => {
         WHERE indrelid = 'parcels'::regclass`,
     );
     expect(usable.rows[0]?.ready).toBe(true);
+  });
+
+  it("leaves the indexes to a caller that builds them after several files, even once the store holds parcels", async () => {
+    const migrated = await indexDefinitions();
+    const files = [];
+    for (const [countyNo, seed] of [
+      [23, 3],
+      [60, 4],
+    ] as const) {
+      const path = join(dir, `NAL${countyNo}F202501.csv`);
+      await writeNalFile(path, { rows: 60, seed, countyNo });
+      files.push(path);
+    }
+    for (const path of files) {
+      const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+        asOf,
+        batchSize: 25,
+        indexesBuiltByCaller: true,
+      });
+      expect(summary).toMatchObject({ new: 60, published: 60 });
+      // The primary key alone, after the first file and after the second.
+      expect(await indexDefinitions()).toHaveLength(1);
+    }
+    expect(await ensureSecondaryIndexes(harness.pool)).toBe(5);
+    expect(await indexDefinitions()).toEqual(migrated);
   });
 
   it("leaves the indexes in place when a first load fails", async () => {

@@ -76,6 +76,12 @@ export interface IngestOptions {
    * indexes, which are built after its last batch (cheaper than maintaining them row by row).
    */
   deferIndexesFromBytes?: number;
+  /**
+   * The caller builds the secondary indexes after a run of several files into a store that was
+   * empty when the run began (a statewide first load): this file goes in without them whatever
+   * the store holds, and neither builds them before it nor after it.
+   */
+  indexesBuiltByCaller?: boolean;
 }
 
 export interface IngestSummary {
@@ -206,7 +212,9 @@ export async function ingestFile(
     const summary = await withIngestLock(deps.pool, async () => {
       // A previous run may have died during a first load (indexes dropped) or after storing
       // changes it had not published yet.
-      await ensureSecondaryIndexes(deps.pool);
+      if (!options.indexesBuiltByCaller) {
+        await ensureSecondaryIndexes(deps.pool);
+      }
       await publishPending(deps.pool, deps.publish);
       return ingestLocked(deps, file, options);
     });
@@ -268,7 +276,9 @@ async function ingestLocked(
     /** Sales were recorded: rolls are enriched with them. */
     sales: stored.sales,
     deferIndexes:
-      !stored.parcels && totalBytes >= (options.deferIndexesFromBytes ?? DEFER_INDEXES_FROM_BYTES),
+      options.indexesBuiltByCaller === true ||
+      (!stored.parcels &&
+        totalBytes >= (options.deferIndexesFromBytes ?? DEFER_INDEXES_FROM_BYTES)),
     indexesDropped: false,
     storingFolios: new Map<string, NalRow>() as ReadonlyMap<string, NalRow>,
     storeError: undefined as unknown,
@@ -572,7 +582,7 @@ async function ingestLocked(
     pendingRecords = [];
     await inflight;
     await storing;
-    if (load.indexesDropped) {
+    if (load.indexesDropped && !options.indexesBuiltByCaller) {
       // Built while the last batch is being published.
       await timed("index", () => ensureSecondaryIndexes(deps.pool));
     }
@@ -580,10 +590,10 @@ async function ingestLocked(
     options.onProgress?.({ rowsRead: counts.read, bytesRead: totalBytes, totalBytes });
   } finally {
     // On failure, let outstanding work settle before the ingest lock is released, and leave the
-    // store with its indexes.
+    // store with its indexes (or to the caller that builds them).
     await storing.catch(() => {});
     await publishing.catch(() => {});
-    if (load.indexesDropped) {
+    if (load.indexesDropped && !options.indexesBuiltByCaller) {
       await ensureSecondaryIndexes(deps.pool).catch(() => {});
     }
     await report.close();
