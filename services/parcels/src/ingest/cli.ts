@@ -127,18 +127,26 @@ export async function main(
   // indexes, built once after the last file rather than maintained row by row from the second.
   const rolls = files.filter((file) => parseRollFileName(basename(file))?.kind !== "SDF");
   const indexesAtEnd = rolls.length > 1 && !(await storeContents(pool)).parcels;
+  // In such a run, the store holds no parcel of a county until its first file is loaded.
+  const loadedCounties = new Set<number>();
   let failed = false;
   try {
     for (const file of files) {
       const report = progressReporter(basename(file));
+      const named = parseRollFileName(basename(file));
+      const countyNo = named?.kind === "NAL" ? named.countyNo : undefined;
       try {
         const summary = await ingestFile({ pool, publish }, file, {
           batchSize: config.INGEST_BATCH_SIZE,
           indexesBuiltByCaller: indexesAtEnd,
+          takeForNew: indexesAtEnd && countyNo !== undefined && !loadedCounties.has(countyNo),
           ...(stage ? { rollStage: stage } : {}),
           ...(values["no-rejects"] ? { rejectsPath: null } : {}),
           onProgress: (progress) => report(progress),
         });
+        if (countyNo !== undefined) {
+          loadedCounties.add(countyNo);
+        }
         report({ rowsRead: summary.read, bytesRead: 1, totalBytes: 1 }, true);
         console.info(summaryLine(summary));
         if (summary.rejectsPath) {

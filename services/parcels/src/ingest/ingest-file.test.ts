@@ -160,6 +160,27 @@ describe("first load", () => {
     expect(await indexDefinitions()).toEqual(migrated);
   });
 
+  it("takes parcels for new when told to, and still diffs the batches that hold a stored one", async () => {
+    await ingestFile(
+      { pool: harness.pool, publish: collect },
+      await writeRoll("NAL23F202501.csv", [row("N1"), row("N2")]),
+      { asOf },
+    );
+    published = [];
+    const summary = await ingestFile(
+      { pool: harness.pool, publish: collect },
+      await writeRoll("NAL23F202502.csv", [row("N3"), row("N4"), row("N1", { JV: 350000 })]),
+      { asOf, batchSize: 2, takeForNew: true },
+    );
+    expect(summary).toMatchObject({ read: 3, new: 2, changed: 1, unchanged: 0, published: 3 });
+    const again = published.find((event) => event.folio === "23-N1");
+    expect(again?.previous_content_hash).not.toBeNull();
+    const { rows } = await harness.pool.query(
+      "SELECT just_value FROM parcels WHERE folio = '23-N1'",
+    );
+    expect(Number(rows[0]?.just_value)).toBe(350000);
+  });
+
   it("leaves the indexes in place when a first load fails", async () => {
     const migrated = await indexDefinitions();
     const path = await writeRoll("NAL23F202501.csv", [row("F1"), row("F2"), row("F3")]);

@@ -82,6 +82,13 @@ export interface IngestOptions {
    * the store holds, and neither builds them before it nor after it.
    */
   indexesBuiltByCaller?: boolean;
+  /**
+   * The caller knows the store holds no parcel of this file (a county not loaded yet in a run
+   * into an empty store): parcels are copied in as new without a lookup, as into an empty store.
+   * A wrong guess costs time, not correctness: a batch holding a stored parcel falls back to the
+   * lookup and the upsert.
+   */
+  takeForNew?: boolean;
 }
 
 export interface IngestSummary {
@@ -271,8 +278,11 @@ async function ingestLocked(
   // The ingest lock keeps the store as it was seen here: nobody else writes parcels or sales.
   const stored = await storeContents(deps.pool);
   const load = {
-    /** The store held no parcel: every parcel is new unless the file repeats it. */
-    firstLoad: !stored.parcels,
+    /**
+     * The store held no parcel (or none of this file's, says the caller): every parcel is new
+     * unless the file repeats it or the caller was wrong, which a failed copy reveals.
+     */
+    firstLoad: !stored.parcels || options.takeForNew === true,
     /** Sales were recorded: rolls are enriched with them. */
     sales: stored.sales,
     deferIndexes:
