@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeNalFile } from "@th/parcels/generate";
 import { parse } from "csv-parse/sync";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
 
 let stack: EdgeStack;
@@ -130,6 +130,29 @@ describe("CSV export", () => {
     expect(response.statusCode).toBe(402);
     expect(response.json()).toMatchObject({ error: "quota_exceeded" });
     expect(await remainingOf(tenant.key)).toBe(10);
+  });
+
+  it("is priced against the ledger's count when the counter is not in Redis (a flush), not against the whole cap", async () => {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, { lead_views_per_month: 30 });
+    const read = await stack.request("GET", "/v1/leads?county=23&limit=25", { key: tenant.key });
+    expect(read.json().leads).toHaveLength(25);
+    await vi.waitFor(
+      async () =>
+        expect((await stack.request("GET", "/v1/usage", { key: tenant.key })).json().used).toBe(25),
+      { timeout: 10_000 },
+    );
+    const prefix = stack.harness.redis.options.keyPrefix ?? "";
+    const counters = await stack.harness.redis.keys(`*lv:used:${tenant.tenantId}*`);
+    expect(counters).toHaveLength(1);
+    await stack.harness.redis.del(...counters.map((key) => key.slice(prefix.length)));
+    const response = await stack.request("GET", "/v1/exports/leads.csv?county=23&max_rows=20", {
+      key: tenant.key,
+    });
+    expect(response.statusCode).toBe(402);
+    expect(response.json()).toMatchObject({ error: "quota_exceeded" });
+    expect(response.json().detail).toContain("5 lead-views remain");
+    expect(await remainingOf(tenant.key)).toBe(5);
   });
 
   it("exports a watchlist's matches with score and signals first, charging each parcel once", async () => {

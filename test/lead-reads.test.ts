@@ -1,5 +1,6 @@
 // Lead reads and the lead-view quota end to end: gateway, keys, parcels and quota-ledger on real
 // Postgres, Redis and Kafka, with the sample roll ingested. Each test names the rule it proves.
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { Bus } from "@th/bus";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -307,6 +308,52 @@ describe("Recording before answering", () => {
     } finally {
       await isolated.http?.close();
       await deadBus.close();
+    }
+  });
+});
+
+describe("Recording before answering: a concurrent read", () => {
+  it("records a read of a folio whose first read is still being recorded, so that read is not free when the first one fails", async () => {
+    const tenant = await customTenant(5);
+    // A broker that accepts connections and never answers: the first read's publish waits
+    // until the test cuts the connections, then fails.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => {
+      sockets.push(socket);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const stalledBus = new Bus({
+      brokers: [`127.0.0.1:${(silent.address() as AddressInfo).port}`],
+      clientId: "stalled",
+      logger: stack.harness.logger,
+      retries: 0,
+    });
+    const stalled = await buildGateway(
+      { ...stack.harness, bus: stalledBus, config: stack.gatewayConfig },
+      { now: () => clock },
+    );
+    const folio = folios[71] as string;
+    try {
+      const first = stack.request("GET", `/v1/leads/${folio}`, { key: tenant.key, via: stalled });
+      // The view is reserved before the producer connects.
+      await vi.waitFor(() => expect(sockets.length).toBeGreaterThan(0), { timeout: 10_000 });
+      const second = await stack.request("GET", `/v1/leads/${folio}`, { key: tenant.key });
+      expect(second.statusCode).toBe(200);
+      expect(remaining(second)).toBe(4);
+      for (const socket of sockets) {
+        socket.destroy();
+      }
+      const failed = await first;
+      expect(failed.statusCode).toBe(503);
+      // The first read could not give the view back: the second one recorded it.
+      expect(remaining(failed)).toBe(4);
+      await vi.waitFor(async () => expect((await usage(tenant.key)).used).toBe(1), {
+        timeout: 10_000,
+      });
+    } finally {
+      await stalled.http?.close();
+      await stalledBus.close();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 
 /**
@@ -5,39 +6,94 @@ import type { Redis } from "ioredis";
  * lead-views per billing period. Layout, under the `th:` prefix:
  * - `lv:used:<tenant>:<period start day>`  lead-views used in the period (TTL: period end + 7 d)
  * - `lv:day:<tenant>:<UTC day>`            folios already charged that day (TTL: 2 days)
- * Both are a cache of the quota ledger: when the period's counter is missing (first use, expiry,
- * a flushed Redis) the meter seeds it from the ledger before it reserves anything.
+ * - `lv:pend:<tenant>:<UTC day>`           folio -> "<reservation>|<ms>" for charges still in
+ *                                          their settle window (TTL: two windows)
+ * The first two are a cache of the quota ledger: when the period's counter is missing (first use,
+ * expiry, a flushed Redis) the meter seeds it from the ledger before it reserves anything.
+ *
+ * A charge is not final until its reader has recorded it, and a reader that cannot record gives
+ * it back. Meanwhile the folio looks charged to everyone else, so a concurrent read of it would be
+ * free if the first one then gave it back. Hence the pending entries: a read of a folio another
+ * reservation charged less than a settle window ago is told it is unsettled, must record the view
+ * itself (the ledger keeps one per tenant, folio and day), and takes the give-back away from the
+ * first reservation. Only the reservation that charged a folio may give it back, and only within
+ * the window; after it the charge stands. The same reservation asking again (a command resent
+ * after a lost reply, or several calls for one piece of work) gets its own charges back as
+ * charged, so a resend never turns a charge into a free read.
  */
 
 const RESERVE_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unseeded'} end
 local used = tonumber(redis.call('GET', KEYS[1]))
 local cap = tonumber(ARGV[1])
+local reservation = ARGV[3]
+local now = tonumber(ARGV[4])
+local settle = tonumber(ARGV[5])
 local fresh = {}
+local mine = {}
+local unsettled = {}
 local seen = {}
-for i = 3, #ARGV do
+for i = 6, #ARGV do
   local folio = ARGV[i]
-  if not seen[folio] and redis.call('SISMEMBER', KEYS[2], folio) == 0 then
-    fresh[#fresh + 1] = folio
+  if not seen[folio] then
+    seen[folio] = true
+    if redis.call('SISMEMBER', KEYS[2], folio) == 0 then
+      fresh[#fresh + 1] = folio
+    else
+      local owner = redis.call('HGET', KEYS[3], folio)
+      if owner then
+        local bar = string.find(owner, '|', 1, true)
+        if tonumber(string.sub(owner, bar + 1)) + settle <= now then
+          redis.call('HDEL', KEYS[3], folio)
+        elseif string.sub(owner, 1, bar - 1) == reservation then
+          mine[#mine + 1] = folio
+        else
+          unsettled[#unsettled + 1] = folio
+        end
+      end
+    end
   end
-  seen[folio] = true
 end
-if used + #fresh > cap then
+if #fresh > 0 and used + #fresh > cap then
   return {'exhausted', tostring(math.max(0, cap - used)), tostring(#fresh)}
+end
+for i = 1, #unsettled do
+  local owner = redis.call('HGET', KEYS[3], unsettled[i])
+  redis.call('HSET', KEYS[3], unsettled[i], 'shared' .. string.sub(owner, string.find(owner, '|', 1, true)))
 end
 if #fresh > 0 then
   redis.call('SADD', KEYS[2], unpack(fresh))
   redis.call('EXPIRE', KEYS[2], ARGV[2])
   used = redis.call('INCRBY', KEYS[1], #fresh)
+  local mark = reservation .. '|' .. ARGV[4]
+  for i = 1, #fresh do redis.call('HSET', KEYS[3], fresh[i], mark) end
 end
-local reply = {'ok', tostring(cap - used)}
+if #fresh > 0 or #unsettled > 0 then
+  redis.call('PEXPIRE', KEYS[3], 2 * settle)
+end
+local reply = {'ok', tostring(cap - used), tostring(#fresh + #mine)}
 for i = 1, #fresh do reply[#reply + 1] = fresh[i] end
+for i = 1, #mine do reply[#reply + 1] = mine[i] end
+for i = 1, #unsettled do reply[#reply + 1] = unsettled[i] end
 return reply
 `;
 
 const RELEASE_LUA = `
+local reservation = ARGV[1]
+local now = tonumber(ARGV[2])
+local settle = tonumber(ARGV[3])
 local removed = 0
-for i = 1, #ARGV do removed = removed + redis.call('SREM', KEYS[2], ARGV[i]) end
+for i = 4, #ARGV do
+  local owner = redis.call('HGET', KEYS[3], ARGV[i])
+  if owner then
+    local bar = string.find(owner, '|', 1, true)
+    if string.sub(owner, 1, bar - 1) == reservation
+        and tonumber(string.sub(owner, bar + 1)) + settle > now then
+      removed = removed + redis.call('SREM', KEYS[2], ARGV[i])
+      redis.call('HDEL', KEYS[3], ARGV[i])
+    end
+  end
+end
 if removed > 0 and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DECRBY', KEYS[1], removed) end
 return removed
 `;
@@ -53,6 +109,12 @@ return 1
 `;
 
 const DAY_SET_TTL_SECONDS = 2 * 86_400;
+
+/**
+ * How long a charge may still be given back, and a concurrent read of its folio must record its
+ * own view: longer than a publish with every retry of the Kafka client takes to fail.
+ */
+export const SETTLE_WINDOW_MS = 5 * 60_000;
 
 /**
  * The period counter's key without its tenant and day; the edge's authorization script reads
@@ -76,7 +138,22 @@ export interface LedgerUsage {
 export type UsageLoader = (tenantId: string, period: Period, day: string) => Promise<LedgerUsage>;
 
 export type Reservation =
-  | { ok: true; charged: string[]; remaining: number }
+  | {
+      ok: true;
+      /** Names this reservation's charges; only it may give them back (`release`). */
+      reservation: string;
+      /**
+       * Folios this reservation charged (now, or in an earlier call with the same id): the reader
+       * records a view for each or gives them back.
+       */
+      charged: string[];
+      /**
+       * Folios another reservation charged moments ago and may still give back: the reader
+       * records a view for each too (the ledger keeps one), but cannot give them back.
+       */
+      unsettled: string[];
+      remaining: number;
+    }
   | { ok: false; remaining: number; needed: number };
 
 export function utcDay(at: Date): string {
@@ -84,21 +161,27 @@ export function utcDay(at: Date): string {
 }
 
 type MeterRedis = Redis & {
-  thLvReserve(used: string, day: string, ...args: string[]): Promise<string[]>;
-  thLvRelease(used: string, day: string, ...folios: string[]): Promise<number>;
+  thLvReserve(used: string, day: string, pending: string, ...args: string[]): Promise<string[]>;
+  thLvRelease(used: string, day: string, pending: string, ...args: string[]): Promise<number>;
   thLvSeed(used: string, day: string, ...args: string[]): Promise<number>;
 };
 
-export function createLeadViewMeter(redis: Redis, options: { loadUsage: UsageLoader }) {
+export function createLeadViewMeter(
+  redis: Redis,
+  options: { loadUsage: UsageLoader; now?: () => number; settleWindowMs?: number },
+) {
   const meter = redis as MeterRedis;
   if (!("thLvReserve" in meter)) {
-    redis.defineCommand("thLvReserve", { numberOfKeys: 2, lua: RESERVE_LUA });
-    redis.defineCommand("thLvRelease", { numberOfKeys: 2, lua: RELEASE_LUA });
+    redis.defineCommand("thLvReserve", { numberOfKeys: 3, lua: RESERVE_LUA });
+    redis.defineCommand("thLvRelease", { numberOfKeys: 3, lua: RELEASE_LUA });
     redis.defineCommand("thLvSeed", { numberOfKeys: 2, lua: SEED_LUA });
   }
+  const now = options.now ?? Date.now;
+  const settle = String(options.settleWindowMs ?? SETTLE_WINDOW_MS);
   const usedKey = (tenantId: string, period: Period) =>
     `th:${LEAD_VIEW_COUNTER_PREFIX}${tenantId}:${utcDay(period.start)}`;
   const dayKey = (tenantId: string, day: string) => `th:lv:day:${tenantId}:${day}`;
+  const pendingKey = (tenantId: string, day: string) => `th:lv:pend:${tenantId}:${day}`;
 
   async function seed(
     tenantId: string,
@@ -136,41 +219,65 @@ export function createLeadViewMeter(redis: Redis, options: { loadUsage: UsageLoa
       period: Period;
       day: string;
       folios: readonly string[];
+      /** Continues an earlier reservation (several calls for one piece of work). */
+      reservation?: string;
     }): Promise<Reservation> {
+      const reservation = input.reservation ?? randomUUID();
       for (let attempt = 0; attempt < 3; attempt++) {
         const reply = await meter.thLvReserve(
           usedKey(input.tenantId, input.period),
           dayKey(input.tenantId, input.day),
+          pendingKey(input.tenantId, input.day),
           String(input.cap),
           String(DAY_SET_TTL_SECONDS),
+          reservation,
+          String(now()),
+          settle,
           ...input.folios,
         );
-        const [status, remaining, ...rest] = reply.map(String);
+        const [status, remaining, count, ...rest] = reply.map(String);
         if (status === "unseeded") {
           await ensureSeeded(input.tenantId, input.period, input.day);
           continue;
         }
         if (status === "exhausted") {
-          return { ok: false, remaining: Number(remaining), needed: Number(rest[0]) };
+          return { ok: false, remaining: Number(remaining), needed: Number(count) };
         }
-        return { ok: true, charged: rest, remaining: Number(remaining) };
+        const charged = Number(count);
+        return {
+          ok: true,
+          reservation,
+          charged: rest.slice(0, charged),
+          unsettled: rest.slice(charged),
+          // Below zero after a downgrade, where only views already charged today are served.
+          remaining: Math.max(0, Number(remaining)),
+        };
       }
       throw new Error("lead-view counter could not be seeded");
     },
 
-    /** Gives back views whose read did not complete (the event could not be recorded). */
+    /**
+     * Gives back views whose read did not complete (the event could not be recorded). Only the
+     * folios `reservation` charged and nobody has read since go back, and only within the settle
+     * window. Returns how many went back.
+     */
     async release(input: {
       tenantId: string;
       period: Period;
       day: string;
+      reservation: string;
       folios: readonly string[];
-    }) {
+    }): Promise<number> {
       if (input.folios.length === 0) {
-        return;
+        return 0;
       }
-      await meter.thLvRelease(
+      return meter.thLvRelease(
         usedKey(input.tenantId, input.period),
         dayKey(input.tenantId, input.day),
+        pendingKey(input.tenantId, input.day),
+        input.reservation,
+        String(now()),
+        settle,
         ...input.folios,
       );
     },

@@ -37,7 +37,7 @@ describe("lead-view metering", () => {
       day: "2026-11-21",
       folios: ["a", "b", "a"],
     });
-    expect(first).toEqual({ ok: true, charged: ["a", "b"], remaining: 8 });
+    expect(first).toMatchObject({ ok: true, charged: ["a", "b"], unsettled: [], remaining: 8 });
     const again = await meter.reserve({
       tenantId: id,
       cap: 10,
@@ -45,7 +45,8 @@ describe("lead-view metering", () => {
       day: "2026-11-21",
       folios: ["a"],
     });
-    expect(again).toEqual({ ok: true, charged: [], remaining: 8 });
+    // Not charged again (moments later it is still unsettled, so this read records it too).
+    expect(again).toMatchObject({ ok: true, charged: [], unsettled: ["a"], remaining: 8 });
   });
 
   it("counts 23:59:59 and 00:00:01 UTC as two lead-views", async () => {
@@ -54,7 +55,7 @@ describe("lead-view metering", () => {
     const early = utcDay(new Date("2026-11-22T00:00:01Z"));
     await meter.reserve({ tenantId: id, cap: 10, period, day: late, folios: ["a"] });
     const next = await meter.reserve({ tenantId: id, cap: 10, period, day: early, folios: ["a"] });
-    expect(next).toEqual({ ok: true, charged: ["a"], remaining: 8 });
+    expect(next).toMatchObject({ ok: true, charged: ["a"], remaining: 8 });
   });
 
   it("is all-or-nothing when the remaining lead-views cannot cover every new folio", async () => {
@@ -75,7 +76,7 @@ describe("lead-view metering", () => {
       day: "2026-11-21",
       folios: ["c"],
     });
-    expect(stillOne).toEqual({ ok: true, charged: ["c"], remaining: 0 });
+    expect(stillOne).toMatchObject({ ok: true, charged: ["c"], remaining: 0 });
     const seen = await meter.reserve({
       tenantId: id,
       cap: 3,
@@ -99,8 +100,24 @@ describe("lead-view metering", () => {
 
   it("gives back released views", async () => {
     const id = tenant();
-    await meter.reserve({ tenantId: id, cap: 5, period, day: "2026-11-21", folios: ["a", "b"] });
-    await meter.release({ tenantId: id, period, day: "2026-11-21", folios: ["b"] });
+    const reserved = await meter.reserve({
+      tenantId: id,
+      cap: 5,
+      period,
+      day: "2026-11-21",
+      folios: ["a", "b"],
+    });
+    if (!reserved.ok) {
+      throw new Error("reservation refused");
+    }
+    const released = await meter.release({
+      tenantId: id,
+      period,
+      day: "2026-11-21",
+      reservation: reserved.reservation,
+      folios: ["b"],
+    });
+    expect(released).toBe(1);
     expect(await meter.remaining({ tenantId: id, cap: 5, period, day: "2026-11-21" })).toBe(4);
     const recharged = await meter.reserve({
       tenantId: id,
@@ -109,7 +126,7 @@ describe("lead-view metering", () => {
       day: "2026-11-21",
       folios: ["b"],
     });
-    expect(recharged).toEqual({ ok: true, charged: ["b"], remaining: 3 });
+    expect(recharged).toMatchObject({ ok: true, charged: ["b"], remaining: 3 });
   });
 
   it("recovers a flushed counter from the ledger without giving away or double-charging views", async () => {
@@ -132,9 +149,30 @@ describe("lead-view metering", () => {
       day: "2026-11-21",
       folios: ["a", "d"],
     });
-    expect(afterFlush).toEqual({ ok: true, charged: ["d"], remaining: 6 });
+    expect(afterFlush).toMatchObject({ ok: true, charged: ["d"], remaining: 6 });
     expect(loads).toContain(`${id}:2026-11-21`);
     ledger = {};
+  });
+
+  it("serves a folio already viewed today when the period is over its cap after a downgrade", async () => {
+    const id = tenant();
+    await meter.reserve({ tenantId: id, cap: 10, period, day: "2026-11-21", folios: ["a", "b"] });
+    const reread = await meter.reserve({
+      tenantId: id,
+      cap: 1,
+      period,
+      day: "2026-11-21",
+      folios: ["a"],
+    });
+    expect(reread).toMatchObject({ ok: true, charged: [], remaining: 0 });
+    const fresh = await meter.reserve({
+      tenantId: id,
+      cap: 1,
+      period,
+      day: "2026-11-21",
+      folios: ["c"],
+    });
+    expect(fresh).toEqual({ ok: false, remaining: 0, needed: 1 });
   });
 
   it("never lets a late seed overwrite a live counter unless forced", async () => {
@@ -146,5 +184,83 @@ describe("lead-view metering", () => {
       true,
     );
     expect(await meter.remaining({ tenantId: id, cap: 10, period, day: "2026-11-21" })).toBe(6);
+  });
+});
+
+describe("lead-view metering: a charge is final only once recorded", () => {
+  let clock = Date.parse("2026-11-21T12:00:00Z");
+  const settleWindowMs = 60_000;
+  const timed = createLeadViewMeter(redis, {
+    loadUsage: async () => ({ used: 0, foliosToday: [] }),
+    now: () => clock,
+    settleWindowMs,
+  });
+  const day = "2026-11-21";
+  const reserveOk = async (id: string, folios: string[], reservation?: string) => {
+    const result = await timed.reserve({
+      tenantId: id,
+      cap: 10,
+      period,
+      day,
+      folios,
+      ...(reservation ? { reservation } : {}),
+    });
+    if (!result.ok) {
+      throw new Error("reservation refused");
+    }
+    return result;
+  };
+
+  it("has a concurrent read of a folio charged moments ago record it too, and then keeps the charge when the first read fails", async () => {
+    const id = tenant();
+    const first = await reserveOk(id, ["x", "y"]);
+    expect(first.charged).toEqual(["x", "y"]);
+    // A second request for x while the first has not recorded it yet.
+    const second = await reserveOk(id, ["x"]);
+    expect(second).toMatchObject({ charged: [], unsettled: ["x"], remaining: 8 });
+    // The first request's publish fails: y goes back, x stays charged, the second records it.
+    const released = await timed.release({
+      tenantId: id,
+      period,
+      day,
+      reservation: first.reservation,
+      folios: first.charged,
+    });
+    expect(released).toBe(1);
+    expect(await timed.remaining({ tenantId: id, cap: 10, period, day })).toBe(9);
+    // Nobody else can give x back either.
+    expect(
+      await timed.release({
+        tenantId: id,
+        period,
+        day,
+        reservation: second.reservation,
+        folios: ["x"],
+      }),
+    ).toBe(0);
+  });
+
+  it("treats a charge as settled after the window: no release, and later reads are plain re-reads", async () => {
+    const id = tenant();
+    const first = await reserveOk(id, ["x"]);
+    clock += settleWindowMs;
+    expect(await reserveOk(id, ["x"])).toMatchObject({ charged: [], unsettled: [] });
+    expect(
+      await timed.release({
+        tenantId: id,
+        period,
+        day,
+        reservation: first.reservation,
+        folios: ["x"],
+      }),
+    ).toBe(0);
+    expect(await timed.remaining({ tenantId: id, cap: 10, period, day })).toBe(9);
+  });
+
+  it("answers the same reservation asked again (a resent command) with its own charges, not as a re-read", async () => {
+    const id = tenant();
+    const first = await reserveOk(id, ["x", "y"]);
+    const resent = await reserveOk(id, ["x", "y"], first.reservation);
+    expect(resent).toMatchObject({ charged: ["x", "y"], unsettled: [], remaining: 8 });
   });
 });

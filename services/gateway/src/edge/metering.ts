@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Bus } from "@th/bus";
 import { contracts, type LeadViewRecorded, type Surface } from "@th/contracts";
 import { type LeadViewMeter, utcDay } from "@th/quota";
@@ -24,7 +25,9 @@ export function refuseHeadOnMeteredRead(request: FastifyRequest): void {
  * Charges lead-views for the parcels a response is about to show. The reservation is one atomic
  * Redis script (all or nothing against the month's remaining views); the views are then recorded
  * on Kafka with acks from every replica before the response leaves. If they cannot be recorded,
- * the reservation is given back and the client gets 503: never a free read.
+ * the reservation is given back and the client gets 503: never a free read. A folio another
+ * request charged moments ago and may still give back is recorded by this read too (the ledger
+ * keeps one view per tenant, folio and day), so it is not free should the other one fail.
  */
 export function createMetering(deps: {
   meter: LeadViewMeter;
@@ -52,13 +55,33 @@ export function createMetering(deps: {
       const at = new Date(deps.now());
       const day = utcDay(at);
       const period = { start: quota.periodStart, end: quota.resetsAt };
-      const reservation = await deps.meter.reserve({
-        tenantId: tenancy.tenantId,
-        cap: quota.limit,
-        period,
-        day,
-        folios,
-      });
+      // Named here so that a reservation whose reply was lost can still be given back.
+      const reservationId = randomUUID();
+      const reservation = await deps.meter
+        .reserve({
+          tenantId: tenancy.tenantId,
+          cap: quota.limit,
+          period,
+          day,
+          folios,
+          reservation: reservationId,
+        })
+        .catch(async (error: unknown) => {
+          await deps.meter
+            .release({
+              tenantId: tenancy.tenantId,
+              period,
+              day,
+              reservation: reservationId,
+              folios,
+            })
+            .catch(() => {});
+          request.log.error({ err: error }, "lead-views could not be reserved");
+          throw new ApiError(
+            "unavailable",
+            "the read could not be metered; nothing was charged, try again shortly",
+          );
+        });
       if (!reservation.ok) {
         quota.remaining = reservation.remaining;
         throw new ApiError(
@@ -71,10 +94,11 @@ export function createMetering(deps: {
         );
       }
       quota.remaining = reservation.remaining;
-      if (reservation.charged.length === 0) {
+      const recorded = [...reservation.charged, ...reservation.unsettled];
+      if (recorded.length === 0) {
         return;
       }
-      const events: LeadViewRecorded[] = reservation.charged.map((folio) => ({
+      const events: LeadViewRecorded[] = recorded.map((folio) => ({
         tenant_id: tenancy.tenantId,
         folio,
         day,
@@ -88,16 +112,27 @@ export function createMetering(deps: {
       }));
       try {
         await deps.bus.publish(contracts.leadViewRecorded, events);
-        deps.onRecorded?.(surface, events.length);
+        deps.onRecorded?.(surface, reservation.charged.length);
       } catch (error) {
-        await deps.meter.release({
-          tenantId: tenancy.tenantId,
-          period,
-          day,
-          folios: reservation.charged,
-        });
-        quota.remaining += reservation.charged.length;
-        request.log.error({ err: error }, "lead-views could not be recorded; reservation released");
+        const released = await deps.meter
+          .release({
+            tenantId: tenancy.tenantId,
+            period,
+            day,
+            reservation: reservation.reservation,
+            folios: reservation.charged,
+          })
+          .catch((releaseError: unknown) => {
+            // Kept charged: the tenant loses these views until the counters are rebuilt from
+            // the ledger, which is the safe side of a failure.
+            request.log.error({ err: releaseError }, "lead-views could not be given back");
+            return 0;
+          });
+        quota.remaining += released;
+        request.log.error(
+          { err: error, released, charged: reservation.charged.length },
+          "lead-views could not be recorded; reservation released",
+        );
         throw new ApiError(
           "unavailable",
           "the read could not be recorded; nothing was charged, try again shortly",

@@ -496,8 +496,10 @@ export function createWorker(options: WorkerOptions) {
     tenantId: string;
     period: { start: Date; end: Date };
     day: string;
+    reservation: string;
     covered: ClaimedRow[];
     refused: ClaimedRow[];
+    /** Folios whose views this claim records: charged by it, or still unsettled elsewhere. */
     folios: string[];
   }
 
@@ -513,33 +515,42 @@ export function createWorker(options: WorkerOptions) {
       ? new Date(`${first.billing_anniversary}T00:00:00Z`)
       : at;
     const { start, end } = billingPeriodAt(anchor, at);
-    const quota = { tenantId: first.tenant_id, period: { start, end }, day: utcDay(at) };
+    const quota = {
+      tenantId: first.tenant_id,
+      period: { start, end },
+      day: utcDay(at),
+      // Every call below is one reservation, so whatever it charged can be given back.
+      reservation: randomUUID(),
+    };
     const cap = first.lead_views_per_month ?? 0;
-    const whole = await options.meter.reserve({
-      ...quota,
-      cap,
-      folios: rows.map((row) => row.folio),
-    });
-    if (whole.ok) {
-      return { ...quota, covered: rows, refused: [], folios: whole.charged };
-    }
-    const reserved: Reserved = { ...quota, covered: [], refused: [], folios: [] };
+    const folios = rows.map((row) => row.folio);
     try {
+      const whole = await options.meter.reserve({ ...quota, cap, folios });
+      if (whole.ok) {
+        return {
+          ...quota,
+          covered: rows,
+          refused: [],
+          folios: [...whole.charged, ...whole.unsettled],
+        };
+      }
+      const reserved: Reserved = { ...quota, covered: [], refused: [], folios: [] };
       for (const row of rows) {
         const one = await options.meter.reserve({ ...quota, cap, folios: [row.folio] });
         if (one.ok) {
           reserved.covered.push(row);
-          reserved.folios.push(...one.charged);
+          reserved.folios.push(...one.charged, ...one.unsettled);
         } else {
           reserved.refused.push(row);
         }
       }
+      return reserved;
     } catch (error) {
-      // Views reserved before the failure were never recorded: give them back.
-      await options.meter.release({ ...quota, folios: reserved.folios }).catch(() => {});
+      // Views reserved before the failure (or by a call whose answer was lost) were never
+      // recorded: give them back.
+      await options.meter.release({ ...quota, folios }).catch(() => {});
       throw error;
     }
-    return reserved;
   }
 
   /**
@@ -573,6 +584,7 @@ export function createWorker(options: WorkerOptions) {
             tenantId: reserved.tenantId,
             period: reserved.period,
             day: reserved.day,
+            reservation: reserved.reservation,
             folios: reserved.folios.filter((folio) => !keep(reserved, folio)),
           }),
         ),
