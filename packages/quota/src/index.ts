@@ -98,11 +98,15 @@ if removed > 0 and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DECRBY', 
 return removed
 `;
 
-/** Seeds only when absent, unless forced: a live counter is never overwritten by a late seed. */
+/**
+ * Seeds only when absent, unless forced: a live counter is never overwritten by a late seed. The
+ * day's folios are added to those Redis already holds (a charge whose event is still on its way
+ * to the ledger stays charged); only a forced seed, from a ledger proven complete, replaces them.
+ */
 const SEED_LUA = `
 if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('DEL', KEYS[2])
+if ARGV[3] == '1' then redis.call('DEL', KEYS[2]) end
 for i = 5, #ARGV do redis.call('SADD', KEYS[2], ARGV[i]) end
 if #ARGV >= 5 then redis.call('EXPIRE', KEYS[2], ARGV[4]) end
 return 1

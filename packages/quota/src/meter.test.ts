@@ -175,6 +175,19 @@ describe("lead-view metering", () => {
     expect(fresh).toEqual({ ok: false, remaining: 0, needed: 1 });
   });
 
+  it("adds the ledger's folios of the day to those Redis holds when it seeds, and replaces them only when forced", async () => {
+    const id = tenant();
+    const day = "2026-11-21";
+    const foliosToday = async () => (await redis.smembers(`th:lv:day:${id}:${day}`)).sort();
+    await meter.reserve({ tenantId: id, cap: 10, period, day, folios: ["a"] });
+    // The counter expires while a's event is still on its way to the ledger, which has b.
+    await redis.del(`th:lv:used:${id}:${utcDay(period.start)}`);
+    expect(await meter.seed(id, period, day, { used: 1, foliosToday: ["b"] })).toBe(true);
+    expect(await foliosToday()).toEqual(["a", "b"]);
+    expect(await meter.seed(id, period, day, { used: 1, foliosToday: ["b"] }, true)).toBe(true);
+    expect(await foliosToday()).toEqual(["b"]);
+  });
+
   it("never lets a late seed overwrite a live counter unless forced", async () => {
     const id = tenant();
     await meter.reserve({ tenantId: id, cap: 10, period, day: "2026-11-21", folios: ["a"] });
