@@ -22,7 +22,16 @@ import type { Redis } from "ioredis";
  * charged, so a resend never turns a charge into a free read.
  */
 
-const RESERVE_LUA = `
+// A pending entry is "<reservation>|<ms>"; one that does not parse counts as settled long ago.
+const PENDING_LUA = `
+local function pending(value)
+  local bar = value and string.find(value, '|', 1, true)
+  if not bar then return nil, 0 end
+  return string.sub(value, 1, bar - 1), tonumber(string.sub(value, bar + 1)) or 0
+end
+`;
+
+const RESERVE_LUA = `${PENDING_LUA}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unseeded'} end
 local used = tonumber(redis.call('GET', KEYS[1]))
 local cap = tonumber(ARGV[1])
@@ -32,6 +41,7 @@ local settle = tonumber(ARGV[5])
 local fresh = {}
 local mine = {}
 local unsettled = {}
+local charged_at = {}
 local seen = {}
 for i = 6, #ARGV do
   local folio = ARGV[i]
@@ -40,15 +50,16 @@ for i = 6, #ARGV do
     if redis.call('SISMEMBER', KEYS[2], folio) == 0 then
       fresh[#fresh + 1] = folio
     else
-      local owner = redis.call('HGET', KEYS[3], folio)
-      if owner then
-        local bar = string.find(owner, '|', 1, true)
-        if tonumber(string.sub(owner, bar + 1)) + settle <= now then
+      local value = redis.call('HGET', KEYS[3], folio)
+      if value then
+        local owner, at = pending(value)
+        if at + settle <= now then
           redis.call('HDEL', KEYS[3], folio)
-        elseif string.sub(owner, 1, bar - 1) == reservation then
+        elseif owner == reservation then
           mine[#mine + 1] = folio
         else
           unsettled[#unsettled + 1] = folio
+          charged_at[folio] = at
         end
       end
     end
@@ -58,8 +69,7 @@ if #fresh > 0 and used + #fresh > cap then
   return {'exhausted', tostring(math.max(0, cap - used)), tostring(#fresh)}
 end
 for i = 1, #unsettled do
-  local owner = redis.call('HGET', KEYS[3], unsettled[i])
-  redis.call('HSET', KEYS[3], unsettled[i], 'shared' .. string.sub(owner, string.find(owner, '|', 1, true)))
+  redis.call('HSET', KEYS[3], unsettled[i], 'shared|' .. charged_at[unsettled[i]])
 end
 if #fresh > 0 then
   redis.call('SADD', KEYS[2], unpack(fresh))
@@ -67,8 +77,6 @@ if #fresh > 0 then
   used = redis.call('INCRBY', KEYS[1], #fresh)
   local mark = reservation .. '|' .. ARGV[4]
   for i = 1, #fresh do redis.call('HSET', KEYS[3], fresh[i], mark) end
-end
-if #fresh > 0 or #unsettled > 0 then
   redis.call('PEXPIRE', KEYS[3], 2 * settle)
 end
 local reply = {'ok', tostring(cap - used), tostring(#fresh + #mine)}
@@ -78,20 +86,16 @@ for i = 1, #unsettled do reply[#reply + 1] = unsettled[i] end
 return reply
 `;
 
-const RELEASE_LUA = `
+const RELEASE_LUA = `${PENDING_LUA}
 local reservation = ARGV[1]
 local now = tonumber(ARGV[2])
 local settle = tonumber(ARGV[3])
 local removed = 0
 for i = 4, #ARGV do
-  local owner = redis.call('HGET', KEYS[3], ARGV[i])
-  if owner then
-    local bar = string.find(owner, '|', 1, true)
-    if string.sub(owner, 1, bar - 1) == reservation
-        and tonumber(string.sub(owner, bar + 1)) + settle > now then
-      removed = removed + redis.call('SREM', KEYS[2], ARGV[i])
-      redis.call('HDEL', KEYS[3], ARGV[i])
-    end
+  local owner, at = pending(redis.call('HGET', KEYS[3], ARGV[i]))
+  if owner == reservation and at + settle > now then
+    removed = removed + redis.call('SREM', KEYS[2], ARGV[i])
+    redis.call('HDEL', KEYS[3], ARGV[i])
   end
 end
 if removed > 0 and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DECRBY', KEYS[1], removed) end

@@ -241,6 +241,10 @@ describe("lead-view metering: a charge is final only once recorded", () => {
     });
     expect(released).toBe(1);
     expect(await timed.remaining({ tenantId: id, cap: 10, period, day })).toBe(9);
+    // A third read in the window records it too, and so would any later one.
+    const third = await reserveOk(id, ["x"]);
+    expect(third).toMatchObject({ charged: [], unsettled: ["x"], remaining: 9 });
+    expect(await reserveOk(id, ["x"])).toMatchObject({ charged: [], unsettled: ["x"] });
     // Nobody else can give x back either.
     expect(
       await timed.release({
@@ -268,6 +272,13 @@ describe("lead-view metering: a charge is final only once recorded", () => {
       }),
     ).toBe(0);
     expect(await timed.remaining({ tenantId: id, cap: 10, period, day })).toBe(9);
+  });
+
+  it("takes a pending entry it cannot read for settled instead of failing the read", async () => {
+    const id = tenant();
+    await reserveOk(id, ["x"]);
+    await redis.hset(`th:lv:pend:${id}:${day}`, "x", "garbled");
+    expect(await reserveOk(id, ["x"])).toMatchObject({ charged: [], unsettled: [] });
   });
 
   it("answers the same reservation asked again (a resent command) with its own charges, not as a re-read", async () => {
