@@ -197,6 +197,12 @@ describe("Errors 402 and Per-tier caps: the monthly lead-view quota", () => {
     expect(new Date(body.quota_resets_at).toISOString()).toBe(body.quota_resets_at);
     expect(body.quota_resets_at).toBe(refused.headers["x-quota-resets"]);
     expect(body.upgrade_url).toMatch(/^https:\/\//);
+    // More lead-views, not a cheaper tier: a Custom tenant is pointed at a larger contract.
+    expect(Object.fromEntries(new URL(body.upgrade_url).searchParams)).toEqual({
+      from: "custom",
+      to: "custom",
+      feature: "lead_views",
+    });
     expect(remaining(refused)).toBe(0);
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { addMonthsClamped, billingPeriodAt } from "./period.ts";
-import { cheapestTierWith, TIERS, tierOpens } from "./tiers.ts";
+import { cheapestTierWith, nextTierWithMoreLeadViews, TIERS, tierOpens } from "./tiers.ts";
 
 const at = (iso: string) => new Date(iso);
 
@@ -76,5 +76,12 @@ describe("tiers", () => {
     expect(tierOpens("team", "management")).toBe(true);
     expect(cheapestTierWith("webhooks")).toBe("operator");
     expect(cheapestTierWith("management")).toBe("team");
+  });
+
+  it("names the next tier up with more lead-views in a quota upgrade prompt", () => {
+    expect(nextTierWithMoreLeadViews("starter")).toBe("operator");
+    expect(nextTierWithMoreLeadViews("operator")).toBe("team");
+    expect(nextTierWithMoreLeadViews("team")).toBe("custom");
+    expect(nextTierWithMoreLeadViews("custom")).toBe("custom");
   });
 });

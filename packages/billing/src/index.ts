@@ -1,6 +1,7 @@
 export { addMonthsClamped, type BillingPeriod, billingPeriodAt } from "./period.ts";
 export {
   cheapestTierWith,
+  nextTierWithMoreLeadViews,
   type Surface,
   TIERS,
   type TierFacts,

@@ -54,10 +54,21 @@ export function tierOpens(tier: Tier, surface: Surface): boolean {
   return TIERS[tier].surfaces.includes(surface);
 }
 
+/** From the cheapest tier up. */
+const TIER_ORDER: readonly Tier[] = ["starter", "operator", "team", "custom"];
+
 /** The cheapest tier that opens a surface, named in 403 upgrade prompts. */
 export function cheapestTierWith(surface: Surface): Tier {
-  const order: Tier[] = ["starter", "operator", "team", "custom"];
-  return order.find((tier) => tierOpens(tier, surface)) ?? "custom";
+  return TIER_ORDER.find((tier) => tierOpens(tier, surface)) ?? "custom";
+}
+
+/**
+ * The next tier up with more lead-views a month, named in 402 upgrade prompts; for Custom, Custom
+ * again (a larger contract).
+ */
+export function nextTierWithMoreLeadViews(tier: Tier): Tier {
+  const cap = TIERS[tier].limits.lead_views_per_month;
+  return TIER_ORDER.find((next) => TIERS[next].limits.lead_views_per_month > cap) ?? "custom";
 }
 
 export const TRIAL_DAYS = 14;

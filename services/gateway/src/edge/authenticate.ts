@@ -1,6 +1,13 @@
 import { type KeyObject, timingSafeEqual } from "node:crypto";
 import { containsKeyLikeString, hashApiKey, isWellFormedApiKey, KEY_LIKE } from "@th/api-keys";
-import { billingPeriodAt, cheapestTierWith, type Surface, TIERS, tierOpens } from "@th/billing";
+import {
+  billingPeriodAt,
+  cheapestTierWith,
+  nextTierWithMoreLeadViews,
+  type Surface,
+  TIERS,
+  tierOpens,
+} from "@th/billing";
 import type { TenantChanged, Tier } from "@th/contracts";
 import { ApiError, type HttpApp } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -97,6 +104,15 @@ export function upgradeUrlFor(base: string, tier: string, surface: Surface): str
   url.searchParams.set("from", tier);
   url.searchParams.set("to", cheapestTierWith(surface));
   url.searchParams.set("feature", surface);
+  return url.toString();
+}
+
+/** Where a tenant out of lead-views can buy more: the next tier up with a larger monthly cap. */
+export function quotaUpgradeUrlFor(base: string, tier: Tier): string {
+  const url = new URL(base);
+  url.searchParams.set("from", tier);
+  url.searchParams.set("to", nextTierWithMoreLeadViews(tier));
+  url.searchParams.set("feature", "lead_views");
   return url.toString();
 }
 

@@ -4,7 +4,7 @@ import { contracts, type LeadViewRecorded, type Surface } from "@th/contracts";
 import { type LeadViewMeter, utcDay } from "@th/quota";
 import { ApiError } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
-import { tenancyOf, upgradeUrlFor } from "./authenticate.ts";
+import { quotaUpgradeUrlFor, tenancyOf } from "./authenticate.ts";
 
 /**
  * A HEAD answer carries no lead, so it must not cost one; Fastify answers HEAD for every GET by
@@ -89,7 +89,7 @@ export function createMetering(deps: {
           `this read needs ${reservation.needed} lead-view(s) and ${reservation.remaining} remain this month; the quota resets at ${quota.resetsAt.toISOString()}`,
           {
             quota_resets_at: quota.resetsAt.toISOString(),
-            upgrade_url: upgradeUrlFor(deps.upgradeUrl, tenancy.tier, "rest"),
+            upgrade_url: quotaUpgradeUrlFor(deps.upgradeUrl, tenancy.tier),
           },
         );
       }

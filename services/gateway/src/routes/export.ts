@@ -5,7 +5,7 @@ import type { FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Upstream } from "../clients/keys-client.ts";
 import { leadCsvHeader, leadCsvRow, matchCsvHeader, matchCsvRow } from "../domain/csv.ts";
-import { tenancyOf, upgradeUrlFor } from "../edge/authenticate.ts";
+import { quotaUpgradeUrlFor, tenancyOf } from "../edge/authenticate.ts";
 import { type Metering, refuseHeadOnMeteredRead } from "../edge/metering.ts";
 import { callAs, relay } from "./forward.ts";
 
@@ -40,7 +40,7 @@ async function refuseBeyondQuota(
       `this export has up to ${rows} rows and ${remaining} lead-views remain this month; narrow it or set max_rows`,
       {
         quota_resets_at: quota.resetsAt.toISOString(),
-        upgrade_url: upgradeUrlFor(upgradeUrl, tenancyOf(request).tier, "csv"),
+        upgrade_url: quotaUpgradeUrlFor(upgradeUrl, tenancyOf(request).tier),
       },
     );
   }
