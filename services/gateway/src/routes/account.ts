@@ -35,11 +35,18 @@ export function registerAccountRoutes(
         tags,
         security,
         operationId: "changeTier",
-        summary: "Upgrade or downgrade; the new caps apply from the next request",
+        summary:
+          "Upgrade or downgrade; the new caps apply from the next request. A tier with fewer seats than the tenant has members is 409 until members are removed; asking for the current tier changes nothing",
         body: changeTierBodySchema,
         response: {
           200: tenantSchema,
-          ...errorResponses("unauthorized", "forbidden", "conflict", "rate_limited"),
+          ...errorResponses(
+            "unauthorized",
+            "forbidden",
+            "seat_limit_reached",
+            "conflict",
+            "rate_limited",
+          ),
         },
       },
     },

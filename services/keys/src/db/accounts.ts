@@ -505,7 +505,11 @@ export function createAccounts(deps: AccountsDeps) {
       return tenantView(await loadTenant(pool, caller.tenantId));
     },
 
-    /** Moves the tenant to another tier; new caps apply from the next request. */
+    /**
+     * Moves the tenant to another tier; new caps apply from the next request. Asking for the tier
+     * the tenant has changes nothing (a Custom tenant keeps its negotiated caps), and a tier with
+     * fewer seats than the tenant has members is refused until members are removed.
+     */
     async changeTier(caller: Caller, tier: Tier) {
       return inTransaction(pool, async (client) => {
         await requireAdmin(client, caller);
@@ -513,7 +517,21 @@ export function createAccounts(deps: AccountsDeps) {
         if (tenant.status === "cancelled") {
           throw new ApiError("conflict", "a cancelled subscription cannot change tier");
         }
+        if (tier === tenant.tier) {
+          return tenantView(tenant);
+        }
         const limits = TIERS[tier].limits;
+        const { rows } = await client.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM members WHERE tenant_id = $1 AND removed_at IS NULL",
+          [tenant.id],
+        );
+        const members = rows[0]?.n ?? 0;
+        if (members > limits.seats) {
+          throw new ApiError(
+            "seat_limit_reached",
+            `the ${TIERS[tier].label} tier has ${limits.seats} seat(s) and this tenant has ${members} members; remove ${members - limits.seats} before changing tier`,
+          );
+        }
         await client.query(
           `UPDATE tenants SET tier = $2, seats = $3, lead_views_per_month = $4, rate_per_minute = $5,
              concurrent_webhooks = $6 WHERE id = $1`,

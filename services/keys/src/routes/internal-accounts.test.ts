@@ -353,6 +353,24 @@ describe("internal API", () => {
   });
 });
 
+describe("tier changes", () => {
+  it("refuse a tier with fewer seats than the tenant has members, and change nothing", async () => {
+    const team = (await startTrial("team")).json();
+    const admin = as({ tenantId: team.tenant.id, memberId: team.member.id });
+    for (let i = 0; i < 3; i++) {
+      await call("POST", "/internal/v1/members", admin, { email: `seat${i}@acme.test` });
+    }
+    const refused = await call("POST", "/internal/v1/tenant/tier", admin, { tier: "operator" });
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json()).toMatchObject({
+      error: "seat_limit_reached",
+      detail: expect.stringContaining("remove 3 before changing tier"),
+    });
+    const tenant = (await call("GET", "/internal/v1/tenant", admin)).json();
+    expect(tenant).toMatchObject({ tier: "team", seats: 5 });
+  });
+});
+
 describe("Custom contracts", () => {
   it("let operators set a Custom tenant's negotiated caps, announced on tenant.changed", async () => {
     const trial = (await startTrial("custom")).json();
@@ -379,5 +397,23 @@ describe("Custom contracts", () => {
       { seats: 9 },
     );
     expect(refused.statusCode).toBe(409);
+  });
+
+  it("keep their negotiated caps when the tenant asks for Custom again", async () => {
+    const trial = (await startTrial("custom")).json();
+    await call("PUT", `/internal/v1/operator/tenants/${trial.tenant.id}/limits`, token, {
+      lead_views_per_month: 50_000,
+      rate_per_minute: 3_000,
+      seats: 12,
+    });
+    const admin = as({ tenantId: trial.tenant.id, memberId: trial.member.id });
+    const again = await call("POST", "/internal/v1/tenant/tier", admin, { tier: "custom" });
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toMatchObject({
+      tier: "custom",
+      lead_views_per_month: 50_000,
+      rate_per_minute: 3_000,
+      seats: 12,
+    });
   });
 });

@@ -185,7 +185,10 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
     {
       schema: {
         body: changeTierBodySchema,
-        response: { 200: tenantSchema, ...errorResponses("forbidden", "conflict") },
+        response: {
+          200: tenantSchema,
+          ...errorResponses("forbidden", "seat_limit_reached", "conflict"),
+        },
       },
     },
     async (request) => accounts.changeTier(internalCaller(request), request.body.tier),
