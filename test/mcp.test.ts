@@ -127,6 +127,30 @@ describe("MCP", () => {
     const watchlists = (listed.structuredContent as { watchlists: { id: string; name: string }[] })
       .watchlists;
     expect(watchlists.map((item) => item.id)).toEqual([watchlist.id]);
+    // Pages like the REST listing: one at a time, then the next by cursor.
+    const second = await stack.request("POST", "/v1/watchlists", {
+      key: tenant.key,
+      body: { name: "Second", recipe: { filters: { counties: [23] } } },
+    });
+    const firstPage = (await client.callTool({ name: "list_watchlists", arguments: { limit: 1 } }))
+      .structuredContent as { watchlists: { id: string }[]; next_cursor: string | null };
+    expect(firstPage.watchlists).toHaveLength(1);
+    expect(firstPage.next_cursor).not.toBeNull();
+    const nextPage = (
+      await client.callTool({
+        name: "list_watchlists",
+        arguments: { limit: 1, cursor: firstPage.next_cursor },
+      })
+    ).structuredContent as { watchlists: { id: string }[] };
+    expect([...firstPage.watchlists, ...nextPage.watchlists].map((item) => item.id).sort()).toEqual(
+      [watchlist.id, second.json().id].sort(),
+    );
+    // The largest page the tool advertises is one it serves.
+    const largest = await client.callTool({
+      name: "list_matches",
+      arguments: { watchlist_id: watchlist.id, limit: 100 },
+    });
+    expect(largest.isError).toBeFalsy();
     const matches = await client.callTool({
       name: "list_matches",
       arguments: { watchlist_id: watchlist.id, limit: 5 },

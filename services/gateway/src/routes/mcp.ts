@@ -161,21 +161,37 @@ function serverFor(
     "list_watchlists",
     {
       title: "List watchlists",
-      description: "The tenant's watchlists with their recipes and match activity. Free.",
-      inputSchema: {},
-      outputSchema: { watchlists: z.array(z.record(z.string(), z.unknown())) },
+      description:
+        "The tenant's watchlists with their recipes and match activity, a page at a time (pass next_cursor back for the next). Free.",
+      inputSchema: {
+        cursor: z.string().optional(),
+        limit: z.number().int().min(1).max(100).default(50),
+      },
+      outputSchema: {
+        watchlists: z.array(z.record(z.string(), z.unknown())),
+        next_cursor: z.string().nullable(),
+      },
     },
-    async () => {
+    async ({ cursor, limit }) => {
       try {
-        const upstream = await callAs(deps.matcher, request, "GET", "/internal/v1/watchlists");
+        const upstream = await callAs(
+          deps.matcher,
+          request,
+          "GET",
+          `/internal/v1/watchlists?${searchQuery({ cursor, limit })}`,
+        );
         if (upstream.status !== 200) {
           throw upstreamFailure(upstream.status, upstream.body);
         }
-        const body = upstream.body as { data?: Record<string, unknown>[] };
+        const body = upstream.body as {
+          data?: Record<string, unknown>[];
+          next_cursor?: string | null;
+        };
         const watchlists = body.data ?? [];
+        const next = body.next_cursor ?? null;
         return {
-          content: [{ type: "text", text: JSON.stringify(watchlists) }],
-          structuredContent: { watchlists },
+          content: [{ type: "text", text: JSON.stringify({ watchlists, next_cursor: next }) }],
+          structuredContent: { watchlists, next_cursor: next },
         };
       } catch (error) {
         return toolError(error);
@@ -192,7 +208,7 @@ function serverFor(
       inputSchema: {
         watchlist_id: z.string().min(1).max(64),
         cursor: z.string().optional(),
-        limit: z.number().int().min(1).max(200).default(50),
+        limit: z.number().int().min(1).max(100).default(50),
       },
       outputSchema: {
         matches: z.array(z.record(z.string(), z.unknown())),
