@@ -1,6 +1,7 @@
 // Issue 7: endpoints (subscribe, list, get, delete, secret once), SSRF refusals at subscribe and
 // at delivery (DNS re-binding), secrets sealed at rest, rotation overlap, compromise rotation,
 // replay keeping the webhook id, bulk replay of dead letters, the delivery log, production refusal.
+import { randomUUID } from "node:crypto";
 import { contracts } from "@th/contracts";
 import { readConfig } from "@th/webhook-dispatcher/config";
 import { verifySignature } from "@th/webhooks";
@@ -426,6 +427,12 @@ describe("replay and the delivery log", () => {
     const refused = await stack.call(TENANT, "GET", `${base}/deliveries?cursor=${forged}`);
     expect(refused.status).toBe(400);
     expect(refused.body.error).toBe("invalid_request");
+    // Shaped like a real one, but no such time exists: refused too, not a failed query.
+    const impossible = Buffer.from(
+      JSON.stringify({ at: "2026-02-30T00:00:00.000000Z", id: randomUUID() }),
+    ).toString("base64url");
+    const alsoRefused = await stack.call(TENANT, "GET", `${base}/deliveries?cursor=${impossible}`);
+    expect(alsoRefused.status).toBe(400);
   });
 
   it("publishes every attempt on delivery.attempted and dead letters on delivery.dead-letter", async () => {

@@ -1,4 +1,5 @@
 export { createHttpApp, type HttpApp, type HttpAppOptions, toApiError } from "./app.ts";
+export { isUtcInstant } from "./cursor.ts";
 export {
   ApiError,
   ERROR_STATUS,

@@ -3,6 +3,7 @@ import { createTestDatabase, type TestDatabase } from "@th/db/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listMatches } from "./matches.ts";
 import { migrations } from "./migrations.ts";
+import { decodeListCursor, encodeListCursor } from "./watchlists.ts";
 
 let db: TestDatabase;
 
@@ -58,5 +59,34 @@ describe("the match listing pages in commit order", () => {
     expect(seen).toEqual(rows.map((row) => row.match_id));
     const after = await listMatches(db.pool, watchlistId, { cursor, limit: 7 });
     expect(after).toMatchObject({ matches: [], has_more: false, next_cursor: cursor });
+  });
+});
+
+describe("the match cursor", () => {
+  const cursorOf = (text: string) => Buffer.from(text, "utf8").toString("base64url");
+
+  it("refuses with 400 a cursor whose numbers no transaction or sequence can reach, instead of failing the query", async () => {
+    for (const forged of ["m:1.99999999999999999999", "m:99999999999999999999.1", "x:1.1"]) {
+      await expect(
+        listMatches(db.pool, randomUUID(), { cursor: cursorOf(forged), limit: 10 }),
+        forged,
+      ).rejects.toMatchObject({ code: "invalid_request" });
+    }
+    const largest = cursorOf(`m:${2n ** 64n - 1n}.${2n ** 63n - 1n}`);
+    await expect(
+      listMatches(db.pool, randomUUID(), { cursor: largest, limit: 10 }),
+    ).resolves.toMatchObject({ matches: [] });
+  });
+});
+
+describe("the watchlist listing cursor", () => {
+  it("holds the position it was written with and refuses a time that does not exist", () => {
+    const written = encodeListCursor(new Date("2026-11-24T09:05:00.123Z"), "wl_0a1b");
+    expect(decodeListCursor(written)).toEqual({
+      createdAt: "2026-11-24T09:05:00.123Z",
+      id: "wl_0a1b",
+    });
+    const forged = Buffer.from("w:2026-02-30T00:00:00.000Z|wl_0a1b", "utf8").toString("base64url");
+    expect(decodeListCursor(forged)).toBeNull();
   });
 });

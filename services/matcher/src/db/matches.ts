@@ -85,10 +85,19 @@ export function encodeMatchCursor(txId: string, seq: string): string {
   return Buffer.from(`m:${txId}.${seq}`, "utf8").toString("base64url");
 }
 
+/** The largest transaction id (xid8) and sequence value (bigint) a cursor can carry. */
+const MAX_TX_ID = 2n ** 64n - 1n;
+const MAX_SEQ = 2n ** 63n - 1n;
+
 export function decodeMatchCursor(cursor: string): { txId: string; seq: string } | null {
   const text = Buffer.from(cursor, "base64url").toString("utf8");
   const match = /^m:(\d{1,20})\.(\d{1,20})$/.exec(text);
-  return match ? { txId: match[1] as string, seq: match[2] as string } : null;
+  if (!match) {
+    return null;
+  }
+  const [, txId = "", seq = ""] = match;
+  // Past these Postgres refuses the value, which would fail the query instead of the cursor.
+  return BigInt(txId) <= MAX_TX_ID && BigInt(seq) <= MAX_SEQ ? { txId, seq } : null;
 }
 
 const START = { txId: "0", seq: "0" };

@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import type { Recipe, Watchlist } from "@th/api-schemas";
 import { inTransaction, type Pool, type PoolClient } from "@th/db";
-import { ApiError } from "@th/service-kit";
+import { ApiError, isUtcInstant } from "@th/service-kit";
 import { type NormalizedRecipe, nextRecipeVersion, type RecipeVersion } from "../domain/index.ts";
 
 export const WATCHLIST_CHANNEL = "matcher_watchlists";
@@ -94,7 +94,11 @@ export function encodeListCursor(createdAt: Date, id: string): string {
 export function decodeListCursor(cursor: string): { createdAt: string; id: string } | null {
   const text = Buffer.from(cursor, "base64url").toString("utf8");
   const match = /^w:(\d{4}-\d\d-\d\dT[\d:.]+Z)\|(wl_[0-9a-f]+)$/.exec(text);
-  return match ? { createdAt: match[1] as string, id: match[2] as string } : null;
+  if (!match) {
+    return null;
+  }
+  const [, createdAt = "", id = ""] = match;
+  return isUtcInstant(createdAt) ? { createdAt, id } : null;
 }
 
 export function createWatchlistStore(pool: Pool, options: { maxPerTenant: number }) {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { type Pool, type PoolClient, inTransaction as runInTransaction } from "@th/db";
-import { ApiError, type InternalCaller } from "@th/service-kit";
+import { ApiError, type InternalCaller, isUtcInstant } from "@th/service-kit";
 import type { WatchlistDirectory } from "../clients/internal.ts";
 import type { SecretStore } from "../delivery/secret-store.ts";
 import { refuseEndpointUrl } from "../delivery/sender.ts";
@@ -89,6 +89,7 @@ function deliveryCursorOf(cursor: string): { at: string; id: string } | null {
     const { at, id } = (parsed ?? {}) as { at?: unknown; id?: unknown };
     return typeof at === "string" &&
       /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(at) &&
+      isUtcInstant(at) &&
       typeof id === "string" &&
       /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)
       ? { at, id }
