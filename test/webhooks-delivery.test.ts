@@ -1,4 +1,4 @@
-// Issue 7: delivery headers and signature, the delivery state table, the retry schedule (real
+// Webhook delivery: headers and signature, the delivery state table, the retry schedule (real
 // 1 s and 5 s stages measured), dead-letter timing, replay keeping the webhook id, the log.
 
 import { createServer } from "node:http";

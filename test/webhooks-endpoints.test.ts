@@ -1,4 +1,4 @@
-// Issue 7: endpoints (subscribe, list, get, delete, secret once), SSRF refusals at subscribe and
+// Webhook endpoints (subscribe, list, get, delete, secret once), SSRF refusals at subscribe and
 // at delivery (DNS re-binding), secrets sealed at rest, rotation overlap, compromise rotation,
 // replay keeping the webhook id, bulk replay of dead letters, the delivery log, production refusal.
 import { randomUUID } from "node:crypto";

@@ -1,4 +1,4 @@
-// Issue 7 at the public edge: the webhooks surface gate (Starter gets 403 with upgrade_url), the
+// Webhooks at the public edge: the webhooks surface gate (Starter gets 403 with upgrade_url), the
 // colon-action paths exactly as the specification writes them, and their OpenAPI entries.
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
