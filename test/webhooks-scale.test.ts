@@ -1,6 +1,6 @@
-// Webhook delivery at scale: per-tenant concurrency held across dispatcher processes, one tenant's slow endpoint
-// never delaying another's, lead-view quota (parked, visible, released on upgrade; never
-// dropped), and kill -9 of a dispatcher process mid-burst losing nothing.
+// Webhook delivery at scale: per-tenant concurrency held across dispatcher processes, one
+// tenant's slow endpoint never delaying another's, lead-view quota (parked, visible, released on
+// upgrade; never dropped), and kill -9 of a dispatcher process mid-burst losing nothing.
 import { contracts, type LeadViewRecorded } from "@th/contracts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
