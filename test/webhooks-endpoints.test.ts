@@ -7,6 +7,7 @@ import { readConfig } from "@th/webhook-dispatcher/config";
 import { verifySignature } from "@th/webhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  DELETED_WATCHLISTS,
   FOREIGN_WATCHLIST,
   type Receiver,
   startReceiver,
@@ -92,6 +93,28 @@ describe("webhook endpoints", () => {
       events: ["watchlist.match"],
     });
     expect(foreign.status).toBe(404);
+  });
+
+  it("go with their watchlist: once it is deleted they are not found, listed or rotated", async () => {
+    const created = await stack.subscribe(TENANT, "wl_gone", receiver.url);
+    const path = "/watchlists/wl_gone/webhooks";
+    expect((await stack.call(TENANT, "GET", path)).status).toBe(200);
+    DELETED_WATCHLISTS.add("wl_gone");
+    try {
+      for (const [method, url] of [
+        ["GET", path],
+        ["GET", `${path}/${created.id}`],
+        ["POST", `${path}/${created.id}:rotate`],
+        ["GET", `${path}/${created.id}/deliveries`],
+        ["DELETE", `${path}/${created.id}`],
+      ] as const) {
+        const response = await stack.call(TENANT, method, url);
+        expect(response.status, `${method} ${url}`).toBe(404);
+        expect(response.body.error).toBe("not_found");
+      }
+    } finally {
+      DELETED_WATCHLISTS.delete("wl_gone");
+    }
   });
 
   it("stores secrets sealed with AES-256-GCM under a named key", async () => {

@@ -43,6 +43,11 @@ describe("webhooks through the gateway", () => {
     const body = response.json();
     expect(body.error).toBe("tier_required");
     expect(body.upgrade_url).toContain("feature=webhooks");
+    // Reading the endpoints is part of the surface too.
+    for (const url of ["/v1/watchlists/wl_1/webhooks", "/v1/watchlists/wl_1/webhooks/"]) {
+      const listed = await edge.request("GET", url, { key: starter.key });
+      expect(listed.statusCode, url).toBe(403);
+    }
   });
 
   it("Operator subscribes, lists, rotates with {endpoint_id}:rotate, replays with {delivery_id}:replay and deliveries:replay", async () => {

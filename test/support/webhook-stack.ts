@@ -146,6 +146,8 @@ export async function waitFor<T>(
 
 /** A watchlist id that the stub directory says belongs to another tenant. */
 export const FOREIGN_WATCHLIST = "wl_someone_else";
+/** Watchlists the matcher no longer has (a test deletes one by adding it here). */
+export const DELETED_WATCHLISTS = new Set<string>();
 
 export async function startWebhookStack() {
   const base = readConfig(TEST_DISPATCHER_ENV);
@@ -185,7 +187,10 @@ export async function startWebhookStack() {
     const app = await buildApp(
       { config, logger: harness.logger, pool, redis: harness.redis, bus, metrics },
       {
-        watchlists: { owns: async (_caller, watchlistId) => watchlistId !== FOREIGN_WATCHLIST },
+        watchlists: {
+          owns: async (_caller, watchlistId) =>
+            watchlistId !== FOREIGN_WATCHLIST && !DELETED_WATCHLISTS.has(watchlistId),
+        },
         loadUsage: overrides.loadUsage ?? (async () => ({ used: 0, foliosToday: [] })),
       },
     );

@@ -112,6 +112,16 @@ export function createEndpointService(deps: {
   const inTransaction = <T>(work: (client: PoolClient) => Promise<T>) =>
     runInTransaction(pool, work);
 
+  /**
+   * The caller's watchlist exists: endpoints are reached through their watchlist, so a deleted
+   * watchlist's endpoints are not found (and cannot be rotated or listed) with it.
+   */
+  async function requireWatchlist(caller: InternalCaller, watchlistId: string): Promise<void> {
+    if (!(await deps.watchlists.owns(caller, watchlistId))) {
+      throw new ApiError("not_found", `no watchlist ${watchlistId}`);
+    }
+  }
+
   async function endpointOf(tenantId: string, watchlistId: string, endpointId: string) {
     const { rows } = await pool.query<{
       id: string;
@@ -170,9 +180,7 @@ export function createEndpointService(deps: {
           fields: [{ path: "url", message: refusal }],
         });
       }
-      if (!(await deps.watchlists.owns(caller, watchlistId))) {
-        throw new ApiError("not_found", `no watchlist ${watchlistId}`);
-      }
+      await requireWatchlist(caller, watchlistId);
       const tenantId = caller.tenantId;
       const id = `we_${randomBytes(12).toString("base64url")}`;
       return inTransaction(async (client) => {
@@ -204,6 +212,8 @@ export function createEndpointService(deps: {
     },
 
     get: endpointOf,
+
+    requireWatchlist,
 
     async remove(tenantId: string, watchlistId: string, endpointId: string): Promise<void> {
       await endpointOf(tenantId, watchlistId, endpointId);

@@ -15,6 +15,18 @@ const STATES = ["pending", "retrying", "exhausted", "parked", "complete", "dead_
  */
 export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService): void {
   const base = "/internal/v1/watchlists/:id/webhooks";
+  // Every call but the subscribe (which checks it with the rest of its input) first asks whether
+  // the watchlist still exists.
+  app.addHook("preHandler", async (request) => {
+    const route = request.routeOptions.url;
+    if (!route?.startsWith(base) || (request.method === "POST" && route === base)) {
+      return;
+    }
+    await endpoints.requireWatchlist(
+      internalCaller(request),
+      (request.params as { id: string }).id,
+    );
+  });
 
   app.post(
     base,
