@@ -181,7 +181,7 @@ describe("a session's calls are the tenant's calls", () => {
 });
 
 describe("refresh and sign-out", () => {
-  it("refresh issues a new access cookie with the CSRF token, and ends once the member is removed", async () => {
+  it("refresh issues a new access cookie with the CSRF token, and the session ends at once when the member is removed", async () => {
     const { tenant, client } = await signedIn("team");
     const noCsrf = await client.call("POST", "/v1/dashboard/session/refresh", { csrf: false });
     expect(noCsrf.statusCode).toBe(403);
@@ -206,10 +206,19 @@ describe("refresh and sign-out", () => {
     expect((await second.signIn("second@acme.test", "second admin passphrase")).statusCode).toBe(
       201,
     );
+    expect((await second.call("GET", "/v1/watchlists")).statusCode).toBe(200);
     const removed = await client.call("DELETE", `/v1/team/members/${added.json().id}`);
     expect(removed.statusCode).toBe(204);
+    // The access token the removed admin still holds is refused at once, reads and writes alike.
+    expect((await second.call("GET", "/v1/watchlists")).statusCode).toBe(401);
+    const write = await second.call("POST", "/v1/watchlists", {
+      body: { name: "after removal", recipe: { filters: { counties: [23] } } },
+    });
+    expect(write.statusCode).toBe(401);
     const afterRemoval = await second.call("POST", "/v1/dashboard/session/refresh");
     expect(afterRemoval.statusCode).toBe(401);
+    // The admin who removed them is still signed in.
+    expect((await client.call("GET", "/v1/watchlists")).statusCode).toBe(200);
     expect(tenant.tenantId).toBeTruthy();
   });
 

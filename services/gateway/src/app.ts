@@ -125,7 +125,11 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   registerMeRoute(http);
   registerPublicRoutes(http, { keys: keysUpstream });
   registerAccountRoutes(http, { keys: keysUpstream, store });
-  registerTeamRoutes(http, { keys: keysUpstream, store });
+  registerTeamRoutes(http, {
+    keys: keysUpstream,
+    store,
+    sessionSeconds: config.SESSION_ACCESS_SECONDS,
+  });
   registerLeadRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
   registerWatchlistRoutes(http, { matcher: matcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });

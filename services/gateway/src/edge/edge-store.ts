@@ -13,6 +13,7 @@ import type { Redis } from "ioredis";
  * - `rlipt:<scope>:<ip>` + `rlipc:<scope>:<ip>` the same per client IP for public calls and
  *   failed authentication
  * - `session:<id>`   a signed-out dashboard session, until its tokens would have expired
+ * - `member-sessions-ended:<member id>`  a removed member, until their access tokens expire
  */
 
 const WINDOW_MS = 60_000;
@@ -211,7 +212,7 @@ return answers
  * session that misses fetches the tenant itself).
  */
 const AUTHORIZE_SESSION_LUA = `${SLIDE_LUA}${TENANT_WINDOW_LUA}
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'revoked' end
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return 'revoked' end
 local answer = authorizeTenant({ARGV[4], ARGV[5], ARGV[6]}, tonumber(ARGV[2]), ARGV[1], ARGV[3], tonumber(ARGV[7]))
 saveWindows()
 return answer
@@ -338,7 +339,7 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
   if (!("thAuthorizeBatch" in edge)) {
     // Without numberOfKeys the first argument says how many keys follow.
     redis.defineCommand("thAuthorizeBatch", { lua: AUTHORIZE_BATCH_LUA });
-    redis.defineCommand("thAuthorizeSession", { numberOfKeys: 1, lua: AUTHORIZE_SESSION_LUA });
+    redis.defineCommand("thAuthorizeSession", { numberOfKeys: 2, lua: AUTHORIZE_SESSION_LUA });
     redis.defineCommand("thIpLimit", { numberOfKeys: 2, lua: IP_LIMIT_LUA });
     redis.defineCommand("thPutKey", { numberOfKeys: 1, lua: PUT_KEY_LUA });
     redis.defineCommand("thPutTenant", { numberOfKeys: 1, lua: PUT_TENANT_LUA });
@@ -477,6 +478,7 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
       return authorization(
         await edge.thAuthorizeSession(
           `th:session:${session.sessionId}`,
+          `th:member-sessions-ended:${session.memberId}`,
           ...windowArgs(now),
           session.tenantId,
           session.memberId,
@@ -489,6 +491,14 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
     /** Sign-out: the session's tokens stop working on every instance until they expire. */
     async revokeSession(sessionId: string, ttlSeconds: number) {
       await redis.set(`th:session:${sessionId}`, "revoked", "EX", Math.max(1, ttlSeconds));
+    },
+
+    /**
+     * A removed member: every session of theirs stops working on every instance at once, not when
+     * its access token would next be refreshed.
+     */
+    async endMemberSessions(memberId: string, ttlSeconds: number) {
+      await redis.set(`th:member-sessions-ended:${memberId}`, "1", "EX", Math.max(1, ttlSeconds));
     },
 
     async isSessionRevoked(sessionId: string): Promise<boolean> {

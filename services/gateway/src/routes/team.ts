@@ -22,19 +22,31 @@ const security = [{ bearerAuth: [] }];
  * Revocations are written to the edge's shared state before the answer leaves, so the very
  * next request with a revoked key is refused on every gateway instance.
  */
-export function registerTeamRoutes(app: HttpApp, deps: { keys: Upstream; store: EdgeStore }): void {
+export function registerTeamRoutes(
+  app: HttpApp,
+  deps: { keys: Upstream; store: EdgeStore; sessionSeconds: number },
+): void {
   async function refuseKeys(hashes: unknown) {
     for (const hash of Array.isArray(hashes) ? hashes : []) {
       await deps.store.markRevoked(String(hash));
     }
   }
-  /** Removes a key or a member in the keys service, then refuses its keys at the edge: 204. */
-  async function removeThenRefuse(request: FastifyRequest, reply: FastifyReply, path: string) {
+  /**
+   * Removes a key or a member in the keys service, then refuses its keys at the edge (and runs
+   * `alsoRefuse`) before the 204 leaves.
+   */
+  async function removeThenRefuse(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    path: string,
+    alsoRefuse?: () => Promise<void>,
+  ) {
     const upstream = await callAs(deps.keys, request, "DELETE", path);
     if (upstream.status !== 200) {
       return relay(reply, upstream);
     }
     await refuseKeys((upstream.body as { key_hashes?: unknown }).key_hashes);
+    await alsoRefuse?.();
     return reply.status(204).send(null);
   }
 
@@ -195,7 +207,7 @@ export function registerTeamRoutes(app: HttpApp, deps: { keys: Upstream; store: 
         tags,
         security,
         operationId: "removeMember",
-        summary: "Remove a member; their keys are revoked",
+        summary: "Remove a member; their keys are revoked and their dashboard sessions end",
         params: z.object({ member_id: z.string().min(1).max(64) }),
         response: {
           204: z.null().describe("No content"),
@@ -215,6 +227,8 @@ export function registerTeamRoutes(app: HttpApp, deps: { keys: Upstream; store: 
         request,
         reply,
         `/internal/v1/members/${encodeURIComponent(request.params.member_id)}`,
+        // Their dashboard sessions end too.
+        () => deps.store.endMemberSessions(request.params.member_id, deps.sessionSeconds),
       ),
   );
 }
