@@ -50,6 +50,16 @@ describe("webhooks through the gateway", () => {
     }
   });
 
+  it("refuses a subscription with an unknown field, such as a secret of the caller's choosing, naming it", async () => {
+    const operator = await edge.startTrial("operator");
+    const response = await edge.request("POST", "/v1/watchlists/wl_1/webhooks", {
+      key: operator.key,
+      body: { url: receiver.url, events: ["watchlist.match"], secret: "whsec_mine" },
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().fields).toEqual([{ path: "body.secret", message: "unknown field" }]);
+  });
+
   it("Operator subscribes, lists, rotates with {endpoint_id}:rotate, replays with {delivery_id}:replay and deliveries:replay", async () => {
     const operator = await edge.startTrial("operator");
     const created = await edge.request("POST", "/v1/watchlists/wl_1/webhooks", {

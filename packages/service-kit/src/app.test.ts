@@ -24,6 +24,16 @@ beforeAll(async () => {
     },
     async (request, reply) => reply.status(201).send({ id: `t_${request.body.name}` }),
   );
+  app.post(
+    "/strict-things",
+    {
+      schema: {
+        body: z.strictObject({ name: z.string() }),
+        response: { 201: z.object({ id: z.string() }), ...errorResponses() },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ id: `t_${request.body.name}` }),
+  );
   app.get(
     "/things/:name",
     {
@@ -59,6 +69,28 @@ describe("error responses", () => {
       "body.name",
     ]);
     expect(body.request_id).toMatch(/^req_/);
+  });
+
+  it("name each unknown field of a strict body, and call a body that is no object the body", async () => {
+    const unknown = await app.inject({
+      method: "POST",
+      url: "/strict-things",
+      payload: { name: "a", secret: "x", extra: 1 },
+    });
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.json().fields).toEqual([
+      { path: "body.secret", message: "unknown field" },
+      { path: "body.extra", message: "unknown field" },
+    ]);
+    const notAnObject = await app.inject({
+      method: "POST",
+      url: "/strict-things",
+      payload: [1, 2],
+    });
+    expect(notAnObject.statusCode).toBe(400);
+    expect(notAnObject.json().fields.map((field: { path: string }) => field.path)).toEqual([
+      "body",
+    ]);
   });
 
   it("answer malformed JSON with 400 and oversized bodies with 413", async () => {

@@ -215,15 +215,19 @@ export function toApiError(error: unknown): ApiError {
   }
   const fastifyError = error as FastifyError;
   if (hasZodFastifySchemaValidationErrors(fastifyError)) {
-    const fields = fastifyError.validation.map((issue) => ({
-      path: `${fastifyError.validationContext ?? "request"}${issue.instancePath.replaceAll("/", ".")}`,
-      message: issue.message ?? "is invalid",
-    }));
+    const context = fastifyError.validationContext ?? "request";
+    const fields = fastifyError.validation.flatMap((issue) => {
+      // "/" is the whole body or query: its path is the context alone, not "body.".
+      const path = `${context}${issue.instancePath === "/" ? "" : issue.instancePath.replaceAll("/", ".")}`;
+      const keys = (issue.params as { keys?: unknown }).keys;
+      // One field per unknown key, named, as the watchlist recipes report them.
+      return issue.keyword === "unrecognized_keys" && Array.isArray(keys)
+        ? keys.map((key) => ({ path: `${path}.${String(key)}`, message: "unknown field" }))
+        : [{ path, message: issue.message ?? "is invalid" }];
+    });
     return new ApiError(
       "invalid_request",
-      `invalid ${fastifyError.validationContext ?? "request"}: ${fields
-        .map((field) => `${field.path} ${field.message}`)
-        .join("; ")}`,
+      `invalid ${context}: ${fields.map((field) => `${field.path} ${field.message}`).join("; ")}`,
       { fields },
     );
   }

@@ -137,7 +137,7 @@ export function registerWebhookRoutes(app: HttpApp, deps: { dispatcher: Upstream
         summary:
           "Subscribe an HTTPS endpoint to a watchlist's watchlist.match events; the whsec_ secret is in this response only",
         params: watchlistParams,
-        body: z.object({
+        body: z.strictObject({
           url: z
             .string()
             .min(1)

@@ -33,7 +33,10 @@ export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService):
     {
       schema: {
         params: watchlistParams,
-        body: z.object({ url: z.string().min(1).max(2048), events: z.array(z.string()).min(1) }),
+        body: z.strictObject({
+          url: z.string().min(1).max(2048),
+          events: z.array(z.string()).min(1),
+        }),
       },
     },
     async (request, reply) => {
