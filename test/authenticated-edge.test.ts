@@ -138,6 +138,14 @@ describe("Authentication 2: a key in the URL, query string or body is rejected w
     });
     expect(plain.statusCode).toBe(415);
     expect(plain.json()).toMatchObject({ error: "unsupported_media_type" });
+    for (const body of [`{"label":"x","note":"${tenant.key}"}`, '{"label":"x"}']) {
+      const text = await stack.request("POST", "/v1/team/api-keys", {
+        key: tenant.key,
+        headers: { "content-type": "text/plain" },
+        body,
+      });
+      expect(text.statusCode).toBe(body.includes(tenant.key) ? 401 : 415);
+    }
     const listed = await stack.request("GET", "/v1/team/api-keys", { key: tenant.key });
     expect(listed.json().data).toHaveLength(1);
   });

@@ -362,7 +362,10 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
   }
 
   // A body of a type no route reads is still searched for a key before it is refused: a key
-  // sent form-encoded has leaked as much as one sent as JSON, and the caller must hear so.
+  // sent form-encoded has leaked as much as one sent as JSON, and the caller must hear so. No
+  // route reads text either, so Fastify's own text/plain parser goes: such a body is 415 like
+  // any other type, not a 400 saying it is no object.
+  app.removeContentTypeParser("text/plain");
   app.addContentTypeParser("*", { parseAs: "string" }, (request, body, done) => {
     if (isEdgePath(request.url) && KEY_LIKE.test(body as string)) {
       refuse(request, KEY_IN_BODY).catch((error: Error) => done(error, undefined));
