@@ -380,7 +380,13 @@ describe("replay and the delivery log", () => {
       { path: "body.until", message: "must be later than since" },
     ]);
 
-    const bulk = await stack.call(TENANT, "POST", `${base}/deliveries:replay`, { since });
+    // The same instant written with an offset, as RFC 3339 allows.
+    const sinceAtOffset = new Date(Date.parse(since) + 3_600_000)
+      .toISOString()
+      .replace("Z", "+01:00");
+    const bulk = await stack.call(TENANT, "POST", `${base}/deliveries:replay`, {
+      since: sinceAtOffset,
+    });
     expect(bulk.status).toBe(202);
     expect(bulk.body.replayed).toBe(1);
     expect(bulk.body.delivery_ids).toEqual([dead2.id]);

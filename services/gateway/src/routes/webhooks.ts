@@ -290,7 +290,10 @@ export function registerWebhookRoutes(app: HttpApp, deps: { dispatcher: Upstream
         summary:
           "Replay every dead letter of the endpoint dead-lettered since a time (and before `until`)",
         params: endpointParams,
-        body: z.object({ since: z.iso.datetime(), until: z.iso.datetime().optional() }),
+        body: z.object({
+          since: z.iso.datetime({ offset: true }).describe("RFC 3339; Z or an offset"),
+          until: z.iso.datetime({ offset: true }).optional(),
+        }),
         response: {
           202: z.object({ replayed: z.number().int(), delivery_ids: z.array(z.string()) }),
           ...errors("not_found"),

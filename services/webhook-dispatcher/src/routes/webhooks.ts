@@ -133,7 +133,10 @@ export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService):
       schema: {
         params: endpointParams,
         body: z
-          .object({ since: z.iso.datetime(), until: z.iso.datetime().optional() })
+          .object({
+            since: z.iso.datetime({ offset: true }),
+            until: z.iso.datetime({ offset: true }).optional(),
+          })
           .refine(
             (window) =>
               window.until === undefined || Date.parse(window.until) > Date.parse(window.since),
