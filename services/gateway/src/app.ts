@@ -83,7 +83,6 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     meter,
     bus: deps.bus,
     upgradeUrl: config.UPGRADE_URL,
-    now,
     onRecorded: (surface, count) => leadViewsRecorded?.inc({ surface }, count),
   });
   const sessions = await registerSessions(http, {

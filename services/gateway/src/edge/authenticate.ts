@@ -70,6 +70,11 @@ export interface QuotaState {
   periodStart: Date;
   /** The next billing anniversary, when the month's lead-views reset. */
   resetsAt: Date;
+  /**
+   * When the edge admitted the request (ms): its reads are metered as of then, so the UTC day
+   * and the billing period of a charge always agree, even for a request that crosses midnight.
+   */
+  admittedAt: number;
 }
 
 export interface EdgeContext {
@@ -337,11 +342,13 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     if (sessionId) {
       tenancy.sessionId = sessionId;
     }
-    const period = periods.at(answer.billingAnniversary, now());
+    const admittedAt = now();
+    const period = periods.at(answer.billingAnniversary, admittedAt);
     const quota: QuotaState = {
       limit: answer.leadViewsPerMonth,
       periodStart: period.start,
       resetsAt: period.end,
+      admittedAt,
     };
     if (answer.leadViewsUsed !== undefined) {
       quota.remaining = Math.max(0, answer.leadViewsPerMonth - answer.leadViewsUsed);

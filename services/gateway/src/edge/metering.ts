@@ -33,7 +33,6 @@ export function createMetering(deps: {
   meter: LeadViewMeter;
   bus: Bus;
   upgradeUrl: string;
-  now: () => number;
   /** Counts lead-views recorded, by surface. */
   onRecorded?: (surface: Surface, count: number) => void;
 }) {
@@ -52,7 +51,8 @@ export function createMetering(deps: {
       if (folios.length === 0) {
         return;
       }
-      const at = new Date(deps.now());
+      // As of admission: the day and the period the quota figures describe are one pair.
+      const at = new Date(quota.admittedAt);
       const day = utcDay(at);
       const period = { start: quota.periodStart, end: quota.resetsAt };
       // Named here so that a reservation whose reply was lost can still be given back.
