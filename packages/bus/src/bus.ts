@@ -197,6 +197,11 @@ export interface ReplayResult {
   records: number;
   /** The high-water marks the replay read up to, taken when it began. */
   highWaterMarks: ReadonlyMap<number, string>;
+  /**
+   * Where each partition's log began when the replay began: retention may have removed what
+   * lies below, so the replay says nothing about those offsets.
+   */
+  lowWaterMarks: ReadonlyMap<number, string>;
 }
 
 export const PARK_HEADERS = {
@@ -838,6 +843,9 @@ export class Bus {
     const admin = await this.#ensureAdmin();
     const offsets = await admin.fetchTopicOffsets(contract.topic);
     const highWaterMarks = new Map(offsets.map((item) => [item.partition, item.high]));
+    const lowWaterMarks = new Map(
+      offsets.map((item) => [item.partition, BigInt(item.low) < 0n ? "0" : item.low]),
+    );
     const ranges = new Map<number, readonly [bigint, bigint]>();
     for (const item of offsets) {
       const [low, high] = [BigInt(item.low), BigInt(item.high)];
@@ -846,7 +854,7 @@ export class Bus {
       }
     }
     if (ranges.size === 0) {
-      return { records: 0, highWaterMarks };
+      return { records: 0, highWaterMarks, lowWaterMarks };
     }
     // One reader per partition leader, all at once; each hands over what it fetched while its
     // next fetch is on the wire.
@@ -917,7 +925,7 @@ export class Bus {
         );
       }),
     );
-    return { records, highWaterMarks };
+    return { records, highWaterMarks, lowWaterMarks };
   }
 
   /**

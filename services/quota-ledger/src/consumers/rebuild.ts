@@ -76,7 +76,7 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
       deps.liveCatchUpTimeoutMs,
     );
     const [differences, counterDifferences, summary] = await Promise.all([
-      shadow.differences(replay.highWaterMarks),
+      shadow.differences(replay.highWaterMarks, replay.lowWaterMarks),
       shadow.counterDifferences(),
       shadow.summary(),
     ]);
@@ -118,6 +118,7 @@ export interface ShadowReplay {
   leadViews: number;
   replayMs: number;
   highWaterMarks: ReadonlyMap<number, string>;
+  lowWaterMarks: ReadonlyMap<number, string>;
 }
 
 /**
@@ -169,6 +170,7 @@ export async function replayIntoShadow(
     leadViews: seen.size,
     replayMs: performance.now() - started,
     highWaterMarks: replay.highWaterMarks,
+    lowWaterMarks: replay.lowWaterMarks,
   };
 }
 

@@ -34,9 +34,21 @@ const LANE_BACKLOG = 64 * LANE_CHUNK;
 
 /**
  * A row's fingerprint per (tenant, period): every column the ledger keeps except where it came
- * from in the log, in one canonical order, hashed. Equal fingerprints mean equal rows.
+ * from in the log, in one canonical order, hashed. Equal fingerprints mean equal rows. Only rows
+ * from the offsets the replay read count: at or above each partition's low-water mark (what
+ * retention kept) and below its high-water mark. A replayed row whose lead-view the live ledger
+ * took from an event retention has since removed is left out too: the live ledger kept that
+ * first event, the replay could only see a later duplicate of it.
  */
 function fingerprintQuery(table: string): string {
+  const trimmedFirst =
+    table === "lead_views"
+      ? ""
+      : `AND NOT EXISTS (SELECT 1 FROM lead_views AS live
+                          WHERE live.tenant_id = rows.tenant_id AND live.day = rows.day
+                            AND live.folio = rows.folio
+                            AND live.source_partition = replayed.partition
+                            AND live.source_offset < replayed.low)`;
   return `SELECT tenant_id, to_char(billing_period_start, 'YYYY-MM-DD') AS period_start,
       count(*)::int AS lead_views,
       md5(string_agg(concat_ws('|', to_char(day, 'YYYY-MM-DD'), folio, surface, request_id,
@@ -44,8 +56,10 @@ function fingerprintQuery(table: string): string {
         to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')),
         E'\\n' ORDER BY day, folio)) AS fingerprint
     FROM ${table} AS rows
-    JOIN unnest($1::int[], $2::bigint[]) AS replayed(partition, high)
-      ON rows.source_partition = replayed.partition AND rows.source_offset < replayed.high
+    JOIN unnest($1::int[], $2::bigint[], $3::bigint[]) AS replayed(partition, low, high)
+      ON rows.source_partition = replayed.partition
+     AND rows.source_offset >= replayed.low AND rows.source_offset < replayed.high
+     ${trimmedFirst}
     GROUP BY tenant_id, billing_period_start`;
 }
 
@@ -200,11 +214,15 @@ export function createShadowLedger(pool: Pool) {
 
     /**
      * Tenant periods whose live rows differ from the replayed ones, looking only at events the
-     * replay read (offsets below the high-water marks it began with).
+     * replay read (offsets between the low- and high-water marks it began with).
      */
-    async differences(highWaterMarks: ReadonlyMap<number, string>): Promise<PeriodDifference[]> {
+    async differences(
+      highWaterMarks: ReadonlyMap<number, string>,
+      lowWaterMarks: ReadonlyMap<number, string> = new Map(),
+    ): Promise<PeriodDifference[]> {
       const partitions = [...highWaterMarks.keys()];
       const highs = partitions.map((partition) => highWaterMarks.get(partition) ?? "0");
+      const lows = partitions.map((partition) => lowWaterMarks.get(partition) ?? "0");
       const { rows } = await pool.query<PeriodDifference>(
         `WITH live AS (${fingerprintQuery("lead_views")}),
               shadow AS (${fingerprintQuery("lead_views_shadow")})
@@ -214,7 +232,7 @@ export function createShadowLedger(pool: Pool) {
          FROM live FULL JOIN shadow USING (tenant_id, period_start)
          WHERE live.fingerprint IS DISTINCT FROM shadow.fingerprint
          ORDER BY 1, 2`,
-        [partitions, highs],
+        [partitions, lows, highs],
       );
       return rows;
     },
