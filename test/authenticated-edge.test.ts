@@ -233,6 +233,16 @@ describe("Rate-limit headers: the six headers on every response to a tenant, suc
     expectSixHeaders(missing.headers);
   });
 
+  it("are on a 400 for a path parameter longer than the route takes", async () => {
+    const tenant = await stack.startTrial("starter");
+    const response = await stack.request("GET", `/v1/leads/23-${"9".repeat(200)}`, {
+      key: tenant.key,
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().fields).toEqual([{ path: "params.folio", message: expect.any(String) }]);
+    expectSixHeaders(response.headers);
+  });
+
   it("are on a 404 outside /v1 too when the request carries a key, which must be valid", async () => {
     const tenant = await stack.startTrial("starter");
     const missing = await stack.request("GET", "/v2/leads", { key: tenant.key });

@@ -80,7 +80,10 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     },
     // One line per request is written in onResponse below, with the URL scrubbed of keys.
     logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { ignoreTrailingSlash: true },
+    // Path parameters up to 1 KiB reach their route, whose schema refuses what is too long with
+    // the route's own answer (after authentication, so with the caller's limit headers); past it
+    // the router refuses them itself.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     // What the router refuses before any route runs gets the same {error, detail} as the rest.
     frameworkErrors: (error, request, reply) => {
       const apiError = ROUTER_ERRORS[error.code] ?? toApiError(error);
