@@ -75,6 +75,47 @@ describe("Endpoints: lead reads", () => {
     expect((await usage(tenant.key)).used).toBe(0);
   });
 
+  it("an unknown search parameter or batch field, or a number not in decimal digits, is 400 naming it, and free", async () => {
+    const tenant = await customTenant(10);
+    const cases: [string, string, unknown, string][] = [
+      ["GET", "/v1/leads?county=23&min_just_vaule=500000", undefined, "querystring.min_just_vaule"],
+      ["GET", "/v1/leads?min_just_value=0x10", undefined, "querystring.min_just_value"],
+      ["GET", "/v1/leads?limit=1e2", undefined, "querystring.limit"],
+      ["GET", "/v1/leads?max_just_value=-5", undefined, "querystring.max_just_value"],
+      ["POST", "/v1/leads/batch", { folios: [folios[0]], extra: 1 }, "body.extra"],
+    ];
+    for (const [method, url, body, path] of cases) {
+      const response = await stack.request(method as "GET" | "POST", url, {
+        key: tenant.key,
+        ...(body === undefined ? {} : { body }),
+      });
+      expect(response.statusCode, url).toBe(400);
+      expect(
+        response.json().fields.map((field: { path: string }) => field.path),
+        url,
+      ).toContain(path);
+    }
+    // Equity can be negative (a loan above the value), so its bounds may be.
+    const negativeEquity = await stack.request("GET", "/v1/leads?min_equity=-50000&limit=1", {
+      key: tenant.key,
+    });
+    expect(negativeEquity.statusCode).toBe(200);
+    expect((await usage(tenant.key)).used).toBe(negativeEquity.json().leads.length);
+  });
+
+  it("takes a folio pasted with spaces around it for the folio", async () => {
+    const tenant = await customTenant(10);
+    const response = await stack.request("GET", `/v1/leads/${folios[5]}%20`, { key: tenant.key });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().folio).toBe(folios[5]);
+    const batch = await stack.request("POST", "/v1/leads/batch", {
+      key: tenant.key,
+      body: { folios: [` ${folios[5]} `] },
+    });
+    expect(batch.json()).toMatchObject({ missing: [] });
+    expect(remaining(batch)).toBe(9);
+  });
+
   it("a NUL character in a folio or a filter is 400 invalid_request with the tenant's headers, and free", async () => {
     const tenant = await customTenant(10);
     for (const url of ["/v1/leads/23-%00", "/v1/leads?city=%00"]) {

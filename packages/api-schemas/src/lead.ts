@@ -110,8 +110,11 @@ export const leadSchema = z
 export type Lead = z.infer<typeof leadSchema>;
 
 /** Body of a batch read: at most 100 folios. */
+/** A folio or bare parcel id as a client may paste it: surrounding spaces are not part of it. */
+export const folioInputSchema = z.string().trim().min(1).max(64);
+
 export const leadLookupRequestSchema = z
-  .object({ folios: z.array(z.string().min(1).max(64)).min(1).max(100) })
+  .strictObject({ folios: z.array(folioInputSchema).min(1).max(100) })
   .meta({ id: "LeadLookupRequest" });
 
 export const leadLookupResponseSchema = z
@@ -140,11 +143,28 @@ const signalFilter = commaList.superRefine((names, context) => {
   }
 });
 
-const money = z.coerce.number().int().min(-1e12).max(1e12);
+/**
+ * A whole number written in decimal digits in a query string: "0x10", "1e2" or " 5" are mistakes
+ * to report, not numbers to guess at.
+ */
+export function queryInteger(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^-?\d{1,13}$/, "must be a whole number in decimal digits")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
 
-/** Search filters and paging of a lead list; every filter is optional. */
-export const leadSearchQuerySchema = z.object({
-  county: z.coerce.number().int().min(11).max(77).optional(),
+/** Dollars: values are never negative; equity is, when the estimated loan exceeds the value. */
+const dollars = queryInteger(0, 1e12);
+const signedDollars = queryInteger(-1e12, 1e12);
+
+/**
+ * Search filters and paging of a lead list; every filter is optional, and an unknown parameter is
+ * refused (a misspelt filter would otherwise widen a paid search without a word).
+ */
+export const leadSearchQuerySchema = z.strictObject({
+  county: queryInteger(11, 77).optional(),
   city: z.string().min(1).max(64).optional(),
   zip: z
     .string()
@@ -154,11 +174,11 @@ export const leadSearchQuerySchema = z.object({
   signals: signalFilter
     .optional()
     .describe("Comma-separated signal names; a lead must have all of them"),
-  min_just_value: money.optional(),
-  max_just_value: money.optional(),
-  min_equity: money.optional(),
-  max_equity: money.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  min_just_value: dollars.optional(),
+  max_just_value: dollars.optional(),
+  min_equity: signedDollars.optional(),
+  max_equity: signedDollars.optional(),
+  limit: queryInteger(1, 200).default(50),
   cursor: z.string().min(1).max(512).optional().describe("Opaque; from next_cursor"),
 });
 // No component id: OpenAPI has no shared query-parameter objects, so each route inlines these.

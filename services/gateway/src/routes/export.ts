@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { type Lead, leadSearchQuerySchema, type MatchSummary } from "@th/api-schemas";
+import { type Lead, leadSearchQuerySchema, type MatchSummary, queryInteger } from "@th/api-schemas";
 import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
@@ -12,13 +12,9 @@ import { callAs, relay } from "./forward.ts";
 const PAGE_SIZE = 200;
 export const EXPORT_MAX_ROWS = 100_000;
 
-const exportQuerySchema = z.object({
+const exportQuerySchema = z.strictObject({
   ...leadSearchQuerySchema.omit({ cursor: true, limit: true }).shape,
-  max_rows: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(EXPORT_MAX_ROWS)
+  max_rows: queryInteger(1, EXPORT_MAX_ROWS)
     .default(EXPORT_MAX_ROWS)
     .describe("Stop after this many rows"),
 });

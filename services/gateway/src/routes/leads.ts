@@ -1,4 +1,5 @@
 import {
+  folioInputSchema,
   type Lead,
   leadLookupRequestSchema,
   leadLookupResponseSchema,
@@ -20,7 +21,7 @@ const security = [{ bearerAuth: [] }];
 const paidErrors = errorResponses("unauthorized", "quota_exceeded", "rate_limited", "unavailable");
 
 /** The search query plus the polling mode: a watchlist's matched leads since a cursor. */
-const leadListQuerySchema = z.object({
+const leadListQuerySchema = z.strictObject({
   ...leadSearchQuerySchema.shape,
   watchlist_id: z
     .string()
@@ -70,7 +71,7 @@ export function registerLeadRoutes(
         operationId: "getLead",
         summary:
           "One lead by folio (county number + county parcel id, e.g. 23-3059010240130); one lead-view",
-        params: z.object({ folio: z.string().min(1).max(64) }),
+        params: z.object({ folio: folioInputSchema }),
         response: { 200: leadSchema, ...paidErrors, ...errorResponses("not_found", "conflict") },
       },
     },
