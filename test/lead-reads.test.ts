@@ -318,6 +318,24 @@ describe("Errors 402 and Per-tier caps: the monthly lead-view quota", () => {
     expect(remaining(after)).toBe(4998);
   });
 
+  it("reports what remains after an upgrade from a cap the tenant had used beyond", async () => {
+    const tenant = await customTenant(3);
+    await stack.request("POST", "/v1/leads/batch", {
+      key: tenant.key,
+      body: { folios: folios.slice(52, 55) },
+    });
+    // A smaller cap than the month's use so far: nothing remains, and that figure is clamped.
+    await stack.setCustomLimits(tenant.tenantId, { lead_views_per_month: 1 });
+    const lowered = await stack.request("GET", "/v1/usage", { key: tenant.key });
+    expect(remaining(lowered)).toBe(0);
+    const upgrade = await stack.request("POST", "/v1/account/tier", {
+      key: tenant.key,
+      body: { tier: "team" },
+    });
+    expect(upgrade.statusCode).toBe(200);
+    expect(remaining(upgrade)).toBe(5000 - 3);
+  });
+
   it("resets on the billing anniversary, not on the first of the month", async () => {
     const saved = clock;
     clock = Date.parse("2026-11-21T12:00:00Z");

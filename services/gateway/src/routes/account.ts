@@ -72,17 +72,10 @@ export function registerAccountRoutes(
           };
         }
         if (edge?.quota) {
-          const used =
-            edge.quota.remaining === undefined
-              ? undefined
-              : edge.quota.limit - edge.quota.remaining;
-          edge.quota = {
-            ...edge.quota,
-            limit: caps.lead_views_per_month,
-            ...(used === undefined
-              ? {}
-              : { remaining: Math.max(0, caps.lead_views_per_month - used) }),
-          };
+          // The remaining figure is read again against the new cap: the old one may have been
+          // clamped at zero (more used than a lower cap allows), which says nothing of the use.
+          const { remaining: _stale, ...quota } = edge.quota;
+          edge.quota = { ...quota, limit: caps.lead_views_per_month };
         }
       }
       return relay(reply, upstream);
