@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
 import { main } from "./cli.ts";
-import { writeNalFile } from "./generate-nal.ts";
+import { NAL_HEADER_LINE, nalLine, writeNalFile } from "./generate-nal.ts";
 
 let harness: TestHarness<Config>;
 let dir: string;
@@ -64,6 +64,39 @@ describe("npm run ingest", () => {
     });
     expect(code).toBe(2);
     expect(errors[0]).toBe("--stage takes P (preliminary) or F (final), not X");
+  });
+
+  it("answers --help with the usage and an unknown option with one line and the usage, not a stack trace", async () => {
+    const printed = captured("info");
+    expect(await main(["--help"])).toBe(0);
+    expect(printed).toEqual([expect.stringMatching(/^usage: npm run ingest -- /)]);
+    const errors = captured("error");
+    expect(await main(["--bogus", "x.csv"])).toBe(2);
+    expect(errors).toHaveLength(2);
+    expect(errors[0]).toContain("--bogus");
+    expect(errors[1]).toMatch(/^usage: /);
+  });
+
+  it("fails the run, naming the file, when a file has nothing it could load", async () => {
+    const empty = join(dir, "NAL23F202507.csv");
+    const renamed = join(dir, "NAL23F202508.csv");
+    await writeFile(empty, "");
+    await writeFile(
+      renamed,
+      `${NAL_HEADER_LINE.replace("OWN_NAME", "OWNER_NAME")}\r\n${nalLine({ CO_NO: 23, PARCEL_ID: "U1", ASMNT_YR: 2025, JV: 1 })}\r\n`,
+    );
+    const errors = captured("error");
+    captured("info");
+    vi.spyOn(process.stderr, "write").mockReturnValue(true);
+    const code = await main([empty, renamed, "--no-rejects"], {
+      DATABASE_URL: harness.config.DATABASE_URL,
+      KAFKA_BROKERS: harness.brokers.join(","),
+    });
+    expect(code).toBe(1);
+    expect(errors).toEqual([
+      "NAL23F202507.csv: nothing loaded: the file is empty",
+      "NAL23F202508.csv: nothing loaded: the header lacks OWN_NAME",
+    ]);
   });
 
   it("says in one line that no Kafka broker answers, instead of retrying", async () => {

@@ -69,19 +69,37 @@ function summaryLine(summary: IngestSummary): string {
   return `${basename(summary.file)} (${summary.kind}): read ${summary.read}, new ${summary.new}, changed ${summary.changed}, unchanged ${summary.unchanged}, rejected ${summary.rejected}, published ${summary.published} in ${summary.seconds.toFixed(1)}s`;
 }
 
-/** Runs the command; `env` stands in for the process environment (tests). */
-export async function main(
-  argv: string[],
-  env?: Readonly<Record<string, string | undefined>>,
-): Promise<number> {
-  const { values, positionals } = parseArgs({
+function parseIngestArgs(argv: string[]) {
+  return parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
       stage: { type: "string" },
       "no-rejects": { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
     },
   });
+}
+
+/** Runs the command; `env` stands in for the process environment (tests). */
+export async function main(
+  argv: string[],
+  env?: Readonly<Record<string, string | undefined>>,
+): Promise<number> {
+  let parsed: ReturnType<typeof parseIngestArgs>;
+  try {
+    parsed = parseIngestArgs(argv);
+  } catch (error) {
+    // An unknown option or a missing value: one line and the usage, not a stack trace.
+    console.error((error as Error).message);
+    console.error(usage);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.info(usage);
+    return 0;
+  }
   if (positionals.length === 0) {
     console.error(usage);
     return 2;
@@ -151,6 +169,11 @@ export async function main(
         console.info(summaryLine(summary));
         if (summary.rejectsPath) {
           console.info(`  rejects report: ${summary.rejectsPath}`);
+        }
+        if (summary.unloadable) {
+          // A run that loaded nothing of a file must not look like a success to a script.
+          failed = true;
+          console.error(`${basename(file)}: nothing loaded: ${summary.unloadable}`);
         }
         for (const key of Object.keys(totals) as (keyof typeof totals)[]) {
           totals[key] += summary[key];

@@ -559,18 +559,23 @@ export async function writeNalFile(path: string, options: GenerateOptions): Prom
   );
 }
 
-async function main(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      rows: { type: "string", default: "1000" },
-      seed: { type: "string", default: "1" },
-      county: { type: "string" },
-      year: { type: "string", default: "2025" },
-      stage: { type: "string", default: "F" },
-      out: { type: "string", default: "." },
-    },
-  });
+const GENERATOR_USAGE =
+  "usage: generate-nal.ts --rows <n> --seed <n> [--county 11..77] [--year 2025] [--stage P|F] [--out dir|file.csv]";
+
+/** The command line; returns the exit code (2 for a usage mistake, said in one line). */
+export async function main(argv: string[]): Promise<number> {
+  let values: ReturnType<typeof parseGeneratorArgs>;
+  try {
+    values = parseGeneratorArgs(argv);
+  } catch (error) {
+    console.error((error as Error).message);
+    console.error(GENERATOR_USAGE);
+    return 2;
+  }
+  if (values.help) {
+    console.info(GENERATOR_USAGE);
+    return 0;
+  }
   const rows = Number(values.rows);
   const seed = Number(values.seed);
   const year = Number(values.year);
@@ -578,11 +583,12 @@ async function main(argv: string[]): Promise<void> {
     ? Number(values.county)
     : (GENERATOR_COUNTIES[seed % GENERATOR_COUNTIES.length]?.no ?? 23);
   if (!Number.isInteger(rows) || rows < 0 || !Number.isInteger(seed)) {
-    console.error(
-      "usage: generate-nal.ts --rows <n> --seed <n> [--county 11..77] [--year 2025] [--stage P|F] [--out dir|file.csv]",
-    );
-    process.exitCode = 2;
-    return;
+    console.error(GENERATOR_USAGE);
+    return 2;
+  }
+  if (COUNTY_NAMES[countyNo] === undefined) {
+    console.error(`--county ${values.county} is not a DOR county number (11..77)`);
+    return 2;
   }
   const target = values.out.endsWith(".csv")
     ? values.out
@@ -592,8 +598,24 @@ async function main(argv: string[]): Promise<void> {
   }
   await writeNalFile(target, { rows, seed, countyNo, rollYear: year });
   console.info(`wrote ${rows} rows to ${target}`);
+  return 0;
+}
+
+function parseGeneratorArgs(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    options: {
+      rows: { type: "string", default: "1000" },
+      seed: { type: "string", default: "1" },
+      county: { type: "string" },
+      year: { type: "string", default: "2025" },
+      stage: { type: "string", default: "F" },
+      out: { type: "string", default: "." },
+      help: { type: "boolean", default: false },
+    },
+  }).values;
 }
 
 if (import.meta.main) {
-  await main(process.argv.slice(2));
+  process.exitCode = await main(process.argv.slice(2));
 }

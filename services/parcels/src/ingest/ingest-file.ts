@@ -103,6 +103,12 @@ export interface IngestSummary {
   /** The first rejects, for display; the report file has them all. */
   rejects: Reject[];
   rejectsPath: string | null;
+  /**
+   * Why no row of the file could be loaded, when none could: the file is empty, or its header
+   * lacks a column a lead is built from. Null when the file was read (rows rejected one by one
+   * do not count here).
+   */
+  unloadable: string | null;
   published: number;
   seconds: number;
   /** The trace of the ingest span every published record carries; null when tracing is off. */
@@ -272,6 +278,7 @@ async function ingestLocked(
 
   let processRecords: ((records: CsvRecord[]) => Promise<void>) | undefined;
   let skipAll = false;
+  let unloadable: string | null = null;
   let inflight: Promise<void> = Promise.resolve();
   let storing: Promise<void> = Promise.resolve();
   let publishing: Promise<void> = Promise.resolve();
@@ -305,6 +312,7 @@ async function ingestLocked(
         report.add(reject);
       }
       skipAll = map.missingRequired.length > 0;
+      unloadable = skipAll ? `the header lacks ${map.missingRequired.join(", ")}` : null;
       const reader = new SdfRowReader(map);
       processRecords = (records) => storeSales(records, reader);
       return fields !== header.fields;
@@ -314,6 +322,7 @@ async function ingestLocked(
       report.add(reject);
     }
     skipAll = map.missingRequired.length > 0;
+    unloadable = skipAll ? `the header lacks ${map.missingRequired.join(", ")}` : null;
     const reader = new NalRowReader(map);
     processRecords = (records) => storeParcels(records, reader);
     return false;
@@ -626,6 +635,7 @@ async function ingestLocked(
     rejected: countRowRejects(report),
     rejects: report.kept,
     rejectsPath: report.count > 0 ? report.path : null,
+    unloadable: headerSeen ? unloadable : "the file is empty",
     published: counts.published,
     stageMs,
     seconds: (performance.now() - started) / 1000,
