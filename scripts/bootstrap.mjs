@@ -25,7 +25,10 @@ const commands = {
   broker: ["packages/dev-broker/src/cli.ts"],
   "ledger-rebuild": ["services/quota-ledger/src/main.ts", "rebuild"],
   ingest: ["services/parcels/src/ingest/cli.ts"],
+  generate: ["services/parcels/src/ingest/generate-nal.ts"],
 };
+/** Commands that touch neither Postgres nor Redis, so nothing is started for them. */
+const storeless = new Set(["broker", "generate"]);
 
 function log(message) {
   process.stderr.write(`\u001b[2m[bootstrap]\u001b[0m ${message}\n`);
@@ -151,7 +154,7 @@ if (!command || !commands[command]) {
 const node = ensureNode();
 const pnpm = ensurePnpm();
 ensureDependencies(node, pnpm);
-if (command !== "broker") {
+if (!storeless.has(command)) {
   const stores = await ensureStores({ env: process.env, log, fail });
   process.env.DATABASE_URL = stores.databaseUrl;
   process.env.REDIS_URL = stores.redisUrl;
