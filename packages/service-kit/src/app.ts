@@ -15,7 +15,7 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
-import { ApiError, type ErrorCode } from "./errors.ts";
+import { ApiError, ERROR_STATUS, type ErrorCode, errorBodySchema } from "./errors.ts";
 
 export type HttpApp = FastifyInstance<
   // biome-ignore lint/suspicious/noExplicitAny: fastify's default server generics
@@ -109,6 +109,18 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  // Every route that reads a body can answer 413 (too large) and 415 (not JSON); the document
+  // says so without each route listing them.
+  app.addHook("onRoute", (route) => {
+    const schema = route.schema as
+      | { body?: unknown; response?: Record<number, unknown> }
+      | undefined;
+    if (schema?.body !== undefined && schema.response) {
+      for (const code of ["payload_too_large", "unsupported_media_type"] as const) {
+        schema.response[ERROR_STATUS[code]] ??= errorBodySchema;
+      }
+    }
+  });
 
   await app.register(swagger, {
     openapi: {

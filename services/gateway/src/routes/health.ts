@@ -1,4 +1,5 @@
 import type { HttpApp } from "@th/service-kit";
+import { errorResponses } from "@th/service-kit";
 import { z } from "zod";
 
 const healthResponse = z
@@ -23,7 +24,8 @@ export function registerHealthRoutes(app: HttpApp, info: { version: string }): v
         tags: ["health"],
         operationId: "getHealth",
         summary: "Liveness of the public API; needs no key",
-        response: { 200: healthResponse },
+        // Public, but still counted per client IP, and a key in the query is refused.
+        response: { 200: healthResponse, ...errorResponses("unauthorized", "rate_limited") },
       },
     },
     async () => ({

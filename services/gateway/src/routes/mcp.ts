@@ -302,6 +302,9 @@ export function registerMcpRoutes(
           "Model Context Protocol (Streamable HTTP, stateless): tools get_lead, search_leads, list_watchlists, list_matches",
         body: z.unknown(),
         response: {
+          200: z
+            .unknown()
+            .describe("The JSON-RPC response (application/json), or an event stream of them"),
           ...errorResponses("unauthorized", "tier_required", "rate_limited"),
           400: jsonRpcErrorSchema,
         },
