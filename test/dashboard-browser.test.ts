@@ -272,4 +272,29 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     const names = (await context.cookies(origin)).map((cookie) => cookie.name);
     expect(names).not.toContain("th_session");
   });
+
+  it("asks which account to open when the email and password open several", async () => {
+    const second = await stack.request("POST", "/v1/public/trials", {
+      ip: "198.51.100.251",
+      body: {
+        tier: "operator",
+        company: "Second Shop Realty",
+        admin_email: tenant.email,
+        payment_method: "pm_card_visa",
+        admin_password: PASSWORD,
+      },
+    });
+    expect(second.statusCode).toBe(201);
+    await page.getByLabel("Email").fill(tenant.email);
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    const account = page.getByLabel("Account");
+    await account.waitFor();
+    expect(await account.locator("option").allTextContents()).toHaveLength(2);
+    await account.selectOption({ label: "Second Shop Realty" });
+    await shot("14-choose-account");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    await page.getByText("Second Shop Realty").first().waitFor();
+  });
 });

@@ -35,6 +35,41 @@ async function signedIn(tier: "starter" | "operator" | "team" | "custom" = "team
 }
 
 describe("sign-in", () => {
+  it("names the accounts an email and password open when they open several, and signs in to the one chosen", async () => {
+    const email = `shared-${Date.now()}@acme.test`;
+    const companies = ["Shared Realty", "Shared Holdings"];
+    const tenants: string[] = [];
+    for (const company of companies) {
+      const trial = await stack.request("POST", "/v1/public/trials", {
+        ip: nextIp(),
+        body: {
+          tier: "team",
+          company,
+          admin_email: email,
+          payment_method: "pm_card_visa",
+          admin_password: PASSWORD,
+        },
+      });
+      expect(trial.statusCode).toBe(201);
+      tenants.push(trial.json().tenant.id);
+    }
+    const ambiguous = await dashboardClient(stack, nextIp()).signIn(email, PASSWORD);
+    expect(ambiguous.statusCode).toBe(409);
+    expect(ambiguous.json().accounts).toEqual(
+      companies.map((company, index) => ({ tenant_id: tenants[index], company })),
+    );
+    const chosen = await stack.request("POST", "/v1/dashboard/session", {
+      ip: nextIp(),
+      body: { email, password: PASSWORD, tenant_id: tenants[1] },
+    });
+    expect(chosen.statusCode).toBe(201);
+    expect(JSON.stringify(chosen.json())).toContain(tenants[1] as string);
+    // A wrong password names nothing.
+    const wrong = await dashboardClient(stack, nextIp()).signIn(email, "not the password at all");
+    expect(wrong.statusCode).toBe(401);
+    expect(wrong.json().accounts).toBeUndefined();
+  });
+
   it("sets httpOnly, Secure, SameSite=Strict session and refresh cookies and a readable CSRF cookie", async () => {
     const { tenant, client, session } = await signedIn();
     expect(session).toMatchObject({

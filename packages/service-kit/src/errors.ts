@@ -33,6 +33,10 @@ export const errorBodySchema = z
     upgrade_url: z.string().optional(),
     quota_resets_at: z.string().optional(),
     retry_after_seconds: z.number().int().optional(),
+    accounts: z
+      .array(z.object({ tenant_id: z.string(), company: z.string() }))
+      .optional()
+      .describe("A dashboard sign-in whose email and password open several accounts: pick one"),
   })
   .meta({ id: "Error" });
 

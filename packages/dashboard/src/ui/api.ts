@@ -8,6 +8,7 @@ export class ApiFailure extends Error {
     detail?: string;
     upgrade_url?: string;
     fields?: { path: string; message: string }[];
+    accounts?: { tenant_id: string; company: string }[];
   };
 
   constructor(status: number, body: ApiFailure["body"]) {

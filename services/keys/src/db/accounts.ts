@@ -648,8 +648,13 @@ export function createAccounts(deps: AccountsDeps) {
      * password matches more than one of them.
      */
     async verifyCredentials(input: { email: string; password: string; tenant_id?: string }) {
-      const { rows } = await pool.query<{ id: string; tenant_id: string; password_hash: string }>(
-        `SELECT m.id, m.tenant_id, m.password_hash FROM members m JOIN tenants t ON t.id = m.tenant_id
+      const { rows } = await pool.query<{
+        id: string;
+        tenant_id: string;
+        company: string;
+        password_hash: string;
+      }>(
+        `SELECT m.id, m.tenant_id, t.company, m.password_hash FROM members m JOIN tenants t ON t.id = m.tenant_id
          WHERE lower(m.email) = lower($1) AND m.removed_at IS NULL AND m.password_hash IS NOT NULL
            AND t.status IN ('trialing', 'active') AND ($2::text IS NULL OR m.tenant_id = $2)
          ORDER BY m.created_at, m.id`,
@@ -659,19 +664,23 @@ export function createAccounts(deps: AccountsDeps) {
         await verifyPassword(input.password, DECOY_HASH);
         return null;
       }
-      const matching: string[] = [];
+      const matching: typeof rows = [];
       for (const row of rows) {
         if (await verifyPassword(input.password, row.password_hash)) {
-          matching.push(row.id);
+          matching.push(row);
         }
       }
       if (matching.length > 1) {
+        // The caller has shown the password of each: naming them lets a sign-in page ask which.
         throw new ApiError(
           "conflict",
           "this email signs in to several accounts; choose one with tenant_id",
+          {
+            accounts: matching.map((row) => ({ tenant_id: row.tenant_id, company: row.company })),
+          },
         );
       }
-      return matching[0] ? sessionMember(pool, matching[0]) : null;
+      return matching[0] ? sessionMember(pool, matching[0].id) : null;
     },
 
     /** Whether a member may still hold a session, with the tenant's current snapshot. */

@@ -3,11 +3,16 @@ import { ApiFailure, api } from "../api.ts";
 import type { Session } from "../app.tsx";
 import { Field, navigate, Problem } from "../components.tsx";
 
+type Account = { tenant_id: string; company: string };
+
 export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
+  // An email and password that open several accounts: the API names them, the member picks one.
+  const [accounts, setAccounts] = useState<Account[]>([]);
+  const [tenantId, setTenantId] = useState("");
   return (
     <main className="auth" id="main">
       <form
@@ -19,11 +24,24 @@ export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
           setError(null);
           try {
             props.onSignedIn(
-              await api<Session>("POST", "/v1/dashboard/session", { email, password }),
+              await api<Session>("POST", "/v1/dashboard/session", {
+                email,
+                password,
+                ...(tenantId ? { tenant_id: tenantId } : {}),
+              }),
             );
             navigate("/overview");
           } catch (failure) {
-            setError(failure);
+            const several =
+              failure instanceof ApiFailure && failure.status === 409
+                ? (failure.body.accounts ?? [])
+                : [];
+            if (several.length > 1) {
+              setAccounts(several);
+              setTenantId(several[0]?.tenant_id ?? "");
+            } else {
+              setError(failure);
+            }
           } finally {
             setBusy(false);
           }
@@ -44,7 +62,11 @@ export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
               autoComplete="username"
               required
               value={email}
-              onChange={(event) => setEmail(event.target.value)}
+              onChange={(event) => {
+                setEmail(event.target.value);
+                setAccounts([]);
+                setTenantId("");
+              }}
             />
           )}
         </Field>
@@ -60,6 +82,27 @@ export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
             />
           )}
         </Field>
+        {accounts.length > 1 ? (
+          <Field
+            label="Account"
+            hint="This email and password open several accounts: choose the one to sign in to."
+          >
+            {(id, hint) => (
+              <select
+                id={id}
+                aria-describedby={hint}
+                value={tenantId}
+                onChange={(event) => setTenantId(event.target.value)}
+              >
+                {accounts.map((account) => (
+                  <option key={account.tenant_id} value={account.tenant_id}>
+                    {account.company}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        ) : null}
         <Problem
           error={
             error instanceof ApiFailure && error.status === 401
