@@ -121,6 +121,11 @@ export const leadLookupResponseSchema = z
   .object({
     leads: z.array(leadSchema),
     missing: z.array(z.string()).describe("Requested folios with no parcel"),
+    ambiguous: z
+      .array(z.object({ requested: z.string(), folios: z.array(z.string()) }))
+      .describe(
+        "Requested bare parcel ids that several counties have, with their folios: ask by one; nothing is charged for them",
+      ),
   })
   .meta({ id: "LeadLookupResponse" });
 

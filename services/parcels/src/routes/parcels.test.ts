@@ -173,6 +173,24 @@ describe("POST /internal/v1/parcels/lookup", () => {
       "16-SHARED01",
     ]);
     expect(body.missing).toEqual(["23-NOPE"]);
+    expect(body.ambiguous).toEqual([]);
+  });
+
+  it("names the folios a bare parcel id two counties share could mean, apart from the missing ones", async () => {
+    const response = await app.http?.inject({
+      method: "POST",
+      url: "/internal/v1/parcels/lookup",
+      headers,
+      payload: { folios: ["SHARED01", "0101000000010"] },
+    });
+    expect(response?.statusCode).toBe(200);
+    expect(response?.json()).toMatchObject({
+      missing: [],
+      ambiguous: [{ requested: "SHARED01", folios: ["16-SHARED01", "23-SHARED01"] }],
+    });
+    expect(response?.json().leads.map((lead: { folio: string }) => lead.folio)).toEqual([
+      "23-0101000000010",
+    ]);
   });
 
   it("rejects more than 100 folios with 400 naming the field", async () => {

@@ -89,13 +89,19 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
       const found = await findByFolios(pool, requested);
       const leads: Lead[] = [];
       const missing: string[] = [];
+      const ambiguous: { requested: string; folios: string[] }[] = [];
       const seen = new Set<string>();
       for (const folio of requested) {
         let parcel = found.get(folio);
         if (!parcel) {
-          // A bare parcel id counts only when one county has it.
-          const candidates = await findByParcelId(pool, folio, 2);
-          const only = candidates.length === 1 ? candidates[0] : undefined;
+          // A bare parcel id counts only when one county has it; otherwise the caller hears
+          // which folios it could mean, as a single read's 409 says.
+          const candidates = await findByParcelId(pool, folio);
+          if (candidates.length > 1) {
+            ambiguous.push({ requested: folio, folios: candidates.map((row) => row.folio) });
+            continue;
+          }
+          const only = candidates[0];
           parcel = only ? { event: only.event, detail: only.detail } : undefined;
         }
         if (!parcel) {
@@ -105,7 +111,7 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
           leads.push(leadOf(parcel));
         }
       }
-      return { leads, missing };
+      return { leads, missing, ambiguous };
     },
   );
 
