@@ -234,6 +234,16 @@ describe("MCP", () => {
     }
   });
 
+  it("answers GET and DELETE with 405 and Allow: POST (the endpoint keeps no sessions)", async () => {
+    const tenant = await stack.startTrial("operator");
+    for (const method of ["GET", "DELETE"] as const) {
+      const response = await stack.request(method, "/mcp", { key: tenant.key });
+      expect(response.statusCode, method).toBe(405);
+      expect(response.headers.allow, method).toBe("POST");
+      expect(response.json().error, method).toBe("method_not_allowed");
+    }
+  });
+
   it("carries the six headers on its responses", async () => {
     const tenant = await stack.startTrial("operator");
     const response = await rawPost(tenant.key);

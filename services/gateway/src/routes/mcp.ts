@@ -368,6 +368,8 @@ export function registerMcpRoutes(
     throw new ApiError(
       "method_not_allowed",
       "this MCP endpoint is stateless: send JSON-RPC messages with POST",
+      {},
+      { allow: "POST" },
     );
   };
   app.get("/mcp", { config: { edge: { surface: "mcp" } }, schema: { hide: true } }, notAllowed);
