@@ -233,6 +233,15 @@ describe("Rate-limit headers: the six headers on every response to a tenant, suc
     expectSixHeaders(missing.headers);
   });
 
+  it("are on a 405 for a method the path does not take, with the methods it does in Allow", async () => {
+    const tenant = await stack.startTrial("starter");
+    const response = await stack.request("DELETE", "/v1/leads/23-0101", { key: tenant.key });
+    expect(response.statusCode).toBe(405);
+    expect(response.headers.allow).toBe("GET, HEAD");
+    expect(response.json().error).toBe("method_not_allowed");
+    expectSixHeaders(response.headers);
+  });
+
   it("are on a 400 for a path parameter longer than the route takes", async () => {
     const tenant = await stack.startTrial("starter");
     const response = await stack.request("GET", `/v1/leads/23-${"9".repeat(200)}`, {

@@ -125,6 +125,16 @@ describe("error responses", () => {
     expect(response.json()).toMatchObject({ error: "tier_required", upgrade_url: "https://x/up" });
   });
 
+  it("answer a method a path does not take with 405 and the methods it does in Allow", async () => {
+    const response = await app.inject({ method: "DELETE", url: "/things/abc?q=1" });
+    expect(response.statusCode).toBe(405);
+    expect(response.headers.allow).toBe("GET, HEAD");
+    expect(response.json()).toMatchObject({ error: "method_not_allowed" });
+    const put = await app.inject({ method: "PUT", url: "/things" });
+    expect(put.statusCode).toBe(405);
+    expect(put.headers.allow).toBe("POST");
+  });
+
   it("answer unknown routes with 404 not_found in the same shape", async () => {
     const response = await app.inject({ method: "GET", url: "/nowhere?x=1" });
     expect(response.statusCode).toBe(404);

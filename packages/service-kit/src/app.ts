@@ -16,6 +16,7 @@ import {
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
 import { ApiError, ERROR_STATUS, type ErrorCode, errorBodySchema } from "./errors.ts";
+import { RouteMethods } from "./route-methods.ts";
 
 export type HttpApp = FastifyInstance<
   // biome-ignore lint/suspicious/noExplicitAny: fastify's default server generics
@@ -109,9 +110,11 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  const routeMethods = new RouteMethods();
   // Every route that reads a body can answer 413 (too large) and 415 (not JSON); the document
   // says so without each route listing them.
   app.addHook("onRoute", (route) => {
+    routeMethods.add(route.method, route.url);
     const schema = route.schema as
       | { body?: unknown; response?: Record<number, unknown> }
       | undefined;
@@ -193,11 +196,18 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const error = new ApiError(
-      "not_found",
-      `no route for ${request.method} ${request.url.split("?")[0]}`,
-    );
-    void reply.status(404).send(error.body(request.id));
+    const path = request.url.split("?")[0] ?? "";
+    const allowed = routeMethods.allowed(path);
+    const error =
+      allowed.length > 0
+        ? new ApiError(
+            "method_not_allowed",
+            `${request.method} is not allowed on ${path}; it answers ${allowed.join(", ")}`,
+            {},
+            { allow: allowed.join(", ") },
+          )
+        : new ApiError("not_found", `no route for ${request.method} ${path}`);
+    void reply.status(error.status).headers(error.headers).send(error.body(request.id));
   });
 
   return app as unknown as HttpApp;
