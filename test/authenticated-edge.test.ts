@@ -237,7 +237,7 @@ describe("Rate-limit headers: the six headers on every response to a tenant, suc
     const tenant = await stack.startTrial("starter");
     const response = await stack.request("DELETE", "/v1/leads/23-0101", { key: tenant.key });
     expect(response.statusCode).toBe(405);
-    expect(response.headers.allow).toBe("GET, HEAD");
+    expect(response.headers.allow).toBe("GET");
     expect(response.json().error).toBe("method_not_allowed");
     expectSixHeaders(response.headers);
   });
@@ -266,6 +266,12 @@ describe("Rate-limit headers: the six headers on every response to a tenant, suc
     const anonymous = await stack.request("GET", "/v2/leads", { ip: "192.0.2.202" });
     expect(anonymous.statusCode).toBe(404);
     expect(anonymous.headers["x-ratelimit-limit"]).toBeUndefined();
+    // Another scheme (a proxy's Basic credentials, say) is none of the edge's business there.
+    const basic = await stack.request("GET", "/favicon.ico", {
+      ip: "192.0.2.203",
+      headers: { authorization: "Basic dXNlcjpwYXNz" },
+    });
+    expect(basic.statusCode).toBe(404);
   });
 
   it("carry the client's failed-authentication window on 401, where no tenant is known", async () => {

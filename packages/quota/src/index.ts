@@ -104,13 +104,23 @@ return removed
 
 /**
  * Seeds only when absent, unless forced: a live counter is never overwritten by a late seed. The
- * day's folios are added to those Redis already holds (a charge whose event is still on its way
- * to the ledger stays charged); only a forced seed, from a ledger proven complete, replaces them.
+ * day's folios are added to those Redis already holds, and a folio Redis holds that the ledger
+ * has not recorded yet (its event is on its way) is counted on top of the ledger's figure, so it
+ * stays charged and counted; only a forced seed, from a ledger proven complete, replaces both.
  */
 const SEED_LUA = `
 if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if ARGV[3] == '1' then redis.call('DEL', KEYS[2]) end
+local used = tonumber(ARGV[1])
+if ARGV[3] == '1' then
+  redis.call('DEL', KEYS[2])
+else
+  local recorded = {}
+  for i = 5, #ARGV do recorded[ARGV[i]] = true end
+  for _, folio in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+    if not recorded[folio] then used = used + 1 end
+  end
+end
+redis.call('SET', KEYS[1], tostring(used), 'PX', ARGV[2])
 for i = 5, #ARGV do redis.call('SADD', KEYS[2], ARGV[i]) end
 if #ARGV >= 5 then redis.call('EXPIRE', KEYS[2], ARGV[4]) end
 return 1

@@ -175,7 +175,7 @@ describe("lead-view metering", () => {
     expect(fresh).toEqual({ ok: false, remaining: 0, needed: 1 });
   });
 
-  it("adds the ledger's folios of the day to those Redis holds when it seeds, and replaces them only when forced", async () => {
+  it("adds the ledger's folios of the day to those Redis holds when it seeds, counting those the ledger lacks, and replaces them only when forced", async () => {
     const id = tenant();
     const day = "2026-11-21";
     const foliosToday = async () => (await redis.smembers(`th:lv:day:${id}:${day}`)).sort();
@@ -184,6 +184,8 @@ describe("lead-view metering", () => {
     await redis.del(`th:lv:used:${id}:${utcDay(period.start)}`);
     expect(await meter.seed(id, period, day, { used: 1, foliosToday: ["b"] })).toBe(true);
     expect(await foliosToday()).toEqual(["a", "b"]);
+    // a is counted too, on top of the ledger's one: it was charged, its event is on its way.
+    expect(await meter.remaining({ tenantId: id, cap: 10, period, day })).toBe(8);
     expect(await meter.seed(id, period, day, { used: 1, foliosToday: ["b"] }, true)).toBe(true);
     expect(await foliosToday()).toEqual(["b"]);
   });

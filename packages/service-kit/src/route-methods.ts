@@ -9,7 +9,11 @@ export class RouteMethods {
   add(methods: string | readonly string[], url: string): void {
     const pattern = patternOf(url);
     for (const method of Array.isArray(methods) ? methods : [methods]) {
-      this.#routes.push({ pattern, method: method.toUpperCase() });
+      // Fastify adds a HEAD for every GET, and the reads that cost lead-views refuse it: Allow
+      // names only what the routes were declared with.
+      if (method.toUpperCase() !== "HEAD") {
+        this.#routes.push({ pattern, method: method.toUpperCase() });
+      }
     }
   }
 

@@ -513,12 +513,15 @@ function isEdgePath(url: string): boolean {
 }
 
 /**
- * `/v1`, `/mcp`, and a request for no route at all that carries an Authorization header: a
+ * `/v1`, `/mcp`, and a request for no route at all that carries a Bearer credential: a
  * tenant whose client mistypes a path (`/v2/leads`) gets the 404 with its six headers, like any
  * answer to a tenant, and a bad key there is a 401. Probes and the dashboard's pages do not.
  */
 function passesEdge(request: FastifyRequest): boolean {
-  return isEdgePath(request.url) || (request.is404 && request.headers.authorization !== undefined);
+  return (
+    isEdgePath(request.url) ||
+    (request.is404 && /^Bearer /i.test(request.headers.authorization ?? ""))
+  );
 }
 
 function csrfMatches(sent: string | string[] | undefined, expected: string): boolean {

@@ -364,14 +364,6 @@ export function registerMcpRoutes(
     },
   );
 
-  const notAllowed = async () => {
-    throw new ApiError(
-      "method_not_allowed",
-      "this MCP endpoint is stateless: send JSON-RPC messages with POST",
-      {},
-      { allow: "POST" },
-    );
-  };
-  app.get("/mcp", { config: { edge: { surface: "mcp" } }, schema: { hide: true } }, notAllowed);
-  app.delete("/mcp", { config: { edge: { surface: "mcp" } }, schema: { hide: true } }, notAllowed);
+  // GET and DELETE (an SSE stream, a session to end) are refused with 405 and Allow: POST by the
+  // handler every service has for a method a path does not take: this endpoint keeps no sessions.
 }

@@ -15,11 +15,16 @@ const STATES = ["pending", "retrying", "exhausted", "parked", "complete", "dead_
  */
 export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService): void {
   const base = "/internal/v1/watchlists/:id/webhooks";
-  // Every call but the subscribe (which checks it with the rest of its input) first asks whether
-  // the watchlist still exists.
+  // Every call but the subscribe (which checks it with the rest of its input) and the delete
+  // first asks whether the watchlist still exists: an endpoint can always be removed, which is
+  // what stops the deliveries still queued for it.
   app.addHook("preHandler", async (request) => {
     const route = request.routeOptions.url;
-    if (!route?.startsWith(base) || (request.method === "POST" && route === base)) {
+    if (
+      !route?.startsWith(base) ||
+      (request.method === "POST" && route === base) ||
+      request.method === "DELETE"
+    ) {
       return;
     }
     await endpoints.requireWatchlist(
