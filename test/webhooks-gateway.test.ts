@@ -50,6 +50,30 @@ describe("webhooks through the gateway", () => {
     }
   });
 
+  it("removes a watchlist's endpoints with the watchlist, so nothing queued for them goes out", async () => {
+    const operator = await edge.startTrial("operator");
+    const watchlist = await edge.request("POST", "/v1/watchlists", {
+      key: operator.key,
+      body: { name: "to delete", recipe: { filters: { counties: [23] } } },
+    });
+    expect(watchlist.statusCode).toBe(201);
+    const base = `/v1/watchlists/${watchlist.json().id}/webhooks`;
+    const endpoint = await edge.request("POST", base, {
+      key: operator.key,
+      body: { url: receiver.url, events: ["watchlist.match"] },
+    });
+    expect(endpoint.statusCode).toBe(201);
+    const deleted = await edge.request("DELETE", `/v1/watchlists/${watchlist.json().id}`, {
+      key: operator.key,
+    });
+    expect(deleted.statusCode).toBe(204);
+    const { rows } = await hooks.pool.query(
+      "SELECT deleted_at FROM dispatcher.endpoints WHERE id = $1",
+      [endpoint.json().id],
+    );
+    expect(rows[0]?.deleted_at).toBeInstanceOf(Date);
+  });
+
   it("refuses a subscription with an unknown field, such as a secret of the caller's choosing, naming it", async () => {
     const operator = await edge.startTrial("operator");
     const response = await edge.request("POST", "/v1/watchlists/wl_1/webhooks", {

@@ -130,9 +130,10 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     sessionSeconds: config.SESSION_ACCESS_SECONDS,
   });
   registerLeadRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
-  registerWatchlistRoutes(http, { matcher: matcherUpstream });
+  const dispatcherUpstream = upstreamOf(config.DISPATCHER_URL);
+  registerWatchlistRoutes(http, { matcher: matcherUpstream, dispatcher: dispatcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
-  registerWebhookRoutes(http, { dispatcher: upstreamOf(config.DISPATCHER_URL) });
+  registerWebhookRoutes(http, { dispatcher: dispatcherUpstream });
   registerMcpRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
   registerExportRoutes(http, {
     parcels: parcelsUpstream,

@@ -48,7 +48,10 @@ function queryOf(url: string): string {
  * Watchlists: CRUD, manual runs and free match polling, forwarded to the matcher as the caller.
  * The paid polling call (`GET /v1/leads?watchlist_id=`) lives with the other lead reads.
  */
-export function registerWatchlistRoutes(app: HttpApp, deps: { matcher: Upstream }): void {
+export function registerWatchlistRoutes(
+  app: HttpApp,
+  deps: { matcher: Upstream; dispatcher: Upstream },
+): void {
   const path = (id: string, rest = "") =>
     `/internal/v1/watchlists/${encodeURIComponent(id)}${rest}`;
 
@@ -165,6 +168,21 @@ export function registerWatchlistRoutes(app: HttpApp, deps: { matcher: Upstream 
       const upstream = await callAs(deps.matcher, request, "DELETE", path(request.params.id));
       if (upstream.status !== 204) {
         return relay(reply, upstream);
+      }
+      // Its webhook endpoints go with it, which dead-letters what was queued for them. The
+      // watchlist is gone either way: should the dispatcher not answer, the endpoints can still
+      // be removed one by one.
+      const endpoints = await callAs(
+        deps.dispatcher,
+        request,
+        "DELETE",
+        path(request.params.id, "/webhooks"),
+      ).catch((error: unknown) => ({ status: 0, body: String(error) }));
+      if (endpoints.status !== 200) {
+        request.log.warn(
+          { status: endpoints.status, watchlist: request.params.id },
+          "the deleted watchlist's webhook endpoints could not be removed",
+        );
       }
       return reply.status(204).send(null);
     },

@@ -215,6 +215,19 @@ export function createEndpointService(deps: {
 
     requireWatchlist,
 
+    /**
+     * Every endpoint of a deleted watchlist: their queued deliveries are dead letters
+     * (`endpoint_removed`) from the next claim on. Returns how many went.
+     */
+    async removeAllOf(tenantId: string, watchlistId: string): Promise<number> {
+      const { rowCount } = await pool.query(
+        `UPDATE endpoints SET deleted_at = $3
+          WHERE tenant_id = $1 AND watchlist_id = $2 AND deleted_at IS NULL`,
+        [tenantId, watchlistId, new Date(deps.now())],
+      );
+      return rowCount ?? 0;
+    },
+
     async remove(tenantId: string, watchlistId: string, endpointId: string): Promise<void> {
       await endpointOf(tenantId, watchlistId, endpointId);
       await pool.query("UPDATE endpoints SET deleted_at = $2 WHERE id = $1", [

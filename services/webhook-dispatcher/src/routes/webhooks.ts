@@ -51,6 +51,11 @@ export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService):
     },
   );
 
+  // The gateway calls this once it has deleted the watchlist, so no delivery outlives it.
+  app.delete(base, { schema: { params: watchlistParams } }, async (request) => ({
+    removed: await endpoints.removeAllOf(internalCaller(request).tenantId, request.params.id),
+  }));
+
   app.get(base, { schema: { params: watchlistParams } }, async (request) => ({
     data: await endpoints.list(internalCaller(request).tenantId, request.params.id),
   }));
