@@ -105,19 +105,20 @@ export interface EdgeOptions {
 }
 
 export function upgradeUrlFor(base: string, tier: string, surface: Surface): string {
-  const url = new URL(base);
-  url.searchParams.set("from", tier);
-  url.searchParams.set("to", cheapestTierWith(surface));
-  url.searchParams.set("feature", surface);
-  return url.toString();
+  return pricingUrl(base, tier, cheapestTierWith(surface), surface);
 }
 
 /** Where a tenant out of lead-views can buy more: the next tier up with a larger monthly cap. */
 export function quotaUpgradeUrlFor(base: string, tier: Tier): string {
+  return pricingUrl(base, tier, nextTierWithMoreLeadViews(tier), "lead_views");
+}
+
+/** The pricing page, opened on a move from one tier to another for a feature. */
+function pricingUrl(base: string, from: string, to: string, feature: string): string {
   const url = new URL(base);
-  url.searchParams.set("from", tier);
-  url.searchParams.set("to", nextTierWithMoreLeadViews(tier));
-  url.searchParams.set("feature", "lead_views");
+  url.searchParams.set("from", from);
+  url.searchParams.set("to", to);
+  url.searchParams.set("feature", feature);
   return url.toString();
 }
 

@@ -1,5 +1,4 @@
-import type { HttpApp } from "@th/service-kit";
-import { errorResponses } from "@th/service-kit";
+import { errorResponses, type HttpApp } from "@th/service-kit";
 import { z } from "zod";
 
 const healthResponse = z

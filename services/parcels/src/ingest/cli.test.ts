@@ -7,6 +7,7 @@ import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
+import { capturedConsole } from "../testing/console.ts";
 import { main } from "./cli.ts";
 import { NAL_HEADER_LINE, nalLine, writeNalFile } from "./generate-nal.ts";
 
@@ -35,17 +36,9 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-function captured(stream: "info" | "error") {
-  const lines: string[] = [];
-  vi.spyOn(console, stream).mockImplementation((...args: unknown[]) => {
-    lines.push(args.join(" "));
-  });
-  return lines;
-}
-
 describe("npm run ingest", () => {
   it("refuses a file it cannot read before connecting to anything, and ingests nothing", async () => {
-    const errors = captured("error");
+    const errors = capturedConsole("error");
     const code = await main([join(dir, "NAL23F202599.csv")], {
       DATABASE_URL: `postgres://nobody@127.0.0.1:${closedPort}/none`,
       KAFKA_BROKERS: `127.0.0.1:${closedPort}`,
@@ -58,7 +51,7 @@ describe("npm run ingest", () => {
   });
 
   it("refuses a roll stage other than P or F", async () => {
-    const errors = captured("error");
+    const errors = capturedConsole("error");
     const code = await main(["--stage", "X", join(dir, "NAL23F202598.csv")], {
       KAFKA_BROKERS: `127.0.0.1:${closedPort}`,
     });
@@ -67,10 +60,10 @@ describe("npm run ingest", () => {
   });
 
   it("answers --help with the usage and an unknown option with one line and the usage, not a stack trace", async () => {
-    const printed = captured("info");
+    const printed = capturedConsole("info");
     expect(await main(["--help"])).toBe(0);
     expect(printed).toEqual([expect.stringMatching(/^usage: npm run ingest -- /)]);
-    const errors = captured("error");
+    const errors = capturedConsole("error");
     expect(await main(["--bogus", "x.csv"])).toBe(2);
     expect(errors).toHaveLength(2);
     expect(errors[0]).toContain("--bogus");
@@ -85,8 +78,8 @@ describe("npm run ingest", () => {
       renamed,
       `${NAL_HEADER_LINE.replace("OWN_NAME", "OWNER_NAME")}\r\n${nalLine({ CO_NO: 23, PARCEL_ID: "U1", ASMNT_YR: 2025, JV: 1 })}\r\n`,
     );
-    const errors = captured("error");
-    captured("info");
+    const errors = capturedConsole("error");
+    capturedConsole("info");
     vi.spyOn(process.stderr, "write").mockReturnValue(true);
     const code = await main([empty, renamed, "--no-rejects"], {
       DATABASE_URL: harness.config.DATABASE_URL,
@@ -102,7 +95,7 @@ describe("npm run ingest", () => {
   it("says in one line that no Kafka broker answers, instead of retrying", async () => {
     const file = join(dir, "NAL23F202501.csv");
     await writeNalFile(file, { rows: 5, seed: 3, countyNo: 23 });
-    const errors = captured("error");
+    const errors = capturedConsole("error");
     const code = await main([file], {
       DATABASE_URL: harness.config.DATABASE_URL,
       KAFKA_BROKERS: `127.0.0.1:${closedPort}`,
@@ -117,7 +110,7 @@ describe("npm run ingest", () => {
   it("ingests a roll end to end and prints its summary", async () => {
     const file = join(dir, "NAL23F202502.csv");
     await writeNalFile(file, { rows: 40, seed: 4, countyNo: 23 });
-    const printed = captured("info");
+    const printed = capturedConsole("info");
     vi.spyOn(process.stderr, "write").mockReturnValue(true);
     const code = await main([file, "--no-rejects"], {
       DATABASE_URL: harness.config.DATABASE_URL,
@@ -145,7 +138,7 @@ describe("npm run ingest", () => {
     const files = [join(dir, "NAL16F202501.csv"), join(dir, "NAL60F202501.csv")];
     await writeNalFile(files[0] as string, { rows: 30, seed: 5, countyNo: 16 });
     await writeNalFile(files[1] as string, { rows: 20, seed: 6, countyNo: 60 });
-    const printed = captured("info");
+    const printed = capturedConsole("info");
     vi.spyOn(process.stderr, "write").mockReturnValue(true);
     const code = await main([...files, "--no-rejects"], {
       DATABASE_URL: harness.config.DATABASE_URL,

@@ -277,7 +277,7 @@ async function ingestLocked(
   );
 
   let processRecords: ((records: CsvRecord[]) => Promise<void>) | undefined;
-  let skipAll = false;
+  /** Set when the header lacks a column a lead is built from: every row is skipped, reported. */
   let unloadable: string | null = null;
   let inflight: Promise<void> = Promise.resolve();
   let storing: Promise<void> = Promise.resolve();
@@ -311,8 +311,7 @@ async function ingestLocked(
       for (const reject of headerDriftRejects(map)) {
         report.add(reject);
       }
-      skipAll = map.missingRequired.length > 0;
-      unloadable = skipAll ? `the header lacks ${map.missingRequired.join(", ")}` : null;
+      unloadable = headerLacks(map.missingRequired);
       const reader = new SdfRowReader(map);
       processRecords = (records) => storeSales(records, reader);
       return fields !== header.fields;
@@ -321,8 +320,7 @@ async function ingestLocked(
     for (const reject of headerDriftRejects(map)) {
       report.add(reject);
     }
-    skipAll = map.missingRequired.length > 0;
-    unloadable = skipAll ? `the header lacks ${map.missingRequired.join(", ")}` : null;
+    unloadable = headerLacks(map.missingRequired);
     const reader = new NalRowReader(map);
     processRecords = (records) => storeParcels(records, reader);
     return false;
@@ -537,7 +535,7 @@ async function ingestLocked(
 
   const flush = async (records: CsvRecord[]) => {
     await inflight;
-    if (skipAll) {
+    if (unloadable !== null) {
       counts.read += records.length;
       for (const record of records) {
         report.add({
@@ -640,6 +638,11 @@ async function ingestLocked(
     stageMs,
     seconds: (performance.now() - started) / 1000,
   };
+}
+
+/** Why a file's rows cannot be loaded when its header lacks required columns; null when none. */
+function headerLacks(missing: readonly string[]): string | null {
+  return missing.length > 0 ? `the header lacks ${missing.join(", ")}` : null;
 }
 
 /** The report line of a record dropped because its file holds a later one of the same parcel. */
