@@ -39,8 +39,8 @@ const CARRIAGE_RETURN = 13;
 /**
  * Streaming RFC 4180 reader: push text chunks, collect whole records. Quoted fields may hold
  * commas, doubled quotes and newlines; CRLF and LF both end a record, and so does CR alone in a
- * file whose first line ends so (a spreadsheet saved as "CSV (Macintosh)"). Lines without a quote take
- * a `split(",")` fast path, which is what keeps a 10-million-row roll cheap to read. A stray
+ * file whose first line ends so (a spreadsheet saved as "CSV (Macintosh)"). Lines without a quote
+ * take a `split(",")` fast path, which is what keeps a 10-million-row roll cheap to read. A stray
  * quote inside an unquoted field is kept as text rather than failing the row, as spreadsheet
  * exports produce them.
  */
@@ -85,8 +85,8 @@ export class CsvReader {
         this.#pending = tail;
         return;
       }
-      // A tail this long is no row: a line break missing (lines ending in CR alone) or a quote
-      // never closed. Kept, it would hold the rest of the file in memory. Its first line is
+      // A tail this long is no row: a line break missing (lines ending in CR alone after a first
+      // line ending in LF) or a quote never closed. Kept, it would hold the rest of the file in memory. Its first line is
       // reported, and reading starts again on the line after it.
       out.push({
         fields: [],
