@@ -8,11 +8,13 @@ import { Bus } from "@th/bus";
 import { createPool } from "@th/db";
 import { buildApp } from "@th/gateway/app";
 import { readConfig } from "@th/gateway/config";
+import { tuneHeapForRequests } from "@th/gateway/heap";
 import { createMetrics, observeHttpRequests } from "@th/service-kit";
 import { createLogger } from "@th/telemetry";
 import { Redis } from "ioredis";
 
 const config = readConfig(process.env);
+tuneHeapForRequests();
 const logger = createLogger({ service: "gateway-child", level: "fatal" });
 const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });
 const pool = createPool({ url: config.DATABASE_URL, schema: "gateway", max: 10 });

@@ -7,6 +7,7 @@ import {
   isWellFormedApiKey,
   KEY_LENGTH,
   lastFour,
+  rememberingKeyHasher,
   secretsEqual,
 } from "./index.ts";
 
@@ -78,5 +79,18 @@ describe("API key format", () => {
     expect(containsKeyLikeString({ [key]: 1 })).toBe(true);
     expect(containsKeyLikeString({ label: "my th_live key" })).toBe(false);
     expect(containsKeyLikeString(42)).toBe(false);
+  });
+});
+
+describe("the edge's remembering key hasher", () => {
+  it("answers every key with its peppered hash, whether remembered, new or forgotten", () => {
+    const hasher = rememberingKeyHasher(pepper, 3);
+    const keys = Array.from({ length: 5 }, () => generateApiKey());
+    // Twice round five keys with room for three: the second round meets forgotten keys too.
+    for (const key of [...keys, ...keys, keys[4] as string, keys[4] as string]) {
+      expect(hasher(key)).toBe(hashApiKey(key, pepper));
+    }
+    const otherPepper = rememberingKeyHasher(Buffer.alloc(32, 2), 3);
+    expect(otherPepper(keys[0] as string)).not.toBe(hasher(keys[0] as string));
   });
 });

@@ -1,6 +1,7 @@
 import {
   createHmac,
   createSecretKey,
+  hash,
   type KeyObject,
   randomBytes,
   timingSafeEqual,
@@ -63,6 +64,36 @@ export function isWellFormedApiKey(candidate: string): boolean {
 /** The stored form: HMAC-SHA-256 under a server pepper, so a leaked table cannot be brute-forced offline. */
 export function hashApiKey(key: string, pepper: Buffer | KeyObject): string {
   return createHmac("sha256", pepper).update(key).digest("hex");
+}
+
+/**
+ * `hashApiKey` remembered for the most recently seen keys (first in, first out), for the edge,
+ * which hashes the same few keys on every request: the HMAC costs about 2 µs, a lookup under a
+ * plain SHA-256 of the key about 0.4 µs. The memory is indexed by that SHA-256 rather than by
+ * the key itself, so it holds no secret; revocation is unaffected, as the hash of a key never
+ * changes and the key's state is looked up under it every time.
+ */
+export function rememberingKeyHasher(
+  pepper: Buffer | KeyObject,
+  capacity: number,
+): (key: string) => string {
+  const remembered = new Map<string, string>();
+  return (key) => {
+    const index = hash("sha256", key, "base64");
+    const known = remembered.get(index);
+    if (known !== undefined) {
+      return known;
+    }
+    const keyHash = hashApiKey(key, pepper);
+    if (remembered.size >= capacity) {
+      const oldest = remembered.keys().next();
+      if (!oldest.done) {
+        remembered.delete(oldest.value);
+      }
+    }
+    remembered.set(index, keyHash);
+    return keyHash;
+  };
 }
 
 /** The pepper as a key object, built once: rebuilding it per request costs more than the HMAC. */

@@ -1,4 +1,4 @@
-import { pepperKey } from "@th/api-keys";
+import { pepperKey, rememberingKeyHasher } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
 import { createLeadViewMeter } from "@th/quota";
@@ -96,7 +96,8 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     sessions: sessions.edge,
     onRateLimited: (scope) => rateLimited?.inc({ scope }),
     keys: createKeysClient(keysUpstream),
-    pepper: pepperKey(pepperOf(config)),
+    // The keys of a busy deployment's active tenants; a few megabytes at most.
+    hashKey: rememberingKeyHasher(pepperKey(pepperOf(config)), 10_000),
     upgradeUrl: config.UPGRADE_URL,
     publicRatePerMinute: config.PUBLIC_RATE_PER_MINUTE,
     authFailureRatePerMinute: config.AUTH_FAILURE_RATE_PER_MINUTE,

@@ -3,8 +3,10 @@ import { runService } from "@th/service-kit";
 import { buildApp } from "./app.ts";
 import { readConfig } from "./config.ts";
 import { migrations } from "./db/migrations.ts";
+import { tuneHeapForRequests } from "./heap.ts";
 
 const config = readConfig();
+tuneHeapForRequests();
 
 await runService(
   {

@@ -1,5 +1,5 @@
-import { type KeyObject, timingSafeEqual } from "node:crypto";
-import { containsKeyLikeString, hashApiKey, isWellFormedApiKey, KEY_LIKE } from "@th/api-keys";
+import { timingSafeEqual } from "node:crypto";
+import { containsKeyLikeString, isWellFormedApiKey, KEY_LIKE } from "@th/api-keys";
 import {
   billingPeriodAt,
   cheapestTierWith,
@@ -93,7 +93,8 @@ export type QuotaReader = (
 export interface EdgeOptions {
   store: EdgeStore;
   keys: KeysClient;
-  pepper: Buffer | KeyObject;
+  /** A key's stored hash (see `rememberingKeyHasher`). */
+  hashKey: (key: string) => string;
   upgradeUrl: string;
   publicRatePerMinute: number;
   authFailureRatePerMinute: number;
@@ -270,7 +271,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     if (!isWellFormedApiKey(key)) {
       await refuse(request, "malformed API key");
     }
-    const answer = await resolve(request, hashApiKey(key, options.pepper));
+    const answer = await resolve(request, options.hashKey(key));
     if (answer.kind === "unknown") {
       return refuse(request, "unknown API key");
     }
