@@ -11,7 +11,9 @@
 // rounds: a burst of outside load then lands on one round of both sides, not on one side.
 // Run: node bench/edge-auth.ts [seconds per phase] [rounds]
 // EDGE_BENCH_NODE_ARGS passes Node flags to both servers, e.g. "--cpu-prof --cpu-prof-dir=prof"
-// for a profile of each, or a heap setting to compare.
+// for a profile of each, or a heap setting to compare; what a server prints (--trace-gc, say)
+// goes to stderr under its script's name. EDGE_BENCH_RATE=<req/s> measures latency at that rate
+// alone, without the saturation phase.
 
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { cpus } from "node:os";
@@ -187,7 +189,6 @@ function summary(results: LoadResult[]): LoadResult {
   };
 }
 
-// EDGE_BENCH_RATE=<req/s> skips the saturation phase and measures latency at that rate alone.
 const fixedRate = Number(process.env.EDGE_BENCH_RATE ?? 0);
 const saturated: { bare: LoadResult; edge: LoadResult }[] = [];
 for (let round = 0; round < (fixedRate > 0 ? 0 : rounds); round++) {
