@@ -1,7 +1,8 @@
 // The cost of the authenticated edge: an authenticated GET /v1/me through the full gateway
-// (bearer parsing, checksum, HMAC, one Redis script for key + tenant + sliding minute, headers)
-// against the same handler on a bare Fastify server, in the same run; each server runs in a
-// process of its own, the gateway with its consumers as deployed (logging at fatal for both).
+// (bearer parsing, checksum, the key's stored hash, one Redis script for key + tenant + sliding
+// minute, headers) against the same handler on a bare Fastify server, in the same run; each
+// server runs in a process of its own, the gateway with its consumers as deployed (logging at
+// fatal for both).
 // Saturation is measured with autocannon (closed loop, 32 connections). Latency at half of the
 // edge's saturation is measured with bench/paced-load.ts, which sends at a steady rate and counts
 // each request's latency from when it was due: autocannon's --overallRate sends each second's
@@ -190,8 +191,9 @@ function summary(results: LoadResult[]): LoadResult {
 }
 
 const fixedRate = Number(process.env.EDGE_BENCH_RATE ?? 0);
+const saturationRounds = fixedRate > 0 ? 0 : rounds;
 const saturated: { bare: LoadResult; edge: LoadResult }[] = [];
-for (let round = 0; round < (fixedRate > 0 ? 0 : rounds); round++) {
+for (let round = 0; round < saturationRounds; round++) {
   saturated.push(
     await alternating(
       round,

@@ -86,8 +86,8 @@ export class CsvReader {
         return;
       }
       // A tail this long is no row: a line break missing (lines ending in CR alone after a first
-      // line ending in LF) or a quote never closed. Kept, it would hold the rest of the file in memory. Its first line is
-      // reported, and reading starts again on the line after it.
+      // line ending in LF) or a quote never closed. Kept, it would hold the rest of the file in
+      // memory. Its first line is reported, and reading starts again on the line after it.
       out.push({
         fields: [],
         line: this.#line,
