@@ -103,6 +103,16 @@ describe("Authentication 2: a key in the URL, query string or body is rejected w
     expect(response.json().detail).toMatch(/never be sent in the URL/);
   });
 
+  it("refuses a percent-encoded key in the query string alongside a valid Authorization header", async () => {
+    const tenant = await stack.startTrial("team");
+    const encoded = tenant.key.replace("th_live_", "th%5Flive%5F");
+    const response = await stack.request("GET", `/v1/account?api_key=${encoded}`, {
+      key: tenant.key,
+    });
+    expect(response.statusCode).toBe(401);
+    expect(response.json().detail).toMatch(/never be sent in the URL/);
+  });
+
   it("refuses a key in the path", async () => {
     const tenant = await stack.startTrial("team");
     const response = await stack.request("DELETE", `/v1/team/api-keys/${tenant.key}`, {
