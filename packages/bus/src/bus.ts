@@ -16,14 +16,15 @@ import {
   Kafka,
   type KafkaMessage,
   logLevel,
-  type Producer,
 } from "kafkajs";
 import { readLog } from "./log-reader.ts";
 import { type BatchOutcome, backoffMs, type Outcome } from "./outcomes.ts";
-import { keyHashPartitioner, partitionOfKey } from "./partitioner.ts";
+import { KeylessPlacement, partitionOfKey } from "./partitioner.ts";
+import { RecordProducer, type TopicRoute } from "./producer.ts";
+import { encodeHeaders, PartitionBatches } from "./record-batch.ts";
 import {
   decodeValue,
-  encodeValue,
+  encodeValueTransient,
   headersToStrings,
   PoisonRecordError,
   schemaHeaders,
@@ -299,9 +300,9 @@ export class Bus {
   readonly #kafka: Kafka;
   readonly #options: BusOptions;
   readonly #logger: Logger;
-  #producer: Producer | undefined;
-  #producerReady: Promise<Producer> | undefined;
-  #admin: Admin | undefined;
+  #producer: RecordProducer | undefined;
+  #admin: Promise<Admin> | undefined;
+  readonly #keyless = new KeylessPlacement();
   readonly #consumers = new Set<Consumer>();
   /** Groups this bus consumes for, with their topics, for the lag gauge. */
   readonly #groups = new Map<Consumer, { group: string; topics: string[] }>();
@@ -328,28 +329,52 @@ export class Bus {
     });
   }
 
-  async #ensureProducer(): Promise<Producer> {
-    if (!this.#producerReady) {
-      const producer = this.#kafka.producer({
-        allowAutoTopicCreation: false,
-        createPartitioner: keyHashPartitioner,
-      });
-      this.#producerReady = producer.connect().then(() => {
-        this.#producer = producer;
-        return producer;
-      });
-      this.#producerReady.catch(() => {
-        this.#producerReady = undefined;
+  #recordProducer(): RecordProducer {
+    if (!this.#producer) {
+      this.#producer = new RecordProducer({
+        clientId: this.#options.clientId,
+        lookup: (topic) => this.#routeOf(topic),
+        retries: this.#options.retries ?? 8,
+        initialRetryMs: 200,
+        ackTimeoutMs: 30_000,
+        requestTimeoutMs: 35_000,
+        maxRouteAgeMs: 5 * 60_000,
       });
     }
-    return this.#producerReady;
+    return this.#producer;
   }
 
-  async #ensureAdmin(): Promise<Admin> {
+  async #routeOf(topic: string): Promise<TopicRoute> {
+    const admin = await this.#ensureAdmin();
+    const [metadata, cluster] = await Promise.all([
+      admin.fetchTopicMetadata({ topics: [topic] }),
+      admin.describeCluster(),
+    ]);
+    const partitions = metadata.topics[0]?.partitions ?? [];
+    if (partitions.length === 0) {
+      throw new Error(`topic ${topic} has no partitions`);
+    }
+    const brokers = new Map(cluster.brokers.map((broker) => [broker.nodeId, broker]));
+    const leaders: TopicRoute["leaders"][number][] = [];
+    for (const partition of partitions) {
+      const broker = brokers.get(partition.leader);
+      leaders[partition.partitionId] = broker
+        ? { host: broker.host, port: broker.port }
+        : undefined;
+    }
+    return { leaders };
+  }
+
+  #ensureAdmin(): Promise<Admin> {
     if (!this.#admin) {
       const admin = this.#kafka.admin();
-      await admin.connect();
-      this.#admin = admin;
+      const ready = admin.connect().then(() => admin);
+      this.#admin = ready;
+      ready.catch(() => {
+        if (this.#admin === ready) {
+          this.#admin = undefined;
+        }
+      });
     }
     return this.#admin;
   }
@@ -412,16 +437,25 @@ export class Bus {
     }
     const schema = schemaHeaders(contract);
     const shared = injectContext({ ...options.headers, ...schema });
-    const producer = await this.#ensureProducer();
-    await producer.send({
-      topic: contract.topic,
-      acks: -1,
-      messages: records.map((record) => ({
-        key: contract.keyOf(record.value),
-        value: encodeValue(contract, record.value),
-        headers: record.headers ? { ...shared, ...record.headers, ...schema } : shared,
-      })),
+    const sharedSection = encodeHeaders(shared);
+    const producer = this.#recordProducer();
+    const route = await producer.route(contract.topic);
+    const partitions = route.leaders.length;
+    const batches = new PartitionBatches({
+      timestamp: Date.now(),
+      expectedRecords: records.length,
+      partitions,
     });
+    for (const record of records) {
+      const key = contract.keyOf(record.value);
+      batches.add(
+        partitionOfKey(key, partitions),
+        key,
+        encodeValueTransient(contract, record.value),
+        record.headers ? encodeHeaders({ ...shared, ...record.headers, ...schema }) : sharedSection,
+      );
+    }
+    await producer.produce(contract.topic, batches.finish());
   }
 
   async consume(options: ConsumeOptions): Promise<RunningConsumer> {
@@ -939,23 +973,36 @@ export class Bus {
     group: string,
     logger: Logger,
   ): Promise<void> {
-    const producer = await this.#ensureProducer();
+    const producer = this.#recordProducer();
+    const parkedTopic = parkedTopicOf(topic);
+    const route = await producer.route(parkedTopic);
+    const partitions = route.leaders.length;
     const at = new Date().toISOString();
-    await producer.send({
-      topic: parkedTopicOf(topic),
-      acks: -1,
-      messages: records.map(({ message, headers, reason }) => ({
-        key: message.key,
-        value: message.value,
-        headers: {
+    const batches = new PartitionBatches({
+      timestamp: Date.now(),
+      expectedRecords: records.length,
+      partitions,
+    });
+    for (const { message, headers, reason } of records) {
+      batches.add(
+        message.key
+          ? partitionOfKey(message.key, partitions)
+          : this.#keyless.next(
+              parkedTopic,
+              route.leaders.map((leader) => leader !== undefined),
+            ),
+        message.key,
+        message.value,
+        encodeHeaders({
           ...headers,
           [PARK_HEADERS.reason]: reason.slice(0, 2000),
           [PARK_HEADERS.from]: `${topic}/${partition}/${message.offset}`,
           [PARK_HEADERS.group]: group,
           [PARK_HEADERS.at]: at,
-        },
-      })),
-    });
+        }),
+      );
+    }
+    await producer.produce(parkedTopic, batches.finish());
     for (const { message, reason } of records) {
       logger.warn({ topic, partition, offset: message.offset, reason }, "record parked");
     }
@@ -975,10 +1022,13 @@ export class Bus {
   async close(): Promise<void> {
     await Promise.all([...this.#consumers].map((consumer) => consumer.disconnect()));
     this.#consumers.clear();
-    await this.#producer?.disconnect();
-    await this.#admin?.disconnect();
+    this.#producer?.close();
     this.#producer = undefined;
-    this.#producerReady = undefined;
+    const admin = this.#admin;
     this.#admin = undefined;
+    await admin?.then(
+      (connected) => connected.disconnect(),
+      () => {},
+    );
   }
 }

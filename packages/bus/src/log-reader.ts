@@ -1,5 +1,5 @@
-import { connect, type Socket } from "node:net";
 import kafkajs from "kafkajs";
+import { Connection, Reader } from "./wire.ts";
 
 // kafkajs is CommonJS; its codec registry is read through the default export.
 const { CompressionCodecs } = kafkajs;
@@ -36,137 +36,6 @@ export interface LogReaderOptions {
   /** Bytes per partition per fetch. */
   maxBytesPerPartition?: number;
   maxBytes?: number;
-}
-
-class Connection {
-  readonly #socket: Socket;
-  #buffered: Buffer[] = [];
-  #bufferedBytes = 0;
-  #correlation = 0;
-  #waiting: { resolve: (body: Buffer) => void; reject: (error: Error) => void }[] = [];
-  #failed: Error | undefined;
-
-  private constructor(socket: Socket) {
-    this.#socket = socket;
-    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
-    const fail = (error: Error) => {
-      this.#failed = error;
-      for (const waiter of this.#waiting.splice(0)) {
-        waiter.reject(error);
-      }
-    };
-    socket.on("error", fail);
-    socket.on("close", () => fail(new Error("broker connection closed")));
-  }
-
-  static open(host: string, port: number): Promise<Connection> {
-    return new Promise((resolve, reject) => {
-      const socket = connect({ host, port, noDelay: true });
-      socket.once("connect", () => {
-        socket.off("error", reject);
-        resolve(new Connection(socket));
-      });
-      socket.once("error", reject);
-    });
-  }
-
-  /** Sends one request; resolves with the response body (after the correlation id). */
-  request(apiKey: number, apiVersion: number, clientId: string, body: Buffer): Promise<Buffer> {
-    if (this.#failed) {
-      return Promise.reject(this.#failed);
-    }
-    const client = Buffer.from(clientId);
-    const header = Buffer.alloc(14 + client.length);
-    header.writeInt32BE(10 + client.length + body.length, 0);
-    header.writeInt16BE(apiKey, 4);
-    header.writeInt16BE(apiVersion, 6);
-    header.writeInt32BE(++this.#correlation, 8);
-    header.writeInt16BE(client.length, 12);
-    client.copy(header, 14);
-    this.#socket.write(Buffer.concat([header, body]));
-    return new Promise((resolve, reject) => this.#waiting.push({ resolve, reject }));
-  }
-
-  #onData(chunk: Buffer) {
-    this.#buffered.push(chunk);
-    this.#bufferedBytes += chunk.length;
-    for (;;) {
-      if (this.#bufferedBytes < 4) {
-        return;
-      }
-      const head = this.#buffered[0] as Buffer;
-      const size =
-        head.length >= 4 ? head.readInt32BE(0) : Buffer.concat(this.#buffered).readInt32BE(0);
-      if (this.#bufferedBytes < 4 + size) {
-        return;
-      }
-      // Join the chunks once per response, never per chunk.
-      const all =
-        this.#buffered.length === 1 ? head : Buffer.concat(this.#buffered, this.#bufferedBytes);
-      const response = all.subarray(8, 4 + size);
-      const rest = all.subarray(4 + size);
-      this.#buffered = rest.length > 0 ? [rest] : [];
-      this.#bufferedBytes = rest.length;
-      this.#waiting.shift()?.resolve(response);
-    }
-  }
-
-  close() {
-    this.#socket.destroy();
-  }
-}
-
-/** Reads big-endian fields and varints from one buffer. */
-class Reader {
-  buffer: Buffer;
-  pos: number;
-
-  constructor(buffer: Buffer, pos = 0) {
-    this.buffer = buffer;
-    this.pos = pos;
-  }
-
-  int8() {
-    const value = this.buffer.readInt8(this.pos);
-    this.pos += 1;
-    return value;
-  }
-  int16() {
-    const value = this.buffer.readInt16BE(this.pos);
-    this.pos += 2;
-    return value;
-  }
-  int32() {
-    const value = this.buffer.readInt32BE(this.pos);
-    this.pos += 4;
-    return value;
-  }
-  int64() {
-    const value = this.buffer.readBigInt64BE(this.pos);
-    this.pos += 8;
-    return value;
-  }
-  string() {
-    const length = this.int16();
-    const value = this.buffer.toString("utf8", this.pos, this.pos + length);
-    this.pos += length;
-    return value;
-  }
-  /** Zig-zag varint; record fields never exceed 2^31 here (varlong timestamps are skipped). */
-  varint() {
-    let result = 0;
-    let shift = 0;
-    let byte: number;
-    do {
-      byte = this.buffer[this.pos++] as number;
-      result += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (byte & 0x80);
-    return result % 2 === 0 ? result / 2 : -(result + 1) / 2;
-  }
-  skipVarint() {
-    while ((this.buffer[this.pos++] as number) & 0x80) {}
-  }
 }
 
 function fetchRequest(
@@ -330,20 +199,17 @@ export async function readLog(
     }
   }
   let total = 0;
-  const connection = await Connection.open(options.host, options.port);
+  const connection = await Connection.open(options.host, options.port, options.clientId);
   try {
     const send = () =>
-      connection.request(
-        FETCH,
-        FETCH_VERSION,
-        options.clientId,
+      connection.request(FETCH, FETCH_VERSION, [
         fetchRequest(
           options.topic,
           [...position].map(([partition, offset]) => ({ partition, offset })),
           maxBytes,
           maxBytesPerPartition,
         ),
-      );
+      ]);
     const start = () => {
       const request = send();
       // A failure while the previous slice is delivered surfaces at the next await of it.

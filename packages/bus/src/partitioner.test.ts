@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from "node:crypto";
 import { type PartitionerArgs, Partitioners } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { keyHashPartitioner, murmur2 } from "./partitioner.ts";
+import { KeylessPlacement, murmur2, partitionOfKey } from "./partitioner.ts";
 
 const metadata = (count: number, leaderless: number[] = []) =>
   Array.from({ length: count }, (_, partitionId) => ({
@@ -32,7 +32,6 @@ describe("key-hash partitioner", () => {
   });
 
   it("sends every keyed record to the partition kafkajs's default partitioner picks", () => {
-    const ours = keyHashPartitioner();
     const theirs = Partitioners.DefaultPartitioner();
     const keys: (string | Buffer)[] = [
       "",
@@ -47,25 +46,18 @@ describe("key-hash partitioner", () => {
     }
     for (const key of keys) {
       for (const count of [1, 3, 8, 12, 50]) {
-        expect(ours(args({ key, value: null }, count)), `${String(key)} over ${count}`).toBe(
+        expect(partitionOfKey(key, count), `${String(key)} over ${count}`).toBe(
           theirs(args({ key, value: null }, count)),
         );
       }
     }
   });
 
-  it("keeps an explicit partition, and spreads keyless records over partitions with a leader", () => {
-    const ours = keyHashPartitioner();
-    expect(ours(args({ key: "folio", value: null, partition: 5 }, 8))).toBe(5);
+  it("spreads keyless records over the partitions that have a leader", () => {
+    const placement = new KeylessPlacement();
     const seen = new Set<number>();
     for (let index = 0; index < 40; index++) {
-      seen.add(
-        ours({
-          topic: "t",
-          partitionMetadata: metadata(4, [1]),
-          message: { value: "v" },
-        }),
-      );
+      seen.add(placement.next("t", [true, false, true, true]));
     }
     expect([...seen].sort()).toEqual([0, 2, 3]);
   });

@@ -1,5 +1,4 @@
 import { randomInt } from "node:crypto";
-import type { ICustomPartitioner } from "kafkajs";
 
 const SEED = 0x9747b28c;
 const M = 0x5bd1e995;
@@ -61,28 +60,24 @@ export function partitionOfKey(key: Buffer | string, count: number): number {
 }
 
 /**
- * The partition choice of kafkajs's DefaultPartitioner (the Java client's): an explicit partition
- * wins, a keyed record goes to murmur2(key) modulo the partition count, and a record without a key
- * goes round-robin over partitions that have a leader. Same answers, without the per-record
- * allocations of the original (a 64-bit Long per arithmetic step, a filtered partition list per
- * record), which cost 1.5–2 µs per record in a bulk publish.
+ * Places records without a key (parked copies of keyless records) round-robin over the
+ * partitions that have a leader, as Kafka's clients do, starting at a random one per topic.
  */
-export const keyHashPartitioner: ICustomPartitioner = () => {
-  const counters = new Map<string, number>();
-  return ({ topic, partitionMetadata, message }) => {
-    if (message.partition !== null && message.partition !== undefined) {
-      return message.partition;
+export class KeylessPlacement {
+  readonly #counters = new Map<string, number>();
+
+  next(topic: string, hasLeader: readonly boolean[]): number {
+    const counter = ((this.#counters.get(topic) ?? randomInt(2 ** 31)) + 1) & 0x7fffffff;
+    this.#counters.set(topic, counter);
+    const available: number[] = [];
+    for (const [partition, led] of hasLeader.entries()) {
+      if (led) {
+        available.push(partition);
+      }
     }
-    if (message.key !== null && message.key !== undefined) {
-      return partitionOfKey(message.key, partitionMetadata.length);
+    if (available.length === 0) {
+      return counter % hasLeader.length;
     }
-    const counter = (counters.get(topic) ?? randomInt(2 ** 31)) + 1;
-    counters.set(topic, counter);
-    const available = partitionMetadata.filter((partition) => partition.leader >= 0);
-    if (available.length > 0) {
-      return (available[(counter & 0x7fffffff) % available.length] as { partitionId: number })
-        .partitionId;
-    }
-    return (counter & 0x7fffffff) % partitionMetadata.length;
-  };
-};
+    return available[counter % available.length] as number;
+  }
+}

@@ -184,6 +184,19 @@ export function encodeRecord<T>(c: TopicContract<T>, value: T): Buffer {
 }
 
 /**
+ * Encodes a record of `c`'s topic into `buffer` from `pos`; answers where it ended, or, when the
+ * buffer is too small, a negative number (how many bytes were missing).
+ */
+export function encodeRecordInto<T>(
+  c: TopicContract<T>,
+  value: T,
+  buffer: Buffer,
+  pos: number,
+): number {
+  return c.type.encode(value, buffer, pos);
+}
+
+/**
  * Decodes a record of `c`'s topic into the current reader shape. The header
  * picks the writer schema; without one the current schema is assumed.
  */
