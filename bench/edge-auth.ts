@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { startEdgeStack } from "../test/support/edge-stack.ts";
+import { cpuMsOf } from "./support/cpu.ts";
 
 const seconds = Number(process.argv[2] ?? 8);
 const rounds = Number(process.argv[3] ?? 3);
@@ -30,6 +31,8 @@ interface LoadResult {
   requests: { average: number };
   latency: { p50: number; p99: number };
   non2xx: number;
+  /** CPU µs per request of the server process, and of Redis, at a steady rate. */
+  cpu?: { server: number; redis: number };
 }
 
 /** The load runs in its own process so it does not share the servers' event loop. */
@@ -156,6 +159,35 @@ if (check.status !== 200 || check.headers.get("x-ratelimit-limit") !== "10000000
   );
 }
 
+/** Redis's own CPU so far (ms), from INFO: the edge's script runs there. */
+async function redisCpuMs(): Promise<number> {
+  const info = await stack.harness.redis.info("cpu");
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? "NaN");
+  return (field("used_cpu_user") + field("used_cpu_sys")) * 1000;
+}
+
+/**
+ * A paced phase with the CPU the server process and Redis used per request during it: at a steady
+ * rate this moves far less between runs than saturated throughput, so it shows the cost of a
+ * change to the edge where the throughput ratio cannot.
+ */
+async function withCpu(
+  server: ChildProcess,
+  phase: () => Promise<LoadResult>,
+): Promise<LoadResult> {
+  const serverBefore = cpuMsOf(server.pid);
+  const redisBefore = await redisCpuMs();
+  const result = await phase();
+  const requests = result.requests.average * seconds;
+  return {
+    ...result,
+    cpu: {
+      server: ((cpuMsOf(server.pid) - serverBefore) * 1000) / requests,
+      redis: (((await redisCpuMs()) - redisBefore) * 1000) / requests,
+    },
+  };
+}
+
 /** Each round runs both sides; odd rounds run them the other way round. */
 async function alternating(
   round: number,
@@ -187,6 +219,14 @@ function summary(results: LoadResult[]): LoadResult {
       p99: median(results.map((result) => result.latency.p99)),
     },
     non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
+    ...(results.every((result) => result.cpu)
+      ? {
+          cpu: {
+            server: median(results.map((result) => result.cpu?.server ?? 0)),
+            redis: median(results.map((result) => result.cpu?.redis ?? 0)),
+          },
+        }
+      : {}),
   };
 }
 
@@ -210,8 +250,8 @@ for (let round = 0; round < rounds; round++) {
   atHalf.push(
     await alternating(
       round,
-      () => paced(bareUrl, auth, halfRate),
-      () => paced(gatewayUrl, auth, halfRate),
+      () => withCpu(bare.child, () => paced(bareUrl, auth, halfRate)),
+      () => withCpu(gateway.child, () => paced(gatewayUrl, auth, halfRate)),
     ),
   );
 }
@@ -232,8 +272,11 @@ console.info(
   `machine: ${cpus().length} x ${cpus()[0]?.model}, Node ${process.version}, ${seconds} s per phase, median of ${rounds} alternating rounds`,
 );
 for (const [name, result] of rows) {
+  const cpu = result.cpu
+    ? `  CPU/request: server ${result.cpu.server.toFixed(1)} µs, Redis ${result.cpu.redis.toFixed(1)} µs`
+    : "";
   console.info(
-    `${name.padEnd(36)} ${result.requests.average.toFixed(0).padStart(7)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms  non-2xx ${result.non2xx}`,
+    `${name.padEnd(36)} ${result.requests.average.toFixed(0).padStart(7)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms  non-2xx ${result.non2xx}${cpu}`,
   );
 }
 if (fixedRate > 0) {
