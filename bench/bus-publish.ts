@@ -7,12 +7,9 @@
  *
  *   node bench/bus-publish.ts [--records 100000] [--per-publish 2000] [--rounds 3]
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Bus, encodeValue } from "@th/bus";
 import { contracts, type ParcelIngested, SCHEMA_HEADER, schemaHeaderValue } from "@th/contracts";
@@ -20,6 +17,7 @@ import { parcelIngested } from "@th/contracts/samples";
 import { Kafka, logLevel } from "kafkajs";
 import { partitionOfKey } from "../packages/bus/src/partitioner.ts";
 import { createLogger } from "../packages/telemetry/src/index.ts";
+import { startBrokerProcess } from "./support/broker-process.ts";
 import { cpuMsOf } from "./support/cpu.ts";
 
 const { values } = parseArgs({
@@ -34,24 +32,8 @@ const perPublish = Number(values["per-publish"]);
 const rounds = Number(values.rounds);
 
 const dir = await mkdtemp(join(tmpdir(), "bus-publish-"));
-const brokerChild = spawn(
-  process.execPath,
-  [
-    fileURLToPath(new URL("../packages/dev-broker/src/cli.ts", import.meta.url)),
-    ...["--port", "0", "--log-level", "error", "--data-dir", join(dir, "kafka")],
-  ],
-  { stdio: ["ignore", "pipe", "inherit"] },
-);
-const brokerAddress = await new Promise<string>((resolve, reject) => {
-  createInterface({ input: brokerChild.stdout as NodeJS.ReadableStream }).once("line", (line) => {
-    const address = /ready on (\S+)/.exec(line)?.[1];
-    if (address === undefined) {
-      reject(new Error(`unexpected ready line ${line}`));
-    } else {
-      resolve(address);
-    }
-  });
-});
+const broker = await startBrokerProcess(["--data-dir", join(dir, "kafka")]);
+const brokerAddress = broker.address;
 
 const logger = createLogger({ service: "bench", level: "warn" });
 const bus = new Bus({ brokers: [brokerAddress], clientId: "bench", logger });
@@ -106,7 +88,7 @@ interface Run {
 }
 
 async function run(publish: Publisher): Promise<Run> {
-  const brokerBefore = cpuMsOf(brokerChild.pid);
+  const brokerBefore = cpuMsOf(broker.pid);
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
   for (let from = 0; from < total; from += perPublish) {
@@ -117,7 +99,7 @@ async function run(publish: Publisher): Promise<Run> {
   return {
     rate: total / seconds,
     cpuUsPerRecord: (cpu.user + cpu.system) / total,
-    brokerUsPerRecord: ((cpuMsOf(brokerChild.pid) - brokerBefore) * 1000) / total,
+    brokerUsPerRecord: ((cpuMsOf(broker.pid) - brokerBefore) * 1000) / total,
   };
 }
 
@@ -155,9 +137,6 @@ try {
 } finally {
   await kafkajsProducer.disconnect();
   await bus.close();
-  await new Promise((resolve) => {
-    brokerChild.once("exit", resolve);
-    brokerChild.kill("SIGTERM");
-  });
+  await broker.stop();
   await rm(dir, { recursive: true, force: true });
 }

@@ -1,16 +1,10 @@
-// Dev-broker throughput and latency on loopback, driven by kafkajs 2.2.4.
-// Run from the repository root: node bench/kafka-throughput.ts
-// The broker runs in its own process, as it does in development, so client-side kafkajs encoding
-// and broker work do not share one event loop.
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { connect, type Socket } from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import type * as KafkaJs from "kafkajs";
+import { startBrokerProcess } from "./support/broker-process.ts";
 
 const requireFromBroker = createRequire(
   new URL("../packages/dev-broker/package.json", import.meta.url),
@@ -18,37 +12,6 @@ const requireFromBroker = createRequire(
 const { Kafka, logLevel } = requireFromBroker("kafkajs") as typeof KafkaJs;
 const produceV7 = requireFromBroker("kafkajs/src/protocol/requests/produce/v7/request");
 const fetchV11 = requireFromBroker("kafkajs/src/protocol/requests/fetch/v11/request");
-
-const CLI = fileURLToPath(new URL("../packages/dev-broker/src/cli.ts", import.meta.url));
-
-interface BrokerProcess {
-  child: ChildProcess;
-  address: string;
-  port: number;
-}
-
-function spawnBroker(args: string[]): Promise<BrokerProcess> {
-  const child = spawn(process.execPath, [CLI, "--port", "0", "--log-level", "error", ...args], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", (line) => {
-      const address = /ready on (\S+)/.exec(line)?.[1];
-      if (address === undefined) {
-        reject(new Error(`unexpected ready line ${line}`));
-        return;
-      }
-      resolve({ child, address, port: Number(address.split(":")[1]) });
-    });
-  });
-}
-
-function stopBroker(broker: BrokerProcess): Promise<void> {
-  return new Promise((resolve) => {
-    broker.child.once("exit", () => resolve());
-    broker.child.kill("SIGTERM");
-  });
-}
 
 const MESSAGE_BYTES = 1024;
 const VALUE = Buffer.alloc(MESSAGE_BYTES, "a");
@@ -206,7 +169,7 @@ async function main(): Promise<void> {
   report("machine", `${cpu.length} x ${cpu[0]?.model ?? "unknown cpu"}, node ${process.version}`);
   report("message size", `${MESSAGE_BYTES} bytes, kafkajs batches of ${BATCH}`);
 
-  const broker = await spawnBroker(["--in-memory"]);
+  const broker = await startBrokerProcess(["--in-memory"]);
   const kafka = new Kafka({
     brokers: [broker.address],
     logLevel: logLevel.NOTHING,
@@ -339,11 +302,11 @@ async function main(): Promise<void> {
 
   await producer.disconnect();
   await admin.disconnect();
-  await stopBroker(broker);
+  await broker.stop();
 
   // The same batched produce against a persistent broker: acks=-1 waits for a (group-committed) fsync.
   const dataDir = mkdtempSync(join(tmpdir(), "dev-broker-bench-"));
-  const durable = await spawnBroker(["--data-dir", dataDir]);
+  const durable = await startBrokerProcess(["--data-dir", dataDir]);
   const durableKafka = new Kafka({ brokers: [durable.address], logLevel: logLevel.NOTHING });
   const durableAdmin = durableKafka.admin();
   await durableAdmin.connect();
@@ -371,7 +334,7 @@ async function main(): Promise<void> {
   );
   await durableProducer.disconnect();
   await durableAdmin.disconnect();
-  await stopBroker(durable);
+  await durable.stop();
   rmSync(dataDir, { recursive: true, force: true });
 }
 

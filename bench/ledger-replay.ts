@@ -1,16 +1,6 @@
-// Quota-ledger replay throughput: leadview.recorded read from offset 0 into the shadow ledger.
-// Run from the repository root: node bench/ledger-replay.ts [events]
-// Needs Postgres and Redis (DATABASE_URL, REDIS_URL; the bootstrap's defaults otherwise). The
-// dev broker runs in its own process, as in development. The baseline, measured in the same
-// run on the same log, is the raw replay (fetch + Avro decode) with no database writes; the
-// ratio says what the shadow-ledger writes cost on top of reading the log. The live consumer
-// (one statement per fetched batch) is measured on a smaller slice for comparison.
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { contracts, type LeadViewRecorded } from "@th/contracts";
 import { createTestHarness } from "@th/service-kit/testing";
 import { buildApp } from "../services/quota-ledger/src/app.ts";
@@ -21,13 +11,13 @@ import {
   createShadowLedger,
   type ShadowRow,
 } from "../services/quota-ledger/src/db/shadow-ledger.ts";
+import { startBrokerProcess } from "./support/broker-process.ts";
 
 const EVENTS = Number(process.argv[2] ?? 500_000);
 const LIVE_SLICE = 20_000;
 const ROUNDS = 3;
 const TENANTS = 2_000;
 const PUBLISH_BATCH = 5_000;
-const CLI = fileURLToPath(new URL("../packages/dev-broker/src/cli.ts", import.meta.url));
 
 function report(label: string, value: string): void {
   process.stdout.write(`${label.padEnd(58)} ${value}\n`);
@@ -36,24 +26,6 @@ function report(label: string, value: string): void {
 // A fresh log in a throwaway directory: the default data dir is the development broker's, and
 // replaying whatever earlier runs left there would measure a different log each time.
 const BROKER_DIR = mkdtempSync(join(tmpdir(), "ledger-replay-broker-"));
-
-function spawnBroker(): Promise<{ child: ChildProcess; address: string }> {
-  const child = spawn(
-    process.execPath,
-    [CLI, "--port", "0", "--log-level", "error", "--data-dir", BROKER_DIR],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", (line) => {
-      const address = /ready on (\S+)/.exec(line)?.[1];
-      if (address === undefined) {
-        reject(new Error(`unexpected ready line ${line}`));
-        return;
-      }
-      resolve({ child, address });
-    });
-  });
-}
 
 /** Realistic mix: ~2 % of events are duplicates of an earlier one (producer retries). */
 function viewAt(index: number): LeadViewRecorded {
@@ -74,7 +46,7 @@ function viewAt(index: number): LeadViewRecorded {
   };
 }
 
-const broker = await spawnBroker();
+const broker = await startBrokerProcess(["--data-dir", BROKER_DIR]);
 const harness = await createTestHarness({
   config: readConfig({}),
   migrations: [migrations],
@@ -193,9 +165,6 @@ try {
   report("ratio: live consumer / raw replay", `${(liveRate / baselineRate).toFixed(3)}x`);
 } finally {
   await harness.close();
-  await new Promise((resolve) => {
-    broker.child.once("exit", resolve);
-    broker.child.kill("SIGTERM");
-  });
+  await broker.stop();
   rmSync(BROKER_DIR, { recursive: true, force: true });
 }

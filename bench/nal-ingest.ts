@@ -15,13 +15,10 @@
  * process with its log in a throwaway directory, so the memory figures are the ingest's alone
  * (an in-process broker would hold every published record in this heap).
  */
-import { spawn } from "node:child_process";
 import { createReadStream } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Bus } from "@th/bus";
 import { contracts } from "@th/contracts";
@@ -43,6 +40,7 @@ import {
   writeNalFile,
 } from "../services/parcels/src/ingest/generate-nal.ts";
 import { ingestFile, type Publish } from "../services/parcels/src/ingest/ingest-file.ts";
+import { startBrokerProcess } from "./support/broker-process.ts";
 import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
 
 const { values } = parseArgs({
@@ -136,24 +134,8 @@ async function severalCounties(
 
 const dir = await mkdtemp(join(tmpdir(), "nal-bench-"));
 const file = join(dir, nalFileName(23, "F", 2025));
-const brokerChild = spawn(
-  process.execPath,
-  [
-    fileURLToPath(new URL("../packages/dev-broker/src/cli.ts", import.meta.url)),
-    ...["--port", "0", "--log-level", "error", "--data-dir", join(dir, "kafka")],
-  ],
-  { stdio: ["ignore", "pipe", "inherit"] },
-);
-const brokerAddress = await new Promise<string>((resolve, reject) => {
-  createInterface({ input: brokerChild.stdout as NodeJS.ReadableStream }).once("line", (line) => {
-    const address = /ready on (\S+)/.exec(line)?.[1];
-    if (address === undefined) {
-      reject(new Error(`unexpected ready line ${line}`));
-    } else {
-      resolve(address);
-    }
-  });
-});
+const broker = await startBrokerProcess(["--data-dir", join(dir, "kafka")]);
+const brokerAddress = broker.address;
 const db = await createTestDatabase([migrations]);
 const logger = createLogger({ service: "bench", level: "warn" });
 const bus = new Bus({ brokers: [brokerAddress], clientId: "bench", logger });
@@ -180,7 +162,7 @@ try {
   const database = new URL(db.url).pathname.slice(1);
   const cpuBefore = process.cpuUsage();
   const postgresBefore = postgresCpuMsOf(database);
-  const brokerBefore = cpuMsOf(brokerChild.pid);
+  const brokerBefore = cpuMsOf(broker.pid);
   const first = await ingestFile({ pool: db.pool, publish }, file, {
     batchSize,
     rejectsPath: null,
@@ -189,7 +171,7 @@ try {
   const firstRate = first.read / first.seconds;
   const ingestCpu = process.cpuUsage(cpuBefore);
   const perRow = (ms: number) => `${((ms * 1000) / first.read).toFixed(1)} µs`;
-  const cpuPerRow = `CPU per row of the first ingest: this process ${perRow((ingestCpu.user + ingestCpu.system) / 1000)}, Postgres ${perRow(postgresCpuMsSince(database, postgresBefore))}, broker ${perRow(cpuMsOf(brokerChild.pid) - brokerBefore)}`;
+  const cpuPerRow = `CPU per row of the first ingest: this process ${perRow((ingestCpu.user + ingestCpu.system) / 1000)}, Postgres ${perRow(postgresCpuMsSince(database, postgresBefore))}, broker ${perRow(cpuMsOf(broker.pid) - brokerBefore)}`;
   const rssAfterFirst = process.memoryUsage().rss;
 
   const again = await ingestFile({ pool: db.pool, publish }, file, {
@@ -234,9 +216,6 @@ try {
   clearInterval(sampler);
   await bus.close();
   await db.drop();
-  await new Promise((resolve) => {
-    brokerChild.once("exit", resolve);
-    brokerChild.kill("SIGTERM");
-  });
+  await broker.stop();
   await rm(dir, { recursive: true, force: true });
 }
