@@ -62,17 +62,45 @@ export function isMultiParcelFlag(raw: string | null): boolean {
 
 const LATEST_ROLL_YEAR = new Date().getUTCFullYear() + 1;
 
-/** A row with more or fewer fields than the header is rejected whole, never half read. */
-function wrongWidth(
+/**
+ * Reads one row with `read`, whole or not at all: a row with more or fewer fields than the header,
+ * or one whose field breaks its column's rule, is rejected with its line and parcel id.
+ */
+function readWhole<C extends string, R>(
+  f: FieldReader<C | "PARCEL_ID">,
   width: number,
-  found: number,
+  fields: readonly string[],
   line: number,
-  parcelId: string | null,
-): { ok: false; reject: { line: number; column: null; reason: string; parcelId: string | null } } {
-  return {
-    ok: false,
-    reject: { line, column: null, reason: `expected ${width} fields, found ${found}`, parcelId },
-  };
+  read: () => R,
+): RowResult<R> {
+  f.fields = fields;
+  if (fields.length !== width) {
+    return {
+      ok: false,
+      reject: {
+        line,
+        column: null,
+        reason: `expected ${width} fields, found ${fields.length}`,
+        parcelId: f.text("PARCEL_ID"),
+      },
+    };
+  }
+  try {
+    return { ok: true, row: read() };
+  } catch (error) {
+    if (error instanceof FieldError) {
+      return {
+        ok: false,
+        reject: {
+          line,
+          column: error.column,
+          reason: error.message,
+          parcelId: f.text("PARCEL_ID"),
+        },
+      };
+    }
+    throw error;
+  }
 }
 
 /** Reads NAL rows by one file's header. A row either reads whole or is rejected whole. */
@@ -87,11 +115,7 @@ export class NalRowReader {
 
   read(fields: readonly string[], line: number): RowResult<NalRow> {
     const f = this.#reader;
-    f.fields = fields;
-    if (fields.length !== this.#width) {
-      return wrongWidth(this.#width, fields.length, line, f.text("PARCEL_ID"));
-    }
-    try {
+    return readWhole(f, this.#width, fields, line, () => {
       // A roll year ahead of next year is a typo that would make every real roll look stale.
       const rollYear = f.requiredInteger("ASMNT_YR", { min: 1900, max: LATEST_ROLL_YEAR });
       const sales: RollSale[] = [];
@@ -112,54 +136,38 @@ export class NalRowReader {
         }
       }
       return {
-        ok: true,
-        row: {
-          line,
-          countyNo: f.requiredInteger("CO_NO", { min: 11, max: 77 }),
-          parcelId: f.requiredText("PARCEL_ID"),
-          rollYear,
-          dorUc: f.code("DOR_UC", 3),
-          appraiserUc: f.text("PA_UC"),
-          justValue: f.requiredInteger("JV", { min: 0 }),
-          assessedValue: f.integer("AV_NSD", { min: 0 }),
-          taxableValue: f.integer("TV_NSD", { min: 0 }),
-          landValue: f.integer("LND_VAL", { min: 0 }),
-          homesteadJustValue: f.integer("JV_HMSTD", { min: 0 }),
-          homesteadExemption: f.integer("EXMPT_01", { min: 0 }),
-          landSqft: f.integer("LND_SQFOOT", { min: 0 }),
-          yearBuilt: f.integer("ACT_YR_BLT", { min: 0, max: rollYear + 5 }) || null,
-          livingAreaSqft: f.integer("TOT_LVG_AREA", { min: 0, max: 2_000_000_000 }),
-          residentialUnits: f.integer("NO_RES_UNTS", { min: 0 }),
-          sales,
-          ownerName: f.text("OWN_NAME"),
-          ownerAddress1: f.text("OWN_ADDR1"),
-          ownerAddress2: f.text("OWN_ADDR2"),
-          ownerCity: f.text("OWN_CITY"),
-          ownerState: f.text("OWN_STATE"),
-          ownerZip: f.text("OWN_ZIPCD"),
-          fiduciaryName: f.text("FIDU_NAME"),
-          situsAddress1: f.text("PHY_ADDR1"),
-          situsAddress2: f.text("PHY_ADDR2"),
-          situsCity: f.text("PHY_CITY"),
-          situsZip: f.text("PHY_ZIPCD"),
-          publicLand: f.text("PUBLIC_LND"),
-          seqNo: f.integer("SEQ_NO"),
-        },
+        line,
+        countyNo: f.requiredInteger("CO_NO", { min: 11, max: 77 }),
+        parcelId: f.requiredText("PARCEL_ID"),
+        rollYear,
+        dorUc: f.code("DOR_UC", 3),
+        appraiserUc: f.text("PA_UC"),
+        justValue: f.requiredInteger("JV", { min: 0 }),
+        assessedValue: f.integer("AV_NSD", { min: 0 }),
+        taxableValue: f.integer("TV_NSD", { min: 0 }),
+        landValue: f.integer("LND_VAL", { min: 0 }),
+        homesteadJustValue: f.integer("JV_HMSTD", { min: 0 }),
+        homesteadExemption: f.integer("EXMPT_01", { min: 0 }),
+        landSqft: f.integer("LND_SQFOOT", { min: 0 }),
+        yearBuilt: f.integer("ACT_YR_BLT", { min: 0, max: rollYear + 5 }) || null,
+        livingAreaSqft: f.integer("TOT_LVG_AREA", { min: 0, max: 2_000_000_000 }),
+        residentialUnits: f.integer("NO_RES_UNTS", { min: 0 }),
+        sales,
+        ownerName: f.text("OWN_NAME"),
+        ownerAddress1: f.text("OWN_ADDR1"),
+        ownerAddress2: f.text("OWN_ADDR2"),
+        ownerCity: f.text("OWN_CITY"),
+        ownerState: f.text("OWN_STATE"),
+        ownerZip: f.text("OWN_ZIPCD"),
+        fiduciaryName: f.text("FIDU_NAME"),
+        situsAddress1: f.text("PHY_ADDR1"),
+        situsAddress2: f.text("PHY_ADDR2"),
+        situsCity: f.text("PHY_CITY"),
+        situsZip: f.text("PHY_ZIPCD"),
+        publicLand: f.text("PUBLIC_LND"),
+        seqNo: f.integer("SEQ_NO"),
       };
-    } catch (error) {
-      if (error instanceof FieldError) {
-        return {
-          ok: false,
-          reject: {
-            line,
-            column: error.column,
-            reason: error.message,
-            parcelId: f.text("PARCEL_ID"),
-          },
-        };
-      }
-      throw error;
-    }
+    });
   }
 }
 
@@ -185,11 +193,7 @@ export class SdfRowReader {
 
   read(fields: readonly string[], line: number): RowResult<SdfSale> {
     const f = this.#reader;
-    f.fields = fields;
-    if (fields.length !== this.#width) {
-      return wrongWidth(this.#width, fields.length, line, f.text("PARCEL_ID"));
-    }
-    try {
+    return readWhole(f, this.#width, fields, line, () => {
       const countyNo = f.requiredInteger("CO_NO", { min: 11, max: 77 });
       const parcelId = f.requiredText("PARCEL_ID");
       const year = f.requiredInteger("SALE_YR", { min: 1800, max: 2200 });
@@ -203,36 +207,20 @@ export class SdfRowReader {
         f.text("SALE_ID_CD") ??
         [year, month, orBook ?? "", orPage ?? "", clerkNo ?? "", price].join("|");
       return {
-        ok: true,
-        row: {
-          line,
-          countyNo,
-          parcelId,
-          saleId,
-          price,
-          year,
-          month,
-          qualificationCode: f.code("QUAL_CD", 2),
-          vacantOrImproved: f.text("VI_CD")?.toUpperCase() ?? null,
-          multiParcel: isMultiParcelFlag(f.text("MULTI_PAR_SAL")),
-          orBook,
-          orPage,
-          clerkNo,
-        },
+        line,
+        countyNo,
+        parcelId,
+        saleId,
+        price,
+        year,
+        month,
+        qualificationCode: f.code("QUAL_CD", 2),
+        vacantOrImproved: f.text("VI_CD")?.toUpperCase() ?? null,
+        multiParcel: isMultiParcelFlag(f.text("MULTI_PAR_SAL")),
+        orBook,
+        orPage,
+        clerkNo,
       };
-    } catch (error) {
-      if (error instanceof FieldError) {
-        return {
-          ok: false,
-          reject: {
-            line,
-            column: error.column,
-            reason: error.message,
-            parcelId: f.text("PARCEL_ID"),
-          },
-        };
-      }
-      throw error;
-    }
+    });
   }
 }
