@@ -70,6 +70,21 @@ describe("refuseDevDefaultsInProduction", () => {
       refuseDevDefaultsInProduction({ NODE_ENV: "production", TOKEN: "dev" }, defaults),
     ).toThrow(/TOKEN: must be set in production/);
   });
+
+  it("is applied by load to the secrets a schema declares with a development default", () => {
+    const withToken = defineConfig(
+      { ...commonShape, INTERNAL_TOKEN: vars.internalToken() },
+      { devDefaults: DEV_SECRETS },
+    );
+    expect(withToken.load({}).INTERNAL_TOKEN).toBe(DEV_SECRETS.INTERNAL_TOKEN);
+    expect(() => withToken.load({ NODE_ENV: "production" })).toThrow(
+      /INTERNAL_TOKEN: must be set in production/,
+    );
+    const token = "a-real-internal-token-of-this-deployment";
+    expect(withToken.load({ NODE_ENV: "production", INTERNAL_TOKEN: token }).INTERNAL_TOKEN).toBe(
+      token,
+    );
+  });
 });
 
 describe("DEV_SECRETS", () => {

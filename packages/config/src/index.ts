@@ -19,10 +19,14 @@ export type Environment = Readonly<Record<string, string | undefined>>;
 
 /**
  * Declares a service's configuration as one zod object keyed by environment variable names.
- * `load` parses the whole environment once and fails fast naming every bad variable; services
- * pass the result down instead of reading `process.env` anywhere else.
+ * `load` parses the whole environment once and fails fast naming every bad variable, and in
+ * production refuses any of `devDefaults` (secrets whose default is for development only);
+ * services pass the result down instead of reading `process.env` anywhere else.
  */
-export function defineConfig<Shape extends z.ZodRawShape>(shape: Shape) {
+export function defineConfig<Shape extends z.ZodRawShape>(
+  shape: Shape,
+  options: { devDefaults?: Record<string, string> } = {},
+) {
   const schema = z.object(shape);
   return {
     schema,
@@ -40,6 +44,12 @@ export function defineConfig<Shape extends z.ZodRawShape>(shape: Shape) {
           })),
         );
       }
+      if (options.devDefaults) {
+        refuseDevDefaultsInProduction(
+          parsed.data as { NODE_ENV: string } & Record<string, unknown>,
+          options.devDefaults,
+        );
+      }
       return parsed.data;
     },
   };
@@ -53,6 +63,8 @@ export const vars = {
     z.url().refine((value) => protocols.some((protocol) => value.startsWith(`${protocol}:`)), {
       message: `must be a URL starting with ${protocols.map((p) => `${p}:`).join(" or ")}`,
     }),
+  /** Shared secret the gateway presents on the services' internal APIs. */
+  internalToken: () => z.string().min(16).default(DEV_SECRETS.INTERNAL_TOKEN),
   /** Interface to listen on; containers need all interfaces. */
   host: () => z.string().min(1).default("0.0.0.0"),
   flag: (fallback: boolean) => z.stringbool().default(fallback),

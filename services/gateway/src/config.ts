@@ -1,48 +1,42 @@
-import {
-  commonShape,
-  DEV_SECRETS,
-  decodeKey,
-  defineConfig,
-  refuseDevDefaultsInProduction,
-  vars,
-  z,
-} from "@th/config";
+import { commonShape, DEV_SECRETS, decodeKey, defineConfig, vars, z } from "@th/config";
 
 const DEV_SESSION_SECRET = "dev-session-secret-not-for-production-0000";
 
-export const configSchema = defineConfig({
-  ...commonShape,
-  PORT: vars.port(8080),
-  INTERNAL_PORT: vars.port(9080),
-  HOST: vars.host(),
-  /** Server pepper of API key hashes; must equal the keys service's. */
-  KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
-  /** Shared secret presented on calls to the services' internal APIs. */
-  INTERNAL_TOKEN: z.string().min(16).default(DEV_SECRETS.INTERNAL_TOKEN),
-  KEYS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8081"),
-  LEDGER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8082"),
-  PARCELS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8083"),
-  MATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8084"),
-  DISPATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8085"),
-  /** Where 403 and 402 answers send a tenant to upgrade. */
-  UPGRADE_URL: vars.url(["http", "https"]).default("https://terminal.house/pricing"),
-  /** Per client IP, for `/v1/public/*`. */
-  PUBLIC_RATE_PER_MINUTE: vars.positiveInt(30),
-  /** Per client IP, for requests refused with 401, so keys cannot be guessed at speed. */
-  AUTH_FAILURE_RATE_PER_MINUTE: vars.positiveInt(60),
-  /** How long a tenant's tier and limits are trusted from the cache; tier changes show within it. */
-  TENANT_CACHE_SECONDS: vars.positiveInt(30),
-  /** Timeout of calls to internal services. */
-  UPSTREAM_TIMEOUT_MS: vars.positiveInt(10_000),
-  /** Signs dashboard session tokens (HS256); at least 32 bytes, set in production. */
-  SESSION_SECRET: z.string().min(32).default(DEV_SESSION_SECRET),
-  /** Lifetime of the dashboard's access cookie; the page refreshes it before it ends. */
-  SESSION_ACCESS_SECONDS: vars.positiveInt(900),
-  /** Lifetime of a dashboard sign-in: after it the member signs in again. */
-  SESSION_REFRESH_SECONDS: vars.positiveInt(43_200),
-  /** Where the dashboard's built assets are; empty: the `@th/dashboard` package's `dist`. */
-  DASHBOARD_DIR: z.string().optional(),
-});
+export const configSchema = defineConfig(
+  {
+    ...commonShape,
+    PORT: vars.port(8080),
+    INTERNAL_PORT: vars.port(9080),
+    HOST: vars.host(),
+    /** Server pepper of API key hashes; must equal the keys service's. */
+    KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
+    INTERNAL_TOKEN: vars.internalToken(),
+    KEYS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8081"),
+    LEDGER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8082"),
+    PARCELS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8083"),
+    MATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8084"),
+    DISPATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8085"),
+    /** Where 403 and 402 answers send a tenant to upgrade. */
+    UPGRADE_URL: vars.url(["http", "https"]).default("https://terminal.house/pricing"),
+    /** Per client IP, for `/v1/public/*`. */
+    PUBLIC_RATE_PER_MINUTE: vars.positiveInt(30),
+    /** Per client IP, for requests refused with 401, so keys cannot be guessed at speed. */
+    AUTH_FAILURE_RATE_PER_MINUTE: vars.positiveInt(60),
+    /** How long a tenant's tier and limits are trusted from the cache; tier changes show within it. */
+    TENANT_CACHE_SECONDS: vars.positiveInt(30),
+    /** Timeout of calls to internal services. */
+    UPSTREAM_TIMEOUT_MS: vars.positiveInt(10_000),
+    /** Signs dashboard session tokens (HS256); at least 32 bytes, set in production. */
+    SESSION_SECRET: z.string().min(32).default(DEV_SESSION_SECRET),
+    /** Lifetime of the dashboard's access cookie; the page refreshes it before it ends. */
+    SESSION_ACCESS_SECONDS: vars.positiveInt(900),
+    /** Lifetime of a dashboard sign-in: after it the member signs in again. */
+    SESSION_REFRESH_SECONDS: vars.positiveInt(43_200),
+    /** Where the dashboard's built assets are; empty: the `@th/dashboard` package's `dist`. */
+    DASHBOARD_DIR: z.string().optional(),
+  },
+  { devDefaults: { ...DEV_SECRETS, SESSION_SECRET: DEV_SESSION_SECRET } },
+);
 
 export type Config = ReturnType<typeof configSchema.load>;
 
@@ -50,9 +44,7 @@ export type Config = ReturnType<typeof configSchema.load>;
 export function readConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
-  const config = configSchema.load(env);
-  refuseDevDefaultsInProduction(config, { ...DEV_SECRETS, SESSION_SECRET: DEV_SESSION_SECRET });
-  return config;
+  return configSchema.load(env);
 }
 
 export function pepperOf(config: Config): Buffer {

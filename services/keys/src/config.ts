@@ -1,27 +1,21 @@
-import {
-  commonShape,
-  DEV_SECRETS,
-  decodeKey,
-  defineConfig,
-  refuseDevDefaultsInProduction,
-  vars,
-  z,
-} from "@th/config";
+import { commonShape, DEV_SECRETS, decodeKey, defineConfig, vars, z } from "@th/config";
 
-export const configSchema = defineConfig({
-  ...commonShape,
-  PORT: vars.port(8081),
-  INTERNAL_PORT: vars.port(9081),
-  HOST: vars.host(),
-  /** Server pepper of API key hashes (HMAC-SHA-256); 32 bytes. */
-  KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
-  /** Shared secret the gateway presents on internal calls. */
-  INTERNAL_TOKEN: z.string().min(16).default(DEV_SECRETS.INTERNAL_TOKEN),
-  /** `local` is the built-in test processor; a real processor adds its own value. */
-  PAYMENT_PROVIDER: z.enum(["local"]).default("local"),
-  /** How often ended trials are looked for and charged. */
-  TRIAL_CONVERSION_INTERVAL_MS: vars.positiveInt(60_000),
-});
+export const configSchema = defineConfig(
+  {
+    ...commonShape,
+    PORT: vars.port(8081),
+    INTERNAL_PORT: vars.port(9081),
+    HOST: vars.host(),
+    /** Server pepper of API key hashes (HMAC-SHA-256); 32 bytes. */
+    KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
+    INTERNAL_TOKEN: vars.internalToken(),
+    /** `local` is the built-in test processor; a real processor adds its own value. */
+    PAYMENT_PROVIDER: z.enum(["local"]).default("local"),
+    /** How often ended trials are looked for and charged. */
+    TRIAL_CONVERSION_INTERVAL_MS: vars.positiveInt(60_000),
+  },
+  { devDefaults: DEV_SECRETS },
+);
 
 export type Config = ReturnType<typeof configSchema.load>;
 
@@ -29,9 +23,7 @@ export type Config = ReturnType<typeof configSchema.load>;
 export function readConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
-  const config = configSchema.load(env);
-  refuseDevDefaultsInProduction(config, DEV_SECRETS);
-  return config;
+  return configSchema.load(env);
 }
 
 export function pepperOf(config: Config): Buffer {

@@ -1,30 +1,25 @@
-import {
-  commonShape,
-  DEV_SECRETS,
-  defineConfig,
-  refuseDevDefaultsInProduction,
-  vars,
-  z,
-} from "@th/config";
+import { commonShape, DEV_SECRETS, defineConfig, vars } from "@th/config";
 
-export const configSchema = defineConfig({
-  ...commonShape,
-  PORT: vars.port(8084),
-  INTERNAL_PORT: vars.port(9084),
-  HOST: vars.host(),
-  /** Shared secret the gateway presents on internal calls. */
-  INTERNAL_TOKEN: z.string().min(16).default(DEV_SECRETS.INTERNAL_TOKEN),
-  /** parcel.ingested partitions this instance matches at once (their writes share transactions). */
-  MATCH_PARTITIONS_CONCURRENTLY: vars.positiveInt(12),
-  /** parcel.ingested partitions written into the parcel projection at once. */
-  PROJECTION_PARTITIONS_CONCURRENTLY: vars.positiveInt(12),
-  /** Most parcels one manual run evaluates, most recently observed first. */
-  MANUAL_RUN_MAX_PARCELS: vars.positiveInt(50_000),
-  /** Live watchlists one tenant may keep. */
-  MAX_WATCHLISTS_PER_TENANT: vars.positiveInt(500),
-  /** Refresh of the watchlist cache when no change notification arrived. */
-  WATCHLIST_POLL_MS: vars.positiveInt(1000),
-});
+export const configSchema = defineConfig(
+  {
+    ...commonShape,
+    PORT: vars.port(8084),
+    INTERNAL_PORT: vars.port(9084),
+    HOST: vars.host(),
+    INTERNAL_TOKEN: vars.internalToken(),
+    /** parcel.ingested partitions this instance matches at once (their writes share transactions). */
+    MATCH_PARTITIONS_CONCURRENTLY: vars.positiveInt(12),
+    /** parcel.ingested partitions written into the parcel projection at once. */
+    PROJECTION_PARTITIONS_CONCURRENTLY: vars.positiveInt(12),
+    /** Most parcels one manual run evaluates, most recently observed first. */
+    MANUAL_RUN_MAX_PARCELS: vars.positiveInt(50_000),
+    /** Live watchlists one tenant may keep. */
+    MAX_WATCHLISTS_PER_TENANT: vars.positiveInt(500),
+    /** Refresh of the watchlist cache when no change notification arrived. */
+    WATCHLIST_POLL_MS: vars.positiveInt(1000),
+  },
+  { devDefaults: DEV_SECRETS },
+);
 
 export type Config = ReturnType<typeof configSchema.load>;
 
@@ -32,7 +27,5 @@ export type Config = ReturnType<typeof configSchema.load>;
 export function readConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
-  const config = configSchema.load(env);
-  refuseDevDefaultsInProduction(config, DEV_SECRETS);
-  return config;
+  return configSchema.load(env);
 }

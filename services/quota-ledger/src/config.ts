@@ -1,26 +1,21 @@
-import {
-  commonShape,
-  DEV_SECRETS,
-  defineConfig,
-  refuseDevDefaultsInProduction,
-  vars,
-  z,
-} from "@th/config";
+import { commonShape, DEV_SECRETS, defineConfig, vars } from "@th/config";
 
-export const configSchema = defineConfig({
-  ...commonShape,
-  PORT: vars.port(8082),
-  INTERNAL_PORT: vars.port(9082),
-  HOST: vars.host(),
-  /** Shared secret the gateway presents on internal calls. */
-  INTERNAL_TOKEN: z.string().min(16).default(DEV_SECRETS.INTERNAL_TOKEN),
-  /** How long the seed answer waits for the ledger to reach the tenant's partition's end. */
-  SEED_CATCH_UP_TIMEOUT_MS: vars.positiveInt(5000),
-  /** leadview.recorded partitions written at once by the live ledger consumer. */
-  LEDGER_PARTITIONS_CONCURRENTLY: vars.positiveInt(4),
-  /** How long a rebuild waits for the live ledger to reach the offsets it replayed. */
-  REBUILD_LIVE_CATCH_UP_TIMEOUT_MS: vars.positiveInt(30_000),
-});
+export const configSchema = defineConfig(
+  {
+    ...commonShape,
+    PORT: vars.port(8082),
+    INTERNAL_PORT: vars.port(9082),
+    HOST: vars.host(),
+    INTERNAL_TOKEN: vars.internalToken(),
+    /** How long the seed answer waits for the ledger to reach the tenant's partition's end. */
+    SEED_CATCH_UP_TIMEOUT_MS: vars.positiveInt(5000),
+    /** leadview.recorded partitions written at once by the live ledger consumer. */
+    LEDGER_PARTITIONS_CONCURRENTLY: vars.positiveInt(4),
+    /** How long a rebuild waits for the live ledger to reach the offsets it replayed. */
+    REBUILD_LIVE_CATCH_UP_TIMEOUT_MS: vars.positiveInt(30_000),
+  },
+  { devDefaults: DEV_SECRETS },
+);
 
 export type Config = ReturnType<typeof configSchema.load>;
 
@@ -28,7 +23,5 @@ export type Config = ReturnType<typeof configSchema.load>;
 export function readConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
-  const config = configSchema.load(env);
-  refuseDevDefaultsInProduction(config, DEV_SECRETS);
-  return config;
+  return configSchema.load(env);
 }

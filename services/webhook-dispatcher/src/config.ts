@@ -4,7 +4,6 @@ import {
   DEV_SECRETS,
   decodeKey,
   defineConfig,
-  refuseDevDefaultsInProduction,
   vars,
   z,
 } from "@th/config";
@@ -13,65 +12,67 @@ import {
 export const DEV_SECRET_KEYS =
   "dev1:4d1b2f0c8a7e6d5c4b3a29180f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6";
 
-export const configSchema = defineConfig({
-  ...commonShape,
-  PORT: vars.port(8085),
-  INTERNAL_PORT: vars.port(9085),
-  HOST: vars.host(),
-  /** Shared secret the gateway presents on internal calls. */
-  INTERNAL_TOKEN: z.string().min(16).default(DEV_SECRETS.INTERNAL_TOKEN),
-  /** The matcher's internal API, asked whether a watchlist belongs to the caller's tenant. */
-  MATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8084"),
-  /** The quota ledger's internal API, for re-seeding lead-view counters. */
-  LEDGER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8082"),
-  UPSTREAM_TIMEOUT_MS: vars.positiveInt(10_000),
-  /**
-   * Keys that encrypt endpoint secrets at rest: `id:key` pairs (32-byte keys in hex or base64),
-   * comma-separated. The first encrypts new secrets; the others still decrypt older rows.
-   */
-  SECRET_KEYS: z
-    .string()
-    .default(DEV_SECRET_KEYS)
-    .refine(
-      (value) =>
-        value
-          .split(",")
-          .every(
-            (pair) =>
-              /^[\w-]{1,32}:/.test(pair) &&
-              decodeKey(pair.slice(pair.indexOf(":") + 1)) !== undefined,
-          ),
-      { message: "must be comma-separated id:key pairs with 32-byte keys" },
-    ),
-  /** How long the previous secret keeps signing after a rotation (both `v1=` are sent). */
-  SECRET_ROTATION_OVERLAP_SECONDS: vars.positiveInt(86_400),
-  /**
-   * Development only: allows `http://` endpoint URLs and loopback addresses (never other private
-   * ranges). Refused when NODE_ENV is production.
-   */
-  WEBHOOK_ALLOW_LOOPBACK_HTTP: vars.flag(false),
-  /** A receiver gets this long to answer an attempt. */
-  DELIVERY_TIMEOUT_MS: vars.positiveInt(10_000),
-  /**
-   * Multiplies the 30 s and 5 min retry stages and the 30 min dead-letter wait (tests shrink
-   * them); the 1 s and 5 s stages always run in real time. 1 in production.
-   */
-  LONG_DELAY_SCALE: z.coerce.number().positive().max(1).default(1),
-  /** How long a claimed delivery and a tenant concurrency slot stay leased without renewal. */
-  LEASE_MS: vars.positiveInt(20_000),
-  /**
-   * Scheduler poll interval. New work wakes the worker of the process that took it in (a match,
-   * a retry hand-off, a replay, a release), so polling only finds what another process left:
-   * expired leases and missed retries. Every poll is a claim statement.
-   */
-  POLL_MS: vars.positiveInt(100),
-  /** Deliveries in flight in this process at once, across tenants. */
-  MAX_IN_FLIGHT: vars.positiveInt(512),
-  /** A retry the retry topic did not hand back this long after its due time is run anyway. */
-  RETRY_SWEEP_GRACE_MS: vars.positiveInt(5_000),
-  /** Concurrency of a tenant not yet seen on `tenant.changed`. */
-  DEFAULT_CONCURRENT_WEBHOOKS: vars.positiveInt(5),
-});
+export const configSchema = defineConfig(
+  {
+    ...commonShape,
+    PORT: vars.port(8085),
+    INTERNAL_PORT: vars.port(9085),
+    HOST: vars.host(),
+    INTERNAL_TOKEN: vars.internalToken(),
+    /** The matcher's internal API, asked whether a watchlist belongs to the caller's tenant. */
+    MATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8084"),
+    /** The quota ledger's internal API, for re-seeding lead-view counters. */
+    LEDGER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8082"),
+    UPSTREAM_TIMEOUT_MS: vars.positiveInt(10_000),
+    /**
+     * Keys that encrypt endpoint secrets at rest: `id:key` pairs (32-byte keys in hex or base64),
+     * comma-separated. The first encrypts new secrets; the others still decrypt older rows.
+     */
+    SECRET_KEYS: z
+      .string()
+      .default(DEV_SECRET_KEYS)
+      .refine(
+        (value) =>
+          value
+            .split(",")
+            .every(
+              (pair) =>
+                /^[\w-]{1,32}:/.test(pair) &&
+                decodeKey(pair.slice(pair.indexOf(":") + 1)) !== undefined,
+            ),
+        { message: "must be comma-separated id:key pairs with 32-byte keys" },
+      ),
+    /** How long the previous secret keeps signing after a rotation (both `v1=` are sent). */
+    SECRET_ROTATION_OVERLAP_SECONDS: vars.positiveInt(86_400),
+    /**
+     * Development only: allows `http://` endpoint URLs and loopback addresses (never other private
+     * ranges). Refused when NODE_ENV is production.
+     */
+    WEBHOOK_ALLOW_LOOPBACK_HTTP: vars.flag(false),
+    /** A receiver gets this long to answer an attempt. */
+    DELIVERY_TIMEOUT_MS: vars.positiveInt(10_000),
+    /**
+     * Multiplies the 30 s and 5 min retry stages and the 30 min dead-letter wait (tests shrink
+     * them); the 1 s and 5 s stages always run in real time. 1 in production.
+     */
+    LONG_DELAY_SCALE: z.coerce.number().positive().max(1).default(1),
+    /** How long a claimed delivery and a tenant concurrency slot stay leased without renewal. */
+    LEASE_MS: vars.positiveInt(20_000),
+    /**
+     * Scheduler poll interval. New work wakes the worker of the process that took it in (a match,
+     * a retry hand-off, a replay, a release), so polling only finds what another process left:
+     * expired leases and missed retries. Every poll is a claim statement.
+     */
+    POLL_MS: vars.positiveInt(100),
+    /** Deliveries in flight in this process at once, across tenants. */
+    MAX_IN_FLIGHT: vars.positiveInt(512),
+    /** A retry the retry topic did not hand back this long after its due time is run anyway. */
+    RETRY_SWEEP_GRACE_MS: vars.positiveInt(5_000),
+    /** Concurrency of a tenant not yet seen on `tenant.changed`. */
+    DEFAULT_CONCURRENT_WEBHOOKS: vars.positiveInt(5),
+  },
+  { devDefaults: { INTERNAL_TOKEN: DEV_SECRETS.INTERNAL_TOKEN, SECRET_KEYS: DEV_SECRET_KEYS } },
+);
 
 export type Config = ReturnType<typeof configSchema.load>;
 
@@ -80,10 +81,6 @@ export function readConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
   const config = configSchema.load(env);
-  refuseDevDefaultsInProduction(config, {
-    INTERNAL_TOKEN: DEV_SECRETS.INTERNAL_TOKEN,
-    SECRET_KEYS: DEV_SECRET_KEYS,
-  });
   refuseDevFlagsInProduction(config);
   return config;
 }
