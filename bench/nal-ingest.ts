@@ -17,7 +17,7 @@
  */
 import { createReadStream } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Bus } from "@th/bus";
@@ -171,7 +171,12 @@ try {
   const firstRate = first.read / first.seconds;
   const ingestCpu = process.cpuUsage(cpuBefore);
   const perRow = (ms: number) => `${((ms * 1000) / first.read).toFixed(1)} µs`;
-  const cpuPerRow = `CPU per row of the first ingest: this process ${perRow((ingestCpu.user + ingestCpu.system) / 1000)}, Postgres ${perRow(postgresCpuMsSince(database, postgresBefore))}, broker ${perRow(cpuMsOf(broker.pid) - brokerBefore)}`;
+  const processMs = (ingestCpu.user + ingestCpu.system) / 1000;
+  const postgresMs = postgresCpuMsSince(database, postgresBefore);
+  const brokerMs = cpuMsOf(broker.pid) - brokerBefore;
+  // Every row costs this much CPU on one machine whatever runs in parallel: the cores cap the rate.
+  const ceiling = (cpus().length * 1000 * first.read) / (processMs + postgresMs + brokerMs);
+  const cpuPerRow = `CPU per row of the first ingest: this process ${perRow(processMs)}, Postgres ${perRow(postgresMs)}, broker ${perRow(brokerMs)}; ${cpus().length} cores fully busy at that cost would do at most ${Math.round(ceiling).toLocaleString("en-US")} rows/s`;
   const rssAfterFirst = process.memoryUsage().rss;
 
   const again = await ingestFile({ pool: db.pool, publish }, file, {
