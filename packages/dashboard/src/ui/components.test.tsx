@@ -1,7 +1,7 @@
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import { ApiFailure } from "./api.ts";
-import { CheckboxGroup, Problem, SecretOnce } from "./components.tsx";
+import { CheckboxGroup, Problem, SecretOnce, TextField } from "./components.tsx";
 
 describe("an API failure on the page", () => {
   it("a tier gate becomes an upgrade prompt with the 403's own upgrade URL", () => {
@@ -65,5 +65,35 @@ describe("a checkbox group", () => {
     expect(html).toContain('title="what fires absentee_owner"');
     expect(html).toMatch(/<input type="checkbox"\/>Absentee owner/);
     expect(html).toMatch(/<input type="checkbox" checked=""\/>High equity/);
+  });
+});
+
+describe("a text field", () => {
+  it("labels its input, announces its hint with it and passes the input's own attributes on", () => {
+    const html = renderToStaticMarkup(
+      <TextField
+        label="Endpoint URL"
+        hint="HTTPS only."
+        type="url"
+        required
+        value="https://example.com/hook"
+        onChange={() => {}}
+      />,
+    );
+    const inputId = /<input id="([^"]+)"/.exec(html)?.[1];
+    const hintId = /<p class="hint" id="([^"]+)"/.exec(html)?.[1];
+    expect(inputId).toBeTruthy();
+    expect(html).toContain(`<label for="${inputId}">Endpoint URL</label>`);
+    expect(html).toContain(`aria-describedby="${hintId}"`);
+    expect(html).toContain('type="url"');
+    expect(html).toContain("required");
+    expect(html).toContain('value="https://example.com/hook"');
+  });
+
+  it("without a hint, describes the input by nothing", () => {
+    const html = renderToStaticMarkup(<TextField label="City" value="" onChange={() => {}} />);
+    expect(html).toContain("<label");
+    expect(html).not.toContain("aria-describedby");
+    expect(html).not.toContain('class="hint"');
   });
 });

@@ -1,4 +1,12 @@
-import { type ReactNode, useCallback, useEffect, useId, useRef, useState } from "react";
+import {
+  type InputHTMLAttributes,
+  type ReactNode,
+  useCallback,
+  useEffect,
+  useId,
+  useRef,
+  useState,
+} from "react";
 import { ApiFailure } from "./api.ts";
 import { fieldMessages, humanize } from "./logic.ts";
 
@@ -83,6 +91,21 @@ export function Field(props: {
         </p>
       ) : null}
     </div>
+  );
+}
+
+/** A labelled text input, its hint (if any) announced with it; other props go to the input. */
+export function TextField(
+  props: { label: string; hint?: string } & Omit<
+    InputHTMLAttributes<HTMLInputElement>,
+    "id" | "aria-describedby"
+  >,
+) {
+  const { label, hint, ...input } = props;
+  return (
+    <Field label={label} {...(hint === undefined ? {} : { hint })}>
+      {(id, describedBy) => <input id={id} aria-describedby={describedBy} {...input} />}
+    </Field>
   );
 }
 

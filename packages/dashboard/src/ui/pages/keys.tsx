@@ -1,7 +1,16 @@
 import { useState } from "react";
 import { ApiFailure, api } from "../api.ts";
 import type { Session } from "../app.tsx";
-import { Card, Empty, Field, Loading, Page, Problem, SecretOnce, useLoad } from "../components.tsx";
+import {
+  Card,
+  Empty,
+  Loading,
+  Page,
+  Problem,
+  SecretOnce,
+  TextField,
+  useLoad,
+} from "../components.tsx";
 import { formatAge, formatDate, rotationReminder } from "../logic.ts";
 
 interface ApiKey {
@@ -49,18 +58,14 @@ export function KeysPage(props: { session: Session }) {
                 }
               }}
             >
-              <Field label="Label" hint="Where the key will live, e.g. “CRM sync”.">
-                {(id, hint) => (
-                  <input
-                    id={id}
-                    required
-                    maxLength={100}
-                    aria-describedby={hint}
-                    value={label}
-                    onChange={(event) => setLabel(event.target.value)}
-                  />
-                )}
-              </Field>
+              <TextField
+                label="Label"
+                hint="Where the key will live, e.g. “CRM sync”."
+                required
+                maxLength={100}
+                value={label}
+                onChange={(event) => setLabel(event.target.value)}
+              />
               <button type="submit" className="button primary">
                 Issue key
               </button>

@@ -1,6 +1,15 @@
 import { useState } from "react";
 import { api } from "../api.ts";
-import { Card, CheckboxGroup, Empty, Field, Loading, Page, Problem } from "../components.tsx";
+import {
+  Card,
+  CheckboxGroup,
+  Empty,
+  Field,
+  Loading,
+  Page,
+  Problem,
+  TextField,
+} from "../components.tsx";
 import {
   EMPTY_FILTERS,
   formatDate,
@@ -251,25 +260,15 @@ export function LeadsPage() {
             void search();
           }}
         >
-          <Field label="County number" hint="DOR number, 11–77 (23 is Miami-Dade).">
-            {(id, hint) => (
-              <input
-                id={id}
-                inputMode="numeric"
-                aria-describedby={hint}
-                value={filters.county}
-                onChange={set("county")}
-              />
-            )}
-          </Field>
-          <Field label="City">
-            {(id) => <input id={id} value={filters.city} onChange={set("city")} />}
-          </Field>
-          <Field label="ZIP">
-            {(id) => (
-              <input id={id} inputMode="numeric" value={filters.zip} onChange={set("zip")} />
-            )}
-          </Field>
+          <TextField
+            label="County number"
+            hint="DOR number, 11–77 (23 is Miami-Dade)."
+            inputMode="numeric"
+            value={filters.county}
+            onChange={set("county")}
+          />
+          <TextField label="City" value={filters.city} onChange={set("city")} />
+          <TextField label="ZIP" inputMode="numeric" value={filters.zip} onChange={set("zip")} />
           <Field label="Use class">
             {(id) => (
               <select id={id} value={filters.use_class} onChange={set("use_class")}>
@@ -282,46 +281,30 @@ export function LeadsPage() {
               </select>
             )}
           </Field>
-          <Field label="Min just value ($)">
-            {(id) => (
-              <input
-                id={id}
-                inputMode="numeric"
-                value={filters.min_just_value}
-                onChange={set("min_just_value")}
-              />
-            )}
-          </Field>
-          <Field label="Max just value ($)">
-            {(id) => (
-              <input
-                id={id}
-                inputMode="numeric"
-                value={filters.max_just_value}
-                onChange={set("max_just_value")}
-              />
-            )}
-          </Field>
-          <Field label="Min equity ($)">
-            {(id) => (
-              <input
-                id={id}
-                inputMode="numeric"
-                value={filters.min_equity}
-                onChange={set("min_equity")}
-              />
-            )}
-          </Field>
-          <Field label="Max equity ($)">
-            {(id) => (
-              <input
-                id={id}
-                inputMode="numeric"
-                value={filters.max_equity}
-                onChange={set("max_equity")}
-              />
-            )}
-          </Field>
+          <TextField
+            label="Min just value ($)"
+            inputMode="numeric"
+            value={filters.min_just_value}
+            onChange={set("min_just_value")}
+          />
+          <TextField
+            label="Max just value ($)"
+            inputMode="numeric"
+            value={filters.max_just_value}
+            onChange={set("max_just_value")}
+          />
+          <TextField
+            label="Min equity ($)"
+            inputMode="numeric"
+            value={filters.min_equity}
+            onChange={set("min_equity")}
+          />
+          <TextField
+            label="Max equity ($)"
+            inputMode="numeric"
+            value={filters.max_equity}
+            onChange={set("max_equity")}
+          />
           <CheckboxGroup
             legend="Signals (a lead must have all that are ticked)"
             options={SIGNALS}

@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { ApiFailure, api } from "../api.ts";
 import type { Session } from "../app.tsx";
-import { Field, navigate, Problem } from "../components.tsx";
+import { Field, navigate, Problem, TextField } from "../components.tsx";
 
 type Account = { tenant_id: string; company: string };
 
@@ -54,34 +54,26 @@ export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
           <span>Terminal House</span>
         </div>
         <h1 id="sign-in-title">Sign in to your dashboard</h1>
-        <Field label="Email">
-          {(id) => (
-            <input
-              id={id}
-              type="email"
-              autoComplete="username"
-              required
-              value={email}
-              onChange={(event) => {
-                setEmail(event.target.value);
-                setAccounts([]);
-                setTenantId("");
-              }}
-            />
-          )}
-        </Field>
-        <Field label="Password">
-          {(id) => (
-            <input
-              id={id}
-              type="password"
-              autoComplete="current-password"
-              required
-              value={password}
-              onChange={(event) => setPassword(event.target.value)}
-            />
-          )}
-        </Field>
+        <TextField
+          label="Email"
+          type="email"
+          autoComplete="username"
+          required
+          value={email}
+          onChange={(event) => {
+            setEmail(event.target.value);
+            setAccounts([]);
+            setTenantId("");
+          }}
+        />
+        <TextField
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onChange={(event) => setPassword(event.target.value)}
+        />
         {accounts.length > 1 ? (
           <Field
             label="Account"
@@ -158,32 +150,24 @@ export function SetPasswordPage() {
           </>
         ) : (
           <>
-            <Field label="New password" hint="At least 12 characters.">
-              {(id, hint) => (
-                <input
-                  id={id}
-                  type="password"
-                  autoComplete="new-password"
-                  minLength={12}
-                  required
-                  aria-describedby={hint}
-                  value={password}
-                  onChange={(event) => setPassword(event.target.value)}
-                />
-              )}
-            </Field>
-            <Field label="Repeat the password">
-              {(id) => (
-                <input
-                  id={id}
-                  type="password"
-                  autoComplete="new-password"
-                  required
-                  value={confirm}
-                  onChange={(event) => setConfirm(event.target.value)}
-                />
-              )}
-            </Field>
+            <TextField
+              label="New password"
+              hint="At least 12 characters."
+              type="password"
+              autoComplete="new-password"
+              minLength={12}
+              required
+              value={password}
+              onChange={(event) => setPassword(event.target.value)}
+            />
+            <TextField
+              label="Repeat the password"
+              type="password"
+              autoComplete="new-password"
+              required
+              value={confirm}
+              onChange={(event) => setConfirm(event.target.value)}
+            />
             <Problem error={token ? error : new Error("This link has no token.")} />
             <button type="submit" className="button primary wide" disabled={!token}>
               Set password

@@ -1,7 +1,16 @@
 import { useState } from "react";
 import { api } from "../api.ts";
 import type { Session } from "../app.tsx";
-import { Card, CopyButton, Field, Loading, Page, Problem, useLoad } from "../components.tsx";
+import {
+  Card,
+  CopyButton,
+  Field,
+  Loading,
+  Page,
+  Problem,
+  TextField,
+  useLoad,
+} from "../components.tsx";
 import { formatDate } from "../logic.ts";
 import type { Tenant } from "./overview.tsx";
 
@@ -64,17 +73,13 @@ export function TeamPage(props: { session: Session }) {
                   }
                 }}
               >
-                <Field label="Email">
-                  {(id) => (
-                    <input
-                      id={id}
-                      type="email"
-                      required
-                      value={email}
-                      onChange={(event) => setEmail(event.target.value)}
-                    />
-                  )}
-                </Field>
+                <TextField
+                  label="Email"
+                  type="email"
+                  required
+                  value={email}
+                  onChange={(event) => setEmail(event.target.value)}
+                />
                 <Field label="Role">
                   {(id) => (
                     <select

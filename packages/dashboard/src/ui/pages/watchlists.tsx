@@ -8,6 +8,7 @@ import {
   Loading,
   Page,
   Problem,
+  TextField,
   useLoad,
 } from "../components.tsx";
 import {
@@ -103,17 +104,13 @@ function RecipeEditor(props: {
         }
       }}
     >
-      <Field label="Name">
-        {(id) => (
-          <input
-            id={id}
-            required
-            maxLength={120}
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-          />
-        )}
-      </Field>
+      <TextField
+        label="Name"
+        required
+        maxLength={120}
+        value={name}
+        onChange={(event) => setName(event.target.value)}
+      />
       <fieldset className="tabs">
         <legend className="visually-hidden">Recipe editor</legend>
         <button
@@ -135,67 +132,43 @@ function RecipeEditor(props: {
       </fieldset>
       {mode === "form" ? (
         <div className="filters">
-          <Field label="Counties" hint="DOR numbers, comma-separated (23 is Miami-Dade).">
-            {(id, hint) => (
-              <input
-                id={id}
-                aria-describedby={hint}
-                value={form.counties}
-                onChange={text("counties")}
-              />
-            )}
-          </Field>
-          <Field label="Cities" hint="Comma-separated.">
-            {(id, hint) => (
-              <input
-                id={id}
-                aria-describedby={hint}
-                value={form.cities}
-                onChange={text("cities")}
-              />
-            )}
-          </Field>
-          <Field label="ZIP codes" hint="Comma-separated 5-digit ZIPs.">
-            {(id, hint) => (
-              <input
-                id={id}
-                aria-describedby={hint}
-                value={form.zip_codes}
-                onChange={text("zip_codes")}
-              />
-            )}
-          </Field>
-          <Field label="Min just value ($)">
-            {(id) => (
-              <input
-                id={id}
-                inputMode="numeric"
-                value={form.min_just_value}
-                onChange={text("min_just_value")}
-              />
-            )}
-          </Field>
-          <Field label="Max just value ($)">
-            {(id) => (
-              <input
-                id={id}
-                inputMode="numeric"
-                value={form.max_just_value}
-                onChange={text("max_just_value")}
-              />
-            )}
-          </Field>
-          <Field label="Minimum score" hint="0 to 1; leave empty for any.">
-            {(id, hint) => (
-              <input
-                id={id}
-                inputMode="decimal"
-                aria-describedby={hint}
-                value={form.min_score}
-                onChange={text("min_score")}
-              />
-            )}
-          </Field>
+          <TextField
+            label="Counties"
+            hint="DOR numbers, comma-separated (23 is Miami-Dade)."
+            value={form.counties}
+            onChange={text("counties")}
+          />
+          <TextField
+            label="Cities"
+            hint="Comma-separated."
+            value={form.cities}
+            onChange={text("cities")}
+          />
+          <TextField
+            label="ZIP codes"
+            hint="Comma-separated 5-digit ZIPs."
+            value={form.zip_codes}
+            onChange={text("zip_codes")}
+          />
+          <TextField
+            label="Min just value ($)"
+            inputMode="numeric"
+            value={form.min_just_value}
+            onChange={text("min_just_value")}
+          />
+          <TextField
+            label="Max just value ($)"
+            inputMode="numeric"
+            value={form.max_just_value}
+            onChange={text("max_just_value")}
+          />
+          <TextField
+            label="Minimum score"
+            hint="0 to 1; leave empty for any."
+            inputMode="decimal"
+            value={form.min_score}
+            onChange={text("min_score")}
+          />
           <CheckboxGroup
             legend="Use classes"
             options={USE_CLASSES}

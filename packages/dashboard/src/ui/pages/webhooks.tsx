@@ -1,6 +1,16 @@
 import { Fragment, useState } from "react";
 import { api } from "../api.ts";
-import { Card, Empty, Field, Loading, Page, Problem, SecretOnce, useLoad } from "../components.tsx";
+import {
+  Card,
+  Empty,
+  Field,
+  Loading,
+  Page,
+  Problem,
+  SecretOnce,
+  TextField,
+  useLoad,
+} from "../components.tsx";
 import { formatDateTime } from "../logic.ts";
 import type { Watchlist } from "./watchlists.tsx";
 
@@ -134,16 +144,12 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
             });
           }}
         >
-          <Field label="Replay every dead letter since (UTC)">
-            {(id) => (
-              <input
-                id={id}
-                type="datetime-local"
-                value={since}
-                onChange={(event) => setSince(event.target.value)}
-              />
-            )}
-          </Field>
+          <TextField
+            label="Replay every dead letter since (UTC)"
+            type="datetime-local"
+            value={since}
+            onChange={(event) => setSince(event.target.value)}
+          />
           <button type="submit" className="button primary">
             Bulk replay
           </button>
@@ -269,19 +275,15 @@ function Endpoints(props: { watchlist: Watchlist }) {
             }
           }}
         >
-          <Field label="Endpoint URL" hint="HTTPS; receives a signed POST per match.">
-            {(id, hint) => (
-              <input
-                id={id}
-                type="url"
-                required
-                aria-describedby={hint}
-                placeholder="https://example.com/hooks/terminal-house"
-                value={url}
-                onChange={(event) => setUrl(event.target.value)}
-              />
-            )}
-          </Field>
+          <TextField
+            label="Endpoint URL"
+            hint="HTTPS; receives a signed POST per match."
+            type="url"
+            required
+            placeholder="https://example.com/hooks/terminal-house"
+            value={url}
+            onChange={(event) => setUrl(event.target.value)}
+          />
           <button type="submit" className="button primary">
             Subscribe
           </button>
