@@ -150,8 +150,7 @@ try {
   const size = (await stat(file)).size;
   console.info(`file ${mb(size)} (${Math.round(size / rows)} bytes/row)`);
   await bus.provision([contracts.parcelIngested]);
-  const publish = (events: Parameters<typeof bus.publish>[1]) =>
-    bus.publish(contracts.parcelIngested, events as never);
+  const publish: Publish = (records) => bus.publishEncoded(records);
 
   const baseline = await parseOnly(file);
   const baselineRate = baseline.rows / baseline.seconds;

@@ -6,6 +6,7 @@ import { PARK_HEADERS, type RunningConsumer } from "@th/bus";
 import { contracts, type MatchFound, type ParcelIngested } from "@th/contracts";
 import { parcelIngested } from "@th/contracts/samples";
 import { evaluateRecipe, parcelFacts } from "@th/matcher/domain";
+import { type StoredEventColumns, storedEvent } from "@th/parcels/store";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
@@ -398,10 +399,11 @@ describe("Sample roll: polling and manual runs", () => {
     );
     const { rows } = await stack.harness.db
       .poolFor("parcels")
-      .query<{ event: ParcelIngested }>("SELECT event::json AS event FROM parcels");
+      .query<StoredEventColumns>("SELECT record, record_schema, event FROM parcels");
     expected = rows
-      .filter((row) => evaluateRecipe(recipe as never, row.event).matched)
-      .map((row) => row.event.folio)
+      .map(storedEvent)
+      .filter((event) => evaluateRecipe(recipe as never, event).matched)
+      .map((event) => event.folio)
       .sort();
     expect(expected.length).toBeGreaterThan(10);
     await waitFor("every match event", () =>

@@ -200,7 +200,7 @@ export async function startEdgeStack(
     await ingestFile(
       {
         pool: harness.db.poolFor("parcels"),
-        publish: (events) => harness.bus.publish(contracts.parcelIngested, events),
+        publish: (records) => harness.bus.publishEncoded(records),
       },
       file,
       { rejectsPath: null },

@@ -10,6 +10,7 @@ import { inSpan, startTelemetry } from "@th/telemetry";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { type Delivered, on, PARK_HEADERS } from "./bus.ts";
 import { type Outcome, park, retryLater } from "./outcomes.ts";
+import { encodeValues } from "./serde.ts";
 import { busFixture } from "./testing/fixture.ts";
 
 const kit = busFixture("bus-test");
@@ -92,6 +93,39 @@ describe("bus", () => {
         .map((message) => message.value);
       expect(got).toEqual(sent);
     }
+  });
+
+  it("delivers records encoded ahead of their publish as publish delivers their values", async () => {
+    const contract = await kit.isolatedTopic(4);
+    const received: Delivered<LeadViewRecorded>[] = [];
+    await consume(contract, async (message) => {
+      received.push(message);
+      return undefined;
+    });
+    // One value larger than the shared buffer encodeValues starts with, so it grows.
+    const values = Array.from({ length: 12 }, (_, i) =>
+      view(`tenant-${i % 3}`, i === 7 ? `folio-${"7".repeat(20_000)}` : `folio-${i}`),
+    );
+    await kit.bus.publishEncoded({
+      contract,
+      keys: values.map((value) => contract.keyOf(value)),
+      values: encodeValues(contract, values),
+    });
+    await kit.bus.publish(contract, values);
+    await vi.waitFor(() => expect(received).toHaveLength(24), { timeout: 15_000 });
+    expect(new Set(received.map((message) => message.headers[SCHEMA_HEADER]))).toEqual(
+      new Set([`${contract.schemaName}@${contract.fingerprint}`]),
+    );
+    for (const tenant of ["tenant-0", "tenant-1", "tenant-2"]) {
+      const sent = values.filter((value) => value.tenant_id === tenant);
+      const got = received.filter((message) => message.key === tenant);
+      // The same partition as publish chose, and each value twice in order: encoded, then plain.
+      expect(new Set(got.map((message) => message.partition)).size).toBe(1);
+      expect(got.map((message) => message.value)).toEqual([...sent, ...sent]);
+    }
+    await expect(
+      kit.bus.publishEncoded({ contract, keys: ["tenant-0"], values: [] }),
+    ).rejects.toThrow(/1 keys for 0 values/);
   });
 
   it("commits a record's offset only after its handler has finished", async () => {

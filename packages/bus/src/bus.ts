@@ -24,6 +24,7 @@ import { RecordProducer, type TopicRoute } from "./producer.ts";
 import { encodeHeaders, PartitionBatches } from "./record-batch.ts";
 import {
   decodeValue,
+  type EncodedRecords,
   encodeValueTransient,
   headersToStrings,
   PoisonRecordError,
@@ -432,7 +433,49 @@ export class Bus {
     records: readonly PublishedRecord<T>[],
     options: { headers?: Record<string, string> } = {},
   ): Promise<void> {
-    if (records.length === 0) {
+    await this.#produce(contract, records.length, options, (add, shared, schema) => {
+      for (const record of records) {
+        add(
+          contract.keyOf(record.value),
+          encodeValueTransient(contract, record.value),
+          record.headers ? encodeHeaders({ ...shared, ...record.headers, ...schema }) : undefined,
+        );
+      }
+    });
+  }
+
+  /**
+   * Publishes records encoded ahead of time (a producer that also stores them encoded), as
+   * `publishRecords` would publish their values.
+   */
+  async publishEncoded<T>(
+    records: EncodedRecords<T>,
+    options: { headers?: Record<string, string> } = {},
+  ): Promise<void> {
+    if (records.keys.length !== records.values.length) {
+      throw new Error(
+        `${records.keys.length} keys for ${records.values.length} values of ${records.contract.topic}`,
+      );
+    }
+    await this.#produce(records.contract, records.values.length, options, (add) => {
+      for (let index = 0; index < records.values.length; index++) {
+        add(records.keys[index] as string, records.values[index] as Buffer, undefined);
+      }
+    });
+  }
+
+  /** One produce of `count` records, which `fill` adds with their own headers or the shared. */
+  async #produce<T>(
+    contract: TopicContract<T>,
+    count: number,
+    options: { headers?: Record<string, string> },
+    fill: (
+      add: (key: string, value: Buffer, headers: Buffer | undefined) => void,
+      shared: Record<string, string>,
+      schema: Record<string, string>,
+    ) => void,
+  ): Promise<void> {
+    if (count === 0) {
       return;
     }
     const schema = schemaHeaders(contract);
@@ -443,18 +486,15 @@ export class Bus {
     const partitions = route.leaders.length;
     const batches = new PartitionBatches({
       timestamp: Date.now(),
-      expectedRecords: records.length,
+      expectedRecords: count,
       partitions,
     });
-    for (const record of records) {
-      const key = contract.keyOf(record.value);
-      batches.add(
-        partitionOfKey(key, partitions),
-        key,
-        encodeValueTransient(contract, record.value),
-        record.headers ? encodeHeaders({ ...shared, ...record.headers, ...schema }) : sharedSection,
-      );
-    }
+    fill(
+      (key, value, headers) =>
+        batches.add(partitionOfKey(key, partitions), key, value, headers ?? sharedSection),
+      shared,
+      schema,
+    );
     await producer.produce(contract.topic, batches.finish());
   }
 

@@ -27,4 +27,10 @@ export {
   retryLater,
 } from "./outcomes.ts";
 export { unreachableBrokers } from "./reachability.ts";
-export { decodeValue, encodeValue, PoisonRecordError } from "./serde.ts";
+export {
+  decodeValue,
+  type EncodedRecords,
+  encodeValue,
+  encodeValues,
+  PoisonRecordError,
+} from "./serde.ts";

@@ -24,6 +24,50 @@ export function encodeValue<T>(contract: TopicContract<T>, value: T): Buffer {
   }
 }
 
+/**
+ * Records whose values were encoded ahead of their publish (`encodeValues`), e.g. because they are
+ * also stored as encoded: each in the contract's current schema, under the key the contract
+ * gives it.
+ */
+export interface EncodedRecords<T> {
+  contract: TopicContract<T>;
+  keys: readonly string[];
+  values: readonly Buffer[];
+}
+
+/**
+ * Encodes many values into one allocation, returning a view of it per value: a bulk producer that
+ * keeps the encoded records (to store them as well) pays no buffer per record.
+ */
+export function encodeValues<T>(contract: TopicContract<T>, values: readonly T[]): Buffer[] {
+  let buffer = Buffer.allocUnsafe(Math.max(4096, values.length * 1024));
+  const ends: number[] = [];
+  let used = 0;
+  try {
+    for (const value of values) {
+      for (;;) {
+        const end = encodeRecordInto(contract, value, buffer, used);
+        if (end >= 0) {
+          used = end;
+          break;
+        }
+        const grown = Buffer.allocUnsafe(Math.max(2 * buffer.length, buffer.length - end));
+        buffer.copy(grown, 0, 0, used);
+        buffer = grown;
+      }
+      ends.push(used);
+    }
+  } catch (error) {
+    throw new Error(`value does not match ${contract.schemaName}: ${(error as Error).message}`);
+  }
+  let start = 0;
+  return ends.map((end) => {
+    const view = buffer.subarray(start, end);
+    start = end;
+    return view;
+  });
+}
+
 let scratch = Buffer.allocUnsafe(64 * 1024);
 
 /**

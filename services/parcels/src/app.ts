@@ -1,4 +1,3 @@
-import { contracts } from "@th/contracts";
 import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
 import type { Config } from "./config.ts";
 import { ensureSecondaryIndexes, publishPending, tryWithIngestLock } from "./db/parcel-store.ts";
@@ -26,9 +25,7 @@ export async function buildApp(
       if (built > 0) {
         deps.logger.info({ indexes: built }, "built the indexes an interrupted first load left");
       }
-      return publishPending(deps.pool, (events) =>
-        deps.bus.publish(contracts.parcelIngested, events),
-      );
+      return publishPending(deps.pool, (records) => deps.bus.publishEncoded(records));
     });
     if (outcome && outcome.value > 0) {
       deps.logger.info(

@@ -1,17 +1,24 @@
 import type { LeadSearchQuery } from "@th/api-schemas";
-import type { ParcelIngested } from "@th/contracts";
 import type { Pool } from "@th/db";
 import { parseFolio } from "../domain/parcel.ts";
-import type { ParcelDetail, StoredParcel } from "./parcel-store.ts";
+import {
+  type ParcelDetail,
+  type StoredEventColumns,
+  type StoredParcel,
+  storedEvent,
+} from "./parcel-store.ts";
 
-interface Row {
+interface Row extends StoredEventColumns {
   folio: string;
-  event: ParcelIngested;
   detail: ParcelDetail;
 }
 
-/** Documents are stored as JSON text; Postgres parses them back for the reply. */
-const COLUMNS = "folio, event::json AS event, detail::json AS detail";
+/** The detail is JSON text, which Postgres parses back; the event is decoded here. */
+const COLUMNS = "folio, record, record_schema, event, detail::json AS detail";
+
+function storedParcel(row: Row): StoredParcel {
+  return { event: storedEvent(row), detail: row.detail };
+}
 
 export async function findByFolios(
   pool: Pool,
@@ -21,16 +28,20 @@ export async function findByFolios(
     `SELECT ${COLUMNS} FROM parcels WHERE folio = ANY($1::text[])`,
     [folios],
   );
-  return new Map(result.rows.map((row) => [row.folio, { event: row.event, detail: row.detail }]));
+  return new Map(result.rows.map((row) => [row.folio, storedParcel(row)]));
 }
 
 /** Parcels whose county PARCEL_ID is `parcelId`, in any county (at most `limit`). */
-export async function findByParcelId(pool: Pool, parcelId: string, limit = 5): Promise<Row[]> {
+export async function findByParcelId(
+  pool: Pool,
+  parcelId: string,
+  limit = 5,
+): Promise<StoredParcel[]> {
   const result = await pool.query<Row>(
     `SELECT ${COLUMNS} FROM parcels WHERE parcel_id = $1 ORDER BY folio LIMIT $2`,
     [parcelId, limit],
   );
-  return result.rows;
+  return result.rows.map(storedParcel);
 }
 
 /** The cursor is the last folio of the previous page, base64url-encoded so clients treat it as opaque. */
@@ -105,7 +116,7 @@ export async function searchParcels(
   );
   const rows = result.rows.slice(0, query.limit);
   return {
-    parcels: rows.map((row) => ({ event: row.event, detail: row.detail })),
+    parcels: rows.map(storedParcel),
     lastFolio: rows.at(-1)?.folio ?? null,
     more: result.rows.length > query.limit,
   };

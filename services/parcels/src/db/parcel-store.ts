@@ -1,4 +1,11 @@
-import type { ParcelIngested, RollStage } from "@th/contracts";
+import { decodeValue, type EncodedRecords, encodeValue, encodeValues } from "@th/bus";
+import {
+  contracts,
+  type ParcelIngested,
+  type RollStage,
+  SCHEMA_HEADER,
+  schemaHeaderValue,
+} from "@th/contracts";
 import { copyLines, copyText, inTransaction, type Pool, type PoolClient } from "@th/db";
 import type { RollSale, SdfSale } from "../domain/nal-row.ts";
 import type { BuiltParcel, StoredParcelState } from "../domain/parcel.ts";
@@ -18,6 +25,47 @@ export interface StoredParcel {
   event: ParcelIngested;
   detail: ParcelDetail;
 }
+
+/**
+ * How a parcel's `parcel.ingested` record is stored: the Avro bytes as published with their
+ * writer schema, or, for parcels stored before records were, the event as JSON text.
+ */
+export interface StoredEventColumns {
+  record: Buffer | null;
+  record_schema: string | null;
+  event: string | null;
+}
+
+/** The stored record, read into the current schema whatever schema it was written with. */
+export function storedEvent(row: StoredEventColumns): ParcelIngested {
+  if (row.record !== null && row.record_schema !== null) {
+    return decodeValue(contracts.parcelIngested, row.record, {
+      [SCHEMA_HEADER]: row.record_schema,
+    });
+  }
+  if (row.event === null) {
+    throw new Error("a parcel row holds neither its record nor its event");
+  }
+  return JSON.parse(row.event) as ParcelIngested;
+}
+
+/** A parcel to store, with its `parcel.ingested` record already encoded (`encodeParcels`). */
+export interface EncodedParcel {
+  parcel: BuiltParcel;
+  record: Buffer;
+}
+
+/** Encodes each parcel's record once: the same bytes are stored and published. */
+export function encodeParcels(parcels: readonly BuiltParcel[]): EncodedParcel[] {
+  const records = encodeValues(
+    contracts.parcelIngested,
+    parcels.map((parcel) => parcel.event),
+  );
+  return parcels.map((parcel, index) => ({ parcel, record: records[index] as Buffer }));
+}
+
+/** The schema header of every record stored by this version. */
+const RECORD_SCHEMA = schemaHeaderValue(contracts.parcelIngested);
 
 /** One advisory lock serialises every writer of parcels, so change_seq order is commit order. */
 const INGEST_LOCK = "hashtext('parcels.ingest')";
@@ -171,13 +219,15 @@ export function detailOf(parcel: BuiltParcel): ParcelDetail {
 
 const STAGE_COLUMNS = `folio, county_no, parcel_id, roll_year, roll_stage, content_hash, situs_city,
   situs_zip5, use_class, homestead, just_value, est_equity, signals, prior_roll_year,
-  prior_homestead, prior_just_value, event, detail, source_file_id, source_line, source_seq_no`;
+  prior_homestead, prior_just_value, record, record_schema, detail, source_file_id, source_line,
+  source_seq_no`;
 
-function* stageLines(parcels: readonly BuiltParcel[]): Generator<string> {
-  for (const parcel of parcels) {
+function* stageLines(parcels: readonly EncodedParcel[]): Generator<string> {
+  for (const { parcel, record } of parcels) {
     const event = parcel.event;
-    // Signal names are lower-case identifiers, so the array literal needs no quoting.
-    yield `${copyText(event.folio)}\t${event.county_no}\t${copyText(event.parcel_id)}\t${event.roll_year}\t${copyText(event.roll_stage)}\t${copyText(event.content_hash)}\t${copyText(parcel.situsCity)}\t${copyText(parcel.situsZip5)}\t${copyText(event.land_use.use_class)}\t${event.homestead}\t${event.valuation.just_value}\t${copyText(event.valuation.est_equity)}\t{${event.signals_fired.join(",")}}\t${copyText(parcel.priorRoll?.rollYear ?? null)}\t${copyText(parcel.priorRoll?.homestead ?? null)}\t${copyText(parcel.priorRoll?.justValue ?? null)}\t${copyText(JSON.stringify(event))}\t${copyText(JSON.stringify(detailOf(parcel)))}\t${copyText(parcel.source?.fileId ?? null)}\t${copyText(parcel.source?.line ?? null)}\t${copyText(parcel.source?.seqNo ?? null)}\n`;
+    // Signal names are lower-case identifiers, so the array literal needs no quoting; the record
+    // goes in as bytea's hex form, its backslash escaped for COPY.
+    yield `${copyText(event.folio)}\t${event.county_no}\t${copyText(event.parcel_id)}\t${event.roll_year}\t${copyText(event.roll_stage)}\t${copyText(event.content_hash)}\t${copyText(parcel.situsCity)}\t${copyText(parcel.situsZip5)}\t${copyText(event.land_use.use_class)}\t${event.homestead}\t${event.valuation.just_value}\t${copyText(event.valuation.est_equity)}\t{${event.signals_fired.join(",")}}\t${copyText(parcel.priorRoll?.rollYear ?? null)}\t${copyText(parcel.priorRoll?.homestead ?? null)}\t${copyText(parcel.priorRoll?.justValue ?? null)}\t\\\\x${record.toString("hex")}\t${copyText(RECORD_SCHEMA)}\t${copyText(JSON.stringify(detailOf(parcel)))}\t${copyText(parcel.source?.fileId ?? null)}\t${copyText(parcel.source?.line ?? null)}\t${copyText(parcel.source?.seqNo ?? null)}\n`;
   }
 }
 
@@ -191,15 +241,17 @@ function* stageLines(parcels: readonly BuiltParcel[]): Generator<string> {
  */
 export async function upsertParcels(
   db: Pool | PoolClient,
-  parcels: readonly BuiltParcel[],
+  parcels: readonly EncodedParcel[],
   options: { existing?: { has(folio: string): boolean } } = {},
 ): Promise<number> {
   if (parcels.length === 0) {
     return 0;
   }
   const existing = options.existing;
-  const fresh = existing ? parcels.filter((parcel) => !existing.has(parcel.event.folio)) : [];
-  const known = existing ? parcels.filter((parcel) => existing.has(parcel.event.folio)) : parcels;
+  const fresh = existing ? parcels.filter(({ parcel }) => !existing.has(parcel.event.folio)) : [];
+  const known = existing
+    ? parcels.filter(({ parcel }) => existing.has(parcel.event.folio))
+    : parcels;
   const client = "release" in db ? db : await db.connect();
   try {
     try {
@@ -220,8 +272,8 @@ export async function upsertParcels(
 
 async function storeInTransaction(
   client: PoolClient,
-  fresh: readonly BuiltParcel[],
-  known: readonly BuiltParcel[],
+  fresh: readonly EncodedParcel[],
+  known: readonly EncodedParcel[],
 ): Promise<number> {
   await client.query("BEGIN");
   try {
@@ -234,7 +286,8 @@ async function storeInTransaction(
            folio text, county_no smallint, parcel_id text, roll_year smallint, roll_stage text,
            content_hash text, situs_city text, situs_zip5 text, use_class text, homestead boolean,
            just_value bigint, est_equity bigint, signals text[], prior_roll_year smallint,
-           prior_homestead boolean, prior_just_value bigint, event text, detail text,
+           prior_homestead boolean, prior_just_value bigint, record bytea, record_schema text,
+           detail text,
            source_file_id text, source_line integer, source_seq_no integer
          ) ON COMMIT DELETE ROWS`,
       );
@@ -255,7 +308,8 @@ async function storeInTransaction(
            est_equity = excluded.est_equity, signals = excluded.signals,
            prior_roll_year = excluded.prior_roll_year,
            prior_homestead = excluded.prior_homestead,
-           prior_just_value = excluded.prior_just_value, event = excluded.event,
+           prior_just_value = excluded.prior_just_value, event = NULL,
+           record = excluded.record, record_schema = excluded.record_schema,
            detail = excluded.detail, source_file_id = excluded.source_file_id,
            source_line = excluded.source_line, source_seq_no = excluded.source_seq_no,
            change_seq = nextval('parcel_change_seq'),
@@ -281,7 +335,7 @@ async function storeInTransaction(
  */
 export async function insertNewParcels(
   pool: Pool,
-  parcels: readonly BuiltParcel[],
+  parcels: readonly EncodedParcel[],
 ): Promise<number | null> {
   if (parcels.length === 0) {
     return 0;
@@ -369,19 +423,25 @@ export async function advanceWatermark(db: Pool | PoolClient, seq: number): Prom
 }
 
 /**
+ * Sends `parcel.ingested` records, encoded ahead (they are stored as encoded); resolves once the
+ * broker acknowledged them.
+ */
+export type PublishParcels = (records: EncodedRecords<ParcelIngested>) => Promise<void>;
+
+/**
  * Publishes every stored change the topic has not confirmed (a crash between store and publish
  * leaves some), oldest first, advancing the watermark after each acknowledged batch. Call it
  * holding the ingest lock. Returns how many records went out.
  */
 export async function publishPending(
   pool: Pool,
-  publish: (events: ParcelIngested[]) => Promise<void>,
+  publish: PublishParcels,
   batchSize = 2000,
 ): Promise<number> {
   let published = 0;
   for (;;) {
-    const result = await pool.query<{ change_seq: string; event: string }>(
-      `SELECT change_seq, event FROM parcels
+    const result = await pool.query<StoredEventColumns & { change_seq: string; folio: string }>(
+      `SELECT change_seq, folio, record, record_schema, event FROM parcels
         WHERE change_seq > (SELECT published_through FROM publish_watermark)
         ORDER BY change_seq LIMIT $1`,
       [batchSize],
@@ -390,7 +450,16 @@ export async function publishPending(
     if (!last) {
       return published;
     }
-    await publish(result.rows.map((row) => JSON.parse(row.event) as ParcelIngested));
+    await publish({
+      contract: contracts.parcelIngested,
+      keys: result.rows.map((row) => row.folio),
+      // A record stored in the current schema goes out as stored; others are read and encoded.
+      values: result.rows.map((row) =>
+        row.record !== null && row.record_schema === RECORD_SCHEMA
+          ? row.record
+          : encodeValue(contracts.parcelIngested, storedEvent(row)),
+      ),
+    });
     await advanceWatermark(pool, Number(last.change_seq));
     published += result.rows.length;
   }

@@ -133,7 +133,7 @@ export async function main(
   const pool = createPool({ url: config.DATABASE_URL, schema: migrations.schema, max: 5 });
   const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: "parcels-ingest", logger });
   await bus.provision([contracts.parcelIngested]);
-  const publish: Publish = (events) => bus.publish(contracts.parcelIngested, events);
+  const publish: Publish = (records) => bus.publishEncoded(records);
   // Sales first, so the rolls of the same run see them.
   const files = [...positionals].sort(
     (a, b) =>

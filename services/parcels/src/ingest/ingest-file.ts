@@ -3,16 +3,18 @@ import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
-import type { ParcelIngested, RollStage } from "@th/contracts";
+import { contracts, type RollStage } from "@th/contracts";
 import type { Pool } from "@th/db";
 import { inSpan } from "@th/telemetry";
 import {
   advanceWatermark,
   dropSecondaryIndexes,
+  encodeParcels,
   ensureSecondaryIndexes,
   insertNewParcels,
   loadRecordedSales,
   loadStates,
+  type PublishParcels,
   publishPending,
   storeContents,
   upsertParcels,
@@ -47,7 +49,7 @@ import {
   standingInFile,
 } from "../domain/parcel.ts";
 
-export type Publish = (events: ParcelIngested[]) => Promise<void>;
+export type Publish = PublishParcels;
 
 export interface IngestDeps {
   pool: Pool;
@@ -417,15 +419,15 @@ async function ingestLocked(
         load.indexesDropped = true;
         await dropSecondaryIndexes(deps.pool);
       }
+      let encoded = encodeParcels(outcome.changed);
       let maxSeq = load.firstLoad
-        ? await timed("store", () => insertNewParcels(deps.pool, outcome.changed))
-        : await timed("store", () =>
-            upsertParcels(deps.pool, outcome.changed, { existing: states }),
-          );
+        ? await timed("store", () => insertNewParcels(deps.pool, encoded))
+        : await timed("store", () => upsertParcels(deps.pool, encoded, { existing: states }));
       if (maxSeq === null) {
         const [stored, sales] = await lookUp(folios, false);
         outcome = await diffBatch(byFolio, stored, sales);
-        const changed = outcome.changed;
+        const changed = encodeParcels(outcome.changed);
+        encoded = changed;
         maxSeq = await timed("store", () =>
           upsertParcels(deps.pool, changed, { existing: stored }),
         );
@@ -434,11 +436,16 @@ async function ingestLocked(
       // publish is outstanding (memory stays flat), publishes go out in store order, and the
       // watermark only moves past a batch once it and every earlier one are on the topic.
       await timed("publish", () => publishing);
-      const events = outcome.changed.map((parcel) => parcel.event);
+      // The records go out as stored.
+      const records = {
+        contract: contracts.parcelIngested,
+        keys: encoded.map(({ parcel }) => parcel.event.folio),
+        values: encoded.map(({ record }) => record),
+      };
       const through = maxSeq;
-      publishing = deps.publish(events).then(async () => {
+      publishing = deps.publish(records).then(async () => {
         await advanceWatermark(deps.pool, through);
-        counts.published += events.length;
+        counts.published += records.values.length;
       });
       publishing.catch(() => {});
     }

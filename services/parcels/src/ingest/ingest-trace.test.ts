@@ -62,7 +62,7 @@ describe("ingest trace", () => {
       const summary = await ingestFile(
         {
           pool: harness.pool,
-          publish: (events) => harness.bus.publish(contracts.parcelIngested, events),
+          publish: (records) => harness.bus.publishEncoded(records),
         },
         path,
         { batchSize: 7, rejectsPath: null, deferIndexesFromBytes: 0 },

@@ -38,11 +38,10 @@ async function resolveOne(pool: Pool, requested: string): Promise<StoredParcel |
   if (candidates.length > 1) {
     throw new ApiError(
       "conflict",
-      `parcel id ${requested} exists in ${candidates.length} counties; ask by folio: ${candidates.map((row) => row.folio).join(", ")}`,
+      `parcel id ${requested} exists in ${candidates.length} counties; ask by folio: ${candidates.map((candidate) => candidate.event.folio).join(", ")}`,
     );
   }
-  const only = candidates[0];
-  return only ? { event: only.event, detail: only.detail } : null;
+  return candidates[0] ?? null;
 }
 
 /**
@@ -98,11 +97,13 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
           // which folios it could mean, as a single read's 409 says.
           const candidates = await findByParcelId(pool, folio);
           if (candidates.length > 1) {
-            ambiguous.push({ requested: folio, folios: candidates.map((row) => row.folio) });
+            ambiguous.push({
+              requested: folio,
+              folios: candidates.map((candidate) => candidate.event.folio),
+            });
             continue;
           }
-          const only = candidates[0];
-          parcel = only ? { event: only.event, detail: only.detail } : undefined;
+          parcel = candidates[0];
         }
         if (!parcel) {
           missing.push(folio);
