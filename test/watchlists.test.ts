@@ -6,7 +6,7 @@ import { PARK_HEADERS, type RunningConsumer } from "@th/bus";
 import { contracts, type MatchFound, type ParcelIngested } from "@th/contracts";
 import { parcelIngested } from "@th/contracts/samples";
 import { evaluateRecipe, parcelFacts } from "@th/matcher/domain";
-import { type StoredEventColumns, storedEvent } from "@th/parcels/store";
+import { STORED_EVENT_COLUMNS, type StoredEventColumns, storedEvent } from "@th/parcels/store";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
@@ -399,7 +399,7 @@ describe("Sample roll: polling and manual runs", () => {
     );
     const { rows } = await stack.harness.db
       .poolFor("parcels")
-      .query<StoredEventColumns>("SELECT record, record_schema, event FROM parcels");
+      .query<StoredEventColumns>(`SELECT ${STORED_EVENT_COLUMNS} FROM parcels`);
     expected = rows
       .map(storedEvent)
       .filter((event) => evaluateRecipe(recipe as never, event).matched)

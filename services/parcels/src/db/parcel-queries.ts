@@ -3,6 +3,7 @@ import type { Pool } from "@th/db";
 import { parseFolio } from "../domain/parcel.ts";
 import {
   type ParcelDetail,
+  STORED_EVENT_COLUMNS,
   type StoredEventColumns,
   type StoredParcel,
   storedEvent,
@@ -14,7 +15,7 @@ interface Row extends StoredEventColumns {
 }
 
 /** The detail is JSON text, which Postgres parses back; the event is decoded here. */
-const COLUMNS = "folio, record, record_schema, event, detail::json AS detail";
+const COLUMNS = `folio, ${STORED_EVENT_COLUMNS}, detail::json AS detail`;
 
 function storedParcel(row: Row): StoredParcel {
   return { event: storedEvent(row), detail: row.detail };

@@ -28,7 +28,8 @@ export interface StoredParcel {
 
 /**
  * How a parcel's `parcel.ingested` record is stored: the Avro bytes as published with their
- * writer schema, or, for parcels stored before records were, the event as JSON text.
+ * writer schema, or, for parcels stored before records were, the event as JSON text. Select them
+ * with `STORED_EVENT_COLUMNS`.
  */
 export interface StoredEventColumns {
   record: Buffer | null;
@@ -64,8 +65,31 @@ export function encodeParcels(parcels: readonly BuiltParcel[]): EncodedParcel[] 
   return parcels.map((parcel, index) => ({ parcel, record: records[index] as Buffer }));
 }
 
+/**
+ * The columns of `StoredEventColumns` in a select from `parcels`: the schema id resolved per
+ * returned row, which leaves the plan of the query around it as it was.
+ */
+export const STORED_EVENT_COLUMNS =
+  "record, (SELECT header FROM record_schemas WHERE id = record_schema) AS record_schema, event";
+
 /** The schema header of every record stored by this version. */
 const RECORD_SCHEMA = schemaHeaderValue(contracts.parcelIngested);
+
+/** The id of `RECORD_SCHEMA` in `record_schemas`, registered on first use. */
+async function recordSchemaId(client: PoolClient): Promise<number> {
+  const result = await client.query<{ id: number }>(
+    `WITH registered AS (
+       INSERT INTO record_schemas (header) VALUES ($1) ON CONFLICT (header) DO NOTHING RETURNING id
+     )
+     SELECT id FROM registered UNION ALL SELECT id FROM record_schemas WHERE header = $1 LIMIT 1`,
+    [RECORD_SCHEMA],
+  );
+  const id = result.rows[0]?.id;
+  if (id === undefined) {
+    throw new Error("the record schema could not be registered");
+  }
+  return id;
+}
 
 /** One advisory lock serialises every writer of parcels, so change_seq order is commit order. */
 const INGEST_LOCK = "hashtext('parcels.ingest')";
@@ -222,12 +246,12 @@ const STAGE_COLUMNS = `folio, county_no, parcel_id, roll_year, roll_stage, conte
   prior_homestead, prior_just_value, record, record_schema, detail, source_file_id, source_line,
   source_seq_no`;
 
-function* stageLines(parcels: readonly EncodedParcel[]): Generator<string> {
+function* stageLines(parcels: readonly EncodedParcel[], schemaId: number): Generator<string> {
   for (const { parcel, record } of parcels) {
     const event = parcel.event;
     // Signal names are lower-case identifiers, so the array literal needs no quoting; the record
     // goes in as bytea's hex form, its backslash escaped for COPY.
-    yield `${copyText(event.folio)}\t${event.county_no}\t${copyText(event.parcel_id)}\t${event.roll_year}\t${copyText(event.roll_stage)}\t${copyText(event.content_hash)}\t${copyText(parcel.situsCity)}\t${copyText(parcel.situsZip5)}\t${copyText(event.land_use.use_class)}\t${event.homestead}\t${event.valuation.just_value}\t${copyText(event.valuation.est_equity)}\t{${event.signals_fired.join(",")}}\t${copyText(parcel.priorRoll?.rollYear ?? null)}\t${copyText(parcel.priorRoll?.homestead ?? null)}\t${copyText(parcel.priorRoll?.justValue ?? null)}\t\\\\x${record.toString("hex")}\t${copyText(RECORD_SCHEMA)}\t${copyText(JSON.stringify(detailOf(parcel)))}\t${copyText(parcel.source?.fileId ?? null)}\t${copyText(parcel.source?.line ?? null)}\t${copyText(parcel.source?.seqNo ?? null)}\n`;
+    yield `${copyText(event.folio)}\t${event.county_no}\t${copyText(event.parcel_id)}\t${event.roll_year}\t${copyText(event.roll_stage)}\t${copyText(event.content_hash)}\t${copyText(parcel.situsCity)}\t${copyText(parcel.situsZip5)}\t${copyText(event.land_use.use_class)}\t${event.homestead}\t${event.valuation.just_value}\t${copyText(event.valuation.est_equity)}\t{${event.signals_fired.join(",")}}\t${copyText(parcel.priorRoll?.rollYear ?? null)}\t${copyText(parcel.priorRoll?.homestead ?? null)}\t${copyText(parcel.priorRoll?.justValue ?? null)}\t\\\\x${record.toString("hex")}\t${schemaId}\t${copyText(JSON.stringify(detailOf(parcel)))}\t${copyText(parcel.source?.fileId ?? null)}\t${copyText(parcel.source?.line ?? null)}\t${copyText(parcel.source?.seqNo ?? null)}\n`;
   }
 }
 
@@ -277,8 +301,13 @@ async function storeInTransaction(
 ): Promise<number> {
   await client.query("BEGIN");
   try {
+    const schemaId = await recordSchemaId(client);
     if (fresh.length > 0) {
-      await copyLines(client, `COPY parcels (${STAGE_COLUMNS}) FROM STDIN`, stageLines(fresh));
+      await copyLines(
+        client,
+        `COPY parcels (${STAGE_COLUMNS}) FROM STDIN`,
+        stageLines(fresh, schemaId),
+      );
     }
     if (known.length > 0) {
       await client.query(
@@ -286,7 +315,7 @@ async function storeInTransaction(
            folio text, county_no smallint, parcel_id text, roll_year smallint, roll_stage text,
            content_hash text, situs_city text, situs_zip5 text, use_class text, homestead boolean,
            just_value bigint, est_equity bigint, signals text[], prior_roll_year smallint,
-           prior_homestead boolean, prior_just_value bigint, record bytea, record_schema text,
+           prior_homestead boolean, prior_just_value bigint, record bytea, record_schema smallint,
            detail text,
            source_file_id text, source_line integer, source_seq_no integer
          ) ON COMMIT DELETE ROWS`,
@@ -294,7 +323,7 @@ async function storeInTransaction(
       await copyLines(
         client,
         `COPY parcels_stage (${STAGE_COLUMNS}) FROM STDIN`,
-        stageLines(known),
+        stageLines(known, schemaId),
       );
       await client.query(
         `INSERT INTO parcels (${STAGE_COLUMNS})
@@ -441,7 +470,7 @@ export async function publishPending(
   let published = 0;
   for (;;) {
     const result = await pool.query<StoredEventColumns & { change_seq: string; folio: string }>(
-      `SELECT change_seq, folio, record, record_schema, event FROM parcels
+      `SELECT change_seq, folio, ${STORED_EVENT_COLUMNS} FROM parcels
         WHERE change_seq > (SELECT published_through FROM publish_watermark)
         ORDER BY change_seq LIMIT $1`,
       [batchSize],

@@ -14,6 +14,7 @@ import {
   encodeParcels,
   ensureSecondaryIndexes,
   publishPending,
+  STORED_EVENT_COLUMNS,
   type StoredEventColumns,
   storedEvent,
   upsertParcels,
@@ -369,7 +370,7 @@ describe("the stored record", () => {
     };
     await ingestFile({ pool: harness.pool, publish: keep }, path, { asOf });
     const { rows } = await harness.pool.query<StoredEventColumns & { folio: string }>(
-      "SELECT folio, record, record_schema, event FROM parcels ORDER BY folio",
+      `SELECT folio, ${STORED_EVENT_COLUMNS} FROM parcels ORDER BY folio`,
     );
     expect(rows.map((stored) => stored.folio)).toEqual(["23-R1", "23-R2"]);
     for (const stored of rows) {
