@@ -400,6 +400,14 @@ describe("the stored record", () => {
     expect(await publishPending(harness.pool, collect)).toBe(1);
     expect(published).toEqual([event]);
   });
+
+  it("is never missing along with the event: such a row is refused", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [row("N1")]);
+    await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    await expect(
+      harness.pool.query("UPDATE parcels SET record = NULL, event = NULL WHERE folio = '23-N1'"),
+    ).rejects.toThrow(/parcels_event_stored/);
+  });
 });
 
 describe("store", () => {
