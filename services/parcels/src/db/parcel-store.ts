@@ -75,20 +75,30 @@ export const STORED_EVENT_COLUMNS =
 /** The schema header of every record stored by this version. */
 const RECORD_SCHEMA = schemaHeaderValue(contracts.parcelIngested);
 
-/** The id of `RECORD_SCHEMA` in `record_schemas`, registered on first use. */
+/**
+ * The id of `RECORD_SCHEMA` in `record_schemas`, registered on first use. It is looked up before
+ * any insert: an `INSERT ... ON CONFLICT` takes an id even when it conflicts, and one per stored
+ * batch would run through the smallint ids in a few statewide loads.
+ */
 async function recordSchemaId(client: PoolClient): Promise<number> {
-  const result = await client.query<{ id: number }>(
-    `WITH registered AS (
-       INSERT INTO record_schemas (header) VALUES ($1) ON CONFLICT (header) DO NOTHING RETURNING id
-     )
-     SELECT id FROM registered UNION ALL SELECT id FROM record_schemas WHERE header = $1 LIMIT 1`,
-    [RECORD_SCHEMA],
-  );
-  const id = result.rows[0]?.id;
-  if (id === undefined) {
-    throw new Error("the record schema could not be registered");
+  for (;;) {
+    const result = await client.query<{ id: number }>(
+      `WITH found AS (SELECT id FROM record_schemas WHERE header = $1),
+            registered AS (
+              INSERT INTO record_schemas (header)
+              SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM found)
+              ON CONFLICT (header) DO NOTHING
+              RETURNING id
+            )
+       SELECT id FROM found UNION ALL SELECT id FROM registered`,
+      [RECORD_SCHEMA],
+    );
+    const id = result.rows[0]?.id;
+    // No row: another writer registered it between the lookup and the insert; look again.
+    if (id !== undefined) {
+      return id;
+    }
   }
-  return id;
 }
 
 /** One advisory lock serialises every writer of parcels, so change_seq order is commit order. */

@@ -401,6 +401,22 @@ describe("the stored record", () => {
     expect(published).toEqual([event]);
   });
 
+  it("names its writer schema by one id however many batches are stored", async () => {
+    const path = await writeRoll(
+      "NAL23F202501.csv",
+      Array.from({ length: 9 }, (_, index) => row(`W${index}`)),
+    );
+    await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf, batchSize: 2 });
+    await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf, batchSize: 2 });
+    const { rows } = await harness.pool.query<{ schemas: number; ids: number; taken: string }>(
+      `SELECT (SELECT count(*)::int FROM record_schemas) AS schemas,
+              (SELECT count(DISTINCT record_schema)::int FROM parcels) AS ids,
+              (SELECT last_value::text FROM record_schemas_id_seq) AS taken`,
+    );
+    // Five batches stored: had each taken an id, the sequence would stand at five or more.
+    expect(rows[0]).toEqual({ schemas: 1, ids: 1, taken: "1" });
+  });
+
   it("is never missing along with the event: such a row is refused", async () => {
     const path = await writeRoll("NAL23F202501.csv", [row("N1")]);
     await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
