@@ -19,8 +19,7 @@ export function encodeValue<T>(contract: TopicContract<T>, value: T): Buffer {
   try {
     return encodeRecord(contract, value);
   } catch (error) {
-    // A producer bug, not bad input from outside: say which contract the value broke.
-    throw new Error(`value does not match ${contract.schemaName}: ${(error as Error).message}`);
+    throw mismatch(contract, error);
   }
 }
 
@@ -40,25 +39,14 @@ export interface EncodedRecords<T> {
  * keeps the encoded records (to store them as well) pays no buffer per record.
  */
 export function encodeValues<T>(contract: TopicContract<T>, values: readonly T[]): Buffer[] {
-  let buffer = Buffer.allocUnsafe(Math.max(4096, values.length * 1024));
+  let buffer: Buffer = Buffer.allocUnsafe(Math.max(4096, values.length * 1024));
   const ends: number[] = [];
   let used = 0;
-  try {
-    for (const value of values) {
-      for (;;) {
-        const end = encodeRecordInto(contract, value, buffer, used);
-        if (end >= 0) {
-          used = end;
-          break;
-        }
-        const grown = Buffer.allocUnsafe(Math.max(2 * buffer.length, buffer.length - end));
-        buffer.copy(grown, 0, 0, used);
-        buffer = grown;
-      }
-      ends.push(used);
-    }
-  } catch (error) {
-    throw new Error(`value does not match ${contract.schemaName}: ${(error as Error).message}`);
+  for (const value of values) {
+    const written = encodeAt(contract, value, buffer, used);
+    buffer = written.buffer;
+    used = written.end;
+    ends.push(used);
   }
   let start = 0;
   return ends.map((end) => {
@@ -68,7 +56,7 @@ export function encodeValues<T>(contract: TopicContract<T>, values: readonly T[]
   });
 }
 
-let scratch = Buffer.allocUnsafe(64 * 1024);
+let scratch: Buffer = Buffer.allocUnsafe(64 * 1024);
 
 /**
  * Like `encodeValue`, into a buffer shared by every call: the answer is valid only until the
@@ -76,17 +64,42 @@ let scratch = Buffer.allocUnsafe(64 * 1024);
  * allocates no buffer per record.
  */
 export function encodeValueTransient<T>(contract: TopicContract<T>, value: T): Buffer {
-  try {
-    for (;;) {
-      const end = encodeRecordInto(contract, value, scratch, 0);
-      if (end >= 0) {
-        return scratch.subarray(0, end);
-      }
-      scratch = Buffer.allocUnsafe(2 * (scratch.length - end));
+  const written = encodeAt(contract, value, scratch, 0);
+  scratch = written.buffer;
+  return scratch.subarray(0, written.end);
+}
+
+/**
+ * Encodes `value` into `buffer` from `pos`; when it does not fit, into a larger copy of the
+ * buffer's first `pos` bytes. Answers the buffer written and where the value ends.
+ */
+function encodeAt<T>(
+  contract: TopicContract<T>,
+  value: T,
+  buffer: Buffer,
+  pos: number,
+): { buffer: Buffer; end: number } {
+  let target = buffer;
+  for (;;) {
+    let end: number;
+    try {
+      end = encodeRecordInto(contract, value, target, pos);
+    } catch (error) {
+      throw mismatch(contract, error);
     }
-  } catch (error) {
-    throw new Error(`value does not match ${contract.schemaName}: ${(error as Error).message}`);
+    if (end >= 0) {
+      return { buffer: target, end };
+    }
+    // A negative answer is the buffer's length less the end the value needs.
+    const grown = Buffer.allocUnsafe(Math.max(2 * target.length, target.length - end));
+    target.copy(grown, 0, 0, pos);
+    target = grown;
   }
+}
+
+/** A producer bug, not bad input from outside: says which contract the value broke. */
+function mismatch<T>(contract: TopicContract<T>, error: unknown): Error {
+  return new Error(`value does not match ${contract.schemaName}: ${(error as Error).message}`);
 }
 
 export function schemaHeaders<T>(contract: TopicContract<T>): Record<string, string> {
