@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { startBroker } from "@th/dev-broker";
 import { Kafka, logLevel, type Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LogRecord, readLog } from "./log-reader.ts";
+import { createTestTopic } from "./testing/topics.ts";
 
 let broker: Awaited<ReturnType<typeof startBroker>>;
 let kafka: Kafka;
@@ -20,16 +20,8 @@ afterAll(async () => {
   await broker.stop();
 });
 
-async function topicWith(partitions: number): Promise<string> {
-  const topic = `log-reader.${randomBytes(4).toString("hex")}`;
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({
-    topics: [{ topic, numPartitions: partitions }],
-    waitForLeaders: true,
-  });
-  await admin.disconnect();
-  return topic;
+function topicWith(partitions: number): Promise<string> {
+  return createTestTopic(kafka, "log-reader", partitions);
 }
 
 function address(): { host: string; port: number } {

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net";
 import { startBroker } from "@th/dev-broker";
 import { Kafka, logLevel } from "kafkajs";
@@ -6,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLog } from "./log-reader.ts";
 import { ProduceError, RecordProducer, type RecordProducerOptions } from "./producer.ts";
 import { encodeHeaders, RecordBatchWriter } from "./record-batch.ts";
+import { createTestTopic } from "./testing/topics.ts";
 
 let broker: Awaited<ReturnType<typeof startBroker>>;
 let kafka: Kafka;
@@ -19,16 +19,8 @@ afterAll(async () => {
   await broker.stop();
 });
 
-async function topicWith(partitions: number): Promise<string> {
-  const topic = `producer.${randomBytes(4).toString("hex")}`;
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({
-    topics: [{ topic, numPartitions: partitions }],
-    waitForLeaders: true,
-  });
-  await admin.disconnect();
-  return topic;
+function topicWith(partitions: number): Promise<string> {
+  return createTestTopic(kafka, "producer", partitions);
 }
 
 function batchOf(values: readonly string[]): Buffer {
