@@ -481,21 +481,41 @@ export class Bus {
     const schema = schemaHeaders(contract);
     const shared = injectContext({ ...options.headers, ...schema });
     const sharedSection = encodeHeaders(shared);
+    await this.#produceTo(contract.topic, count, (add) =>
+      fill((key, value, headers) => add(key, value, headers ?? sharedSection), shared, schema),
+    );
+  }
+
+  /**
+   * Writes the records `fill` adds into one batch per partition (keyed records by their key's
+   * partition, the others round-robin) and sends them; resolves once all are acknowledged.
+   */
+  async #produceTo(
+    topic: string,
+    count: number,
+    fill: (
+      add: (key: Buffer | string | null, value: Buffer | null, headers: Buffer) => void,
+    ) => void,
+  ): Promise<void> {
     const producer = this.#recordProducer();
-    const route = await producer.route(contract.topic);
+    const route = await producer.route(topic);
     const partitions = route.leaders.length;
     const batches = new PartitionBatches({
       timestamp: Date.now(),
       expectedRecords: count,
       partitions,
     });
-    fill(
-      (key, value, headers) =>
-        batches.add(partitionOfKey(key, partitions), key, value, headers ?? sharedSection),
-      shared,
-      schema,
-    );
-    await producer.produce(contract.topic, batches.finish());
+    fill((key, value, headers) => {
+      const partition =
+        key !== null
+          ? partitionOfKey(key, partitions)
+          : this.#keyless.next(
+              topic,
+              route.leaders.map((leader) => leader !== undefined),
+            );
+      batches.add(partition, key, value, headers);
+    });
+    await producer.produce(topic, batches.finish());
   }
 
   async consume(options: ConsumeOptions): Promise<RunningConsumer> {
@@ -1013,36 +1033,22 @@ export class Bus {
     group: string,
     logger: Logger,
   ): Promise<void> {
-    const producer = this.#recordProducer();
-    const parkedTopic = parkedTopicOf(topic);
-    const route = await producer.route(parkedTopic);
-    const partitions = route.leaders.length;
     const at = new Date().toISOString();
-    const batches = new PartitionBatches({
-      timestamp: Date.now(),
-      expectedRecords: records.length,
-      partitions,
+    await this.#produceTo(parkedTopicOf(topic), records.length, (add) => {
+      for (const { message, headers, reason } of records) {
+        add(
+          message.key,
+          message.value,
+          encodeHeaders({
+            ...headers,
+            [PARK_HEADERS.reason]: reason.slice(0, 2000),
+            [PARK_HEADERS.from]: `${topic}/${partition}/${message.offset}`,
+            [PARK_HEADERS.group]: group,
+            [PARK_HEADERS.at]: at,
+          }),
+        );
+      }
     });
-    for (const { message, headers, reason } of records) {
-      batches.add(
-        message.key
-          ? partitionOfKey(message.key, partitions)
-          : this.#keyless.next(
-              parkedTopic,
-              route.leaders.map((leader) => leader !== undefined),
-            ),
-        message.key,
-        message.value,
-        encodeHeaders({
-          ...headers,
-          [PARK_HEADERS.reason]: reason.slice(0, 2000),
-          [PARK_HEADERS.from]: `${topic}/${partition}/${message.offset}`,
-          [PARK_HEADERS.group]: group,
-          [PARK_HEADERS.at]: at,
-        }),
-      );
-    }
-    await producer.produce(parkedTopic, batches.finish());
     for (const { message, reason } of records) {
       logger.warn({ topic, partition, offset: message.offset, reason }, "record parked");
     }
