@@ -6,6 +6,11 @@ export interface CsvRecord {
   error?: string;
 }
 
+/** Where the reader hands each record as soon as it is read (an array will do). */
+export interface RecordSink {
+  push(record: CsvRecord): void;
+}
+
 /**
  * A record longer than this is not a roll row (a DOR row is under 2 KB): rejected rather than
  * stored, where one huge field would also exceed the largest record the topic takes.
@@ -53,8 +58,8 @@ export class CsvReader {
   /** How the file ends its lines, known from its first line break. */
   #lineBreaks: "lf" | "cr" | undefined;
 
-  /** Appends the complete records found in `chunk` to `out`; keeps an unfinished tail. */
-  push(chunk: string, out: CsvRecord[]): void {
+  /** Hands the complete records found in `chunk` to `out`; keeps an unfinished tail. */
+  push(chunk: string, out: RecordSink): void {
     let text =
       this.#pending.length > 0 ? this.#pending + this.#normalized(chunk) : this.#normalized(chunk);
     if (!this.#started && text.length > 0) {
@@ -110,7 +115,7 @@ export class CsvReader {
   }
 
   /** Flushes the last record (a file need not end with a newline). */
-  end(out: CsvRecord[]): void {
+  end(out: RecordSink): void {
     const text = this.#pending;
     this.#pending = "";
     if (text.length > 0 && !this.#skipping) {
@@ -119,7 +124,7 @@ export class CsvReader {
   }
 
   /** Reads records from `text`; returns the index where the unfinished tail starts. */
-  #consume(text: string, out: CsvRecord[], final: boolean): number {
+  #consume(text: string, out: RecordSink, final: boolean): number {
     let position = 0;
     const length = text.length;
     while (position < length) {
@@ -159,7 +164,7 @@ export class CsvReader {
    * Reads one record that contains a quote, character by character. Returns the index after its
    * line end, or -1 when the record continues past the end of `text` (more input needed).
    */
-  #quotedRecord(text: string, start: number, out: CsvRecord[], final: boolean): number {
+  #quotedRecord(text: string, start: number, out: RecordSink, final: boolean): number {
     const fields: string[] = [];
     let field = "";
     let index = start;
