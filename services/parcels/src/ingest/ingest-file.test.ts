@@ -20,7 +20,13 @@ import {
   upsertParcels,
 } from "../db/parcel-store.ts";
 import { mapHeader } from "../domain/header.ts";
-import { NAL_COLUMN_ALIASES, NAL_COLUMNS, NAL_REQUIRED_COLUMNS } from "../domain/nal-layout.ts";
+import {
+  NAL_COLUMN_ALIASES,
+  NAL_COLUMNS,
+  NAL_REQUIRED_COLUMNS,
+  SDF_COLUMNS,
+  type SdfColumn,
+} from "../domain/nal-layout.ts";
 import { NalRowReader } from "../domain/nal-row.ts";
 import { buildParcel } from "../domain/parcel.ts";
 import { NAL_HEADER_LINE, nalLine, writeNalFile } from "./generate-nal.ts";
@@ -534,5 +540,74 @@ describe("rejects report", () => {
     expect(summary.rejects).toEqual([
       { line: 3, column: "CO_NO", reason: "county 60 in a file of county 23", parcelId: "C2" },
     ]);
+  });
+});
+
+describe("sales files and headers", () => {
+  const sale = (values: Partial<Record<SdfColumn, string | number>>) =>
+    SDF_COLUMNS.map((column) => String(values[column] ?? "")).join(",");
+  const saleOf = (parcelId: string, saleId: string, price: number, year: number) =>
+    sale({
+      CO_NO: 23,
+      PARCEL_ID: parcelId,
+      SALE_ID_CD: saleId,
+      QUAL_CD: "01",
+      SALE_YR: year,
+      SALE_MO: 6,
+      SALE_PRC: price,
+    });
+
+  it("records the sales of a sales file with or without its header line, and a later roll carries them", async () => {
+    const withHeader = join(dir, "SDF23F202501.csv");
+    await writeFile(
+      withHeader,
+      `${[SDF_COLUMNS.join(","), saleOf("S1", "A1", 410000, 2024), saleOf("S2", "A2", 250000, 2023)].join("\n")}\n`,
+    );
+    const headerless = join(dir, "SDF23F202502.csv");
+    await writeFile(headerless, `${saleOf("S3", "A3", 199000, 2022)}\n`);
+
+    const first = await ingestFile({ pool: harness.pool, publish: collect }, withHeader, { asOf });
+    expect(first).toMatchObject({ kind: "SDF", read: 2, new: 2, rejected: 0 });
+    const second = await ingestFile({ pool: harness.pool, publish: collect }, headerless, {
+      asOf,
+    });
+    expect(second).toMatchObject({ kind: "SDF", read: 1, new: 1, rejected: 0 });
+    const sales = await harness.pool.query(
+      "SELECT folio, sale_id, price FROM recorded_sales ORDER BY folio",
+    );
+    expect(sales.rows).toEqual([
+      { folio: "23-S1", sale_id: "A1", price: "410000" },
+      { folio: "23-S2", sale_id: "A2", price: "250000" },
+      { folio: "23-S3", sale_id: "A3", price: "199000" },
+    ]);
+
+    await ingestFile(
+      { pool: harness.pool, publish: collect },
+      await writeRoll("NAL23F202501.csv", [row("S1")]),
+      { asOf },
+    );
+    expect(published.map((event) => [event.folio, event.last_sale])).toEqual([
+      ["23-S1", expect.objectContaining({ price: 410000, year: 2024, month: 6 })],
+    ]);
+  });
+
+  it("skips and reports every row of a roll whose header lacks a column a lead is built from", async () => {
+    const header = NAL_COLUMNS.map((column) => (column === "OWN_NAME" ? "OWNER_NAME" : column));
+    const path = join(dir, "NAL23F202501.csv");
+    await writeFile(path, `${[header.join(","), row("H1"), row("H2")].join("\n")}\n`);
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    expect(summary).toMatchObject({
+      read: 2,
+      new: 0,
+      rejected: 2,
+      unloadable: "the header lacks OWN_NAME",
+    });
+    expect(summary.rejects.filter((reject) => reject.line > 1)).toEqual([
+      { line: 2, column: null, reason: "skipped: header lacks a required column" },
+      { line: 3, column: null, reason: "skipped: header lacks a required column" },
+    ]);
+    const stored = await harness.pool.query("SELECT count(*)::int AS n FROM parcels");
+    expect(stored.rows[0].n).toBe(0);
+    expect(published).toEqual([]);
   });
 });
