@@ -33,4 +33,5 @@ export {
   encodeValue,
   encodeValues,
   PoisonRecordError,
+  ValueEncoder,
 } from "./serde.ts";

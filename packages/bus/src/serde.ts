@@ -35,25 +35,47 @@ export interface EncodedRecords<T> {
 }
 
 /**
- * Encodes many values into one allocation, returning a view of it per value: a bulk producer that
- * keeps the encoded records (to store them as well) pays no buffer per record.
+ * Encodes values one at a time into one growing allocation: a bulk producer that keeps the
+ * encoded records (to store them as well) pays no buffer per record, and can encode each value
+ * as soon as it exists instead of holding a batch of values first.
  */
-export function encodeValues<T>(contract: TopicContract<T>, values: readonly T[]): Buffer[] {
-  let buffer: Buffer = Buffer.allocUnsafe(Math.max(4096, values.length * 1024));
-  const ends: number[] = [];
-  let used = 0;
-  for (const value of values) {
-    const written = encodeAt(contract, value, buffer, used);
-    buffer = written.buffer;
-    used = written.end;
-    ends.push(used);
+export class ValueEncoder<T> {
+  readonly #contract: TopicContract<T>;
+  #buffer: Buffer;
+  readonly #ends: number[] = [];
+
+  constructor(contract: TopicContract<T>, expectedValues = 64) {
+    this.#contract = contract;
+    this.#buffer = Buffer.allocUnsafe(Math.max(4096, expectedValues * 1024));
   }
-  let start = 0;
-  return ends.map((end) => {
-    const view = buffer.subarray(start, end);
-    start = end;
-    return view;
-  });
+
+  /** Encodes `value`; answers its bytes, to read now (`views` gives the ones to keep). */
+  add(value: T): Buffer {
+    const start = this.#ends.at(-1) ?? 0;
+    const written = encodeAt(this.#contract, value, this.#buffer, start);
+    this.#buffer = written.buffer;
+    this.#ends.push(written.end);
+    return this.#buffer.subarray(start, written.end);
+  }
+
+  /** Every value's bytes, in the order added. */
+  views(): Buffer[] {
+    let start = 0;
+    return this.#ends.map((end) => {
+      const view = this.#buffer.subarray(start, end);
+      start = end;
+      return view;
+    });
+  }
+}
+
+/** Encodes many values into one allocation, returning a view of it per value. */
+export function encodeValues<T>(contract: TopicContract<T>, values: readonly T[]): Buffer[] {
+  const encoder = new ValueEncoder(contract, values.length);
+  for (const value of values) {
+    encoder.add(value);
+  }
+  return encoder.views();
 }
 
 let scratch: Buffer = Buffer.allocUnsafe(64 * 1024);

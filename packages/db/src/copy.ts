@@ -30,14 +30,60 @@ export function copyText(value: string | number | boolean | null): string {
 const CHUNK_BYTES = 1 << 20;
 
 /**
- * Runs a `COPY ... FROM STDIN` on the client with the given lines (each ending in a line
- * break). Lines are encoded straight into byte chunks: joining them into one large string first
- * made the garbage collector copy it over and over, and the socket encode it once more.
+ * COPY text gathered as bytes, line by line, in chunks of about a megabyte: rows rendered as
+ * soon as they exist are held off the JavaScript heap until they are sent (`copyChunks`).
  */
-export async function copyLines(
+export class CopyText {
+  readonly #full: Buffer[] = [];
+  #chunk: Buffer | null = null;
+  #used = 0;
+  #lines = 0;
+
+  /** Appends one line, which ends in a line break. Answers whether a chunk filled up. */
+  add(line: string): boolean {
+    this.#lines += 1;
+    let filled = false;
+    // A UTF-16 unit is at most three UTF-8 bytes.
+    if (this.#chunk === null || this.#used + line.length * 3 > this.#chunk.length) {
+      filled = this.#seal();
+      this.#chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, line.length * 3));
+    }
+    this.#used += this.#chunk.write(line, this.#used);
+    return filled;
+  }
+
+  /** How many lines were added. */
+  get lines(): number {
+    return this.#lines;
+  }
+
+  /** The chunks filled so far, each handed out once; with `all`, the one being filled too. */
+  take(all: boolean): Buffer[] {
+    if (all) {
+      this.#seal();
+    }
+    return this.#full.splice(0);
+  }
+
+  #seal(): boolean {
+    if (this.#chunk === null || this.#used === 0) {
+      return false;
+    }
+    this.#full.push(this.#chunk.subarray(0, this.#used));
+    this.#chunk = null;
+    this.#used = 0;
+    return true;
+  }
+}
+
+/**
+ * Runs a `COPY ... FROM STDIN` on the client with COPY text already rendered as byte chunks
+ * (`CopyText`), or produced while the COPY runs (an async iterable).
+ */
+export async function copyChunks(
   client: PoolClient,
   sql: string,
-  lines: Iterable<string>,
+  chunks: Iterable<Buffer> | AsyncIterable<Buffer>,
 ): Promise<void> {
   const stream = client.query(copyFrom(sql));
   const done = new Promise<void>((resolve, reject) => {
@@ -45,22 +91,35 @@ export async function copyLines(
     stream.once("error", reject);
   });
   done.catch(() => {});
-  let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-  let used = 0;
-  for (const line of lines) {
-    // A UTF-16 unit is at most three UTF-8 bytes.
-    if (used + line.length * 3 > chunk.length) {
-      if (used > 0) {
-        // The stream keeps a written chunk until the socket has taken it: the next is new.
-        if (!stream.write(chunk.subarray(0, used))) {
-          await Promise.race([once(stream, "drain"), done]);
-        }
-        used = 0;
-      }
-      chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, line.length * 3));
+  for await (const chunk of chunks) {
+    // The stream keeps a written chunk until the socket has taken it: chunks are never reused.
+    if (!stream.write(chunk)) {
+      await Promise.race([once(stream, "drain"), done]);
     }
-    used += chunk.write(line, used);
   }
-  stream.end(chunk.subarray(0, used));
+  stream.end();
   await done;
+}
+
+/**
+ * Runs a `COPY ... FROM STDIN` on the client with the given lines (each ending in a line
+ * break). Lines are encoded straight into byte chunks, sent as each fills: joining them into one
+ * large string first made the garbage collector copy it over and over, and the socket encode it
+ * once more.
+ */
+export async function copyLines(
+  client: PoolClient,
+  sql: string,
+  lines: Iterable<string>,
+): Promise<void> {
+  async function* chunks(): AsyncGenerator<Buffer> {
+    const text = new CopyText();
+    for (const line of lines) {
+      if (text.add(line)) {
+        yield* text.take(false);
+      }
+    }
+    yield* text.take(true);
+  }
+  await copyChunks(client, sql, chunks());
 }

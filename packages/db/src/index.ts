@@ -1,4 +1,4 @@
-export { copyLines, copyText, needsCopyEscape } from "./copy.ts";
+export { CopyText, copyChunks, copyLines, copyText, needsCopyEscape } from "./copy.ts";
 export {
   type MigrateResult,
   type Migration,

@@ -1,4 +1,4 @@
-import { decodeValue, type EncodedRecords, encodeValue, encodeValues } from "@th/bus";
+import { decodeValue, type EncodedRecords, encodeValue, ValueEncoder } from "@th/bus";
 import {
   contracts,
   type ParcelIngested,
@@ -6,7 +6,7 @@ import {
   SCHEMA_HEADER,
   schemaHeaderValue,
 } from "@th/contracts";
-import { copyLines, copyText, inTransaction, type Pool, type PoolClient } from "@th/db";
+import { CopyText, copyChunks, copyText, inTransaction, type Pool, type PoolClient } from "@th/db";
 import type { RollSale, SdfSale } from "../domain/nal-row.ts";
 import type { BuiltParcel, StoredParcelState } from "../domain/parcel.ts";
 import type { FiredSignal } from "../domain/signals.ts";
@@ -50,19 +50,51 @@ export function storedEvent(row: StoredEventColumns): ParcelIngested {
   return JSON.parse(row.event) as ParcelIngested;
 }
 
-/** A parcel to store, with its `parcel.ingested` record already encoded (`encodeParcels`). */
-export interface EncodedParcel {
-  parcel: BuiltParcel;
-  record: Buffer;
-}
+/**
+ * New and changed parcels made ready for the store and the topic as each is built: its
+ * `parcel.ingested` record encoded once (the bytes stored are the bytes published) and its row
+ * rendered as COPY text. The parcel's objects then die young, while the batch waits for the store
+ * as bytes the garbage collector never copies.
+ */
+export class ParcelBatch {
+  /** Each parcel's folio, the key it is published under, in the order added. */
+  readonly folios: string[] = [];
+  readonly #records = new ValueEncoder(contracts.parcelIngested);
+  /** Rows of parcels not stored yet, and of parcels stored already. */
+  readonly #fresh = new CopyText();
+  readonly #known = new CopyText();
+  readonly #schemaId: number;
 
-/** Encodes each parcel's record once: the same bytes are stored and published. */
-export function encodeParcels(parcels: readonly BuiltParcel[]): EncodedParcel[] {
-  const records = encodeValues(
-    contracts.parcelIngested,
-    parcels.map((parcel) => parcel.event),
-  );
-  return parcels.map((parcel, index) => ({ parcel, record: records[index] as Buffer }));
+  /** `schemaId`: the id of this version's record schema (`registerRecordSchema`). */
+  constructor(schemaId: number) {
+    this.#schemaId = schemaId;
+  }
+
+  /** Adds a parcel; `stored` when the store holds it already (it then takes the upsert). */
+  add(parcel: BuiltParcel, stored: boolean): void {
+    const record = this.#records.add(parcel.event);
+    (stored ? this.#known : this.#fresh).add(stageLine(parcel, record, this.#schemaId));
+    this.folios.push(parcel.event.folio);
+  }
+
+  get size(): number {
+    return this.folios.length;
+  }
+
+  /** How many of the parcels the store holds already. */
+  get stored(): number {
+    return this.#known.lines;
+  }
+
+  /** The records to publish, as stored. */
+  records(): EncodedRecords<ParcelIngested> {
+    return { contract: contracts.parcelIngested, keys: this.folios, values: this.#records.views() };
+  }
+
+  /** The rows as COPY text: of parcels not stored yet, and of parcels stored already. */
+  rows(): { fresh: Buffer[]; known: Buffer[] } {
+    return { fresh: this.#fresh.take(true), known: this.#known.take(true) };
+  }
 }
 
 /**
@@ -76,13 +108,14 @@ export const STORED_EVENT_COLUMNS =
 const RECORD_SCHEMA = schemaHeaderValue(contracts.parcelIngested);
 
 /**
- * The id of `RECORD_SCHEMA` in `record_schemas`, registered on first use. It is looked up before
- * any insert: an `INSERT ... ON CONFLICT` takes an id even when it conflicts, and one per stored
- * batch would run through the smallint ids in a few statewide loads.
+ * The id of this version's record schema in `record_schemas`, registered on first use; ids are
+ * never reused, so a writer resolves it once. It is looked up before any insert: an `INSERT ...
+ * ON CONFLICT` takes an id even when it conflicts, and one per stored batch would run through the
+ * smallint ids in a few statewide loads.
  */
-async function recordSchemaId(client: PoolClient): Promise<number> {
+export async function registerRecordSchema(db: Pool | PoolClient): Promise<number> {
   for (;;) {
-    const result = await client.query<{ id: number }>(
+    const result = await db.query<{ id: number }>(
       `WITH found AS (SELECT id FROM record_schemas WHERE header = $1),
             registered AS (
               INSERT INTO record_schemas (header)
@@ -256,44 +289,33 @@ const STAGE_COLUMNS = `folio, county_no, parcel_id, roll_year, roll_stage, conte
   prior_homestead, prior_just_value, record, record_schema, detail, source_file_id, source_line,
   source_seq_no`;
 
-function* stageLines(parcels: readonly EncodedParcel[], schemaId: number): Generator<string> {
-  for (const { parcel, record } of parcels) {
-    const event = parcel.event;
-    // Signal names are lower-case identifiers, so the array literal needs no quoting; the record
-    // goes in as bytea's hex form, its backslash escaped for COPY.
-    yield `${copyText(event.folio)}\t${event.county_no}\t${copyText(event.parcel_id)}\t${event.roll_year}\t${copyText(event.roll_stage)}\t${copyText(event.content_hash)}\t${copyText(parcel.situsCity)}\t${copyText(parcel.situsZip5)}\t${copyText(event.land_use.use_class)}\t${event.homestead}\t${event.valuation.just_value}\t${copyText(event.valuation.est_equity)}\t{${event.signals_fired.join(",")}}\t${copyText(parcel.priorRoll?.rollYear ?? null)}\t${copyText(parcel.priorRoll?.homestead ?? null)}\t${copyText(parcel.priorRoll?.justValue ?? null)}\t\\\\x${record.toString("hex")}\t${schemaId}\t${copyText(JSON.stringify(detailOf(parcel)))}\t${copyText(parcel.source?.fileId ?? null)}\t${copyText(parcel.source?.line ?? null)}\t${copyText(parcel.source?.seqNo ?? null)}\n`;
-  }
+// Signal names are lower-case identifiers, so the array literal needs no quoting; the record goes
+// in as bytea's hex form, its backslash escaped for COPY.
+function stageLine(parcel: BuiltParcel, record: Buffer, schemaId: number): string {
+  const event = parcel.event;
+  return `${copyText(event.folio)}\t${event.county_no}\t${copyText(event.parcel_id)}\t${event.roll_year}\t${copyText(event.roll_stage)}\t${copyText(event.content_hash)}\t${copyText(parcel.situsCity)}\t${copyText(parcel.situsZip5)}\t${copyText(event.land_use.use_class)}\t${event.homestead}\t${event.valuation.just_value}\t${copyText(event.valuation.est_equity)}\t{${event.signals_fired.join(",")}}\t${copyText(parcel.priorRoll?.rollYear ?? null)}\t${copyText(parcel.priorRoll?.homestead ?? null)}\t${copyText(parcel.priorRoll?.justValue ?? null)}\t\\\\x${record.toString("hex")}\t${schemaId}\t${copyText(JSON.stringify(detailOf(parcel)))}\t${copyText(parcel.source?.fileId ?? null)}\t${copyText(parcel.source?.line ?? null)}\t${copyText(parcel.source?.seqNo ?? null)}\n`;
 }
 
 /**
- * Stores new and changed parcels in one transaction, sending rows as COPY text (a string
- * concatenation per row; the unnest of eighteen parameter arrays it replaces spent most of its
- * time serialising and re-parsing array literals of escaped JSON). Parcels the caller knows are
- * not stored yet (`existing` lacks them; the ingest lock keeps it true) are copied straight into
- * the table; the rest go through a session-local staging table and one INSERT ... ON CONFLICT.
- * Each row takes a fresh change_seq; returns the highest.
+ * Stores a batch in one transaction, sending its rows as COPY text (the unnest of eighteen
+ * parameter arrays this replaced spent most of its time serialising and re-parsing array literals
+ * of escaped JSON). Parcels not stored yet are copied straight into the table; the ones stored
+ * already go through a session-local staging table and one INSERT ... ON CONFLICT. Should one of
+ * the "new" ones have been stored meanwhile, the whole batch takes the upsert. Each row takes a
+ * fresh change_seq; returns the highest.
  */
-export async function upsertParcels(
-  db: Pool | PoolClient,
-  parcels: readonly EncodedParcel[],
-  options: { existing?: { has(folio: string): boolean } } = {},
-): Promise<number> {
-  if (parcels.length === 0) {
+export async function upsertParcels(db: Pool | PoolClient, batch: ParcelBatch): Promise<number> {
+  if (batch.size === 0) {
     return 0;
   }
-  const existing = options.existing;
-  const fresh = existing ? parcels.filter(({ parcel }) => !existing.has(parcel.event.folio)) : [];
-  const known = existing
-    ? parcels.filter(({ parcel }) => existing.has(parcel.event.folio))
-    : parcels;
+  const { fresh, known } = batch.rows();
   const client = "release" in db ? db : await db.connect();
   try {
     try {
       return await storeInTransaction(client, fresh, known);
     } catch (error) {
-      // Someone stored one of the "new" parcels after all: take the upsert path for the batch.
       if ((error as { code?: string }).code === "23505" && fresh.length > 0) {
-        return await storeInTransaction(client, [], parcels);
+        return await storeInTransaction(client, [], [...fresh, ...known]);
       }
       throw error;
     }
@@ -306,18 +328,13 @@ export async function upsertParcels(
 
 async function storeInTransaction(
   client: PoolClient,
-  fresh: readonly EncodedParcel[],
-  known: readonly EncodedParcel[],
+  fresh: readonly Buffer[],
+  known: readonly Buffer[],
 ): Promise<number> {
   await client.query("BEGIN");
   try {
-    const schemaId = await recordSchemaId(client);
     if (fresh.length > 0) {
-      await copyLines(
-        client,
-        `COPY parcels (${STAGE_COLUMNS}) FROM STDIN`,
-        stageLines(fresh, schemaId),
-      );
+      await copyChunks(client, `COPY parcels (${STAGE_COLUMNS}) FROM STDIN`, fresh);
     }
     if (known.length > 0) {
       await client.query(
@@ -330,11 +347,7 @@ async function storeInTransaction(
            source_file_id text, source_line integer, source_seq_no integer
          ) ON COMMIT DELETE ROWS`,
       );
-      await copyLines(
-        client,
-        `COPY parcels_stage (${STAGE_COLUMNS}) FROM STDIN`,
-        stageLines(known, schemaId),
-      );
+      await copyChunks(client, `COPY parcels_stage (${STAGE_COLUMNS}) FROM STDIN`, known);
       await client.query(
         `INSERT INTO parcels (${STAGE_COLUMNS})
          SELECT ${STAGE_COLUMNS} FROM parcels_stage
@@ -368,20 +381,18 @@ async function storeInTransaction(
 }
 
 /**
- * Copies parcels none of which is stored yet straight into the table, in one transaction.
- * Returns the highest change_seq, or null (nothing stored) when one of them was stored after all,
- * so the caller can look the stored ones up and diff again.
+ * Copies a batch none of whose parcels is stored yet straight into the table, in one
+ * transaction. Returns the highest change_seq, or null (nothing stored) when one of them was
+ * stored after all, so the caller can look the stored ones up and build the batch again.
  */
-export async function insertNewParcels(
-  pool: Pool,
-  parcels: readonly EncodedParcel[],
-): Promise<number | null> {
-  if (parcels.length === 0) {
+export async function insertNewParcels(pool: Pool, batch: ParcelBatch): Promise<number | null> {
+  if (batch.size === 0) {
     return 0;
   }
+  const { fresh, known } = batch.rows();
   const client = await pool.connect();
   try {
-    return await storeInTransaction(client, parcels, []);
+    return await storeInTransaction(client, [...fresh, ...known], []);
   } catch (error) {
     if ((error as { code?: string }).code === "23505") {
       return null;

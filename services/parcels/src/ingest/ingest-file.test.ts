@@ -11,9 +11,10 @@ import { migrations } from "../db/migrations.ts";
 import { findByFolios } from "../db/parcel-queries.ts";
 import {
   dropSecondaryIndexes,
-  encodeParcels,
   ensureSecondaryIndexes,
+  ParcelBatch,
   publishPending,
+  registerRecordSchema,
   STORED_EVENT_COLUMNS,
   type StoredEventColumns,
   storedEvent,
@@ -453,16 +454,22 @@ describe("store", () => {
   };
 
   it("copies new parcels straight in and upserts one that was stored after all, each with a fresh change_seq", async () => {
+    const schemaId = await registerRecordSchema(harness.pool);
+    const newBatch = (...parcels: ReturnType<typeof built>[]) => {
+      const batch = new ParcelBatch(schemaId);
+      for (const parcel of parcels) {
+        batch.add(parcel, false);
+      }
+      return batch;
+    };
     const first = await upsertParcels(
       harness.pool,
-      encodeParcels([built("S1", 100000), built("S2", 200000)]),
-      { existing: new Set() },
+      newBatch(built("S1", 100000), built("S2", 200000)),
     );
     // S2 is wrongly taken for new: the batch falls back to the upsert instead of failing.
     const second = await upsertParcels(
       harness.pool,
-      encodeParcels([built("S2", 250000), built("S3", 300000)]),
-      { existing: new Set() },
+      newBatch(built("S2", 250000), built("S3", 300000)),
     );
     const { rows } = await harness.pool.query<{ folio: string; just_value: string; seq: string }>(
       "SELECT folio, just_value, change_seq AS seq FROM parcels ORDER BY folio",

@@ -3,19 +3,20 @@ import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
-import { contracts, type RollStage } from "@th/contracts";
+import type { RollStage } from "@th/contracts";
 import type { Pool } from "@th/db";
 import { inSpan } from "@th/telemetry";
 import {
   advanceWatermark,
   dropSecondaryIndexes,
-  encodeParcels,
   ensureSecondaryIndexes,
   insertNewParcels,
   loadRecordedSales,
   loadStates,
+  ParcelBatch,
   type PublishParcels,
   publishPending,
+  registerRecordSchema,
   storeContents,
   upsertParcels,
   upsertRecordedSales,
@@ -41,7 +42,6 @@ import {
   type SdfSale,
 } from "../domain/nal-row.ts";
 import {
-  type BuiltParcel,
   buildParcel,
   folioOf,
   isLaterRecord,
@@ -273,6 +273,7 @@ async function ingestLocked(
     }
   };
   let kind: "NAL" | "SDF" = "NAL";
+  const schemaId = await registerRecordSchema(deps.pool);
 
   await deps.pool.query(
     "INSERT INTO ingest_runs (ingest_id, source_file, kind) VALUES ($1, $2, $3)",
@@ -336,7 +337,7 @@ async function ingestLocked(
   ) => {
     const started = performance.now();
     const observedAt = now().toISOString();
-    const outcome = { changed: [] as BuiltParcel[], new: 0, updated: 0, unchanged: 0 };
+    const outcome = { batch: new ParcelBatch(schemaId), new: 0, updated: 0, unchanged: 0 };
     const turns = new LoopTurns();
     for (const [folio, row] of byFolio) {
       if (turns.due()) {
@@ -375,7 +376,7 @@ async function ingestLocked(
         report.add(
           duplicateReject({ line: previous.source.line, parcelId: row.parcelId }, row.line),
         );
-        outcome.changed.push(parcel);
+        outcome.batch.add(parcel, true);
         continue;
       }
       if (previous?.contentHash === parcel.event.content_hash) {
@@ -387,7 +388,7 @@ async function ingestLocked(
       } else {
         outcome.new += 1;
       }
-      outcome.changed.push(parcel);
+      outcome.batch.add(parcel, previous !== null);
     }
     stageMs.diff += performance.now() - started;
     return outcome;
@@ -411,37 +412,30 @@ async function ingestLocked(
     byFolio: ReadonlyMap<string, NalRow>,
     folios: readonly string[],
     diffed: Awaited<ReturnType<typeof diffBatch>>,
-    states: ReadonlyMap<string, StoredParcelState>,
   ) => {
     let outcome = diffed;
-    if (outcome.changed.length > 0) {
+    if (outcome.batch.size > 0) {
       if (load.deferIndexes && !load.indexesDropped) {
         load.indexesDropped = true;
         await dropSecondaryIndexes(deps.pool);
       }
-      let encoded = encodeParcels(outcome.changed);
+      let batch = outcome.batch;
       let maxSeq = load.firstLoad
-        ? await timed("store", () => insertNewParcels(deps.pool, encoded))
-        : await timed("store", () => upsertParcels(deps.pool, encoded, { existing: states }));
+        ? await timed("store", () => insertNewParcels(deps.pool, batch))
+        : await timed("store", () => upsertParcels(deps.pool, batch));
       if (maxSeq === null) {
         const [stored, sales] = await lookUp(folios, false);
         outcome = await diffBatch(byFolio, stored, sales);
-        const changed = encodeParcels(outcome.changed);
-        encoded = changed;
-        maxSeq = await timed("store", () =>
-          upsertParcels(deps.pool, changed, { existing: stored }),
-        );
+        const rebuilt = outcome.batch;
+        batch = rebuilt;
+        maxSeq = await timed("store", () => upsertParcels(deps.pool, rebuilt));
       }
       // This batch's publish runs while later batches are read, diffed and stored. At most one
       // publish is outstanding (memory stays flat), publishes go out in store order, and the
       // watermark only moves past a batch once it and every earlier one are on the topic.
       await timed("publish", () => publishing);
       // The records go out as stored.
-      const records = {
-        contract: contracts.parcelIngested,
-        keys: encoded.map(({ parcel }) => parcel.event.folio),
-        values: encoded.map(({ record }) => record),
-      };
+      const records = batch.records();
       const through = maxSeq;
       publishing = deps.publish(records).then(async () => {
         await advanceWatermark(deps.pool, through);
@@ -506,7 +500,7 @@ async function ingestLocked(
     // each keep a core busy; at most one batch waits for the store (memory stays flat).
     await timed("waitStore", () => storing);
     load.storingFolios = byFolio;
-    storing = storeBatch(byFolio, folios, diffed, states);
+    storing = storeBatch(byFolio, folios, diffed);
     storing.catch((error: unknown) => {
       load.storeError ??= error;
     });
