@@ -26,7 +26,7 @@ import { createTestDatabase } from "../packages/db/src/testing.ts";
 import { createLogger } from "../packages/telemetry/src/index.ts";
 import { migrations } from "../services/parcels/src/db/migrations.ts";
 import { ensureSecondaryIndexes } from "../services/parcels/src/db/parcel-store.ts";
-import { CsvReader, type CsvRecord } from "../services/parcels/src/domain/csv.ts";
+import { CsvReader, type CsvRecord, fieldValues } from "../services/parcels/src/domain/csv.ts";
 import { mapHeader } from "../services/parcels/src/domain/header.ts";
 import {
   NAL_COLUMN_ALIASES,
@@ -68,7 +68,12 @@ async function parseOnly(file: string): Promise<{ seconds: number; rows: number 
     for (const record of records) {
       if (!reader) {
         reader = new NalRowReader(
-          mapHeader(record.fields, NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS),
+          mapHeader(
+            fieldValues(record.fields),
+            NAL_COLUMNS,
+            NAL_COLUMN_ALIASES,
+            NAL_REQUIRED_COLUMNS,
+          ),
         );
         continue;
       }

@@ -1,3 +1,5 @@
+import type { Fields } from "./csv.ts";
+
 /** Thrown while reading one row; the row is rejected with this column and reason. */
 export class FieldError extends Error {
   readonly column: string;
@@ -36,7 +38,7 @@ function plainDigits(raw: string): number | null {
 /** Reads named fields out of one row by the header's positions. Empty text counts as null. */
 export class FieldReader<Column extends string> {
   readonly #index: ReadonlyMap<Column, number>;
-  fields: readonly string[] = [];
+  fields: Fields = [];
 
   constructor(index: ReadonlyMap<Column, number>) {
     this.#index = index;
@@ -48,7 +50,7 @@ export class FieldReader<Column extends string> {
     if (position === undefined) {
       return null;
     }
-    const value = (this.fields[position] ?? "").trim();
+    const value = (this.fields.at(position) ?? "").trim();
     return value === "" ? null : value;
   }
 

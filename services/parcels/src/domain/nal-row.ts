@@ -1,3 +1,4 @@
+import type { Fields } from "./csv.ts";
 import { FieldError, FieldReader } from "./fields.ts";
 import type { HeaderMap, Reject } from "./header.ts";
 import type { NalColumn, SdfColumn } from "./nal-layout.ts";
@@ -69,7 +70,7 @@ const LATEST_ROLL_YEAR = new Date().getUTCFullYear() + 1;
 function readWhole<C extends string, R>(
   f: FieldReader<C | "PARCEL_ID">,
   width: number,
-  fields: readonly string[],
+  fields: Fields,
   line: number,
   read: () => R,
 ): RowResult<R> {
@@ -113,7 +114,7 @@ export class NalRowReader {
     this.#width = header.width;
   }
 
-  read(fields: readonly string[], line: number): RowResult<NalRow> {
+  read(fields: Fields, line: number): RowResult<NalRow> {
     const f = this.#reader;
     return readWhole(f, this.#width, fields, line, () => {
       // A roll year ahead of next year is a typo that would make every real roll look stale.
@@ -191,7 +192,7 @@ export class SdfRowReader {
     this.#width = header.width;
   }
 
-  read(fields: readonly string[], line: number): RowResult<SdfSale> {
+  read(fields: Fields, line: number): RowResult<SdfSale> {
     const f = this.#reader;
     return readWhole(f, this.#width, fields, line, () => {
       const countyNo = f.requiredInteger("CO_NO", { min: 11, max: 77 });

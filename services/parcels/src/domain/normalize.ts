@@ -66,36 +66,38 @@ export function zip5(zip: string | null): string | null {
   return match?.[1] ?? null;
 }
 
-const STREET_WORDS: Readonly<Record<string, string>> = {
-  STREET: "ST",
-  AVENUE: "AVE",
-  AV: "AVE",
-  BOULEVARD: "BLVD",
-  DRIVE: "DR",
-  ROAD: "RD",
-  LANE: "LN",
-  COURT: "CT",
-  CIRCLE: "CIR",
-  PLACE: "PL",
-  TERRACE: "TER",
-  TERR: "TER",
-  PARKWAY: "PKWY",
-  HIGHWAY: "HWY",
-  TRAIL: "TRL",
-  WAY: "WAY",
-  NORTH: "N",
-  SOUTH: "S",
-  EAST: "E",
-  WEST: "W",
-  NORTHEAST: "NE",
-  NORTHWEST: "NW",
-  SOUTHEAST: "SE",
-  SOUTHWEST: "SW",
-  APARTMENT: "APT",
-  SUITE: "STE",
-  UNIT: "UNIT",
-  "#": "UNIT",
-};
+const STREET_WORDS: ReadonlyMap<string, string> = new Map(
+  Object.entries({
+    STREET: "ST",
+    AVENUE: "AVE",
+    AV: "AVE",
+    BOULEVARD: "BLVD",
+    DRIVE: "DR",
+    ROAD: "RD",
+    LANE: "LN",
+    COURT: "CT",
+    CIRCLE: "CIR",
+    PLACE: "PL",
+    TERRACE: "TER",
+    TERR: "TER",
+    PARKWAY: "PKWY",
+    HIGHWAY: "HWY",
+    TRAIL: "TRL",
+    WAY: "WAY",
+    NORTH: "N",
+    SOUTH: "S",
+    EAST: "E",
+    WEST: "W",
+    NORTHEAST: "NE",
+    NORTHWEST: "NW",
+    SOUTHEAST: "SE",
+    SOUTHWEST: "SW",
+    APARTMENT: "APT",
+    SUITE: "STE",
+    UNIT: "UNIT",
+    "#": "UNIT",
+  }),
+);
 
 /**
  * A street line reduced for comparison: upper case, punctuation dropped, USPS suffixes and
@@ -106,10 +108,15 @@ export function comparableStreet(raw: string | null): string | null {
     return null;
   }
   const upper = raw.toUpperCase();
-  const words = (/[.,'#]/.test(upper) ? upper.replace(/[.,']/g, "").replace(/#/g, " # ") : upper)
-    .split(/\s+/)
-    .filter(Boolean)
-    .map((word) => STREET_WORDS[word] ?? word);
+  const text = /[.,'#]/.test(upper) ? upper.replace(/[.,']/g, "").replace(/#/g, " # ") : upper;
+  // Lines come single-spaced from cleanText: a split on the space is then all it takes.
+  const words = SINGLE_SPACED.test(text) ? text.split(" ") : text.split(/\s+/).filter(Boolean);
+  for (let index = 0; index < words.length; index++) {
+    const short = STREET_WORDS.get(words[index] as string);
+    if (short !== undefined) {
+      words[index] = short;
+    }
+  }
   return words.length === 0 ? null : words.join(" ");
 }
 

@@ -22,7 +22,13 @@ import {
   upsertRecordedSales,
   withIngestLock,
 } from "../db/parcel-store.ts";
-import { CsvReader, type CsvRecord, type RecordSink } from "../domain/csv.ts";
+import {
+  CsvReader,
+  type CsvRecord,
+  type Fields,
+  fieldValues,
+  type RecordSink,
+} from "../domain/csv.ts";
 import { headerDriftRejects, looksLikeHeader, mapHeader, type Reject } from "../domain/header.ts";
 import {
   NAL_COLUMN_ALIASES,
@@ -308,9 +314,10 @@ async function ingestLocked(
 
   /** Starts the header: maps columns, reports drift, and picks the row reader. */
   const onHeader = (header: CsvRecord, first: boolean) => {
-    kind = detectKind(file, header.fields);
+    const names = fieldValues(header.fields);
+    kind = detectKind(file, names);
     if (kind === "SDF") {
-      const fields = first && looksLikeHeader(header.fields) ? header.fields : [...SDF_COLUMNS];
+      const fields = first && looksLikeHeader(names) ? names : [...SDF_COLUMNS];
       const map = mapHeader(fields, SDF_COLUMNS, SDF_COLUMN_ALIASES, SDF_REQUIRED_COLUMNS);
       for (const reject of headerDriftRejects(map)) {
         report.add(reject);
@@ -318,9 +325,9 @@ async function ingestLocked(
       unloadable = headerLacks(map.missingRequired);
       const reader = new SdfRowReader(map);
       rows = rowBatches(batchSize, typedBy(unloadable, reader), storeSales);
-      return fields !== header.fields;
+      return fields !== names;
     }
-    const map = mapHeader(header.fields, NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS);
+    const map = mapHeader(names, NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS);
     for (const reject of headerDriftRejects(map)) {
       report.add(reject);
     }
@@ -654,7 +661,7 @@ function rowBatches<R>(
  */
 function typedBy<R>(
   unloadable: string | null,
-  reader: { read(fields: readonly string[], line: number): RowResult<R> },
+  reader: { read(fields: Fields, line: number): RowResult<R> },
 ): (record: CsvRecord) => RowResult<R> {
   return (record) => {
     if (unloadable !== null) {
