@@ -1,6 +1,6 @@
 import type { LeadSearchQuery } from "@th/api-schemas";
 import type { Pool } from "@th/db";
-import { parseFolio } from "../domain/parcel.ts";
+import { countyFolioRange, parseFolio } from "../domain/parcel.ts";
 import {
   type ParcelDetail,
   STORED_EVENT_COLUMNS,
@@ -72,7 +72,10 @@ function filterClause(query: SearchFilters, after: string | null) {
     where.push(clause(`$${params.length}`));
   };
   if (query.county !== undefined) {
-    add((p) => `county_no = ${p}`, query.county);
+    // A county's parcels are one range of the primary key (folios compare byte-wise).
+    const range = countyFolioRange(query.county);
+    add((p) => `folio >= ${p}`, range.from);
+    add((p) => `folio < ${p}`, range.before);
   }
   if (query.city !== undefined) {
     add((p) => `situs_city = ${p}`, query.city.trim().toUpperCase().replace(/\s+/g, " "));

@@ -416,13 +416,12 @@ export async function storeContents(
 
 /**
  * The parcel store's secondary indexes exactly as the migrations create them: lead reads by
- * PARCEL_ID, search by county, zip and signals, and the publish-pending scan by change_seq. A
+ * PARCEL_ID, search by zip and signals (by county it reads the primary key), and the publish-pending scan by change_seq. A
  * first load drops them and builds them after its last batch.
  */
 export const SECONDARY_INDEXES: readonly { name: string; definition: string }[] = [
   { name: "parcels_parcel_id", definition: "ON parcels (parcel_id)" },
   { name: "parcels_change_seq", definition: "ON parcels (change_seq)" },
-  { name: "parcels_county_folio", definition: "ON parcels (county_no, folio)" },
   { name: "parcels_zip_folio", definition: "ON parcels (situs_zip5, folio)" },
   { name: "parcels_signals", definition: "ON parcels USING gin (signals)" },
 ];

@@ -13,7 +13,7 @@ import {
 } from "./nal-layout.ts";
 import { NalRowReader, SdfRowReader } from "./nal-row.ts";
 import { stateCode } from "./normalize.ts";
-import { buildParcel } from "./parcel.ts";
+import { buildParcel, countyFolioRange, folioOf } from "./parcel.ts";
 
 function readAll(text: string, chunkSize = 7): (CsvRecord & { fields: string[] })[] {
   const reader = new CsvReader();
@@ -373,5 +373,23 @@ describe("SDF sales", () => {
     );
     const result = new SdfRowReader(map).read(fields, 4);
     expect(result.ok ? null : result.reject).toMatchObject({ line: 4, column: "SALE_PRC" });
+  });
+});
+
+describe("folios", () => {
+  it("of a county are the byte-wise range its folio range names, and no other county's are", () => {
+    const ids = ["", "0", "0101000000010", "~~~", "Z-1", "\u00e9TAGE", "999999999999999"];
+    const bytes = (text: string) => Buffer.from(text, "utf8");
+    const inRange = (folio: string, range: { from: string; before: string }) =>
+      Buffer.compare(bytes(folio), bytes(range.from)) >= 0 &&
+      Buffer.compare(bytes(folio), bytes(range.before)) < 0;
+    for (let county = 11; county <= 77; county++) {
+      const range = countyFolioRange(county);
+      for (const id of ids) {
+        expect(inRange(folioOf(county, id), range)).toBe(true);
+        expect(inRange(folioOf(county - 1, id), range)).toBe(false);
+        expect(inRange(folioOf(county + 1, id), range)).toBe(false);
+      }
+    }
   });
 });

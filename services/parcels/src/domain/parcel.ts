@@ -21,6 +21,15 @@ export function folioOf(countyNo: number, parcelId: string): string {
   return `${String(countyNo).padStart(2, "0")}-${parcelId}`;
 }
 
+/**
+ * The folios of one county, compared byte by byte: from "NN-" up to but not including "NN."
+ * ("." is the byte after "-"), whatever the parcel ids hold.
+ */
+export function countyFolioRange(countyNo: number): { from: string; before: string } {
+  const county = String(countyNo).padStart(2, "0");
+  return { from: `${county}-`, before: `${county}.` };
+}
+
 /** Splits a folio back into county and parcel id; null when it is not shaped like one. */
 export function parseFolio(folio: string): { countyNo: number; parcelId: string } | null {
   const match = /^(\d{2})-(.+)$/.exec(folio);

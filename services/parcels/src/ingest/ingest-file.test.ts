@@ -133,7 +133,7 @@ describe("first load", () => {
 
   it("loads an empty store without its secondary indexes and builds them as the migrations define them", async () => {
     const migrated = await indexDefinitions();
-    expect(migrated).toHaveLength(6);
+    expect(migrated).toHaveLength(5);
     const path = join(dir, "NAL23F202501.csv");
     await writeNalFile(path, { rows: 120, seed: 3, countyNo: 23 });
     const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
@@ -171,7 +171,7 @@ describe("first load", () => {
       // The primary key alone, after the first file and after the second.
       expect(await indexDefinitions()).toHaveLength(1);
     }
-    expect(await ensureSecondaryIndexes(harness.pool)).toBe(5);
+    expect(await ensureSecondaryIndexes(harness.pool)).toBe(4);
     expect(await indexDefinitions()).toEqual(migrated);
   });
 

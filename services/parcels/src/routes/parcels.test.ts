@@ -226,6 +226,18 @@ describe("GET /internal/v1/parcels (search)", () => {
     expect([...seen].sort()).toEqual(seen);
   });
 
+  it("takes a county's parcels and no other county's", async () => {
+    const folios = async (county: number) =>
+      (await get(`/internal/v1/parcels?county=${county}&limit=200`))
+        ?.json()
+        .leads.map((lead: { folio: string }) => lead.folio);
+    expect(await folios(16)).toEqual(["16-SHARED01"]);
+    const miami = await folios(23);
+    expect(miami).toHaveLength(122);
+    expect(miami.every((folio: string) => folio.startsWith("23-"))).toBe(true);
+    expect(await folios(13)).toEqual([]);
+  });
+
   it("filters by value range, signals and use class", async () => {
     const byValue = await get(
       "/internal/v1/parcels?min_just_value=150000&max_just_value=160000&limit=200",
