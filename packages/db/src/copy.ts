@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import type { PoolClient } from "pg";
 import { from as copyFrom } from "pg-copy-streams";
+import { ByteChunks } from "./byte-chunks.ts";
 
 const NEEDS_ESCAPE = /[\\\t\n\r]/;
 
@@ -26,53 +27,25 @@ export function copyText(value: string | number | boolean | null): string {
     : value;
 }
 
-/** Bytes of COPY text gathered before a write to the connection. */
-const CHUNK_BYTES = 1 << 20;
-
 /**
- * COPY text gathered as bytes, line by line, in chunks of about a megabyte: rows rendered as
- * soon as they exist are held off the JavaScript heap until they are sent (`copyChunks`).
+ * COPY text gathered as bytes, line by line: rows rendered as soon as they exist are held off
+ * the JavaScript heap until they are sent (`copyChunks`).
  */
-export class CopyText {
-  readonly #full: Buffer[] = [];
-  #chunk: Buffer | null = null;
-  #used = 0;
+export class CopyText extends ByteChunks {
   #lines = 0;
 
   /** Appends one line, which ends in a line break. Answers whether a chunk filled up. */
   add(line: string): boolean {
     this.#lines += 1;
-    let filled = false;
     // A UTF-16 unit is at most three UTF-8 bytes.
-    if (this.#chunk === null || this.#used + line.length * 3 > this.#chunk.length) {
-      filled = this.#seal();
-      this.#chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, line.length * 3));
-    }
-    this.#used += this.#chunk.write(line, this.#used);
+    const filled = this.room(line.length * 3);
+    this.used += this.chunk.write(line, this.used);
     return filled;
   }
 
   /** How many lines were added. */
   get lines(): number {
     return this.#lines;
-  }
-
-  /** The chunks filled so far, each handed out once; with `all`, the one being filled too. */
-  take(all: boolean): Buffer[] {
-    if (all) {
-      this.#seal();
-    }
-    return this.#full.splice(0);
-  }
-
-  #seal(): boolean {
-    if (this.#chunk === null || this.#used === 0) {
-      return false;
-    }
-    this.#full.push(this.#chunk.subarray(0, this.#used));
-    this.#chunk = null;
-    this.#used = 0;
-    return true;
   }
 }
 
