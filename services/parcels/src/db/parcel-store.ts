@@ -98,7 +98,10 @@ export class ParcelBatch {
     return { contract: contracts.parcelIngested, keys: this.folios, values: this.#records.views() };
   }
 
-  /** The rows as binary COPY data: of parcels not stored yet, and of parcels stored already. */
+  /**
+   * The rows as binary COPY data: of parcels not stored yet, and of parcels stored already. They
+   * are handed out once (a batch is stored once; a batch that must be built again is a new one).
+   */
   rows(): { fresh: Buffer[]; known: Buffer[] } {
     return { fresh: this.#fresh.take(true), known: this.#known.take(true) };
   }

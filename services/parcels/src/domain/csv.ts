@@ -43,6 +43,7 @@ export class LineFields implements Fields {
     return this.#ends.length;
   }
 
+  /** The field at `index`, or undefined past the last; unlike an array's, no negative index. */
   at(index: number): string | undefined {
     const ends = this.#ends;
     if (index < 0 || index >= ends.length) {
