@@ -9,7 +9,8 @@
  * building them after it, for comparison. --counties N also loads N county files of --rows rows
  * each into a fresh empty store as `npm run ingest` does a statewide roll (each county's parcels
  * taken for new, indexes built once after the last file), the figure a statewide first load is
- * projected from.
+ * projected from; `--rows 700000 --counties 15` is a statewide roll's 10.5M rows (about 15
+ * minutes with the files' generation, and 16 GB of disk).
  *
  * Uses the local Postgres (DATABASE_URL) in a throwaway database and a dev broker in its own
  * process with its log in a throwaway directory, so the memory figures are the ingest's alone
@@ -29,6 +30,7 @@ import { ensureSecondaryIndexes } from "../services/parcels/src/db/parcel-store.
 import { CsvReader, type CsvRecord, fieldValues } from "../services/parcels/src/domain/csv.ts";
 import { mapHeader } from "../services/parcels/src/domain/header.ts";
 import {
+  COUNTY_NAMES,
   NAL_COLUMN_ALIASES,
   NAL_COLUMNS,
   NAL_REQUIRED_COLUMNS,
@@ -101,7 +103,12 @@ async function severalCounties(
   publish: Publish,
   line: (label: string, rate: number, seconds: number) => string,
 ): Promise<number> {
-  const numbers = GENERATOR_COUNTIES.map((county) => county.no).slice(0, counties);
+  // The generator's detailed counties first, then any other DOR county (all 67 can be asked for).
+  const detailed = GENERATOR_COUNTIES.map((county) => county.no);
+  const others = Object.keys(COUNTY_NAMES)
+    .map(Number)
+    .filter((countyNo) => !detailed.includes(countyNo));
+  const numbers = [...detailed, ...others].slice(0, counties);
   const files = numbers.map((countyNo) => join(dir, nalFileName(countyNo, "F", 2025)));
   for (const [index, countyNo] of numbers.entries()) {
     await writeNalFile(files[index] as string, { rows, seed: 43 + index, countyNo });
@@ -219,7 +226,7 @@ try {
     runRate = await severalCounties(publish, line);
   }
   console.info(
-    `target: >= 35,000 rows/s end to end: ${firstRate >= 35_000 ? "met" : "NOT met"} (first ingest)${runRate === undefined ? "" : `; ${runRate >= 35_000 ? "met" : "NOT met"} (${counties} counties)`}`,
+    `target: >= 35,000 rows/s end to end: ${firstRate >= 35_000 ? "met" : "NOT met"} (first ingest)${runRate === undefined ? "" : `; ${runRate >= 35_000 ? "met" : "NOT met"} (${Math.min(counties, Object.keys(COUNTY_NAMES).length)} counties)`}`,
   );
 } finally {
   clearInterval(sampler);
