@@ -9,8 +9,8 @@
  * building them after it, for comparison. --counties N also loads N county files of --rows rows
  * each into a fresh empty store as `npm run ingest` does a statewide roll (each county's parcels
  * taken for new, indexes built once after the last file), the figure a statewide first load is
- * projected from; `--rows 700000 --counties 15` is a statewide roll's 10.5M rows (about 15
- * minutes with the files' generation, and 16 GB of disk).
+ * projected from; `--rows 700000 --counties 15` loads a statewide roll's 10.5M rows (about 12
+ * minutes with the files' generation, and about 25 GB of disk for files, store and topic).
  *
  * Uses the local Postgres (DATABASE_URL) in a throwaway database and a dev broker in its own
  * process with its log in a throwaway directory, so the memory figures are the ingest's alone
