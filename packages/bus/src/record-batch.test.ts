@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
+import { crc32c } from "@th/crc32c";
 import { describe, expect, it } from "vitest";
-import { crc32c } from "./crc32c.ts";
 import { encodeHeaders, PartitionBatches, RecordBatchWriter } from "./record-batch.ts";
 
 // kafkajs's record batch decoder: an independent reader of the same format.

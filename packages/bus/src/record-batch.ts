@@ -1,4 +1,4 @@
-import { crc32c } from "./crc32c.ts";
+import { crc32c } from "@th/crc32c";
 
 /**
  * Kafka record batches (magic 2), written straight into one growing buffer: no object per record,

@@ -1,5 +1,4 @@
 import { describe, expect, test } from "vitest";
-import { crc32c } from "./protocol/crc32c.ts";
 import { FrameDecoder, FrameTooLargeError } from "./protocol/frame-decoder.ts";
 import { Reader } from "./protocol/reader.ts";
 import {
@@ -55,25 +54,6 @@ describe("varint and zigzag", () => {
     expect(max.length).toBe(10);
     expect(() => decodeVarlong(max.subarray(0, 9), 0)).toThrow(RangeError);
     expect(() => decodeVarint(Buffer.from([0x80, 0x80]), 0)).toThrow(RangeError);
-  });
-});
-
-describe("CRC-32C", () => {
-  test('"123456789" -> 0xE3069283', () => {
-    expect(crc32c(Buffer.from("123456789"))).toBe(0xe3069283);
-  });
-
-  test("matches kafkajs's implementation on unaligned ranges", () => {
-    const kafkajsCrc = kafkajsRequire("kafkajs/src/protocol/recordBatch/crc32C");
-    const data = Buffer.from(Array.from({ length: 1031 }, (_, i) => (i * 31 + 7) & 0xff));
-    for (const [start, end] of [
-      [0, 0],
-      [0, 1],
-      [3, 17],
-      [5, 1031],
-    ] as const) {
-      expect(crc32c(data, start, end)).toBe(kafkajsCrc(data.subarray(start, end)) >>> 0);
-    }
   });
 });
 

@@ -1,7 +1,7 @@
 // Record batch v2 (magic 2) handling. The broker stores producer batches byte-for-byte and only
 // stamps baseOffset and partitionLeaderEpoch, both outside the CRC, so nothing is ever re-encoded.
 import { gunzipSync } from "node:zlib";
-import { crc32c } from "./crc32c.ts";
+import { crc32c } from "@th/crc32c";
 import { decodeVarint, decodeVarlong } from "./varint.ts";
 
 export const BATCH_HEADER_BYTES = 61;

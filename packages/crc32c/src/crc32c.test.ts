@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from "node:crypto";
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
-import { crc32c } from "./crc32c.ts";
+import { crc32c } from "./index.ts";
 
 // kafkajs's byte-at-a-time CRC-32C, an independent implementation to agree with.
 const kafkajsCrc32c = createRequire(import.meta.url)(
