@@ -10,7 +10,7 @@ import { inSpan, startTelemetry } from "@th/telemetry";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { type Delivered, on, PARK_HEADERS } from "./bus.ts";
 import { type Outcome, park, retryLater } from "./outcomes.ts";
-import { encodeValues } from "./serde.ts";
+import { ValueEncoder } from "./serde.ts";
 import { busFixture } from "./testing/fixture.ts";
 
 const kit = busFixture("bus-test");
@@ -102,14 +102,18 @@ describe("bus", () => {
       received.push(message);
       return undefined;
     });
-    // One value larger than the shared buffer encodeValues starts with, so it grows.
+    // One value larger than the buffer the encoder starts with, so it grows.
     const values = Array.from({ length: 12 }, (_, i) =>
       view(`tenant-${i % 3}`, i === 7 ? `folio-${"7".repeat(20_000)}` : `folio-${i}`),
     );
+    const encoder = new ValueEncoder(contract, values.length);
+    for (const value of values) {
+      encoder.add(value);
+    }
     await kit.bus.publishEncoded({
       contract,
       keys: values.map((value) => contract.keyOf(value)),
-      values: encodeValues(contract, values),
+      values: encoder.views(),
     });
     await kit.bus.publish(contract, values);
     await vi.waitFor(() => expect(received).toHaveLength(24), { timeout: 15_000 });

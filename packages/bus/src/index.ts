@@ -31,7 +31,6 @@ export {
   decodeValue,
   type EncodedRecords,
   encodeValue,
-  encodeValues,
   PoisonRecordError,
   ValueEncoder,
 } from "./serde.ts";

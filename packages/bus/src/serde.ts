@@ -24,7 +24,7 @@ export function encodeValue<T>(contract: TopicContract<T>, value: T): Buffer {
 }
 
 /**
- * Records whose values were encoded ahead of their publish (`encodeValues`), e.g. because they are
+ * Records whose values were encoded ahead of their publish (`ValueEncoder`), e.g. because they are
  * also stored as encoded: each in the contract's current schema, under the key the contract
  * gives it.
  */
@@ -67,15 +67,6 @@ export class ValueEncoder<T> {
       return view;
     });
   }
-}
-
-/** Encodes many values into one allocation, returning a view of it per value. */
-export function encodeValues<T>(contract: TopicContract<T>, values: readonly T[]): Buffer[] {
-  const encoder = new ValueEncoder(contract, values.length);
-  for (const value of values) {
-    encoder.add(value);
-  }
-  return encoder.views();
 }
 
 let scratch: Buffer = Buffer.allocUnsafe(64 * 1024);

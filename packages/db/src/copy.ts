@@ -31,27 +31,19 @@ export function copyText(value: string | number | boolean | null): string {
  * COPY text gathered as bytes, line by line: rows rendered as soon as they exist are held off
  * the JavaScript heap until they are sent (`copyChunks`).
  */
-export class CopyText extends ByteChunks {
-  #lines = 0;
-
+class CopyText extends ByteChunks {
   /** Appends one line, which ends in a line break. Answers whether a chunk filled up. */
   add(line: string): boolean {
-    this.#lines += 1;
     // A UTF-16 unit is at most three UTF-8 bytes.
     const filled = this.room(line.length * 3);
     this.used += this.chunk.write(line, this.used);
     return filled;
   }
-
-  /** How many lines were added. */
-  get lines(): number {
-    return this.#lines;
-  }
 }
 
 /**
- * Runs a `COPY ... FROM STDIN` on the client with COPY text already rendered as byte chunks
- * (`CopyText`), or produced while the COPY runs (an async iterable).
+ * Runs a `COPY ... FROM STDIN` on the client with its data already rendered as byte chunks
+ * (`CopyBinary`), or produced while the COPY runs (an async iterable).
  */
 export async function copyChunks(
   client: PoolClient,

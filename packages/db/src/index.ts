@@ -1,4 +1,4 @@
-export { CopyText, copyChunks, copyLines, copyText, needsCopyEscape } from "./copy.ts";
+export { copyChunks, copyLines, copyText, needsCopyEscape } from "./copy.ts";
 export { binaryCopyStream, CopyBinary } from "./copy-binary.ts";
 export {
   type MigrateResult,

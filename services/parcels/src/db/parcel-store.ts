@@ -88,11 +88,6 @@ export class ParcelBatch {
     return this.folios.length;
   }
 
-  /** How many of the parcels the store holds already. */
-  get stored(): number {
-    return this.#known.rows;
-  }
-
   /** The records to publish, as stored. */
   records(): EncodedRecords<ParcelIngested> {
     return { contract: contracts.parcelIngested, keys: this.folios, values: this.#records.views() };
