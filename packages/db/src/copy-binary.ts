@@ -63,9 +63,7 @@ export class CopyBinary extends ByteChunks {
     if (value === null) {
       return this.null();
     }
-    this.room(4 + value.length);
-    this.used = this.chunk.writeInt32BE(value.length, this.used);
-    this.chunk.set(value, this.used);
+    this.chunk.set(value, this.#field(value.length));
     this.used += value.length;
     return this;
   }
@@ -74,10 +72,7 @@ export class CopyBinary extends ByteChunks {
     if (value === null) {
       return this.null();
     }
-    this.room(5);
-    this.used = this.chunk.writeInt32BE(1, this.used);
-    this.chunk[this.used] = value ? 1 : 0;
-    this.used += 1;
+    this.used = this.chunk.writeUInt8(value ? 1 : 0, this.#field(1));
     return this;
   }
 
@@ -86,9 +81,7 @@ export class CopyBinary extends ByteChunks {
     if (value === null) {
       return this.null();
     }
-    this.room(6);
-    this.used = this.chunk.writeInt32BE(2, this.used);
-    this.used = this.chunk.writeInt16BE(value, this.used);
+    this.used = this.chunk.writeInt16BE(value, this.#field(2));
     return this;
   }
 
@@ -97,9 +90,7 @@ export class CopyBinary extends ByteChunks {
     if (value === null) {
       return this.null();
     }
-    this.room(8);
-    this.used = this.chunk.writeInt32BE(4, this.used);
-    this.used = this.chunk.writeInt32BE(value, this.used);
+    this.used = this.chunk.writeInt32BE(value, this.#field(4));
     return this;
   }
 
@@ -111,9 +102,7 @@ export class CopyBinary extends ByteChunks {
     if (!Number.isSafeInteger(value)) {
       throw new RangeError(`${value} is not a safe integer`);
     }
-    this.room(12);
-    this.used = this.chunk.writeInt32BE(8, this.used);
-    this.used = this.chunk.writeInt32BE(Math.floor(value / TWO_TO_THE_32), this.used);
+    this.used = this.chunk.writeInt32BE(Math.floor(value / TWO_TO_THE_32), this.#field(8));
     this.used = this.chunk.writeUInt32BE(value >>> 0, this.used);
     return this;
   }
@@ -125,9 +114,7 @@ export class CopyBinary extends ByteChunks {
     for (const value of values) {
       size += 4 + Buffer.byteLength(value);
     }
-    this.room(4 + size);
-    this.used = this.chunk.writeInt32BE(size, this.used);
-    this.used = this.chunk.writeInt32BE(dimensions, this.used);
+    this.used = this.chunk.writeInt32BE(dimensions, this.#field(size));
     this.used = this.chunk.writeInt32BE(0, this.used);
     this.used = this.chunk.writeInt32BE(TEXT_OID, this.used);
     if (dimensions === 1) {
@@ -140,6 +127,13 @@ export class CopyBinary extends ByteChunks {
       this.used += 4 + length;
     }
     return this;
+  }
+
+  /** Makes room for a value of `size` bytes and writes its length; returns where the value goes. */
+  #field(size: number): number {
+    this.room(4 + size);
+    this.used = this.chunk.writeInt32BE(size, this.used);
+    return this.used;
   }
 }
 
