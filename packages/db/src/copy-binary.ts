@@ -63,7 +63,8 @@ export class CopyBinary extends ByteChunks {
     if (value === null) {
       return this.null();
     }
-    this.chunk.set(value, this.#field(value.length));
+    const at = this.#field(value.length);
+    this.chunk.set(value, at);
     this.used += value.length;
     return this;
   }
@@ -72,7 +73,8 @@ export class CopyBinary extends ByteChunks {
     if (value === null) {
       return this.null();
     }
-    this.used = this.chunk.writeUInt8(value ? 1 : 0, this.#field(1));
+    const at = this.#field(1);
+    this.used = this.chunk.writeUInt8(value ? 1 : 0, at);
     return this;
   }
 
@@ -81,7 +83,8 @@ export class CopyBinary extends ByteChunks {
     if (value === null) {
       return this.null();
     }
-    this.used = this.chunk.writeInt16BE(value, this.#field(2));
+    const at = this.#field(2);
+    this.used = this.chunk.writeInt16BE(value, at);
     return this;
   }
 
@@ -90,7 +93,8 @@ export class CopyBinary extends ByteChunks {
     if (value === null) {
       return this.null();
     }
-    this.used = this.chunk.writeInt32BE(value, this.#field(4));
+    const at = this.#field(4);
+    this.used = this.chunk.writeInt32BE(value, at);
     return this;
   }
 
@@ -102,7 +106,8 @@ export class CopyBinary extends ByteChunks {
     if (!Number.isSafeInteger(value)) {
       throw new RangeError(`${value} is not a safe integer`);
     }
-    this.used = this.chunk.writeInt32BE(Math.floor(value / TWO_TO_THE_32), this.#field(8));
+    const at = this.#field(8);
+    this.used = this.chunk.writeInt32BE(Math.floor(value / TWO_TO_THE_32), at);
     this.used = this.chunk.writeUInt32BE(value >>> 0, this.used);
     return this;
   }
@@ -114,7 +119,8 @@ export class CopyBinary extends ByteChunks {
     for (const value of values) {
       size += 4 + Buffer.byteLength(value);
     }
-    this.used = this.chunk.writeInt32BE(dimensions, this.#field(size));
+    const at = this.#field(size);
+    this.used = this.chunk.writeInt32BE(dimensions, at);
     this.used = this.chunk.writeInt32BE(0, this.used);
     this.used = this.chunk.writeInt32BE(TEXT_OID, this.used);
     if (dimensions === 1) {
@@ -129,7 +135,10 @@ export class CopyBinary extends ByteChunks {
     return this;
   }
 
-  /** Makes room for a value of `size` bytes and writes its length; returns where the value goes. */
+  /**
+   * Makes room for a value of `size` bytes and writes its length; returns where the value goes.
+   * Call it before reading `this.chunk`: making room may begin a new chunk.
+   */
   #field(size: number): number {
     this.room(4 + size);
     this.used = this.chunk.writeInt32BE(size, this.used);
