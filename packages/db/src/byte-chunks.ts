@@ -1,5 +1,5 @@
 /** Bytes gathered before a chunk is sealed and a new one started. */
-const CHUNK_BYTES = 1 << 20;
+export const CHUNK_BYTES = 1 << 20;
 
 const EMPTY = Buffer.alloc(0);
 

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHUNK_BYTES } from "./byte-chunks.ts";
 import { copyChunks } from "./copy.ts";
 import { binaryCopyStream, CopyBinary } from "./copy-binary.ts";
 import { createTestDatabase, type TestDatabase } from "./testing.ts";
@@ -92,6 +93,52 @@ describe("binary COPY rows", () => {
       expect(stored).toHaveLength(expected.length);
       for (const [index, row] of stored.entries()) {
         expect(row).toEqual(expected[index]);
+      }
+    } finally {
+      client.release();
+    }
+  });
+
+  it("write each kind of value whole when it is the one that starts a new chunk", async () => {
+    const writers = [
+      { type: "boolean", write: (rows: CopyBinary) => rows.bool(true), stored: true },
+      { type: "smallint", write: (rows: CopyBinary) => rows.int16(-2), stored: -2 },
+      { type: "integer", write: (rows: CopyBinary) => rows.int32(123_456), stored: 123_456 },
+      {
+        type: "bigint",
+        write: (rows: CopyBinary) => rows.int64(2 ** 40 + 1),
+        stored: String(2 ** 40 + 1),
+      },
+      {
+        type: "bytea",
+        write: (rows: CopyBinary) => rows.bytes(Buffer.from([1, 2])),
+        stored: Buffer.from([1, 2]),
+      },
+      {
+        type: "text[]",
+        write: (rows: CopyBinary) => rows.textArray(["a", "b"]),
+        stored: ["a", "b"],
+      },
+    ];
+    const client = await db.pool.connect();
+    try {
+      for (const writer of writers) {
+        const rows = new CopyBinary();
+        // The row's field count and the padding leave one byte of the first chunk: too little
+        // for any value, so the value under test begins the second chunk.
+        rows.row(2).bytes(Buffer.alloc(CHUNK_BYTES - 2 - 4 - 1));
+        writer.write(rows);
+        const chunks = rows.take(true);
+        expect(chunks).toHaveLength(2);
+        await client.query(`CREATE TEMP TABLE edge (pad bytea, value ${writer.type})`);
+        await copyChunks(
+          client,
+          "COPY edge (pad, value) FROM STDIN (FORMAT binary)",
+          binaryCopyStream(chunks),
+        );
+        const { rows: stored } = await client.query<{ value: unknown }>("SELECT value FROM edge");
+        expect(stored).toEqual([{ value: writer.stored }]);
+        await client.query("DROP TABLE edge");
       }
     } finally {
       client.release();
