@@ -347,14 +347,18 @@ export function registerMcpRoutes(
       const writeHead = raw.writeHead.bind(raw) as (...args: unknown[]) => typeof raw;
       // Resolves the month's remaining lead-views once; tools then keep it current as they charge.
       const initial = await request.limitHeaders();
-      raw.writeHead = ((...args: unknown[]) => {
+      // Named before it is stored: V8 allocates a function literal assigned straight to a
+      // property in the old generation, where it would keep this request alive until a full
+      // collection.
+      const writeHeadWithLimits = (...args: unknown[]) => {
         // Written last, so the headers show the lead-views the tools of this request used.
         for (const [name, value] of Object.entries({ ...initial, ...quotaHeaders(request) })) {
           raw.setHeader(name, value);
         }
         raw.setHeader("x-request-id", request.id);
         return writeHead(...args);
-      }) as typeof raw.writeHead;
+      };
+      raw.writeHead = writeHeadWithLimits as typeof raw.writeHead;
       raw.on("close", () => {
         void transport.close();
         void server.close();
