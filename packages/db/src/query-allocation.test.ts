@@ -1,17 +1,12 @@
-import { setFlagsFromString } from "node:v8";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serverUrl } from "./testing.ts";
+import { inYoungGeneration, serverUrl } from "./testing.ts";
 
 // V8 allocates a function literal that is assigned straight to a property
 // (`query.callback = (err, res) => ...`) in the old generation. pg created the callback of every
 // promise-style query that way, and that function, dead once the query settled, kept the query's
 // promise and its result rows alive through young collections until they were promoted. The
 // patch in patches/pg@8.23.1.patch names the function first; these tests fail if it is lost.
-setFlagsFromString("--allow-natives-syntax");
-const inYoungGeneration = new Function("value", "return %InYoungGeneration(value)") as (
-  value: unknown,
-) => boolean;
 
 interface QueuedQuery {
   callback: unknown;
@@ -41,6 +36,7 @@ describe("pg query allocation", () => {
     await timed.end();
   });
 
+  // The probe's own check, for this test and the gateway's test of the ioredis patch.
   it("tells an old-generation function from a young one (the check itself can fail)", () => {
     const holder: { settle?: () => number } = {};
     holder.settle = () => 1;

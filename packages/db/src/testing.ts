@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { setFlagsFromString } from "node:v8";
 import pg from "pg";
 import { type MigrationSet, migrate, readMigrations } from "./migrate.ts";
 import { createPool, type Pool } from "./pool.ts";
@@ -90,4 +91,22 @@ export async function createTestDatabase(
       await cleanup.end();
     },
   };
+}
+
+let youngGenerationProbe: ((value: unknown) => boolean) | undefined;
+
+/**
+ * Whether V8 allocated `value` in the young generation (it was just created and has not yet
+ * survived two young collections). The tests of the patched ioredis and pg use it: each patch
+ * keeps a function those libraries create per call out of the old generation (see
+ * docs/decisions.md, "ioredis and pg: per-call functions allocated young").
+ */
+export function inYoungGeneration(value: unknown): boolean {
+  if (!youngGenerationProbe) {
+    setFlagsFromString("--allow-natives-syntax");
+    youngGenerationProbe = new Function("value", "return %InYoungGeneration(value)") as (
+      value: unknown,
+    ) => boolean;
+  }
+  return youngGenerationProbe(value);
 }
