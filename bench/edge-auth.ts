@@ -167,9 +167,11 @@ async function redisCpuMs(): Promise<number> {
 }
 
 /**
- * A paced phase with the CPU the server process and Redis used per request during it: at a steady
- * rate this moves far less between runs than saturated throughput, so it shows the cost of a
- * change to the edge where the throughput ratio cannot.
+ * A phase with the CPU the server process and Redis used per request during it. At a steady rate
+ * this moves far less between runs than saturated throughput, so it shows the cost of a change to
+ * the edge where the throughput ratio cannot. At saturation the gateway's own figure is what
+ * bounds the ratio (its one thread is the limit there, not the machine), while the bare server's
+ * saturation also moves with how the scheduler places it and autocannon.
  */
 async function withCpu(
   server: ChildProcess,
@@ -237,8 +239,8 @@ for (let round = 0; round < saturationRounds; round++) {
   saturated.push(
     await alternating(
       round,
-      () => saturate(bareUrl, auth),
-      () => saturate(gatewayUrl, auth),
+      () => withCpu(bare.child, () => saturate(bareUrl, auth)),
+      () => withCpu(gateway.child, () => saturate(gatewayUrl, auth)),
     ),
   );
 }
