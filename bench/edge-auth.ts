@@ -10,6 +10,8 @@
 // The machine is shared with other work, so the phases run in rounds that alternate their order
 // (bare then edge, edge then bare, ...) and the figures reported are each phase's median over the
 // rounds: a burst of outside load then lands on one round of both sides, not on one side.
+// Each phase also prints the CPU the server process and Redis used per request: at saturation the
+// gateway's figure is what bounds the throughput ratio, and it moves less than the ratio does.
 // Run: node bench/edge-auth.ts [seconds per phase] [rounds]
 // EDGE_BENCH_NODE_ARGS passes Node flags to both servers, e.g. "--cpu-prof --cpu-prof-dir=prof"
 // for a profile of each, or a heap setting to compare; what a server prints (--trace-gc, say)
