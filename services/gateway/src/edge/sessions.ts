@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import fastifyCookie from "@fastify/cookie";
 import fastifyJwt from "@fastify/jwt";
 import type { TenantChanged } from "@th/contracts";
 import type { HttpApp } from "@th/service-kit";
+import { parseCookie, stringifySetCookie } from "cookie";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Upstream } from "../clients/keys-client.ts";
 import type { EdgeSessions, SessionClaims } from "./authenticate.ts";
@@ -45,21 +45,43 @@ export interface SessionOptions {
   keys: Upstream;
 }
 
+/**
+ * One cookie of the request, parsed only when asked for: the cookie plugin would parse every
+ * request's header and wrap every reply, while only the dashboard's requests carry cookies.
+ */
+function cookieOf(request: FastifyRequest, name: string): string | undefined {
+  const header = request.headers.cookie;
+  return header ? parseCookie(header)[name] : undefined;
+}
+
+function setCookie(
+  reply: FastifyReply,
+  name: string,
+  value: string,
+  attributes: { httpOnly: boolean; path: string; maxAge: number },
+): void {
+  // Fastify keeps every set-cookie value given, one header line each.
+  reply.header(
+    "set-cookie",
+    stringifySetCookie({
+      name,
+      value,
+      ...attributes,
+      secure: true,
+      sameSite: "strict",
+      ...(attributes.maxAge === 0 ? { expires: new Date(0) } : {}),
+    }),
+  );
+}
+
 export async function registerSessions(app: HttpApp, options: SessionOptions) {
-  await app.register(fastifyCookie);
   await app.register(fastifyJwt, {
     secret: options.secret,
     sign: { algorithm: "HS256" },
     verify: { algorithms: ["HS256"] },
   });
 
-  const cookie = (httpOnly: boolean, path: string, maxAge: number) => ({
-    httpOnly,
-    secure: true,
-    sameSite: "strict" as const,
-    path,
-    maxAge,
-  });
+  const cookie = (httpOnly: boolean, path: string, maxAge: number) => ({ httpOnly, path, maxAge });
 
   function verify(token: string | undefined, typ: TokenClaims["typ"]): TokenClaims | null {
     if (!token) {
@@ -89,7 +111,7 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
 
   const edge: EdgeSessions = {
     read(request) {
-      const token = request.cookies[SESSION_COOKIE];
+      const token = cookieOf(request, SESSION_COOKIE);
       if (!token) {
         return null;
       }
@@ -130,7 +152,7 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
         { ...base, typ: "access" },
         { expiresIn: `${options.accessSeconds}s` },
       );
-      reply.setCookie(SESSION_COOKIE, access, cookie(true, "/", options.accessSeconds));
+      setCookie(reply, SESSION_COOKIE, access, cookie(true, "/", options.accessSeconds));
       let refreshExpiresAt = session.refreshExpiresAt;
       if (!refreshExpiresAt) {
         refreshExpiresAt = new Date(now + options.refreshSeconds * 1000);
@@ -138,12 +160,13 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
           { ...base, typ: "refresh" },
           { expiresIn: `${options.refreshSeconds}s` },
         );
-        reply.setCookie(
+        setCookie(
+          reply,
           REFRESH_COOKIE,
           refresh,
           cookie(true, REFRESH_PATH, options.refreshSeconds),
         );
-        reply.setCookie(CSRF_COOKIE, session.csrf, cookie(false, "/", options.refreshSeconds));
+        setCookie(reply, CSRF_COOKIE, session.csrf, cookie(false, "/", options.refreshSeconds));
       }
       return {
         member: who.member,
@@ -160,20 +183,20 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
 
     /** The refresh token's claims, or null when it is missing, forged or expired. */
     refreshClaims(request: FastifyRequest) {
-      const claims = verify(request.cookies[REFRESH_COOKIE], "refresh");
+      const claims = verify(cookieOf(request, REFRESH_COOKIE), "refresh");
       return claims ? { ...claims, expiresAt: new Date((claims.exp ?? 0) * 1000) } : null;
     },
 
     /** The access token's full claims, for the session route that describes the session. */
     accessClaims(request: FastifyRequest) {
-      const claims = verify(request.cookies[SESSION_COOKIE], "access");
+      const claims = verify(cookieOf(request, SESSION_COOKIE), "access");
       return claims ? { ...claims, expiresAt: new Date((claims.exp ?? 0) * 1000) } : null;
     },
 
     clear(reply: FastifyReply) {
-      reply.clearCookie(SESSION_COOKIE, cookie(true, "/", 0));
-      reply.clearCookie(REFRESH_COOKIE, cookie(true, REFRESH_PATH, 0));
-      reply.clearCookie(CSRF_COOKIE, cookie(false, "/", 0));
+      setCookie(reply, SESSION_COOKIE, "", cookie(true, "/", 0));
+      setCookie(reply, REFRESH_COOKIE, "", cookie(true, REFRESH_PATH, 0));
+      setCookie(reply, CSRF_COOKIE, "", cookie(false, "/", 0));
     },
   };
 }
