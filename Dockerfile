@@ -44,4 +44,5 @@ COPY --from=dashboard /app/packages/dashboard/dist /app/packages/dashboard/dist
 # The image's `node` user (uid 1000); the code is owned by root and read-only to it.
 USER 1000:1000
 EXPOSE 8080 9080
-CMD ["node", "services/gateway/src/main.ts"]
+# The gateway starts with the Node flags of services/gateway/src/heap.ts (GATEWAY_NODE_FLAGS).
+CMD ["node", "--no-memory-reducer", "services/gateway/src/main.ts"]

@@ -23,6 +23,7 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
+import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { startEdgeStack } from "../test/support/edge-stack.ts";
 import { cpuMsOf } from "./support/cpu.ts";
 
@@ -115,10 +116,11 @@ const serverNodeArgs = (process.env.EDGE_BENCH_NODE_ARGS ?? "").split(" ").filte
 function spawnServer(
   script: string,
   env: Record<string, string>,
+  nodeFlags: readonly string[] = [],
 ): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(
     process.execPath,
-    [...serverNodeArgs, join(import.meta.dirname, "support", script)],
+    [...nodeFlags, ...serverNodeArgs, join(import.meta.dirname, "support", script)],
     {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "inherit"],
@@ -139,16 +141,21 @@ function spawnServer(
 }
 
 const config = stack.gatewayConfig;
-const gateway = await spawnServer("gateway-child.ts", {
-  KEYS_URL: config.KEYS_URL,
-  PARCELS_URL: config.PARCELS_URL,
-  LEDGER_URL: config.LEDGER_URL,
-  MATCHER_URL: config.MATCHER_URL,
-  DATABASE_URL: config.DATABASE_URL,
-  KAFKA_BROKERS: config.KAFKA_BROKERS.join(","),
-  REDIS_URL: stack.harness.config.REDIS_URL,
-  REDIS_PREFIX: stack.harness.redis.options.keyPrefix ?? "",
-});
+const gateway = await spawnServer(
+  "gateway-child.ts",
+  {
+    KEYS_URL: config.KEYS_URL,
+    PARCELS_URL: config.PARCELS_URL,
+    LEDGER_URL: config.LEDGER_URL,
+    MATCHER_URL: config.MATCHER_URL,
+    DATABASE_URL: config.DATABASE_URL,
+    KAFKA_BROKERS: config.KAFKA_BROKERS.join(","),
+    REDIS_URL: stack.harness.config.REDIS_URL,
+    REDIS_PREFIX: stack.harness.redis.options.keyPrefix ?? "",
+  },
+  // The flags every launch line of the gateway passes (the image, the chart, `npm start`).
+  GATEWAY_NODE_FLAGS,
+);
 const gatewayUrl = gateway.url;
 const bare = await spawnServer("bare-fastify-child.ts", {});
 const bareUrl = bare.url;

@@ -7,6 +7,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { ensureDashboardBuilt } from "../packages/dashboard/src/build.ts";
+import { GATEWAY_NODE_FLAGS } from "../services/gateway/src/heap.ts";
 import { seedDemo } from "./demo.ts";
 
 const root = join(import.meta.dirname, "..");
@@ -20,6 +21,8 @@ interface ServiceEntry {
   name: string;
   port: number;
   internalPort: number;
+  /** Flags V8 reads only at startup, before the service's script. */
+  nodeFlags?: readonly string[];
 }
 
 const services: ServiceEntry[] = [
@@ -28,7 +31,7 @@ const services: ServiceEntry[] = [
   { name: "parcels", port: 8083, internalPort: 9083 },
   { name: "matcher", port: 8084, internalPort: 9084 },
   { name: "webhook-dispatcher", port: 8085, internalPort: 9085 },
-  { name: "gateway", port: GATEWAY_PORT, internalPort: 9080 },
+  { name: "gateway", port: GATEWAY_PORT, internalPort: 9080, nodeFlags: GATEWAY_NODE_FLAGS },
 ].map((service) => ({
   ...service,
   port: Number(env[`${service.name.toUpperCase().replaceAll("-", "_")}_PORT`] ?? service.port),
@@ -264,7 +267,7 @@ const upstreamUrls = {
 services.forEach((service, index) => {
   launch(
     service.name,
-    [join("services", service.name, "src", "main.ts")],
+    [...(service.nodeFlags ?? []), join("services", service.name, "src", "main.ts")],
     {
       PORT: String(service.port),
       INTERNAL_PORT: String(service.internalPort),

@@ -10,6 +10,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
+import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { unzipSync } from "fflate";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
@@ -180,7 +181,7 @@ describe("the terminal-house Helm chart", () => {
     }
   });
 
-  it("gives every service a Deployment, Service, PodDisruptionBudget and ConfigMap, probed on its internal port", async () => {
+  it("gives every service a Deployment, Service, PodDisruptionBudget and ConfigMap, probed on its internal port, the gateway started with its Node flags", async () => {
     const manifests = await render();
     for (const service of serviceNames) {
       const name = `th-${service}`;
@@ -189,8 +190,10 @@ describe("the terminal-house Helm chart", () => {
       }
       const deployment = byKind(manifests, "Deployment").find((d) => d.metadata.name === name);
       const container = deployment?.spec.template.spec.containers[0];
-      expect(container.command).toEqual(["node", `services/${service}/src/main.ts`]);
-      expect(existsSync(join(root, container.command[1]))).toBe(true);
+      // V8 reads the gateway's flags only at startup, so they are on its command line.
+      const nodeFlags = service === "gateway" ? GATEWAY_NODE_FLAGS : [];
+      expect(container.command).toEqual(["node", ...nodeFlags, `services/${service}/src/main.ts`]);
+      expect(existsSync(join(root, container.command.at(-1)))).toBe(true);
       const internal = container.ports.find((port: { name: string }) => port.name === "internal");
       expect(Number(podEnvironment(manifests, container).INTERNAL_PORT)).toBe(
         internal.containerPort,

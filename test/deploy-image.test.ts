@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import { serverUrl } from "@th/db/testing";
+import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -75,6 +76,17 @@ afterAll(async () => {
 });
 
 describe("the production image layout", () => {
+  it("starts the gateway by default, with the Node flags V8 reads only at startup", () => {
+    const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+    const runtime = dockerfile.split(/^FROM /m).find((part) => / AS runtime$/m.test(part)) ?? "";
+    const cmd = /^CMD (\[.+\])$/m.exec(runtime)?.[1];
+    expect(JSON.parse(cmd ?? "null")).toEqual([
+      "node",
+      ...GATEWAY_NODE_FLAGS,
+      "services/gateway/src/main.ts",
+    ]);
+  });
+
   it("installs production dependencies only and runs the services' migrate entries from it", async () => {
     const { copies, install } = installStage();
     expect(copies).toEqual(

@@ -3,11 +3,12 @@
 // and one SIGINT stops every process.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serverUrl } from "@th/db/testing";
+import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -49,6 +50,26 @@ async function admin(sql: string) {
   await client.connect();
   await client.query(sql);
   await client.end();
+}
+
+function commandLineOf(pid: string): string[] {
+  return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(0, -1);
+}
+
+/** The gateway process the supervisor started on this port (read from /proc, as `ps` would). */
+function gatewayProcess(port: number): string {
+  const found = readdirSync("/proc").filter((pid) => {
+    try {
+      return (
+        commandLineOf(pid).at(-1)?.endsWith("services/gateway/src/main.ts") === true &&
+        readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`PORT=${port}`)
+      );
+    } catch {
+      return false;
+    }
+  });
+  expect(found).toHaveLength(1);
+  return found[0] as string;
 }
 
 beforeAll(() => admin(`CREATE DATABASE ${database}`));
@@ -121,6 +142,12 @@ describe("npm start", () => {
     });
     expect(health.status).toBe(200);
     expect(output).toContain(`http://127.0.0.1:${ports.GATEWAY_PORT}/v1/health`);
+    // The gateway runs with the Node flags V8 reads only at startup.
+    expect(commandLineOf(gatewayProcess(ports.GATEWAY_PORT))).toEqual([
+      process.execPath,
+      ...GATEWAY_NODE_FLAGS,
+      join("services", "gateway", "src", "main.ts"),
+    ]);
 
     // The printed demo key reads leads of the sample roll.
     const key = /API key\s+(th_live_\w+)/.exec(output)?.[1];
