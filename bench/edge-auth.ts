@@ -3,7 +3,8 @@
 // minute, headers) against the same handler on a bare Fastify server, in the same run; each
 // server runs in a process of its own, the gateway with its consumers as deployed (logging at
 // fatal for both).
-// Saturation is measured with autocannon (closed loop, 32 connections). Latency at half of the
+// Saturation is measured with autocannon (closed loop), at the number of connections where each
+// server peaks, found by a short sweep (see SWEEP below). Latency at half of the
 // edge's saturation is measured with bench/paced-load.ts, which sends at a steady rate and counts
 // each request's latency from when it was due: autocannon's --overallRate sends each second's
 // share back to back and then idles, so its latencies would be those of a saturated server.
@@ -39,13 +40,18 @@ interface LoadResult {
 }
 
 /** The load runs in its own process so it does not share the servers' event loop. */
-async function saturate(url: string, headers: Record<string, string>): Promise<LoadResult> {
+async function saturate(
+  url: string,
+  headers: Record<string, string>,
+  connections: number,
+  duration = seconds,
+): Promise<LoadResult> {
   const args = [
     "--json",
     "--duration",
-    String(seconds),
+    String(duration),
     "--connections",
-    "32",
+    String(connections),
     ...Object.entries(headers).flatMap(([name, value]) => ["--headers", `${name}=${value}`]),
     url,
   ];
@@ -243,13 +249,42 @@ function summary(results: LoadResult[]): LoadResult {
 
 const fixedRate = Number(process.env.EDGE_BENCH_RATE ?? 0);
 const saturationRounds = fixedRate > 0 ? 0 : rounds;
+
+// Each server's saturation is its peak over the number of requests in flight. The bare server
+// answers at once and peaks with few connections (more only add sockets to poll); the edge waits
+// a Redis round trip per request, so by Little's law it needs more requests in flight to keep its
+// thread busy, and those arrive together and share script calls. One count for both would measure
+// one side below its peak. A short sweep finds each side's count; the rounds then run at it.
+const SWEEP = [16, 32, 64, 128, 256];
+const SWEEP_SECONDS = 3;
+const sweep: { connections: number; bare: number; edge: number }[] = [];
+for (const [index, connections] of (saturationRounds > 0 ? SWEEP : []).entries()) {
+  const round = await alternating(
+    index,
+    () => saturate(bareUrl, auth, connections, SWEEP_SECONDS),
+    () => saturate(gatewayUrl, auth, connections, SWEEP_SECONDS),
+  );
+  sweep.push({
+    connections,
+    bare: round.bare.requests.average,
+    edge: round.edge.requests.average,
+  });
+}
+const peakOf = (side: "bare" | "edge") =>
+  sweep.reduce(
+    (best, level) => (level[side] > best[side] ? level : best),
+    sweep[0] ?? { connections: 32, bare: 0, edge: 0 },
+  ).connections;
+const bareConnections = peakOf("bare");
+const edgeConnections = peakOf("edge");
+
 const saturated: { bare: LoadResult; edge: LoadResult }[] = [];
 for (let round = 0; round < saturationRounds; round++) {
   saturated.push(
     await alternating(
       round,
-      () => withCpu(bare.child, () => saturate(bareUrl, auth)),
-      () => withCpu(gateway.child, () => saturate(gatewayUrl, auth)),
+      () => withCpu(bare.child, () => saturate(bareUrl, auth, bareConnections)),
+      () => withCpu(gateway.child, () => saturate(gatewayUrl, auth, edgeConnections)),
     ),
   );
 }
@@ -273,8 +308,8 @@ const rows = [
   ...(fixedRate > 0
     ? []
     : ([
-        ["bare Fastify, saturated", bareMax],
-        ["full edge, saturated", edgeMax],
+        [`bare Fastify, saturated (${bareConnections} conn.)`, bareMax],
+        [`full edge, saturated (${edgeConnections} conn.)`, edgeMax],
       ] as const)),
   [`bare Fastify at ${halfRate} req/s`, bareHalf],
   [`full edge at ${halfRate} req/s`, edgeHalf],
@@ -282,6 +317,13 @@ const rows = [
 console.info(
   `machine: ${cpus().length} x ${cpus()[0]?.model}, Node ${process.version}, ${seconds} s per phase, median of ${rounds} alternating rounds`,
 );
+if (sweep.length > 0) {
+  console.info(
+    `saturation by connections (${SWEEP_SECONDS} s each, req/s bare / edge): ${sweep
+      .map((level) => `${level.connections}: ${level.bare.toFixed(0)} / ${level.edge.toFixed(0)}`)
+      .join(", ")}`,
+  );
+}
 for (const [name, result] of rows) {
   const cpu = result.cpu
     ? `  CPU/request: server ${result.cpu.server.toFixed(1)} µs, Redis ${result.cpu.redis.toFixed(1)} µs`
