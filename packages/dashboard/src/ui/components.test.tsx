@@ -1,7 +1,7 @@
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import { ApiFailure } from "./api.ts";
-import { CheckboxGroup, Problem, SecretOnce, TextField } from "./components.tsx";
+import { CheckboxGroup, DataTable, Problem, SecretOnce, TextField } from "./components.tsx";
 
 describe("an API failure on the page", () => {
   it("a tier gate becomes an upgrade prompt with the 403's own upgrade URL", () => {
@@ -95,5 +95,37 @@ describe("a text field", () => {
     expect(html).toContain("<label");
     expect(html).not.toContain("aria-describedby");
     expect(html).not.toContain('class="hint"');
+  });
+});
+
+describe("a list as a table", () => {
+  it("heads each column for screen readers, the actions column by name only to them", () => {
+    const html = renderToStaticMarkup(
+      <DataTable columns={["Label", "Status"]} actions>
+        <tr>
+          <td>ci</td>
+          <td>active</td>
+          <td>
+            <button type="button">Revoke</button>
+          </td>
+        </tr>
+      </DataTable>,
+    );
+    expect(html).toContain('<th scope="col">Label</th><th scope="col">Status</th>');
+    expect(html).toContain(
+      '<th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead><tbody><tr><td>ci</td>',
+    );
+  });
+
+  it("has no actions column unless asked", () => {
+    const html = renderToStaticMarkup(
+      <DataTable columns={["Folio"]}>
+        <tr>
+          <td>23-1</td>
+        </tr>
+      </DataTable>,
+    );
+    expect(html).not.toContain("Actions");
+    expect(html.match(/<th /g)).toHaveLength(1);
   });
 });

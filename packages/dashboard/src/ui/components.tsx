@@ -258,3 +258,29 @@ export function Loading() {
 export function Empty(props: { children: ReactNode }) {
   return <p className="empty">{props.children}</p>;
 }
+
+/**
+ * A list as a table: one heading per column, and with `actions` a last column for the row's
+ * buttons, whose heading only screen readers announce.
+ */
+export function DataTable(props: { columns: string[]; actions?: boolean; children: ReactNode }) {
+  return (
+    <table className="table">
+      <thead>
+        <tr>
+          {props.columns.map((column) => (
+            <th scope="col" key={column}>
+              {column}
+            </th>
+          ))}
+          {props.actions ? (
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          ) : null}
+        </tr>
+      </thead>
+      <tbody>{props.children}</tbody>
+    </table>
+  );
+}

@@ -3,6 +3,7 @@ import { ApiFailure, api } from "../api.ts";
 import type { Session } from "../app.tsx";
 import {
   Card,
+  DataTable,
   Empty,
   Loading,
   Page,
@@ -86,77 +87,63 @@ export function KeysPage(props: { session: Session }) {
             ) : keys.data.data.length === 0 ? (
               <Empty>No keys yet.</Empty>
             ) : (
-              <table className="table">
-                <thead>
-                  <tr>
-                    <th scope="col">Label</th>
-                    <th scope="col">Key</th>
-                    <th scope="col">Issued</th>
-                    <th scope="col">Age</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {keys.data.data.map((key) => {
-                    const reminder = rotationReminder(key);
-                    return (
-                      <tr key={key.id} data-testid={`key-${key.id}`}>
-                        <td>
-                          {key.label}
-                          {key.member_id === props.session.member.id ? (
-                            <span className="muted small"> (yours)</span>
-                          ) : null}
-                          {reminder ? (
-                            <p className="reminder" role="note">
-                              {reminder}
-                            </p>
-                          ) : null}
-                        </td>
-                        <td>
-                          <code>th_live_…{key.last4}</code>
-                        </td>
-                        <td>{formatDate(key.created_at)}</td>
-                        <td>{formatAge(key.age_days)}</td>
-                        <td>
-                          <span className={key.revoked ? "pill off" : "pill on"}>
-                            {key.revoked ? "Revoked" : "Active"}
-                          </span>
-                        </td>
-                        <td className="actions">
-                          {key.revoked ? null : (
-                            <button
-                              type="button"
-                              className="button danger"
-                              aria-label={`Revoke ${key.label} (…${key.last4})`}
-                              onClick={async () => {
-                                if (
-                                  !window.confirm(
-                                    `Revoke “${key.label}”? Requests with it fail at once.`,
-                                  )
-                                ) {
-                                  return;
-                                }
-                                setError(null);
-                                try {
-                                  await api("DELETE", `/v1/team/api-keys/${key.id}`);
-                                  await keys.reload();
-                                } catch (failure) {
-                                  setError(failure);
-                                }
-                              }}
-                            >
-                              Revoke
-                            </button>
-                          )}
-                        </td>
-                      </tr>
-                    );
-                  })}
-                </tbody>
-              </table>
+              <DataTable columns={["Label", "Key", "Issued", "Age", "Status"]} actions>
+                {keys.data.data.map((key) => {
+                  const reminder = rotationReminder(key);
+                  return (
+                    <tr key={key.id} data-testid={`key-${key.id}`}>
+                      <td>
+                        {key.label}
+                        {key.member_id === props.session.member.id ? (
+                          <span className="muted small"> (yours)</span>
+                        ) : null}
+                        {reminder ? (
+                          <p className="reminder" role="note">
+                            {reminder}
+                          </p>
+                        ) : null}
+                      </td>
+                      <td>
+                        <code>th_live_…{key.last4}</code>
+                      </td>
+                      <td>{formatDate(key.created_at)}</td>
+                      <td>{formatAge(key.age_days)}</td>
+                      <td>
+                        <span className={key.revoked ? "pill off" : "pill on"}>
+                          {key.revoked ? "Revoked" : "Active"}
+                        </span>
+                      </td>
+                      <td className="actions">
+                        {key.revoked ? null : (
+                          <button
+                            type="button"
+                            className="button danger"
+                            aria-label={`Revoke ${key.label} (…${key.last4})`}
+                            onClick={async () => {
+                              if (
+                                !window.confirm(
+                                  `Revoke “${key.label}”? Requests with it fail at once.`,
+                                )
+                              ) {
+                                return;
+                              }
+                              setError(null);
+                              try {
+                                await api("DELETE", `/v1/team/api-keys/${key.id}`);
+                                await keys.reload();
+                              } catch (failure) {
+                                setError(failure);
+                              }
+                            }}
+                          >
+                            Revoke
+                          </button>
+                        )}
+                      </td>
+                    </tr>
+                  );
+                })}
+              </DataTable>
             )}
           </Card>
         </>

@@ -4,6 +4,7 @@ import type { Session } from "../app.tsx";
 import {
   Card,
   CopyButton,
+  DataTable,
   Field,
   Loading,
   Page,
@@ -119,68 +120,54 @@ export function TeamPage(props: { session: Session }) {
             {!members.data ? (
               <Loading />
             ) : (
-              <table className="table">
-                <thead>
-                  <tr>
-                    <th scope="col">Email</th>
-                    <th scope="col">Role</th>
-                    <th scope="col">Since</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {members.data.data.map((member) => (
-                    <tr key={member.id}>
-                      <td>
-                        {member.email}
-                        {member.id === props.session.member.id ? (
-                          <span className="muted small"> (you)</span>
-                        ) : null}
-                      </td>
-                      <td>{member.role === "admin" ? "Admin" : "Member"}</td>
-                      <td>{formatDate(member.created_at)}</td>
-                      <td className="actions">
-                        {props.session.member.role === "admin" ? (
-                          <>
+              <DataTable columns={["Email", "Role", "Since"]} actions>
+                {members.data.data.map((member) => (
+                  <tr key={member.id}>
+                    <td>
+                      {member.email}
+                      {member.id === props.session.member.id ? (
+                        <span className="muted small"> (you)</span>
+                      ) : null}
+                    </td>
+                    <td>{member.role === "admin" ? "Admin" : "Member"}</td>
+                    <td>{formatDate(member.created_at)}</td>
+                    <td className="actions">
+                      {props.session.member.role === "admin" ? (
+                        <>
+                          <button
+                            type="button"
+                            className="button"
+                            onClick={() => void linkFor(member).catch(setError)}
+                          >
+                            Password link
+                          </button>
+                          {member.id !== props.session.member.id ? (
                             <button
                               type="button"
-                              className="button"
-                              onClick={() => void linkFor(member).catch(setError)}
+                              className="button danger"
+                              onClick={async () => {
+                                if (
+                                  !window.confirm(`Remove ${member.email}? Their keys are revoked.`)
+                                ) {
+                                  return;
+                                }
+                                try {
+                                  await api("DELETE", `/v1/team/members/${member.id}`);
+                                  await members.reload();
+                                } catch (failure) {
+                                  setError(failure);
+                                }
+                              }}
                             >
-                              Password link
+                              Remove
                             </button>
-                            {member.id !== props.session.member.id ? (
-                              <button
-                                type="button"
-                                className="button danger"
-                                onClick={async () => {
-                                  if (
-                                    !window.confirm(
-                                      `Remove ${member.email}? Their keys are revoked.`,
-                                    )
-                                  ) {
-                                    return;
-                                  }
-                                  try {
-                                    await api("DELETE", `/v1/team/members/${member.id}`);
-                                    await members.reload();
-                                  } catch (failure) {
-                                    setError(failure);
-                                  }
-                                }}
-                              >
-                                Remove
-                              </button>
-                            ) : null}
-                          </>
-                        ) : null}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
+                          ) : null}
+                        </>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </DataTable>
             )}
           </Card>
         </>

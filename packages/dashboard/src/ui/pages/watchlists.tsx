@@ -3,6 +3,7 @@ import { api } from "../api.ts";
 import {
   Card,
   CheckboxGroup,
+  DataTable,
   Empty,
   Field,
   Loading,
@@ -303,30 +304,20 @@ function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void })
       ) : matches.data.matches.length === 0 ? (
         <Empty>No matches yet. New roll ingests and manual runs add them here.</Empty>
       ) : (
-        <table className="table">
-          <thead>
-            <tr>
-              <th scope="col">Folio</th>
-              <th scope="col">Score</th>
-              <th scope="col">Signals</th>
-              <th scope="col">Found</th>
+        <DataTable columns={["Folio", "Score", "Signals", "Found"]}>
+          {matches.data.matches.map((match) => (
+            <tr key={match.match_id}>
+              <td>
+                <code>{match.folio}</code>
+              </td>
+              <td>{match.score.toFixed(2)}</td>
+              <td>{match.signals_fired.map(humanize).join(", ") || "—"}</td>
+              <td>
+                {formatDateTime(match.matched_at)} ({match.trigger.replace("_", " ")})
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {matches.data.matches.map((match) => (
-              <tr key={match.match_id}>
-                <td>
-                  <code>{match.folio}</code>
-                </td>
-                <td>{match.score.toFixed(2)}</td>
-                <td>{match.signals_fired.map(humanize).join(", ") || "—"}</td>
-                <td>
-                  {formatDateTime(match.matched_at)} ({match.trigger.replace("_", " ")})
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       )}
     </Card>
   );

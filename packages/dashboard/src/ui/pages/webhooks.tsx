@@ -2,6 +2,7 @@ import { Fragment, useState } from "react";
 import { api } from "../api.ts";
 import {
   Card,
+  DataTable,
   Empty,
   Field,
   Loading,
@@ -166,79 +167,65 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
       ) : list.data.data.length === 0 ? (
         <Empty>Nothing here.</Empty>
       ) : (
-        <table className="table">
-          <thead>
-            <tr>
-              <th scope="col">Delivery</th>
-              <th scope="col">Folio</th>
-              <th scope="col">State</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Last</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.data.map((delivery) => (
-              <Fragment key={delivery.id}>
-                <tr data-testid="delivery-row">
-                  <td>
-                    <code>{delivery.id}</code>
-                  </td>
-                  <td>{delivery.folio}</td>
-                  <td>
-                    <span className={`pill state-${delivery.state}`}>
-                      {delivery.state.replace("_", " ")}
-                    </span>
-                    {delivery.parked_reason ? (
-                      <p className="muted small">{delivery.parked_reason}</p>
-                    ) : null}
-                    {delivery.dead_letter_reason ? (
-                      <p className="muted small">{delivery.dead_letter_reason}</p>
-                    ) : null}
-                  </td>
-                  <td>{delivery.attempts}</td>
-                  <td>
-                    {delivery.last_status_code ?? delivery.last_failure ?? "—"} ·{" "}
-                    {formatDateTime(delivery.last_attempted_at)}
-                  </td>
-                  <td className="actions">
+        <DataTable columns={["Delivery", "Folio", "State", "Attempts", "Last"]} actions>
+          {list.data.data.map((delivery) => (
+            <Fragment key={delivery.id}>
+              <tr data-testid="delivery-row">
+                <td>
+                  <code>{delivery.id}</code>
+                </td>
+                <td>{delivery.folio}</td>
+                <td>
+                  <span className={`pill state-${delivery.state}`}>
+                    {delivery.state.replace("_", " ")}
+                  </span>
+                  {delivery.parked_reason ? (
+                    <p className="muted small">{delivery.parked_reason}</p>
+                  ) : null}
+                  {delivery.dead_letter_reason ? (
+                    <p className="muted small">{delivery.dead_letter_reason}</p>
+                  ) : null}
+                </td>
+                <td>{delivery.attempts}</td>
+                <td>
+                  {delivery.last_status_code ?? delivery.last_failure ?? "—"} ·{" "}
+                  {formatDateTime(delivery.last_attempted_at)}
+                </td>
+                <td className="actions">
+                  <button
+                    type="button"
+                    className="button"
+                    aria-expanded={open === delivery.id}
+                    onClick={() => setOpen(open === delivery.id ? null : delivery.id)}
+                  >
+                    Attempts
+                  </button>
+                  {delivery.state === "dead_letter" ? (
                     <button
                       type="button"
-                      className="button"
-                      aria-expanded={open === delivery.id}
-                      onClick={() => setOpen(open === delivery.id ? null : delivery.id)}
+                      className="button primary"
+                      onClick={() =>
+                        void act(async () => {
+                          await api("POST", `${base}/deliveries/${delivery.id}:replay`, {});
+                          return `Delivery ${delivery.id} queued for replay.`;
+                        })
+                      }
                     >
-                      Attempts
+                      Replay
                     </button>
-                    {delivery.state === "dead_letter" ? (
-                      <button
-                        type="button"
-                        className="button primary"
-                        onClick={() =>
-                          void act(async () => {
-                            await api("POST", `${base}/deliveries/${delivery.id}:replay`, {});
-                            return `Delivery ${delivery.id} queued for replay.`;
-                          })
-                        }
-                      >
-                        Replay
-                      </button>
-                    ) : null}
+                  ) : null}
+                </td>
+              </tr>
+              {open === delivery.id ? (
+                <tr>
+                  <td colSpan={6}>
+                    <Attempts base={base} delivery={delivery} />
                   </td>
                 </tr>
-                {open === delivery.id ? (
-                  <tr>
-                    <td colSpan={6}>
-                      <Attempts base={base} delivery={delivery} />
-                    </td>
-                  </tr>
-                ) : null}
-              </Fragment>
-            ))}
-          </tbody>
-        </table>
+              ) : null}
+            </Fragment>
+          ))}
+        </DataTable>
       )}
     </div>
   );
