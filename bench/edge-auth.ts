@@ -13,6 +13,8 @@
 // rounds: a burst of outside load then lands on one round of both sides, not on one side.
 // Each phase also prints the CPU the server process and Redis used per request: at saturation the
 // gateway's figure is what bounds the throughput ratio, and it moves less than the ratio does.
+// The edge's phases print how many requests a script call carried (Redis's command statistics):
+// the paced client sends each millisecond's requests together, so its calls are batches too.
 // Run: node bench/edge-auth.ts [seconds per phase] [rounds]
 // EDGE_BENCH_NODE_ARGS passes Node flags to both servers, e.g. "--cpu-prof --cpu-prof-dir=prof"
 // for a profile of each, or a heap setting to compare; what a server prints (--trace-gc, say)
@@ -37,6 +39,8 @@ interface LoadResult {
   non2xx: number;
   /** CPU µs per request of the server process, and of Redis, at a steady rate. */
   cpu?: { server: number; redis: number };
+  /** Requests per script call Redis ran meanwhile (the edge's batches); absent when none ran. */
+  perScriptCall?: number;
 }
 
 /** The load runs in its own process so it does not share the servers' event loop. */
@@ -181,6 +185,14 @@ async function redisCpuMs(): Promise<number> {
   return (field("used_cpu_user") + field("used_cpu_sys")) * 1000;
 }
 
+/** Script calls Redis has run so far: the edge judges the requests of one call together. */
+async function redisScriptCalls(): Promise<number> {
+  const info = await stack.harness.redis.info("commandstats");
+  const calls = (command: string) =>
+    Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? "0");
+  return calls("evalsha") + calls("eval");
+}
+
 /**
  * A phase with the CPU the server process and Redis used per request during it. At a steady rate
  * this moves far less between runs than saturated throughput, so it shows the cost of a change to
@@ -194,14 +206,17 @@ async function withCpu(
 ): Promise<LoadResult> {
   const serverBefore = cpuMsOf(server.pid);
   const redisBefore = await redisCpuMs();
+  const callsBefore = await redisScriptCalls();
   const result = await phase();
   const requests = result.requests.average * seconds;
+  const calls = (await redisScriptCalls()) - callsBefore;
   return {
     ...result,
     cpu: {
       server: ((cpuMsOf(server.pid) - serverBefore) * 1000) / requests,
       redis: (((await redisCpuMs()) - redisBefore) * 1000) / requests,
     },
+    ...(calls > 0 ? { perScriptCall: requests / calls } : {}),
   };
 }
 
@@ -243,6 +258,9 @@ function summary(results: LoadResult[]): LoadResult {
             redis: median(results.map((result) => result.cpu?.redis ?? 0)),
           },
         }
+      : {}),
+    ...(results.every((result) => result.perScriptCall)
+      ? { perScriptCall: median(results.map((result) => result.perScriptCall ?? 0)) }
       : {}),
   };
 }
@@ -336,8 +354,11 @@ for (const [name, result] of rows) {
   const cpu = result.cpu
     ? `  CPU/request: server ${result.cpu.server.toFixed(1)} µs, Redis ${result.cpu.redis.toFixed(1)} µs`
     : "";
+  const batches = result.perScriptCall
+    ? `, ${result.perScriptCall.toFixed(1)} requests per script call`
+    : "";
   console.info(
-    `${name.padEnd(36)} ${result.requests.average.toFixed(0).padStart(7)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms  non-2xx ${result.non2xx}${cpu}`,
+    `${name.padEnd(36)} ${result.requests.average.toFixed(0).padStart(7)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms  non-2xx ${result.non2xx}${cpu}${batches}`,
   );
 }
 if (fixedRate > 0) {
