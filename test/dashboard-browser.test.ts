@@ -213,6 +213,17 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     expect(await remainingViews()).toBe(before - 1);
   });
 
+  it("searches leads by the filters typed in, and says when none match", async () => {
+    await go("Leads");
+    await page.getByLabel("Min just value ($)").fill("999999999999");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.getByText("No parcel matches these filters.").waitFor();
+    await page.getByLabel("Min just value ($)").fill("");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.getByTestId("lead-row").first().waitFor();
+    expect(await page.getByText("No parcel matches these filters.").count()).toBe(0);
+  });
+
   it("subscribes a webhook with its secret shown once, and replays a dead letter", async () => {
     await go("Webhooks");
     await page.getByLabel("Endpoint URL").fill(receiver.url);

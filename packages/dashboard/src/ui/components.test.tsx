@@ -1,7 +1,14 @@
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import { ApiFailure } from "./api.ts";
-import { CheckboxGroup, DataTable, Problem, SecretOnce, TextField } from "./components.tsx";
+import {
+  CheckboxGroup,
+  DataTable,
+  Problem,
+  SecretOnce,
+  TextField,
+  TextFields,
+} from "./components.tsx";
 
 describe("an API failure on the page", () => {
   it("a tier gate becomes an upgrade prompt with the 403's own upgrade URL", () => {
@@ -95,6 +102,44 @@ describe("a text field", () => {
     expect(html).toContain("<label");
     expect(html).not.toContain("aria-describedby");
     expect(html).not.toContain('class="hint"');
+  });
+});
+
+describe("a run of text fields over one record", () => {
+  const fields = [
+    { name: "county", label: "County number", hint: "DOR number.", inputMode: "numeric" },
+    { name: "city", label: "City" },
+  ] as const;
+
+  it("renders each field in order, labelled, with its record value, hint and input mode", () => {
+    const html = renderToStaticMarkup(
+      <TextFields fields={fields} values={{ county: "23", city: "Miami" }} onChange={() => {}} />,
+    );
+    expect(html.indexOf(">County number</label>")).toBeGreaterThan(-1);
+    expect(html.indexOf(">City</label>")).toBeGreaterThan(html.indexOf(">County number</label>"));
+    expect(html).toMatch(
+      /<input id="[^"]+" aria-describedby="[^"]+" inputMode="numeric" value="23"\/>/,
+    );
+    expect(html).toMatch(/<input id="[^"]+" value="Miami"\/>/);
+    expect(html).toContain("DOR number.");
+  });
+
+  it("reports an edit as the field's name and the new text", () => {
+    const edits: [string, string][] = [];
+    const element = TextFields({
+      fields,
+      values: { county: "", city: "" },
+      onChange: (name, value) => edits.push([name, value]),
+    });
+    const inputs = (
+      element.props as { children: { props: { onChange: (event: unknown) => void } }[] }
+    ).children;
+    inputs[1]?.props.onChange({ target: { value: "Tampa" } });
+    inputs[0]?.props.onChange({ target: { value: "29" } });
+    expect(edits).toEqual([
+      ["city", "Tampa"],
+      ["county", "29"],
+    ]);
   });
 });
 

@@ -109,6 +109,36 @@ export function TextField(
   );
 }
 
+/** One text input of a form whose values live in one record, by the record's field name. */
+export interface TextFieldSpec<Name extends string> {
+  name: Name;
+  label: string;
+  hint?: string;
+  inputMode?: "numeric" | "decimal";
+}
+
+/** A run of text inputs over one record of values: each field's text in, (name, text) out. */
+export function TextFields<Name extends string>(props: {
+  fields: readonly TextFieldSpec<Name>[];
+  values: Readonly<Record<Name, string>>;
+  onChange: (name: Name, value: string) => void;
+}) {
+  return (
+    <>
+      {props.fields.map((field) => (
+        <TextField
+          key={field.name}
+          label={field.label}
+          {...(field.hint === undefined ? {} : { hint: field.hint })}
+          {...(field.inputMode === undefined ? {} : { inputMode: field.inputMode })}
+          value={props.values[field.name]}
+          onChange={(event) => props.onChange(field.name, event.target.value)}
+        />
+      ))}
+    </>
+  );
+}
+
 /** A fieldset of checkboxes over a fixed list: the selection in, the next selection out. */
 export function CheckboxGroup<Option extends string>(props: {
   legend: string;

@@ -1,3 +1,5 @@
+import type { TextFieldSpec } from "./components.tsx";
+
 // The dashboard's logic that does not touch the DOM: parsing, formatting and the shapes the
 // pages send. Kept pure so the component tests can check it without a browser.
 
@@ -134,6 +136,12 @@ export function dailySeries(
   }
   return series;
 }
+
+/** The just-value range, a filter of both the lead search and a watchlist's recipe. */
+export const JUST_VALUE_FIELDS = [
+  { name: "min_just_value", label: "Min just value ($)", inputMode: "numeric" },
+  { name: "max_just_value", label: "Max just value ($)", inputMode: "numeric" },
+] as const satisfies readonly TextFieldSpec<keyof LeadFilters & keyof RecipeForm>[];
 
 export interface LeadFilters {
   county: string;

@@ -8,7 +8,8 @@ import {
   Loading,
   Page,
   Problem,
-  TextField,
+  type TextFieldSpec,
+  TextFields,
 } from "../components.tsx";
 import {
   EMPTY_FILTERS,
@@ -16,6 +17,7 @@ import {
   formatMoney,
   formatNumber,
   humanize,
+  JUST_VALUE_FIELDS,
   type LeadFilters,
   leadQuery,
   SIGNAL_DESCRIPTIONS,
@@ -221,6 +223,23 @@ function LeadRow(props: { summary: LeadSummary }) {
   );
 }
 
+const PLACE_FIELDS = [
+  {
+    name: "county",
+    label: "County number",
+    hint: "DOR number, 11–77 (23 is Miami-Dade).",
+    inputMode: "numeric",
+  },
+  { name: "city", label: "City" },
+  { name: "zip", label: "ZIP", inputMode: "numeric" },
+] as const satisfies readonly TextFieldSpec<keyof LeadFilters>[];
+
+const VALUE_FIELDS = [
+  ...JUST_VALUE_FIELDS,
+  { name: "min_equity", label: "Min equity ($)", inputMode: "numeric" },
+  { name: "max_equity", label: "Max equity ($)", inputMode: "numeric" },
+] as const satisfies readonly TextFieldSpec<keyof LeadFilters>[];
+
 export function LeadsPage() {
   const [filters, setFilters] = useState<LeadFilters>(EMPTY_FILTERS);
   const [page, setPage] = useState<{ leads: LeadSummary[]; next_cursor: string | null } | null>(
@@ -228,8 +247,8 @@ export function LeadsPage() {
   );
   const [error, setError] = useState<unknown>(null);
   const [loading, setLoading] = useState(false);
-  const set = (name: keyof LeadFilters) => (event: { target: { value: string } }) =>
-    setFilters({ ...filters, [name]: event.target.value });
+  const setText = (name: keyof LeadFilters, value: string) =>
+    setFilters({ ...filters, [name]: value });
 
   async function search(cursor?: string) {
     setLoading(true);
@@ -260,18 +279,14 @@ export function LeadsPage() {
             void search();
           }}
         >
-          <TextField
-            label="County number"
-            hint="DOR number, 11–77 (23 is Miami-Dade)."
-            inputMode="numeric"
-            value={filters.county}
-            onChange={set("county")}
-          />
-          <TextField label="City" value={filters.city} onChange={set("city")} />
-          <TextField label="ZIP" inputMode="numeric" value={filters.zip} onChange={set("zip")} />
+          <TextFields fields={PLACE_FIELDS} values={filters} onChange={setText} />
           <Field label="Use class">
             {(id) => (
-              <select id={id} value={filters.use_class} onChange={set("use_class")}>
+              <select
+                id={id}
+                value={filters.use_class}
+                onChange={(event) => setText("use_class", event.target.value)}
+              >
                 <option value="">Any</option>
                 {USE_CLASSES.map((useClass) => (
                   <option key={useClass} value={useClass}>
@@ -281,30 +296,7 @@ export function LeadsPage() {
               </select>
             )}
           </Field>
-          <TextField
-            label="Min just value ($)"
-            inputMode="numeric"
-            value={filters.min_just_value}
-            onChange={set("min_just_value")}
-          />
-          <TextField
-            label="Max just value ($)"
-            inputMode="numeric"
-            value={filters.max_just_value}
-            onChange={set("max_just_value")}
-          />
-          <TextField
-            label="Min equity ($)"
-            inputMode="numeric"
-            value={filters.min_equity}
-            onChange={set("min_equity")}
-          />
-          <TextField
-            label="Max equity ($)"
-            inputMode="numeric"
-            value={filters.max_equity}
-            onChange={set("max_equity")}
-          />
+          <TextFields fields={VALUE_FIELDS} values={filters} onChange={setText} />
           <CheckboxGroup
             legend="Signals (a lead must have all that are ticked)"
             options={SIGNALS}

@@ -10,6 +10,8 @@ import {
   Page,
   Problem,
   TextField,
+  type TextFieldSpec,
+  TextFields,
   useLoad,
 } from "../components.tsx";
 import {
@@ -17,6 +19,7 @@ import {
   formatDateTime,
   formFromRecipe,
   humanize,
+  JUST_VALUE_FIELDS,
   type RecipeForm,
   recipeFromForm,
   SIGNAL_DESCRIPTIONS,
@@ -52,6 +55,23 @@ interface Run {
   error: string | null;
 }
 
+const RECIPE_TEXT_FIELDS = [
+  {
+    name: "counties",
+    label: "Counties",
+    hint: "DOR numbers, comma-separated (23 is Miami-Dade).",
+  },
+  { name: "cities", label: "Cities", hint: "Comma-separated." },
+  { name: "zip_codes", label: "ZIP codes", hint: "Comma-separated 5-digit ZIPs." },
+  ...JUST_VALUE_FIELDS,
+  {
+    name: "min_score",
+    label: "Minimum score",
+    hint: "0 to 1; leave empty for any.",
+    inputMode: "decimal",
+  },
+] as const satisfies readonly TextFieldSpec<keyof RecipeForm>[];
+
 function RecipeEditor(props: {
   initial?: Watchlist;
   onSaved: (watchlist: Watchlist) => void;
@@ -64,8 +84,6 @@ function RecipeEditor(props: {
   const [mode, setMode] = useState<"form" | "json">("form");
   const [json, setJson] = useState(JSON.stringify(props.initial?.recipe ?? {}, null, 2));
   const [error, setError] = useState<unknown>(null);
-  const text = (field: keyof RecipeForm) => (event: { target: { value: string } }) =>
-    setForm({ ...form, [field]: event.target.value });
 
   function switchTo(next: "form" | "json") {
     setError(null);
@@ -133,42 +151,10 @@ function RecipeEditor(props: {
       </fieldset>
       {mode === "form" ? (
         <div className="filters">
-          <TextField
-            label="Counties"
-            hint="DOR numbers, comma-separated (23 is Miami-Dade)."
-            value={form.counties}
-            onChange={text("counties")}
-          />
-          <TextField
-            label="Cities"
-            hint="Comma-separated."
-            value={form.cities}
-            onChange={text("cities")}
-          />
-          <TextField
-            label="ZIP codes"
-            hint="Comma-separated 5-digit ZIPs."
-            value={form.zip_codes}
-            onChange={text("zip_codes")}
-          />
-          <TextField
-            label="Min just value ($)"
-            inputMode="numeric"
-            value={form.min_just_value}
-            onChange={text("min_just_value")}
-          />
-          <TextField
-            label="Max just value ($)"
-            inputMode="numeric"
-            value={form.max_just_value}
-            onChange={text("max_just_value")}
-          />
-          <TextField
-            label="Minimum score"
-            hint="0 to 1; leave empty for any."
-            inputMode="decimal"
-            value={form.min_score}
-            onChange={text("min_score")}
+          <TextFields
+            fields={RECIPE_TEXT_FIELDS}
+            values={form}
+            onChange={(field, value) => setForm({ ...form, [field]: value })}
           />
           <CheckboxGroup
             legend="Use classes"
