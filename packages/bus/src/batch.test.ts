@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { type LeadViewRecorded, parkedTopicOf, type TopicContract } from "@th/contracts";
+import type { LeadViewRecorded, TopicContract } from "@th/contracts";
 import { leadViewRecorded as sampleView } from "@th/contracts/samples";
 import { inSpan, startTelemetry } from "@th/telemetry";
 import { afterAll, describe, expect, it, vi } from "vitest";
@@ -41,27 +41,6 @@ async function consumeBatches(
 async function committed(group: string, topic: string): Promise<string | undefined> {
   const [offsets] = await kit.admin.fetchOffsets({ groupId: group, topics: [topic] });
   return offsets?.partitions[0]?.offset;
-}
-
-async function parkedRecords(topic: string, expected: number) {
-  const records: { value: Buffer | null; headers: Record<string, string> }[] = [];
-  const consumer = kit.raw.consumer({ groupId: newGroup(), maxWaitTimeInMs: 100 });
-  await consumer.connect();
-  await consumer.subscribe({ topic: parkedTopicOf(topic), fromBeginning: true });
-  await consumer.run({
-    eachMessage: async ({ message }) => {
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(message.headers ?? {})) {
-        headers[name] = String(value);
-      }
-      records.push({ value: message.value, headers });
-    },
-  });
-  await vi.waitFor(() => expect(records.length).toBeGreaterThanOrEqual(expected), {
-    timeout: 15_000,
-  });
-  await consumer.disconnect();
-  return records;
 }
 
 describe("bus batch consumers (onBatch)", () => {
@@ -117,7 +96,7 @@ describe("bus batch consumers (onBatch)", () => {
       timeout: 15_000,
     });
     expect(handled).toEqual(["good-1", "good-2"]);
-    const parked = await parkedRecords(contract.topic, 2);
+    const parked = await kit.parkedRecords(contract.topic, 2);
     expect(
       parked.map((record) => [
         record.headers[PARK_HEADERS.from],
@@ -167,7 +146,7 @@ describe("bus batch consumers (onBatch)", () => {
       { folios: ["b"], attempt: 1 },
     ]);
     expect(done).toEqual(["a", "b"]);
-    const [parked] = await parkedRecords(contract.topic, 1);
+    const [parked] = await kit.parkedRecords(contract.topic, 1);
     expect(parked?.headers[PARK_HEADERS.from]).toBe(`${contract.topic}/0/1`);
     expect(parked?.headers[PARK_HEADERS.reason]).toBe(
       "handler failed 3 times: downstream exploded",

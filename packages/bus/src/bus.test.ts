@@ -36,30 +36,6 @@ async function consume(
   return group;
 }
 
-async function parkedRecords(topic: string, expected: number) {
-  const records: { value: Buffer | null; headers: Record<string, string> }[] = [];
-  const consumer = kit.raw.consumer({
-    groupId: `parked-${randomBytes(4).toString("hex")}`,
-    maxWaitTimeInMs: 100,
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topic: parkedTopicOf(topic), fromBeginning: true });
-  await consumer.run({
-    eachMessage: async ({ message }) => {
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(message.headers ?? {})) {
-        headers[name] = String(value);
-      }
-      records.push({ value: message.value, headers });
-    },
-  });
-  await vi.waitFor(() => expect(records.length).toBeGreaterThanOrEqual(expected), {
-    timeout: 15_000,
-  });
-  await consumer.disconnect();
-  return records;
-}
-
 describe("bus", () => {
   it("provisions each topic with its partitions and a parking topic, idempotently", async () => {
     const contract = await kit.isolatedTopic(6);
@@ -178,7 +154,7 @@ describe("bus", () => {
     await kit.bus.publish(contract, [view("t", "bad"), view("t", "good")]);
     await vi.waitFor(() => expect(handled).toEqual(["good"]), { timeout: 20_000 });
     expect(attempts).toEqual([1, 2, 3]);
-    const [parked] = await parkedRecords(contract.topic, 1);
+    const [parked] = await kit.parkedRecords(contract.topic, 1);
     expect(parked?.headers[PARK_HEADERS.reason]).toBe(
       "handler failed 3 times: downstream exploded",
     );
@@ -202,7 +178,7 @@ describe("bus", () => {
     await producer.disconnect();
     await kit.bus.publish(contract, view("t", "after-poison"));
     await vi.waitFor(() => expect(handled).toEqual(["after-poison"]), { timeout: 15_000 });
-    const [parked] = await parkedRecords(contract.topic, 1);
+    const [parked] = await kit.parkedRecords(contract.topic, 1);
     expect(parked?.value?.toString()).toBe("not avro at all");
     expect(parked?.headers[PARK_HEADERS.reason]).toMatch(
       /^cannot decode as th\.usage\.LeadViewRecorded/,
@@ -213,7 +189,7 @@ describe("bus", () => {
     const contract = await kit.isolatedTopic(1);
     await consume(contract, async () => park("watchlist was deleted"));
     await kit.bus.publish(contract, view("t", "f"));
-    const [parked] = await parkedRecords(contract.topic, 1);
+    const [parked] = await kit.parkedRecords(contract.topic, 1);
     expect(parked?.headers[PARK_HEADERS.reason]).toBe("watchlist was deleted");
   });
 

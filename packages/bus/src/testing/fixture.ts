@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { contracts, type LeadViewRecorded, type TopicContract } from "@th/contracts";
+import { contracts, type LeadViewRecorded, parkedTopicOf, type TopicContract } from "@th/contracts";
 import { startBroker } from "@th/dev-broker";
 import { createLogger } from "@th/telemetry";
 import { type Admin, Kafka, logLevel } from "kafkajs";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, expect, vi } from "vitest";
 import { Bus, type RunningConsumer } from "../bus.ts";
 
 /** Consumer timings short enough for tests, as the services' test harness uses. */
@@ -19,6 +19,14 @@ export interface BusFixture {
   track(consumer: RunningConsumer): RunningConsumer;
   /** A copy of the lead-view contract on a topic of its own, so tests never see each other. */
   isolatedTopic(partitions?: number): Promise<TopicContract<LeadViewRecorded>>;
+  /**
+   * The records parked from `topic` as a plain kafkajs consumer reads them, once at least
+   * `expected` are there (15 s at most).
+   */
+  parkedRecords(
+    topic: string,
+    expected: number,
+  ): Promise<{ value: Buffer | null; headers: Record<string, string> }[]>;
 }
 
 /** A dev broker, a bus and a raw client for one test file, started and stopped with it. */
@@ -80,6 +88,29 @@ export function busFixture(name: string): BusFixture {
       };
       await started(bus).provision([contract]);
       return contract;
+    },
+    async parkedRecords(topic, expected) {
+      const records: { value: Buffer | null; headers: Record<string, string> }[] = [];
+      const consumer = started(raw).consumer({
+        groupId: `parked-${randomBytes(4).toString("hex")}`,
+        maxWaitTimeInMs: 100,
+      });
+      await consumer.connect();
+      await consumer.subscribe({ topic: parkedTopicOf(topic), fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ message }) => {
+          const headers: Record<string, string> = {};
+          for (const [header, value] of Object.entries(message.headers ?? {})) {
+            headers[header] = String(value);
+          }
+          records.push({ value: message.value, headers });
+        },
+      });
+      await vi.waitFor(() => expect(records.length).toBeGreaterThanOrEqual(expected), {
+        timeout: 15_000,
+      });
+      await consumer.disconnect();
+      return records;
     },
   };
 }
