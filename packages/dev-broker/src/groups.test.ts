@@ -1,38 +1,21 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import type { Consumer, Kafka } from "kafkajs";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type RunningBroker, startBroker } from "./index.ts";
+import type { Consumer } from "kafkajs";
+import { describe, expect, test } from "vitest";
 import {
+  brokerFixture,
   FAST_CONSUMER,
-  kafkaClient,
   trackAssignment,
   uniqueName,
   waitFor,
 } from "./test-support/kafka.ts";
 
-let broker: RunningBroker;
-let kafka: Kafka;
-beforeAll(async () => {
-  broker = await startBroker({ port: 0, minSessionTimeoutMs: 100 });
-  kafka = kafkaClient(broker.brokers);
-});
-afterAll(async () => {
-  await broker.stop();
-});
-
-async function createTopic(partitions: number): Promise<string> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const topic = uniqueName("group-topic");
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }] });
-  await admin.disconnect();
-  return topic;
-}
+const cluster = brokerFixture();
+const createTopic = (partitions: number) => cluster.createTopic("group-topic", partitions);
 
 async function produce(topic: string, from: number, count: number): Promise<void> {
-  const producer = kafka.producer();
+  const producer = cluster.kafka.producer();
   await producer.connect();
   const messages = Array.from({ length: count }, (_, i) => ({
     key: `key-${from + i}`,
@@ -54,7 +37,7 @@ async function startMember(
   seen: Map<string, number>,
   options: { perMessageDelayMs?: number } = {},
 ): Promise<Member> {
-  const consumer = kafka.consumer({ groupId, ...FAST_CONSUMER });
+  const consumer = cluster.kafka.consumer({ groupId, ...FAST_CONSUMER });
   const assignment = trackAssignment(consumer, topic);
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
@@ -145,7 +128,7 @@ describe("consumer groups", () => {
     const script = fileURLToPath(new URL("./test-support/consumer-child.ts", import.meta.url));
     const child: ChildProcess = spawn(
       process.execPath,
-      [script, broker.brokers[0] as string, topic, groupId, String(sessionTimeout)],
+      [script, cluster.broker.brokers[0] as string, topic, groupId, String(sessionTimeout)],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
     let childPartitions: number[] = [];
@@ -181,13 +164,13 @@ describe("consumer groups", () => {
     const groupId = uniqueName("commit-rebalance");
     await produce(topic, 0, 400);
     const seen = new Map<string, number>();
-    const commitsBefore = broker.stats.commitsDuringRebalance;
+    const commitsBefore = cluster.broker.stats.commitsDuringRebalance;
     const a = await startMember(topic, groupId, seen, { perMessageDelayMs: 2 });
     await waitFor(() => seen.size >= 40, 15_000, "the first member to be mid-stream");
     const b = await startMember(topic, groupId, seen, { perMessageDelayMs: 2 });
     await waitFor(() => seen.size === 400, 20_000, "all 400 messages");
     await new Promise((r) => setTimeout(r, 300));
-    expect(broker.stats.commitsDuringRebalance).toBeGreaterThan(commitsBefore);
+    expect(cluster.broker.stats.commitsDuringRebalance).toBeGreaterThan(commitsBefore);
     expectExactlyOnce(seen, 400);
     await Promise.all([a.consumer.disconnect(), b.consumer.disconnect()]);
   });
@@ -218,7 +201,7 @@ describe("consumer groups", () => {
     const seen = new Map<string, number>();
     const m = await startMember(topic, groupId, seen);
     await waitFor(() => m.assignment.partitions.length === 2, 15_000, "assignment");
-    const admin = kafka.admin();
+    const admin = cluster.kafka.admin();
     await admin.connect();
     expect((await admin.listGroups()).groups.map((g) => g.groupId)).toContain(groupId);
     const described = await admin.describeGroups([groupId]);

@@ -1,26 +1,9 @@
-import { CompressionTypes, type Kafka, type KafkaMessage, Partitioners } from "kafkajs";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type RunningBroker, startBroker } from "./index.ts";
-import { FAST_CONSUMER, kafkaClient, uniqueName, waitFor } from "./test-support/kafka.ts";
+import { CompressionTypes, type KafkaMessage, Partitioners } from "kafkajs";
+import { describe, expect, test } from "vitest";
+import { brokerFixture, FAST_CONSUMER, uniqueName, waitFor } from "./test-support/kafka.ts";
 
-let broker: RunningBroker;
-let kafka: Kafka;
-beforeAll(async () => {
-  broker = await startBroker({ port: 0, minSessionTimeoutMs: 100 });
-  kafka = kafkaClient(broker.brokers);
-});
-afterAll(async () => {
-  await broker.stop();
-});
-
-async function createTopic(partitions: number): Promise<string> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const topic = uniqueName("pc");
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }] });
-  await admin.disconnect();
-  return topic;
-}
+const cluster = brokerFixture();
+const createTopic = (partitions: number) => cluster.createTopic("pc", partitions);
 
 interface Received {
   partition: number;
@@ -32,7 +15,7 @@ async function consumeAll(
   count: number,
   options: { maxWaitTimeInMs?: number } = {},
 ): Promise<Received[]> {
-  const consumer = kafka.consumer({
+  const consumer = cluster.kafka.consumer({
     groupId: uniqueName("pc-group"),
     ...FAST_CONSUMER,
     ...options,
@@ -57,7 +40,7 @@ describe("produce and consume", () => {
   test("keys land on the DefaultPartitioner's partition; keys and headers round-trip", async () => {
     const partitions = 6;
     const topic = await createTopic(partitions);
-    const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+    const producer = cluster.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();
     const messages = Array.from({ length: 30 }, (_, i) => ({
       key: `customer-${i}`,
@@ -97,7 +80,7 @@ describe("produce and consume", () => {
 
   test("null keys and tombstones round-trip", async () => {
     const topic = await createTopic(1);
-    const producer = kafka.producer();
+    const producer = cluster.kafka.producer();
     await producer.connect();
     await producer.send({
       topic,
@@ -116,7 +99,7 @@ describe("produce and consume", () => {
 
   test("acks -1, 1 and 0 all append; acks 0 returns no per-partition result", async () => {
     const topic = await createTopic(1);
-    const producer = kafka.producer();
+    const producer = cluster.kafka.producer();
     await producer.connect();
     const r1 = await producer.send({ topic, acks: -1, messages: [{ value: "all" }] });
     const r2 = await producer.send({ topic, acks: 1, messages: [{ value: "leader" }] });
@@ -132,10 +115,10 @@ describe("produce and consume", () => {
 
   test("gzip batches are stored compressed and consumed intact", async () => {
     const topic = await createTopic(1);
-    const producer = kafka.producer();
+    const producer = cluster.kafka.producer();
     await producer.connect();
     const value = "a".repeat(1024);
-    const bytesBefore = broker.stats.bytesAppended;
+    const bytesBefore = cluster.broker.stats.bytesAppended;
     await producer.send({
       topic,
       compression: CompressionTypes.GZIP,
@@ -143,7 +126,7 @@ describe("produce and consume", () => {
     });
     await producer.disconnect();
     // 100 KB of payload passed through as one gzip batch, never decompressed or re-encoded.
-    expect(broker.stats.bytesAppended - bytesBefore).toBeLessThan(5_000);
+    expect(cluster.broker.stats.bytesAppended - bytesBefore).toBeLessThan(5_000);
     const received = await consumeAll(topic, 100);
     expect(received.every((r) => String(r.message.value) === value)).toBe(true);
     expect(received.map((r) => Number(r.message.key))).toEqual(
@@ -153,7 +136,7 @@ describe("produce and consume", () => {
 
   test("a message over 1 MB is refused with MESSAGE_TOO_LARGE; 900 KB is accepted", async () => {
     const topic = await createTopic(1);
-    const producer = kafka.producer({ retry: { retries: 0 } });
+    const producer = cluster.kafka.producer({ retry: { retries: 0 } });
     await producer.connect();
     await expect(
       producer.send({ topic, messages: [{ value: Buffer.alloc(1_100_000, 1) }] }),
@@ -167,7 +150,7 @@ describe("produce and consume", () => {
 
   test("idempotent producer sends through InitProducerId and every message arrives once", async () => {
     const topic = await createTopic(3);
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    const producer = cluster.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     for (let batch = 0; batch < 5; batch++) {
       await producer.send({
@@ -188,7 +171,7 @@ describe("produce and consume", () => {
   test("a parked fetch wakes on produce instead of waiting out maxWaitTimeInMs", async () => {
     const topic = await createTopic(1);
     const maxWaitTimeInMs = 5000;
-    const consumer = kafka.consumer({
+    const consumer = cluster.kafka.consumer({
       groupId: uniqueName("longpoll"),
       ...FAST_CONSUMER,
       maxWaitTimeInMs,
@@ -205,8 +188,8 @@ describe("produce and consume", () => {
         deliveredAt = Date.now();
       },
     });
-    await waitFor(() => joined && broker.stats.parkedFetches > 0, 10_000, "a parked fetch");
-    const producer = kafka.producer();
+    await waitFor(() => joined && cluster.broker.stats.parkedFetches > 0, 10_000, "a parked fetch");
+    const producer = cluster.kafka.producer();
     await producer.connect();
     const sentAt = Date.now();
     await producer.send({ topic, messages: [{ value: "wake up" }] });
@@ -219,10 +202,10 @@ describe("produce and consume", () => {
 
   test("fromBeginning false only sees messages produced after joining", async () => {
     const topic = await createTopic(1);
-    const producer = kafka.producer();
+    const producer = cluster.kafka.producer();
     await producer.connect();
     await producer.send({ topic, messages: [{ value: "old" }] });
-    const consumer = kafka.consumer({ groupId: uniqueName("latest"), ...FAST_CONSUMER });
+    const consumer = cluster.kafka.consumer({ groupId: uniqueName("latest"), ...FAST_CONSUMER });
     let joined = false;
     consumer.on(consumer.events.GROUP_JOIN, () => {
       joined = true;
@@ -235,7 +218,11 @@ describe("produce and consume", () => {
         values.push(String(message.value));
       },
     });
-    await waitFor(() => joined && broker.stats.parkedFetches > 0, 10_000, "consumer to be polling");
+    await waitFor(
+      () => joined && cluster.broker.stats.parkedFetches > 0,
+      10_000,
+      "consumer to be polling",
+    );
     await producer.send({ topic, messages: [{ value: "new" }] });
     await waitFor(() => values.length === 1, 10_000, "the new message");
     expect(values).toEqual(["new"]);
