@@ -226,10 +226,17 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
 
   it("subscribes a webhook with its secret shown once, and replays a dead letter", async () => {
     await go("Webhooks");
+    const withCredentials = new URL(receiver.url);
+    withCredentials.username = "user";
+    withCredentials.password = "secret";
+    await page.getByLabel("Endpoint URL").fill(withCredentials.href);
+    await page.getByRole("button", { name: "Subscribe" }).click();
+    await page.getByRole("alert").getByText("url must not carry credentials").first().waitFor();
     await page.getByLabel("Endpoint URL").fill(receiver.url);
     await page.getByRole("button", { name: "Subscribe" }).click();
     const secret = (await page.getByTestId("secret-once").locator("code").textContent()) ?? "";
     expect(secret).toMatch(/^whsec_/);
+    expect(await page.getByText("url must not carry credentials").count()).toBe(0);
     await page.getByRole("button", { name: "I have stored it" }).click();
     const watchlistId = await page.getByLabel("Watchlist").inputValue();
     await hooks.tenantApplied(tenant.tenantId);

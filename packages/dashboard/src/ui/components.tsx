@@ -256,6 +256,23 @@ export function SecretOnce(props: { title: string; secret: string; onDone: () =>
 }
 
 /** Loads data for a page; loads again when `key` changes, and on `reload`. */
+/**
+ * The failure of the last thing the member did, to show beside it: `attempt(work)` clears it,
+ * runs the work, and keeps what it threw.
+ */
+export function useAttempt() {
+  const [error, setError] = useState<unknown>(null);
+  const attempt = useCallback(async (work: () => Promise<void>) => {
+    setError(null);
+    try {
+      await work();
+    } catch (failure) {
+      setError(failure);
+    }
+  }, []);
+  return { error, setError, attempt };
+}
+
 export function useLoad<T>(load: () => Promise<T>, key = "") {
   const current = useRef(load);
   current.current = load;

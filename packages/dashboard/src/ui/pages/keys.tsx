@@ -10,6 +10,7 @@ import {
   Problem,
   SecretOnce,
   TextField,
+  useAttempt,
   useLoad,
 } from "../components.tsx";
 import { formatAge, formatDate, rotationReminder } from "../logic.ts";
@@ -29,7 +30,7 @@ export function KeysPage(props: { session: Session }) {
   const keys = useLoad(() => api<{ data: ApiKey[] }>("GET", "/v1/team/api-keys"));
   const [label, setLabel] = useState("");
   const [issued, setIssued] = useState<(ApiKey & { secret: string }) | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, attempt } = useAttempt();
   const gated =
     keys.error instanceof ApiFailure &&
     (keys.error.body.error === "tier_required" || keys.error.body.error === "forbidden");
@@ -47,16 +48,13 @@ export function KeysPage(props: { session: Session }) {
               className="inline-form"
               onSubmit={async (event) => {
                 event.preventDefault();
-                setError(null);
-                try {
+                await attempt(async () => {
                   setIssued(
                     await api<ApiKey & { secret: string }>("POST", "/v1/team/api-keys", { label }),
                   );
                   setLabel("");
                   await keys.reload();
-                } catch (failure) {
-                  setError(failure);
-                }
+                });
               }}
             >
               <TextField
@@ -127,13 +125,10 @@ export function KeysPage(props: { session: Session }) {
                               ) {
                                 return;
                               }
-                              setError(null);
-                              try {
+                              await attempt(async () => {
                                 await api("DELETE", `/v1/team/api-keys/${key.id}`);
                                 await keys.reload();
-                              } catch (failure) {
-                                setError(failure);
-                              }
+                              });
                             }}
                           >
                             Revoke

@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { api } from "../api.ts";
 import { type Session, TIER_LABELS } from "../app.tsx";
-import { Card, CopyButton, Loading, Page, Problem, useLoad } from "../components.tsx";
+import { Card, CopyButton, Loading, Page, Problem, useAttempt, useLoad } from "../components.tsx";
 import {
   claudeDesktopSnippet,
   formatDate,
@@ -21,7 +21,7 @@ const TIER_FACTS: Record<(typeof TIERS)[number], string> = {
 
 export function PlanPage(props: { session: Session }) {
   const account = useLoad(() => api<Tenant>("GET", "/v1/account"));
-  const [error, setError] = useState<unknown>(null);
+  const { error, setError, attempt } = useAttempt();
   const [note, setNote] = useState<string | null>(null);
   const tenant = account.data;
   const admin = props.session.member.role === "admin";
@@ -87,16 +87,13 @@ export function PlanPage(props: { session: Session }) {
                       className="button"
                       disabled={!admin || tenant.status === "cancelled"}
                       onClick={async () => {
-                        setError(null);
-                        try {
+                        await attempt(async () => {
                           await api("POST", "/v1/account/tier", { tier });
                           setNote(
                             `Moved to ${TIER_LABELS[tier]}; the new limits apply within seconds.`,
                           );
                           await account.reload();
-                        } catch (failure) {
-                          setError(failure);
-                        }
+                        });
                       }}
                     >
                       Move to {TIER_LABELS[tier]}

@@ -10,6 +10,7 @@ import {
   Page,
   Problem,
   TextField,
+  useAttempt,
   useLoad,
 } from "../components.tsx";
 import { formatDate } from "../logic.ts";
@@ -28,7 +29,7 @@ export function TeamPage(props: { session: Session }) {
   const [email, setEmail] = useState("");
   const [role, setRole] = useState<"member" | "admin">("member");
   const [link, setLink] = useState<{ email: string; url: string; purpose: string } | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, setError, attempt } = useAttempt();
 
   async function linkFor(member: { id: string; email: string }) {
     const token = await api<{ token: string; purpose: string }>(
@@ -63,15 +64,12 @@ export function TeamPage(props: { session: Session }) {
                 className="inline-form"
                 onSubmit={async (event) => {
                   event.preventDefault();
-                  setError(null);
-                  try {
+                  await attempt(async () => {
                     const added = await api<Member>("POST", "/v1/team/members", { email, role });
                     await linkFor(added);
                     setEmail("");
                     await members.reload();
-                  } catch (failure) {
-                    setError(failure);
-                  }
+                  });
                 }}
               >
                 <TextField

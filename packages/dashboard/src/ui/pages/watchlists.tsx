@@ -12,6 +12,7 @@ import {
   TextField,
   type TextFieldSpec,
   TextFields,
+  useAttempt,
   useLoad,
 } from "../components.tsx";
 import {
@@ -207,7 +208,7 @@ function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void })
   const { watchlist } = props;
   const [editing, setEditing] = useState(false);
   const [run, setRun] = useState<Run | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, attempt } = useAttempt();
   const matches = useLoad(
     () =>
       api<{ matches: Match[]; has_more: boolean }>(
@@ -218,8 +219,7 @@ function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void })
   );
 
   async function startRun() {
-    setError(null);
-    try {
+    await attempt(async () => {
       let current = await api<Run>("POST", `/v1/watchlists/${watchlist.id}/run`, {});
       setRun(current);
       for (
@@ -233,9 +233,7 @@ function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void })
       }
       await matches.reload();
       props.onChanged();
-    } catch (failure) {
-      setError(failure);
-    }
+    });
   }
 
   return (

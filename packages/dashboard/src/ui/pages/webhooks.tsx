@@ -10,6 +10,7 @@ import {
   Problem,
   SecretOnce,
   TextField,
+  useAttempt,
   useLoad,
 } from "../components.tsx";
 import { formatDateTime } from "../logic.ts";
@@ -97,7 +98,7 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
     new Date(Date.now() - 86_400_000).toISOString().slice(0, 16),
   );
   const [note, setNote] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, attempt } = useAttempt();
   const list = useLoad(
     () =>
       api<{ data: Delivery[] }>(
@@ -107,14 +108,11 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
     `${base}|${view}`,
   );
   async function act(work: () => Promise<string>) {
-    setError(null);
-    setNote(null);
-    try {
+    await attempt(async () => {
+      setNote(null);
       setNote(await work());
       await list.reload();
-    } catch (failure) {
-      setError(failure);
-    }
+    });
   }
   return (
     <div className="stack">
@@ -236,7 +234,7 @@ function Endpoints(props: { watchlist: Watchlist }) {
   const endpoints = useLoad(() => api<{ data: Endpoint[] }>("GET", base), base);
   const [url, setUrl] = useState("");
   const [secret, setSecret] = useState<{ title: string; secret: string } | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, attempt } = useAttempt();
   const [open, setOpen] = useState<string | null>(null);
   if (endpoints.error) {
     return <Problem error={endpoints.error} />;
@@ -248,8 +246,7 @@ function Endpoints(props: { watchlist: Watchlist }) {
           className="inline-form"
           onSubmit={async (event) => {
             event.preventDefault();
-            setError(null);
-            try {
+            await attempt(async () => {
               const created = await api<Endpoint & { secret: string }>("POST", base, {
                 url,
                 events: ["watchlist.match"],
@@ -257,9 +254,7 @@ function Endpoints(props: { watchlist: Watchlist }) {
               setSecret({ title: `Signing secret for ${created.url}.`, secret: created.secret });
               setUrl("");
               await endpoints.reload();
-            } catch (failure) {
-              setError(failure);
-            }
+            });
           }}
         >
           <TextField
@@ -295,8 +290,7 @@ function Endpoints(props: { watchlist: Watchlist }) {
                   type="button"
                   className="button"
                   onClick={async () => {
-                    setError(null);
-                    try {
+                    await attempt(async () => {
                       const rotated = await api<{
                         secret: string;
                         previous_secret_expires_at: string;
@@ -305,9 +299,7 @@ function Endpoints(props: { watchlist: Watchlist }) {
                         title: `New signing secret for ${endpoint.url}; the old one also signs until ${formatDateTime(rotated.previous_secret_expires_at)}.`,
                         secret: rotated.secret,
                       });
-                    } catch (failure) {
-                      setError(failure);
-                    }
+                    });
                   }}
                 >
                   Rotate secret
