@@ -51,6 +51,15 @@ interface TenantRow {
   revision: number;
 }
 
+/** A tenant row read through `row_to_json`, whose timestamps arrive as text. */
+function tenantFromJson(tenant: TenantRow): TenantRow {
+  return {
+    ...tenant,
+    activated_at: new Date(tenant.activated_at),
+    trial_ends_at: new Date(tenant.trial_ends_at),
+  };
+}
+
 interface KeyRow {
   id: string;
   tenant_id: string;
@@ -237,11 +246,7 @@ export function createAccounts(deps: AccountsDeps) {
     if (!row) {
       return null;
     }
-    const tenant = {
-      ...row.tenant,
-      activated_at: new Date(row.tenant.activated_at),
-      trial_ends_at: new Date(row.tenant.trial_ends_at),
-    };
+    const tenant = tenantFromJson(row.tenant);
     return {
       member: { id: row.id, email: row.email, role: row.role },
       company: tenant.company,
@@ -349,11 +354,7 @@ export function createAccounts(deps: AccountsDeps) {
       if (!row) {
         return null;
       }
-      const tenant = {
-        ...row.tenant,
-        activated_at: new Date(row.tenant.activated_at),
-        trial_ends_at: new Date(row.tenant.trial_ends_at),
-      };
+      const tenant = tenantFromJson(row.tenant);
       return {
         key_id: row.id,
         tenant_id: row.tenant_id,

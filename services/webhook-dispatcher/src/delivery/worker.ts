@@ -770,12 +770,7 @@ export function createWorker(options: WorkerOptions) {
       dueAt = new Date(now + scaleLong(DEAD_LETTER_AFTER_MS, options.longDelayScale));
     }
     const attempted: DeliveryAttempted = {
-      delivery_id: row.id,
-      endpoint_id: row.endpoint_id,
-      tenant_id: row.tenant_id,
-      watchlist_id: row.watchlist_id,
-      match_id: row.match_id,
-      folio: row.folio,
+      ...deliveryOf(row),
       attempt: attemptNo,
       replay_no: row.replay_no,
       attempted_at: at.toISOString(),
@@ -789,12 +784,7 @@ export function createWorker(options: WorkerOptions) {
     const events = [outboxEvent(row.id, contracts.deliveryAttempted, attempted, trace)];
     if (state === "retrying" && dueAt) {
       const retry: DeliveryRetry = {
-        delivery_id: row.id,
-        endpoint_id: row.endpoint_id,
-        tenant_id: row.tenant_id,
-        watchlist_id: row.watchlist_id,
-        match_id: row.match_id,
-        folio: row.folio,
+        ...deliveryOf(row),
         event_type: row.event_type,
         payload_json: row.body,
         attempt: attemptNo + 1,
@@ -889,6 +879,18 @@ export function createWorker(options: WorkerOptions) {
     flushSoon();
   }
 
+  /** Which delivery an event is about: the fields every delivery event starts with. */
+  function deliveryOf(row: ClaimedRow) {
+    return {
+      delivery_id: row.id,
+      endpoint_id: row.endpoint_id,
+      tenant_id: row.tenant_id,
+      watchlist_id: row.watchlist_id,
+      match_id: row.match_id,
+      folio: row.folio,
+    };
+  }
+
   function deadLetterEvent(
     row: ClaimedRow,
     reason: DeadLetterReason,
@@ -903,12 +905,7 @@ export function createWorker(options: WorkerOptions) {
     },
   ): DeliveryDeadLetter {
     return {
-      delivery_id: row.id,
-      endpoint_id: row.endpoint_id,
-      tenant_id: row.tenant_id,
-      watchlist_id: row.watchlist_id,
-      match_id: row.match_id,
-      folio: row.folio,
+      ...deliveryOf(row),
       event_type: row.event_type,
       payload_json: row.body,
       attempts: facts.attempts,
