@@ -67,19 +67,24 @@ function ensureNode() {
     : "";
   if (installed !== `v${pinnedNode}`) {
     log(`Node ${process.version} is older than 22.12; fetching node@${pinnedNode} into .tools/`);
-    mkdirSync(prefix, { recursive: true });
-    run("npm", [
-      "install",
-      "--prefix",
-      prefix,
-      "--no-save",
-      "--no-audit",
-      "--no-fund",
-      "--loglevel=error",
-      `node@${pinnedNode}`,
-    ]);
+    npmInstallInto(prefix, `node@${pinnedNode}`);
   }
   return binary;
+}
+
+/** Installs one package from the npm registry into a prefix of .tools/, outside the workspace. */
+function npmInstallInto(prefix, spec) {
+  mkdirSync(prefix, { recursive: true });
+  run("npm", [
+    "install",
+    "--prefix",
+    prefix,
+    "--no-save",
+    "--no-audit",
+    "--no-fund",
+    "--loglevel=error",
+    spec,
+  ]);
 }
 
 function ensurePnpm() {
@@ -89,17 +94,7 @@ function ensurePnpm() {
   const installed = existsSync(manifest) ? JSON.parse(readFileSync(manifest, "utf8")).version : "";
   if (installed !== pinnedPnpm) {
     log(`fetching pnpm@${pinnedPnpm} into .tools/`);
-    mkdirSync(prefix, { recursive: true });
-    run("npm", [
-      "install",
-      "--prefix",
-      prefix,
-      "--no-save",
-      "--no-audit",
-      "--no-fund",
-      "--loglevel=error",
-      `pnpm@${pinnedPnpm}`,
-    ]);
+    npmInstallInto(prefix, `pnpm@${pinnedPnpm}`);
   }
   return entry;
 }
