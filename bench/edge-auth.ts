@@ -363,7 +363,8 @@ for (const [name, result] of rows) {
 }
 if (fixedRate > 0) {
   console.info(
-    `edge p99 at ${fixedRate} req/s by round: ${atHalf.map((round) => `${round.edge.latency.p99} ms`).join(", ")}`,
+    `edge p99 at ${fixedRate} req/s by round: ${atHalf.map((round) => `${round.edge.latency.p99} ms`).join(", ")} ` +
+      `(bare: ${atHalf.map((round) => `${round.bare.latency.p99} ms`).join(", ")})`,
   );
 } else {
   const roundRatios = saturated.map(
@@ -371,7 +372,9 @@ if (fixedRate > 0) {
   );
   console.info(
     `edge / bare throughput by round: ${roundRatios.map((ratio) => `${ratio.toFixed(2)}x`).join(", ")}; ` +
-      `edge p99 at half of its saturation by round: ${atHalf.map((round) => `${round.edge.latency.p99} ms`).join(", ")}`,
+      `edge p99 at half of its saturation by round: ${atHalf.map((round) => `${round.edge.latency.p99} ms`).join(", ")} ` +
+      // The bare server's p99 in the same round shows how much of a bad round was the machine's.
+      `(bare at the same rate: ${atHalf.map((round) => `${round.bare.latency.p99} ms`).join(", ")})`,
   );
   // Three decimals and a verdict: 0.4994 would print as a passing "0.50x".
   const ratio = edgeMax.requests.average / bareMax.requests.average;
