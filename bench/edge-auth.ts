@@ -204,17 +204,21 @@ async function withCpu(
   server: ChildProcess,
   phase: () => Promise<LoadResult>,
 ): Promise<LoadResult> {
-  const serverBefore = cpuMsOf(server.pid);
+  // Only the gateway's phases count script calls: the other services of the stack share Redis.
+  const countsScripts = server === gateway.child;
+  const callsBefore = countsScripts ? await redisScriptCalls() : 0;
   const redisBefore = await redisCpuMs();
-  const callsBefore = await redisScriptCalls();
+  const serverBefore = cpuMsOf(server.pid);
   const result = await phase();
+  const serverAfter = cpuMsOf(server.pid);
+  const redisAfter = await redisCpuMs();
+  const calls = countsScripts ? (await redisScriptCalls()) - callsBefore : 0;
   const requests = result.requests.average * seconds;
-  const calls = (await redisScriptCalls()) - callsBefore;
   return {
     ...result,
     cpu: {
-      server: ((cpuMsOf(server.pid) - serverBefore) * 1000) / requests,
-      redis: (((await redisCpuMs()) - redisBefore) * 1000) / requests,
+      server: ((serverAfter - serverBefore) * 1000) / requests,
+      redis: ((redisAfter - redisBefore) * 1000) / requests,
     },
     ...(calls > 0 ? { perScriptCall: requests / calls } : {}),
   };
@@ -244,6 +248,9 @@ function median(values: number[]): number {
 
 /** The median round of a phase, by throughput, and the median p50 and p99 over the rounds. */
 function summary(results: LoadResult[]): LoadResult {
+  const perScriptCall = results.flatMap((result) =>
+    result.perScriptCall === undefined ? [] : [result.perScriptCall],
+  );
   return {
     requests: { average: median(results.map((result) => result.requests.average)) },
     latency: {
@@ -259,9 +266,7 @@ function summary(results: LoadResult[]): LoadResult {
           },
         }
       : {}),
-    ...(results.every((result) => result.perScriptCall)
-      ? { perScriptCall: median(results.map((result) => result.perScriptCall ?? 0)) }
-      : {}),
+    ...(perScriptCall.length === results.length ? { perScriptCall: median(perScriptCall) } : {}),
   };
 }
 

@@ -72,7 +72,10 @@ function ensureNode() {
   return binary;
 }
 
-/** Installs one package from the npm registry into a prefix of .tools/, outside the workspace. */
+/**
+ * Installs one package from the npm registry into its own prefix under .tools/: outside the
+ * workspace, so npm neither reads nor writes the project's manifest or pnpm's lockfile.
+ */
 function npmInstallInto(prefix, spec) {
   mkdirSync(prefix, { recursive: true });
   run("npm", [

@@ -1,25 +1,18 @@
 import type { Consumer } from "kafkajs";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { type RunningBroker, startBroker } from "./index.ts";
+import { expect, test } from "vitest";
 import {
+  brokerFixture,
   FAST_CONSUMER,
-  kafkaClient,
   trackAssignment,
   uniqueName,
   waitFor,
 } from "./test-support/kafka.ts";
 
-let broker: RunningBroker;
-beforeAll(async () => {
-  broker = await startBroker({ port: 0, minSessionTimeoutMs: 100 });
-});
-afterAll(async () => {
-  await broker.stop();
-});
+const cluster = brokerFixture();
 
 test("100k messages over 12 partitions with a rebalance mid-run: nothing lost", async () => {
   const total = 100_000;
-  const kafka = kafkaClient(broker.brokers);
+  const kafka = cluster.kafka;
   const admin = kafka.admin();
   await admin.connect();
   const topic = uniqueName("soak");

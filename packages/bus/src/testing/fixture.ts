@@ -106,10 +106,14 @@ export function busFixture(name: string): BusFixture {
           records.push({ value: message.value, headers });
         },
       });
-      await vi.waitFor(() => expect(records.length).toBeGreaterThanOrEqual(expected), {
-        timeout: 15_000,
-      });
-      await consumer.disconnect();
+      try {
+        await vi.waitFor(() => expect(records.length).toBeGreaterThanOrEqual(expected), {
+          timeout: 15_000,
+        });
+      } finally {
+        // A timed-out wait would leave it fetching from a broker the file is about to stop.
+        await consumer.disconnect();
+      }
       return records;
     },
   };

@@ -8,7 +8,7 @@ import {
   useState,
 } from "react";
 import { ApiFailure } from "./api.ts";
-import { fieldMessages, humanize } from "./logic.ts";
+import { fieldMessages, humanize, type TextFieldSpec } from "./logic.ts";
 
 export function navigate(path: string): void {
   window.history.pushState(null, "", path);
@@ -109,15 +109,10 @@ export function TextField(
   );
 }
 
-/** One text input of a form whose values live in one record, by the record's field name. */
-export interface TextFieldSpec<Name extends string> {
-  name: Name;
-  label: string;
-  hint?: string;
-  inputMode?: "numeric" | "decimal";
-}
-
-/** A run of text inputs over one record of values: each field's text in, (name, text) out. */
+/**
+ * The text inputs of a form whose values live in one record, declared as a list: a form's fields
+ * read as data, and a field shared by two forms (the just-value range) is declared once.
+ */
 export function TextFields<Name extends string>(props: {
   fields: readonly TextFieldSpec<Name>[];
   values: Readonly<Record<Name, string>>;
@@ -255,7 +250,6 @@ export function SecretOnce(props: { title: string; secret: string; onDone: () =>
   );
 }
 
-/** Loads data for a page; loads again when `key` changes, and on `reload`. */
 /**
  * The failure of the last thing the member did, to show beside it: `attempt(work)` clears it,
  * runs the work, and keeps what it threw.
@@ -273,6 +267,7 @@ export function useAttempt() {
   return { error, setError, attempt };
 }
 
+/** Loads data for a page; loads again when `key` changes, and on `reload`. */
 export function useLoad<T>(load: () => Promise<T>, key = "") {
   const current = useRef(load);
   current.current = load;

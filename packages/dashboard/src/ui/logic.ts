@@ -1,5 +1,3 @@
-import type { TextFieldSpec } from "./components.tsx";
-
 // The dashboard's logic that does not touch the DOM: parsing, formatting and the shapes the
 // pages send. Kept pure so the component tests can check it without a browser.
 
@@ -137,11 +135,25 @@ export function dailySeries(
   return series;
 }
 
+/** The names of a form record's text fields: those a text input can edit. */
+export type TextKeys<Form> = {
+  [Key in keyof Form]: Form[Key] extends string ? Key : never;
+}[keyof Form] &
+  string;
+
+/** One text input of a form whose values live in one record, by the record's field name. */
+export interface TextFieldSpec<Name extends string> {
+  name: Name;
+  label: string;
+  hint?: string;
+  inputMode?: "numeric" | "decimal";
+}
+
 /** The just-value range, a filter of both the lead search and a watchlist's recipe. */
 export const JUST_VALUE_FIELDS = [
   { name: "min_just_value", label: "Min just value ($)", inputMode: "numeric" },
   { name: "max_just_value", label: "Max just value ($)", inputMode: "numeric" },
-] as const satisfies readonly TextFieldSpec<keyof LeadFilters & keyof RecipeForm>[];
+] as const satisfies readonly TextFieldSpec<TextKeys<LeadFilters> & TextKeys<RecipeForm>>[];
 
 export interface LeadFilters {
   county: string;

@@ -1,4 +1,5 @@
-// Shared helpers for the integration tests: fast kafkajs client configs and polling utilities.
+// Shared helpers for the integration tests: a broker per test file, fast kafkajs client configs
+// and polling utilities.
 import { randomUUID } from "node:crypto";
 import { type Consumer, type ConsumerConfig, Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll } from "vitest";

@@ -51,8 +51,13 @@ interface TenantRow {
   revision: number;
 }
 
-/** A tenant row read through `row_to_json`, whose timestamps arrive as text. */
-function tenantFromJson(tenant: TenantRow): TenantRow {
+/** A tenant row read through `row_to_json`: its timestamps arrive as text. */
+type TenantJson = Omit<TenantRow, "activated_at" | "trial_ends_at"> & {
+  activated_at: string;
+  trial_ends_at: string;
+};
+
+function tenantFromJson(tenant: TenantJson): TenantRow {
   return {
     ...tenant,
     activated_at: new Date(tenant.activated_at),
@@ -236,7 +241,7 @@ export function createAccounts(deps: AccountsDeps) {
       id: string;
       email: string;
       role: "admin" | "member";
-      tenant: TenantRow;
+      tenant: TenantJson;
     }>(
       `SELECT m.id, m.email, m.role, row_to_json(t) AS tenant FROM members m
        JOIN tenants t ON t.id = m.tenant_id WHERE m.id = $1 AND m.removed_at IS NULL`,
@@ -345,7 +350,7 @@ export function createAccounts(deps: AccountsDeps) {
 
     /** What the gateway needs to authorize a request carrying this key hash. */
     async lookupKey(keyHash: string) {
-      const { rows } = await pool.query<KeyRow & { tenant: TenantRow }>(
+      const { rows } = await pool.query<KeyRow & { tenant: TenantJson }>(
         `SELECT k.*, row_to_json(t) AS tenant FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
          WHERE k.key_hash = $1`,
         [keyHash],

@@ -62,6 +62,23 @@ interface ClaimedRow {
   billing_anniversary: string | null;
 }
 
+/** Which delivery an event is about: the fields every delivery event starts with. */
+function deliveryOf(
+  row: ClaimedRow,
+): Pick<
+  DeliveryAttempted,
+  "delivery_id" | "endpoint_id" | "tenant_id" | "watchlist_id" | "match_id" | "folio"
+> {
+  return {
+    delivery_id: row.id,
+    endpoint_id: row.endpoint_id,
+    tenant_id: row.tenant_id,
+    watchlist_id: row.watchlist_id,
+    match_id: row.match_id,
+    folio: row.folio,
+  };
+}
+
 export interface WorkerOptions {
   pool: Pool;
   logger: Logger;
@@ -877,18 +894,6 @@ export function createWorker(options: WorkerOptions) {
       }),
     );
     flushSoon();
-  }
-
-  /** Which delivery an event is about: the fields every delivery event starts with. */
-  function deliveryOf(row: ClaimedRow) {
-    return {
-      delivery_id: row.id,
-      endpoint_id: row.endpoint_id,
-      tenant_id: row.tenant_id,
-      watchlist_id: row.watchlist_id,
-      match_id: row.match_id,
-      folio: row.folio,
-    };
   }
 
   function deadLetterEvent(

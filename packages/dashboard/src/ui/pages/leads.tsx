@@ -8,7 +8,6 @@ import {
   Loading,
   Page,
   Problem,
-  type TextFieldSpec,
   TextFields,
 } from "../components.tsx";
 import {
@@ -22,6 +21,8 @@ import {
   leadQuery,
   SIGNAL_DESCRIPTIONS,
   SIGNALS,
+  type TextFieldSpec,
+  type TextKeys,
   USE_CLASSES,
 } from "../logic.ts";
 
@@ -232,13 +233,13 @@ const PLACE_FIELDS = [
   },
   { name: "city", label: "City" },
   { name: "zip", label: "ZIP", inputMode: "numeric" },
-] as const satisfies readonly TextFieldSpec<keyof LeadFilters>[];
+] as const satisfies readonly TextFieldSpec<TextKeys<LeadFilters>>[];
 
 const VALUE_FIELDS = [
   ...JUST_VALUE_FIELDS,
   { name: "min_equity", label: "Min equity ($)", inputMode: "numeric" },
   { name: "max_equity", label: "Max equity ($)", inputMode: "numeric" },
-] as const satisfies readonly TextFieldSpec<keyof LeadFilters>[];
+] as const satisfies readonly TextFieldSpec<TextKeys<LeadFilters>>[];
 
 export function LeadsPage() {
   const [filters, setFilters] = useState<LeadFilters>(EMPTY_FILTERS);
@@ -247,7 +248,7 @@ export function LeadsPage() {
   );
   const [error, setError] = useState<unknown>(null);
   const [loading, setLoading] = useState(false);
-  const setText = (name: keyof LeadFilters, value: string) =>
+  const setText = (name: TextKeys<LeadFilters>, value: string) =>
     setFilters({ ...filters, [name]: value });
 
   async function search(cursor?: string) {

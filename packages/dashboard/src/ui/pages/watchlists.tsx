@@ -10,7 +10,6 @@ import {
   Page,
   Problem,
   TextField,
-  type TextFieldSpec,
   TextFields,
   useAttempt,
   useLoad,
@@ -25,6 +24,8 @@ import {
   recipeFromForm,
   SIGNAL_DESCRIPTIONS,
   SIGNALS,
+  type TextFieldSpec,
+  type TextKeys,
   USE_CLASSES,
 } from "../logic.ts";
 
@@ -71,7 +72,7 @@ const RECIPE_TEXT_FIELDS = [
     hint: "0 to 1; leave empty for any.",
     inputMode: "decimal",
   },
-] as const satisfies readonly TextFieldSpec<keyof RecipeForm>[];
+] as const satisfies readonly TextFieldSpec<TextKeys<RecipeForm>>[];
 
 function RecipeEditor(props: {
   initial?: Watchlist;
