@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import pg from "pg";
 import { type MigrationSet, migrate, readMigrations } from "./migrate.ts";
 import { createPool, type Pool } from "./pool.ts";
@@ -109,4 +110,15 @@ export function inYoungGeneration(value: unknown): boolean {
     ) => boolean;
   }
   return youngGenerationProbe(value);
+}
+
+let collection: ((options: { type: "minor" | "major"; execution: "sync" }) => void) | undefined;
+
+/** Runs a collection now: "minor" collects the young generation (a scavenge), "major" the heap. */
+export function collectGarbage(type: "minor" | "major"): void {
+  if (!collection) {
+    setFlagsFromString("--expose-gc");
+    collection = runInNewContext("gc");
+  }
+  collection?.({ type, execution: "sync" });
 }

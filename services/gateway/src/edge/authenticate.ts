@@ -13,6 +13,7 @@ import { ApiError, type HttpApp } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { KeysClient } from "../clients/keys-client.ts";
 import type { Authorization, EdgeStore, RateWindow } from "./edge-store.ts";
+import { wholeNumberText } from "./number-text.ts";
 
 /** What a route tells the edge about itself. */
 export interface EdgeRouteConfig {
@@ -453,14 +454,16 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     const headers: Record<string, string> = {};
     const window = edge.window;
     if (window) {
-      headers["x-ratelimit-limit"] = String(window.limit);
-      headers["x-ratelimit-remaining"] = String(window.remaining);
-      headers["x-ratelimit-reset"] = String(Math.ceil(window.resetAtMs / 1000));
+      headers["x-ratelimit-limit"] = wholeNumberText(window.limit);
+      headers["x-ratelimit-remaining"] = wholeNumberText(window.remaining);
+      headers["x-ratelimit-reset"] = wholeNumberText(Math.ceil(window.resetAtMs / 1000));
     }
     const quota = edge.quota;
     if (quota && edge.tenancy) {
-      headers["x-quota-lead-views-limit"] = String(quota.limit);
-      headers["x-quota-lead-views-remaining"] = String(Math.max(0, quota.remaining ?? quota.limit));
+      headers["x-quota-lead-views-limit"] = wholeNumberText(quota.limit);
+      headers["x-quota-lead-views-remaining"] = wholeNumberText(
+        Math.max(0, quota.remaining ?? quota.limit),
+      );
       headers["x-quota-resets"] = periods.iso(quota.resetsAt);
     }
     return headers;
