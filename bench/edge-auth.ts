@@ -15,13 +15,20 @@
 // gateway's figure is what bounds the throughput ratio, and it moves less than the ratio does.
 // The edge's phases print how many requests a script call carried (Redis's command statistics):
 // the paced client sends each millisecond's requests together, so its calls are batches too.
+// CPU placement: each server under test runs alone on the machine's last CPU, and the bench's own
+// process (the stack and its dev broker), the load clients and Redis run on the others, so the
+// load client never takes the server's core and a latency measures the server, not the scheduler.
+// Both servers get the same placement. Sharing every CPU, the p99 of either side at the paced rate
+// moved with whatever else the two cores ran (single rounds at 15–40 ms while the same server, in
+// the same process, read 4 ms pinned); EDGE_BENCH_PIN=0 measures that way. Redis's own placement
+// is restored when the bench ends. Without `taskset` or with one CPU, everything shares.
 // Run: node bench/edge-auth.ts [seconds per phase] [rounds]
 // EDGE_BENCH_NODE_ARGS passes Node flags to both servers, e.g. "--cpu-prof --cpu-prof-dir=prof"
 // for a profile of each, or a heap setting to compare; what a server prints (--trace-gc, say)
 // goes to stderr under its script's name. EDGE_BENCH_RATE=<req/s> measures latency at that rate
 // alone, without the measured saturation phases (a short unmeasured one warms both servers up).
 
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -93,6 +100,32 @@ async function paced(
 // The rate limit would cut the run short; the bench tenant gets a cap no load here reaches. The
 // change goes out as tenant.changed like any other, and the keys service's outbox is drained
 // before it stops, so a gateway replaying the topic ends on the newest snapshot.
+/** The CPUs of the servers under test and of everything else, when they can be kept apart. */
+function cpuPlacement(): { servers: string; others: string } | undefined {
+  const count = cpus().length;
+  if (process.env.EDGE_BENCH_PIN === "0" || count < 2) {
+    return undefined;
+  }
+  if (spawnSync("taskset", ["--version"]).status !== 0) {
+    console.warn("taskset is not available: every process shares every CPU");
+    return undefined;
+  }
+  return { servers: String(count - 1), others: count === 2 ? "0" : `0-${count - 2}` };
+}
+
+/** Moves every thread of a running process to `cpus`; false when it could not. */
+function pin(pid: number, cpus: string): boolean {
+  return (
+    spawnSync("taskset", ["--all-tasks", "--cpu-list", "--pid", cpus, String(pid)]).status === 0
+  );
+}
+
+const placement = cpuPlacement();
+if (placement) {
+  // The stack, its dev broker and every load client this process starts run here.
+  pin(process.pid, placement.others);
+}
+
 const stack = await startEdgeStack();
 const tenant = await stack.startTrial("custom");
 await stack.setCustomLimits(tenant.tenantId, { rate_per_minute: 100_000_000 });
@@ -120,6 +153,23 @@ for (const matcher of stack.matchers()) {
 // so does the bare server. The stack's own gateway stops: it was only needed to start the trial.
 await stack.gateway.stop();
 
+// Redis answers the edge's script calls; it joins the load clients' CPUs when it runs on this
+// machine, and gets its own placement back when the bench exits.
+if (placement) {
+  const redisPid = Number(
+    /process_id:(\d+)/.exec(await stack.harness.redis.info("server"))?.[1] ?? Number.NaN,
+  );
+  const current = spawnSync("taskset", ["--cpu-list", "--pid", String(redisPid)], {
+    encoding: "utf8",
+  });
+  const redisCpus = /: (\S+)\s*$/.exec(current.stdout ?? "")?.[1];
+  if (current.status === 0 && redisCpus && pin(redisPid, placement.others)) {
+    process.once("exit", () => pin(redisPid, redisCpus));
+  } else {
+    console.warn("Redis could not be placed (not on this machine?): it shares every CPU");
+  }
+}
+
 const serverNodeArgs = (process.env.EDGE_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
 
 /** Starts a server script in its own process and resolves with its URL once it listens. */
@@ -128,14 +178,20 @@ function spawnServer(
   env: Record<string, string>,
   nodeFlags: readonly string[] = [],
 ): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
+  const command = [
     process.execPath,
-    [...nodeFlags, ...serverNodeArgs, join(import.meta.dirname, "support", script)],
-    {
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
+    ...nodeFlags,
+    ...serverNodeArgs,
+    join(import.meta.dirname, "support", script),
+  ];
+  // taskset replaces itself with the server, so the child's pid is the server's.
+  const [file, ...args] = placement
+    ? ["taskset", "--cpu-list", placement.servers, ...command]
+    : command;
+  const child = spawn(file as string, args, {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   return new Promise((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
     // Anything else the server prints (--trace-gc, say) goes to stderr, named.
@@ -347,6 +403,11 @@ const rows = [
 ] as const;
 console.info(
   `machine: ${cpus().length} x ${cpus()[0]?.model}, Node ${process.version}, ${seconds} s per phase, median of ${rounds} alternating rounds`,
+);
+console.info(
+  placement
+    ? `CPU placement: each server under test on CPU ${placement.servers}; the load client, Redis and the stack on CPU ${placement.others}`
+    : "CPU placement: every process shares every CPU",
 );
 if (sweep.length > 0) {
   console.info(
