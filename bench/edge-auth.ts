@@ -38,9 +38,9 @@ import { startEdgeStack } from "../test/support/edge-stack.ts";
 import { cpuMsOf } from "./support/cpu.ts";
 
 const seconds = Number(process.argv[2] ?? 8);
-// Five rounds by default: a burst from outside (on one machine, a short-lived Erlang VM of the
-// machine's RabbitMQ about once a minute) lands in a round or two of a run, and the median of five
-// rounds stands through two of them.
+// Five rounds by default: on a two-core machine about one paced round of the edge in four still
+// meets a burst of other work (the machine's own services, a young collection stretched beside
+// it), and the median of five rounds stands through two of them; every round is printed.
 const rounds = Number(process.argv[3] ?? 5);
 
 interface LoadResult {
