@@ -19,7 +19,7 @@
 // process (the stack and its dev broker), the load clients and Redis run on the others, so the
 // load client never takes the server's core and a latency measures the server, not the scheduler.
 // Both servers get the same placement. Sharing every CPU, the p99 of either side at the paced rate
-// moved with whatever else the two cores ran (single rounds at 15–40 ms while the same server, in
+// moved with whatever else the two cores ran (single rounds at 10–40 ms while the same server, in
 // the same process, read 4 ms pinned); EDGE_BENCH_PIN=0 measures that way. Redis's own placement
 // is restored when the bench ends. Without `taskset` or with one CPU, everything shares.
 // Run: node bench/edge-auth.ts [seconds per phase] [rounds]
@@ -100,9 +100,6 @@ async function paced(
   };
 }
 
-// The rate limit would cut the run short; the bench tenant gets a cap no load here reaches. The
-// change goes out as tenant.changed like any other, and the keys service's outbox is drained
-// before it stops, so a gateway replaying the topic ends on the newest snapshot.
 /** The CPUs of the servers under test and of everything else, when they can be kept apart. */
 function cpuPlacement(): { servers: string; others: string } | undefined {
   const count = cpus().length;
@@ -116,11 +113,16 @@ function cpuPlacement(): { servers: string; others: string } | undefined {
   return { servers: String(count - 1), others: count === 2 ? "0" : `0-${count - 2}` };
 }
 
-/** Moves every thread of a running process to `cpus`; false when it could not. */
-function pin(pid: number, cpus: string): boolean {
+/** Moves every thread of a running process to the CPUs listed; false when it could not. */
+function pin(pid: number, cpuList: string): boolean {
   return (
-    spawnSync("taskset", ["--all-tasks", "--cpu-list", "--pid", cpus, String(pid)]).status === 0
+    spawnSync("taskset", ["--all-tasks", "--cpu-list", "--pid", cpuList, String(pid)]).status === 0
   );
+}
+
+// An interrupted bench exits through its "exit" handlers (Redis's placement, the servers).
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => process.exit(130));
 }
 
 const placement = cpuPlacement();
@@ -130,6 +132,9 @@ if (placement) {
 }
 
 const stack = await startEdgeStack();
+// The rate limit would cut the run short; the bench tenant gets a cap no load here reaches. The
+// change goes out as tenant.changed like any other, and the keys service's outbox is drained
+// before it stops, so a gateway replaying the topic ends on the newest snapshot.
 const tenant = await stack.startTrial("custom");
 await stack.setCustomLimits(tenant.tenantId, { rate_per_minute: 100_000_000 });
 const keysPool = stack.harness.db.poolFor("keys");
@@ -195,6 +200,8 @@ function spawnServer(
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
+  // A bench that stops early (an error, an interrupt) does not leave its servers running.
+  process.once("exit", () => child.kill());
   return new Promise((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
     // Anything else the server prints (--trace-gc, say) goes to stderr, named.
