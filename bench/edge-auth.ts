@@ -125,10 +125,12 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => process.exit(130));
 }
 
-const placement = cpuPlacement();
-if (placement) {
-  // The stack, its dev broker and every load client this process starts run here.
-  pin(process.pid, placement.others);
+const wanted = cpuPlacement();
+// The stack, its dev broker and every load client this process starts run on the others' CPUs;
+// where this process cannot be moved there, nothing is placed.
+const placement = wanted && pin(process.pid, wanted.others) ? wanted : undefined;
+if (wanted && !placement) {
+  console.warn("this process could not be placed: every process shares every CPU");
 }
 
 const stack = await startEdgeStack();
@@ -163,6 +165,7 @@ await stack.gateway.stop();
 
 // Redis answers the edge's script calls; it joins the load clients' CPUs when it runs on this
 // machine, and gets its own placement back when the bench exits.
+let redisPlaced = false;
 if (placement) {
   const redisPid = Number(
     /process_id:(\d+)/.exec(await stack.harness.redis.info("server"))?.[1] ?? Number.NaN,
@@ -173,6 +176,7 @@ if (placement) {
   const redisCpus = /: (\S+)\s*$/.exec(current.stdout ?? "")?.[1];
   if (current.status === 0 && redisCpus && pin(redisPid, placement.others)) {
     process.once("exit", () => pin(redisPid, redisCpus));
+    redisPlaced = true;
   } else {
     console.warn("Redis could not be placed (not on this machine?): it shares every CPU");
   }
@@ -416,7 +420,7 @@ console.info(
 );
 console.info(
   placement
-    ? `CPU placement: each server under test on CPU ${placement.servers}; the load client, Redis and the stack on CPU ${placement.others}`
+    ? `CPU placement: each server under test on CPU ${placement.servers}; the load client${redisPlaced ? ", Redis" : ""} and the stack on CPU ${placement.others}`
     : "CPU placement: every process shares every CPU",
 );
 if (sweep.length > 0) {
