@@ -21,6 +21,7 @@ import { readLog } from "./log-reader.ts";
 import { type BatchOutcome, backoffMs, type Outcome } from "./outcomes.ts";
 import { KeylessPlacement, partitionOfKey } from "./partitioner.ts";
 import { RecordProducer, type TopicRoute } from "./producer.ts";
+import { awaitKafka, type KafkaProblem } from "./reachability.ts";
 import { encodeHeaders, PartitionBatches } from "./record-batch.ts";
 import {
   decodeValue,
@@ -30,9 +31,14 @@ import {
   PoisonRecordError,
   schemaHeaders,
 } from "./serde.ts";
+import type { ConnectionSecurity } from "./wire.ts";
 
 export interface BusOptions {
   brokers: readonly string[];
+  /** TLS for every connection (kafkajs's and the bus's own); plaintext when absent. */
+  tls?: ConnectionSecurity["tls"];
+  /** SASL for every connection; none when absent. */
+  sasl?: ConnectionSecurity["sasl"];
   clientId: string;
   logger: Logger;
   /** Tests shorten these; production keeps Kafka's usual values. */
@@ -313,9 +319,41 @@ export class Bus {
     this.#options = options;
     this.#logger = options.logger.child({ component: "bus" });
     const logger = this.#logger;
+    const { tls, sasl } = options;
     this.#kafka = new Kafka({
       clientId: options.clientId,
       brokers: [...options.brokers],
+      ...(tls
+        ? {
+            ssl: {
+              rejectUnauthorized: true,
+              ...(tls.ca ? { ca: [tls.ca] } : {}),
+              ...(tls.cert ? { cert: tls.cert } : {}),
+              ...(tls.key ? { key: tls.key } : {}),
+              ...(tls.servername ? { servername: tls.servername } : {}),
+            },
+            // A TLS handshake on a busy node can outlast kafkajs's one-second default.
+            connectionTimeout: 5000,
+          }
+        : {}),
+      ...(sasl
+        ? {
+            sasl:
+              sasl.mechanism === "plain"
+                ? { mechanism: "plain" as const, username: sasl.username, password: sasl.password }
+                : sasl.mechanism === "scram-sha-256"
+                  ? {
+                      mechanism: "scram-sha-256" as const,
+                      username: sasl.username,
+                      password: sasl.password,
+                    }
+                  : {
+                      mechanism: "scram-sha-512" as const,
+                      username: sasl.username,
+                      password: sasl.password,
+                    },
+          }
+        : {}),
       logLevel: logLevel.WARN,
       retry: { initialRetryTime: 200, retries: options.retries ?? 8 },
       logCreator:
@@ -330,10 +368,35 @@ export class Bus {
     });
   }
 
+  /** The TLS and SASL settings of the bus's own connections, the same kafkajs gets. */
+  get #security(): ConnectionSecurity {
+    const { tls, sasl } = this.#options;
+    return { ...(tls ? { tls } : {}), ...(sasl ? { sasl } : {}) };
+  }
+
+  /**
+   * Proves at start-up that the brokers take this process's connection settings: null when
+   * they do, else the setting to fix and why in one line. Waits up to `waitMs` while nothing
+   * answers (a broker starting alongside); a refusal (password, certificate) answers at once.
+   */
+  checkConnection(
+    options: { waitMs?: number; onWait?: (problem: KafkaProblem) => void } = {},
+  ): Promise<KafkaProblem | null> {
+    return awaitKafka(
+      { brokers: this.#options.brokers, ...this.#security },
+      {
+        clientId: this.#options.clientId,
+        waitMs: options.waitMs ?? 0,
+        ...(options.onWait ? { onWait: options.onWait } : {}),
+      },
+    );
+  }
+
   #recordProducer(): RecordProducer {
     if (!this.#producer) {
       this.#producer = new RecordProducer({
         clientId: this.#options.clientId,
+        security: this.#security,
         lookup: (topic) => this.#routeOf(topic),
         retries: this.#options.retries ?? 8,
         initialRetryMs: 200,
@@ -979,6 +1042,7 @@ export class Bus {
             clientId: this.#options.clientId,
             host: broker.host,
             port: broker.port,
+            security: this.#security,
             topic: contract.topic,
             ranges: led,
             header: SCHEMA_HEADER,

@@ -26,7 +26,7 @@ export {
   park,
   retryLater,
 } from "./outcomes.ts";
-export { unreachableBrokers } from "./reachability.ts";
+export { awaitKafka, checkKafka, type KafkaProblem, unreachableBrokers } from "./reachability.ts";
 export {
   decodeValue,
   type EncodedRecords,
@@ -34,3 +34,4 @@ export {
   PoisonRecordError,
   ValueEncoder,
 } from "./serde.ts";
+export { BrokerConnectionError, type ConnectionSecurity, KafkaSecurityError } from "./wire.ts";

@@ -1,5 +1,5 @@
 import kafkajs from "kafkajs";
-import { Connection, Reader } from "./wire.ts";
+import { Connection, type ConnectionSecurity, Reader } from "./wire.ts";
 
 // kafkajs is CommonJS; its codec registry is read through the default export.
 const { CompressionCodecs } = kafkajs;
@@ -28,6 +28,8 @@ export interface LogReaderOptions {
   clientId: string;
   host: string;
   port: number;
+  /** TLS and SASL, as every other connection of the process uses them. */
+  security?: ConnectionSecurity;
   topic: string;
   /** partition → [first offset to read, offset to stop before]. */
   ranges: ReadonlyMap<number, readonly [bigint, bigint]>;
@@ -199,7 +201,12 @@ export async function readLog(
     }
   }
   let total = 0;
-  const connection = await Connection.open(options.host, options.port, options.clientId);
+  const connection = await Connection.open(
+    options.host,
+    options.port,
+    options.clientId,
+    options.security,
+  );
   try {
     const send = () =>
       connection.request(FETCH, FETCH_VERSION, [

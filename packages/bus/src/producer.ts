@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { backoffMs } from "./outcomes.ts";
-import { BrokerConnectionError, Connection, Reader } from "./wire.ts";
+import { BrokerConnectionError, Connection, type ConnectionSecurity, Reader } from "./wire.ts";
 
 /**
  * The bus's producer: Produce v3 (Kafka 0.11 through 4.x) straight to each partition's leader,
@@ -25,6 +25,8 @@ export interface TopicRoute {
 
 export interface RecordProducerOptions {
   clientId: string;
+  /** TLS and SASL, as every other connection of the process uses them. */
+  security?: ConnectionSecurity;
   /** Fresh metadata of a topic; throws when it cannot be had (after its own retries). */
   lookup: (topic: string) => Promise<TopicRoute>;
   /** Further attempts of a batch that failed for a passing reason. */
@@ -274,7 +276,12 @@ export class RecordProducer {
         return this.#connection(id, address);
       });
     }
-    const opening = Connection.open(address.host, address.port, this.#options.clientId);
+    const opening = Connection.open(
+      address.host,
+      address.port,
+      this.#options.clientId,
+      this.#options.security,
+    );
     this.#connections.set(id, opening);
     opening.catch(() => {
       if (this.#connections.get(id) === opening) {

@@ -1,4 +1,6 @@
-import { connect, type Socket } from "node:net";
+import { connect, isIP, type Socket } from "node:net";
+import { connect as connectTls } from "node:tls";
+import { authenticate, type SaslSettings } from "./sasl.ts";
 
 /**
  * Kafka's request framing for the bus's own readers and writers: one TCP connection with
@@ -8,10 +10,93 @@ import { connect, type Socket } from "node:net";
 
 /** A connection failed, was closed, or a request on it got no answer in time; worth retrying. */
 export class BrokerConnectionError extends Error {
-  constructor(message: string) {
+  /** The broker accepted the connection (and TLS) but then closed it or did not answer. */
+  readonly afterConnect: boolean;
+
+  constructor(message: string, afterConnect = false) {
     super(message);
     this.name = "BrokerConnectionError";
+    this.afterConnect = afterConnect;
   }
+}
+
+/**
+ * A connection refused for a reason that time will not fix (an untrusted certificate, a wrong
+ * password, a mechanism the broker does not enable): not retried. `setting` names the
+ * environment variable to look at; the message never holds a password or key.
+ */
+export class KafkaSecurityError extends Error {
+  readonly setting: string;
+
+  constructor(setting: string, message: string) {
+    super(message);
+    this.name = "KafkaSecurityError";
+    this.setting = setting;
+  }
+}
+
+/** TLS and SASL of a connection; both absent means plaintext without authentication. */
+export interface ConnectionSecurity {
+  tls?: {
+    ca?: Buffer;
+    cert?: Buffer;
+    key?: Buffer;
+    servername?: string;
+  };
+  sasl?: SaslSettings;
+}
+
+/** TLS failures that say our settings and the broker's certificates disagree. */
+const UNTRUSTED = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_UNTRUSTED",
+  "CERT_SIGNATURE_FAILURE",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_REVOKED",
+]);
+
+/** Turns a TLS failure into the setting it is about, or undefined when it is not one of ours. */
+export function tlsFailure(
+  error: NodeJS.ErrnoException,
+  where: string,
+): KafkaSecurityError | undefined {
+  const code = error.code ?? "";
+  if (UNTRUSTED.has(code)) {
+    return new KafkaSecurityError(
+      "KAFKA_TLS_CA_FILE",
+      `the certificate of ${where} is not trusted (${code})`,
+    );
+  }
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID") {
+    return new KafkaSecurityError(
+      "KAFKA_TLS_SERVERNAME",
+      `the certificate of ${where} is not issued for the name expected (${code})`,
+    );
+  }
+  if (
+    /ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|HANDSHAKE_FAILURE)|ALERT_ACCESS_DENIED/.test(
+      code,
+    )
+  ) {
+    return new KafkaSecurityError(
+      "KAFKA_TLS_CERT_FILE",
+      `${where} refused the TLS handshake: it wants a client certificate it trusts (${code})`,
+    );
+  }
+  if (
+    /WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG|RECORD_LAYER_FAILURE|UNKNOWN_PROTOCOL/.test(code)
+  ) {
+    return new KafkaSecurityError(
+      "KAFKA_TLS",
+      `${where} does not answer TLS (${code}); is it a plaintext listener?`,
+    );
+  }
+  return undefined;
 }
 
 interface Waiter {
@@ -30,31 +115,95 @@ export class Connection {
   #waiting: Waiter[] = [];
   #failed: Error | undefined;
   #watchdog: NodeJS.Timeout | undefined;
+  /** When the broker will end the authenticated session (ms since the epoch); 0 for never. */
+  #expiresAt = 0;
 
-  private constructor(socket: Socket, clientId: string) {
+  private constructor(socket: Socket, clientId: string, where: string) {
     this.#socket = socket;
     this.#clientId = Buffer.from(clientId);
     socket.on("data", (chunk: Buffer) => this.#onData(chunk));
-    socket.on("error", (error) => this.#fail(new BrokerConnectionError(error.message)));
+    // With TLS 1.3 the broker judges a client certificate after the handshake, so a refusal can
+    // arrive as the first read fails.
+    socket.on("error", (error) =>
+      this.#fail(tlsFailure(error, where) ?? new BrokerConnectionError(error.message)),
+    );
     socket.on("close", () => this.#fail(new BrokerConnectionError("broker connection closed")));
   }
 
-  static open(host: string, port: number, clientId: string): Promise<Connection> {
-    return new Promise((resolve, reject) => {
-      const socket = connect({ host, port, noDelay: true });
-      socket.once("connect", () => {
-        socket.off("error", onError);
-        resolve(new Connection(socket, clientId));
-      });
-      const onError = (error: Error) =>
-        reject(new BrokerConnectionError(`cannot connect to ${host}:${port}: ${error.message}`));
+  /**
+   * Connects, with TLS and then SASL when `security` asks for them. Fails with a
+   * `KafkaSecurityError` for what a retry cannot mend, a `BrokerConnectionError` otherwise.
+   */
+  static async open(
+    host: string,
+    port: number,
+    clientId: string,
+    security: ConnectionSecurity = {},
+    timeoutMs = 10_000,
+  ): Promise<Connection> {
+    const where = `${host}:${port}`;
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const { tls } = security;
+      const socket: Socket = tls
+        ? connectTls({
+            host,
+            port,
+            ...(tls.ca ? { ca: tls.ca } : {}),
+            ...(tls.cert ? { cert: tls.cert } : {}),
+            ...(tls.key ? { key: tls.key } : {}),
+            // Node checks the certificate against `servername` when given, else the host; SNI
+            // takes no IP address.
+            ...((tls.servername ?? (isIP(host) ? undefined : host))
+              ? { servername: tls.servername ?? host }
+              : {}),
+          })
+        : connect({ host, port });
+      socket.setNoDelay(true);
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(
+          new BrokerConnectionError(`cannot connect to ${where}: no answer in ${timeoutMs} ms`),
+        );
+      }, timeoutMs);
+      const onError = (error: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(
+          tlsFailure(error, where) ??
+            new BrokerConnectionError(`cannot connect to ${where}: ${error.message}`),
+        );
+      };
       socket.once("error", onError);
+      socket.once(tls ? "secureConnect" : "connect", () => {
+        clearTimeout(timer);
+        socket.off("error", onError);
+        resolve(socket);
+      });
     });
+    const connection = new Connection(socket, clientId, where);
+    if (security.sasl) {
+      try {
+        const lifetimeMs = await authenticate(connection, security.sasl, where, timeoutMs);
+        if (lifetimeMs > 0) {
+          // Re-authenticate by reconnecting a little before the broker would cut the session.
+          connection.#expiresAt = Date.now() + Math.floor(lifetimeMs * 0.9);
+        }
+      } catch (error) {
+        connection.close();
+        if (error instanceof BrokerConnectionError) {
+          throw new BrokerConnectionError(
+            `${where} closed the connection during the SASL handshake (${error.message})`,
+            true,
+          );
+        }
+        throw error;
+      }
+    }
+    return connection;
   }
 
-  /** False once the connection failed or was closed; open a new one then. */
+  /** False once the connection failed, was closed or its session is ending; open a new one. */
   get usable(): boolean {
-    return this.#failed === undefined;
+    return this.#failed === undefined && (this.#expiresAt === 0 || Date.now() < this.#expiresAt);
   }
 
   /**

@@ -1,5 +1,16 @@
 import { z } from "zod";
+import { kafkaSettingProblems, kafkaShape } from "./kafka.ts";
 
+export {
+  type KafkaConnection,
+  kafkaConnection,
+  kafkaSettingProblems,
+  kafkaShape,
+  SASL_MECHANISMS,
+  type SaslMechanism,
+  Secret,
+  securityProtocolOf,
+} from "./kafka.ts";
 export { z };
 
 /** Thrown once at start-up when the environment does not satisfy a service's config schema. */
@@ -27,7 +38,18 @@ export function defineConfig<Shape extends z.ZodRawShape>(
   shape: Shape,
   options: { devDefaults?: Record<string, string> } = {},
 ) {
-  const schema = z.object(shape);
+  // Settings that are only wrong together (a SASL mechanism without a password) are judged once
+  // every variable parsed on its own.
+  const schema = z.object(shape).superRefine((data, ctx) => {
+    if (!("KAFKA_BROKERS" in shape)) {
+      return;
+    }
+    for (const problem of kafkaSettingProblems(
+      data as Parameters<typeof kafkaSettingProblems>[0],
+    )) {
+      ctx.addIssue({ code: "custom", path: [problem.variable], message: problem.reason });
+    }
+  });
   return {
     schema,
     load(env: Environment): z.infer<typeof schema> {
@@ -53,6 +75,22 @@ export function defineConfig<Shape extends z.ZodRawShape>(
       return parsed.data;
     },
   };
+}
+
+/**
+ * Runs a process's one config read; a bad environment ends the process with one line on stderr
+ * (each variable and why) and exit code 1, not a stack trace.
+ */
+export function configOrExit<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) {
+      throw error;
+    }
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
 }
 
 /** Variable types shared by every service, so `PORT=abc` reads the same everywhere. */
@@ -107,8 +145,8 @@ export const commonShape = {
     .url(["postgres", "postgresql"])
     .default("postgres://postgres:postgres@127.0.0.1:5432/postgres"),
   REDIS_URL: vars.url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
-  /** Unset means the project's dev broker on localhost:9092. */
-  KAFKA_BROKERS: vars.hostPorts().default(["127.0.0.1:9092"]),
+  /** Bootstrap brokers, TLS and SASL: see kafka.ts (unset means the dev broker on :9092). */
+  ...kafkaShape,
   /** Port of /healthz and /readyz, kept off the public port so probes never meet auth. */
   INTERNAL_PORT: vars.port(0),
   OTEL_ENABLED: vars.flag(false),
