@@ -5,6 +5,7 @@
 // environment. Prints "ready <port>" once it listens.
 import type { AddressInfo } from "node:net";
 import { Bus } from "@th/bus";
+import { kafkaConnection } from "@th/config";
 import { createPool } from "@th/db";
 import { buildApp } from "@th/gateway/app";
 import { readConfig } from "@th/gateway/config";
@@ -20,7 +21,7 @@ const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX 
 const pool = createPool({ url: config.DATABASE_URL, schema: "gateway", max: 10 });
 // The consumers poll with the service runner's timings, not the tests' short ones.
 const bus = new Bus({
-  brokers: config.KAFKA_BROKERS,
+  ...kafkaConnection(config),
   clientId: `gateway-child-${process.pid}`,
   logger,
 });

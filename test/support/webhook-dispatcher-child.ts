@@ -1,6 +1,7 @@
 // A dispatcher in its own process, for the kill -9 and two-process tests. It shares the parent's
 // database, Redis prefix and dev broker; everything comes from the environment.
 import { Bus } from "@th/bus";
+import { kafkaConnection } from "@th/config";
 import { createPool } from "@th/db";
 import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { createLogger } from "@th/telemetry";
@@ -13,7 +14,7 @@ const logger = createLogger({ service: "dispatcher-child", level: "fatal" });
 const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });
 const pool = createPool({ url: config.DATABASE_URL, schema: "dispatcher", max: 20 });
 const bus = new Bus({
-  brokers: config.KAFKA_BROKERS,
+  ...kafkaConnection(config),
   clientId: `child-${process.pid}`,
   logger,
   consumerTimings: TEST_CONSUMER_TIMINGS,

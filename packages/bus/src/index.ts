@@ -26,7 +26,7 @@ export {
   park,
   retryLater,
 } from "./outcomes.ts";
-export { awaitKafka, checkKafka, type KafkaProblem, unreachableBrokers } from "./reachability.ts";
+export { awaitKafka, checkKafka, type KafkaProblem } from "./reachability.ts";
 export {
   decodeValue,
   type EncodedRecords,

@@ -1,6 +1,6 @@
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { unreachableBrokers } from "./reachability.ts";
+import { checkKafka } from "./reachability.ts";
 import { busFixture } from "./testing/fixture.ts";
 
 const kit = busFixture("reachability-test");
@@ -15,13 +15,16 @@ async function closedAddress(): Promise<string> {
 
 describe("broker reachability", () => {
   it("is fine when one of the brokers answers, even if another does not", async () => {
-    expect(await unreachableBrokers([await closedAddress(), ...kit.brokers])).toBeNull();
+    const brokers = [await closedAddress(), ...kit.brokers];
+    expect(await checkKafka({ brokers }, { clientId: "test" })).toBeNull();
   });
 
   it("says which addresses were tried and how to start a broker when none answers", async () => {
     const closed = await closedAddress();
-    const message = await unreachableBrokers([closed]);
-    expect(message).toContain(`no Kafka broker answers at ${closed}`);
-    expect(message).toContain("npm run broker");
+    const problem = await checkKafka({ brokers: [closed] }, { clientId: "test" });
+    expect(problem?.setting).toBe("KAFKA_BROKERS");
+    expect(problem?.retriable).toBe(true);
+    expect(problem?.line).toContain(`no Kafka broker answers at ${closed} (`);
+    expect(problem?.line).toContain("npm run broker");
   });
 });

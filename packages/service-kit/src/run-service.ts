@@ -1,5 +1,5 @@
 import { type AnyTopicContract, Bus } from "@th/bus";
-import type { commonShape, z } from "@th/config";
+import { type commonShape, kafkaConnection, type z } from "@th/config";
 import { createPool, type MigrationSet, migrate, type Pool, pingDatabase } from "@th/db";
 import { createLogger, type Logger, startTelemetry } from "@th/telemetry";
 import { Redis } from "ioredis";
@@ -95,7 +95,21 @@ export async function runService<Config extends CommonConfig>(
   });
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 3, lazyConnect: false });
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
-  const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: spec.name, logger });
+  const bus = new Bus({ ...kafkaConnection(config), clientId: spec.name, logger });
+  // Wrong credentials or certificates end the process here in one line; a broker that is still
+  // starting is waited for (a minute at most), as provisioning did before.
+  const kafkaProblem = await bus.checkConnection({
+    waitMs: 60_000,
+    onWait: (problem) => logger.warn({ setting: problem.setting }, problem.reason),
+  });
+  if (kafkaProblem) {
+    logger.fatal({ setting: kafkaProblem.setting }, kafkaProblem.line);
+    await bus.close();
+    redis.disconnect();
+    await Promise.allSettled([pool.end(), telemetry.shutdown()]);
+    process.exitCode = 1;
+    return;
+  }
 
   const metrics = createMetrics(spec.name);
   metrics.gauge(

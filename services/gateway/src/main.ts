@@ -1,3 +1,4 @@
+import { configOrExit } from "@th/config";
 import { contracts } from "@th/contracts";
 import { runService } from "@th/service-kit";
 import { buildApp } from "./app.ts";
@@ -5,7 +6,7 @@ import { readConfig } from "./config.ts";
 import { migrations } from "./db/migrations.ts";
 import { tuneHeapForRequests } from "./heap.ts";
 
-const config = readConfig();
+const config = configOrExit(() => readConfig());
 tuneHeapForRequests();
 
 await runService(

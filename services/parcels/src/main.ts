@@ -1,10 +1,11 @@
+import { configOrExit } from "@th/config";
 import { contracts } from "@th/contracts";
 import { runService } from "@th/service-kit";
 import { buildApp } from "./app.ts";
 import { readConfig } from "./config.ts";
 import { migrations } from "./db/migrations.ts";
 
-const config = readConfig();
+const config = configOrExit(() => readConfig());
 
 await runService(
   {

@@ -1,4 +1,5 @@
-import { Bus, unreachableBrokers } from "@th/bus";
+import { Bus } from "@th/bus";
+import { configOrExit, kafkaConnection } from "@th/config";
 import { contracts } from "@th/contracts";
 import { createPool } from "@th/db";
 import { runService } from "@th/service-kit";
@@ -9,14 +10,22 @@ import { type Config, readConfig } from "./config.ts";
 import { formatRebuildReport, rebuildLedger } from "./consumers/rebuild.ts";
 import { migrations } from "./db/migrations.ts";
 
-const config = readConfig();
+const config = configOrExit(() => readConfig());
 const argv = process.argv.slice(2);
 
 /** `node src/main.ts rebuild`: replay, prove equality, re-seed Redis; exit 1 on any mismatch. */
 async function rebuild(config: Config): Promise<number> {
-  const noBroker = await unreachableBrokers(config.KAFKA_BROKERS);
-  if (noBroker) {
-    console.error(`rebuild not started: ${noBroker}`);
+  // Before any other connection: a stopped broker or a wrong password is one clear line, not a
+  // minute of client retries.
+  const probe = new Bus({
+    ...kafkaConnection(config),
+    clientId: "quota-ledger-rebuild",
+    logger: createLogger({ service: "quota-ledger-rebuild", level: "silent" }),
+  });
+  const kafkaProblem = await probe.checkConnection();
+  await probe.close();
+  if (kafkaProblem) {
+    console.error(`rebuild not started: ${kafkaProblem.line}`);
     return 2;
   }
   const logger = createLogger({ service: "quota-ledger-rebuild", level: config.LOG_LEVEL });
@@ -27,7 +36,7 @@ async function rebuild(config: Config): Promise<number> {
     max: 16,
   });
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 3 });
-  const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: "quota-ledger-rebuild", logger });
+  const bus = new Bus({ ...kafkaConnection(config), clientId: "quota-ledger-rebuild", logger });
   try {
     await bus.provision([contracts.leadViewRecorded]);
     const report = await rebuildLedger({

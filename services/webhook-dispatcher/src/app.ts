@@ -1,4 +1,5 @@
 import { Bus, type RunningConsumer } from "@th/bus";
+import { kafkaConnection } from "@th/config";
 import { createLeadViewMeter, type UsageLoader } from "@th/quota";
 import {
   createHttpApp,
@@ -110,7 +111,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
   // Retry records are held until shortly before they are due; a short fetch wait keeps the
   // hand-off prompt when a paused partition resumes.
   const retryBus = new Bus({
-    brokers: config.KAFKA_BROKERS,
+    ...kafkaConnection(config),
     clientId: "webhook-dispatcher-retries",
     logger,
     consumerTimings: { maxWaitTimeInMs: 100 },

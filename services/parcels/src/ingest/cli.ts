@@ -6,7 +6,8 @@
 import { access, constants } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
-import { Bus, unreachableBrokers } from "@th/bus";
+import { Bus } from "@th/bus";
+import { ConfigError, kafkaConnection } from "@th/config";
 import { contracts } from "@th/contracts";
 import { createPool, migrate } from "@th/db";
 import { createLogger } from "@th/telemetry";
@@ -121,17 +122,27 @@ export async function main(
     console.error("nothing was ingested");
     return 2;
   }
-  const config = readConfig(env);
-  const noBroker = await unreachableBrokers(config.KAFKA_BROKERS);
-  if (noBroker) {
-    console.error(noBroker);
-    return 1;
+  let config: ReturnType<typeof readConfig>;
+  try {
+    config = readConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) {
+      throw error;
+    }
+    console.error(error.message);
+    return 2;
   }
   const logger = createLogger({ service: "parcels-ingest", level: "warn" });
+  const bus = new Bus({ ...kafkaConnection(config), clientId: "parcels-ingest", logger });
+  const kafkaProblem = await bus.checkConnection();
+  if (kafkaProblem) {
+    await bus.close();
+    console.error(kafkaProblem.line);
+    return 1;
+  }
   await migrate(config.DATABASE_URL, migrations);
   // The ingest lock, the store, two lookups and the watermark, none waiting for another.
   const pool = createPool({ url: config.DATABASE_URL, schema: migrations.schema, max: 5 });
-  const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: "parcels-ingest", logger });
   await bus.provision([contracts.parcelIngested]);
   const publish: Publish = (records) => bus.publishEncoded(records);
   // Sales first, so the rolls of the same run see them.
