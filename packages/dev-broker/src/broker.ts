@@ -2,14 +2,25 @@
 import { mkdirSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { resolve } from "node:path";
-import type { BrokerContext } from "./apis/types.ts";
-import { Connection, type ConnectionStats } from "./connection.ts";
+import { createServer as createTlsServer, type TLSSocket } from "node:tls";
+import { SASL_APIS, SUPPORTED_APIS } from "./apis/index.ts";
+import type { BrokerContext, RequestLogEntry } from "./apis/types.ts";
+import { Connection, type ConnectionSecurity, type ConnectionStats } from "./connection.ts";
 import { FetchPurgatory } from "./fetch-purgatory.ts";
 import { GroupCoordinator } from "./groups/coordinator.ts";
 import { Flusher } from "./log/flusher.ts";
 import { DEFAULT_TOPIC_CONFIG, type TopicConfig } from "./log/topic-config.ts";
 import { createLogger, type LogLevel } from "./logger.ts";
 import { OffsetsStore } from "./offsets-store.ts";
+import { type ProtocolFloor, versionTable } from "./protocol/floor.ts";
+import {
+  peerPrincipal,
+  resolveListenerSecurity,
+  type SaslListenerOptions,
+  type SecurityProtocol,
+  type TlsListenerOptions,
+} from "./security/listener.ts";
+import { SaslGate } from "./security/sasl-gate.ts";
 import { TopicRegistry } from "./topics.ts";
 
 export interface BrokerOptions {
@@ -44,6 +55,17 @@ export interface BrokerOptions {
   /** Refuse replication factors above 1 (default: accept and ignore, so provisioning code runs). */
   strictReplicationFactor?: boolean;
   clusterId?: string;
+  /**
+   * Kafka's listener security protocol. Default PLAINTEXT; SSL and SASL_SSL need `tls`,
+   * SASL_PLAINTEXT and SASL_SSL need `sasl`.
+   */
+  securityProtocol?: SecurityProtocol;
+  tls?: TlsListenerOptions;
+  sasl?: SaslListenerOptions;
+  /** Lowest protocol versions accepted: Apache Kafka 4.0's (default) or whatever is implemented. */
+  protocolFloor?: ProtocolFloor;
+  /** Called for every request the broker reads (before it is checked or answered). */
+  onRequest?: (entry: RequestLogEntry) => void;
 }
 
 export interface BrokerStats {
@@ -58,11 +80,14 @@ export interface BrokerStats {
   truncatedBytesOnRecovery: number;
   retentionBytesFreed: number;
   commitsDuringRebalance: number;
+  /** SASL exchanges refused (wrong password, unknown user, bad proof). */
+  failedAuthentications: number;
 }
 
 export interface RunningBroker {
   host: string;
   port: number;
+  securityProtocol: SecurityProtocol;
   brokers: string[];
   dataDir: string | null;
   stats: BrokerStats;
@@ -73,6 +98,18 @@ export interface RunningBroker {
 
 export async function startBroker(options: BrokerOptions = {}): Promise<RunningBroker> {
   const logger = createLogger(options.logLevel ?? "warn");
+  // Checked before anything touches the data directory, so a bad setting changes nothing.
+  const security = resolveListenerSecurity(
+    options.securityProtocol ?? "PLAINTEXT",
+    options.tls,
+    options.sasl,
+  );
+  const versions = versionTable(
+    [...SUPPORTED_APIS, ...(security.sasl === null ? [] : SASL_APIS)].sort(
+      (a, b) => a.apiKey - b.apiKey,
+    ),
+    options.protocolFloor ?? "kafka-4.0",
+  );
   const dataDir = options.dataDir === undefined ? null : resolve(options.dataDir);
   if (dataDir !== null) {
     mkdirSync(dataDir, { recursive: true });
@@ -116,6 +153,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
     truncatedBytesOnRecovery,
     retentionBytesFreed: 0,
     commitsDuringRebalance: 0,
+    failedAuthentications: 0,
   };
   const host = options.host ?? "127.0.0.1";
   const settings = {
@@ -130,6 +168,8 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   };
   const ctx: BrokerContext = {
     settings,
+    versions,
+    onRequest: options.onRequest ?? null,
     topics,
     offsets,
     coordinator,
@@ -142,8 +182,18 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   const connectionStats: ConnectionStats = stats;
   const connections = new Set<Connection>();
   const maxRequestBytes = options.maxRequestBytes ?? 100 * 1024 * 1024;
-  const server: Server = createServer((socket: Socket) => {
-    const connection = new Connection(socket, ctx, connectionStats, maxRequestBytes);
+  const accept = (socket: Socket, principal: string): void => {
+    const connectionSecurity: ConnectionSecurity = {
+      principal,
+      sasl: security.sasl === null ? null : new SaslGate(security.sasl),
+    };
+    const connection = new Connection(
+      socket,
+      ctx,
+      connectionStats,
+      maxRequestBytes,
+      connectionSecurity,
+    );
     connections.add(connection);
     stats.connectionsAccepted++;
     stats.openConnections++;
@@ -151,7 +201,28 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
       connections.delete(connection);
       stats.openConnections--;
     });
-  });
+  };
+  let server: Server;
+  if (security.tls === null) {
+    server = createServer((socket: Socket) => accept(socket, "User:ANONYMOUS"));
+  } else {
+    const tlsServer = createTlsServer(security.tls, (socket: TLSSocket) => {
+      const principal = peerPrincipal(socket);
+      if (principal === null) {
+        logger.info("closing TLS connection: client certificate not trusted", {
+          reason: String(socket.authorizationError),
+        });
+        socket.destroy();
+        return;
+      }
+      // With SASL on top, the SASL user becomes the principal once authenticated.
+      accept(socket, principal);
+    });
+    tlsServer.on("tlsClientError", (error) => {
+      logger.info("TLS handshake failed", { error: error.message });
+    });
+    server = tlsServer;
+  }
 
   await new Promise<void>((resolvePromise, reject) => {
     server.once("error", reject);
@@ -192,7 +263,13 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   });
   Object.defineProperty(stats, "parkedFetches", { enumerable: true, get: () => purgatory.size });
 
-  logger.info("broker listening", { host, port, dataDir });
+  logger.info("broker listening", {
+    host,
+    port,
+    dataDir,
+    securityProtocol: security.protocol,
+    protocolFloor: options.protocolFloor ?? "kafka-4.0",
+  });
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
@@ -219,6 +296,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   return {
     host: settings.advertisedHost,
     port,
+    securityProtocol: security.protocol,
     brokers: [`${settings.advertisedHost}:${port}`],
     dataDir,
     stats,

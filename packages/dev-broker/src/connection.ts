@@ -3,13 +3,14 @@
 // as Kafka guarantees per connection. An acks=0 Produce occupies a slot that writes nothing.
 import type { Socket } from "node:net";
 import { encodeApiVersions } from "./apis/api-versions.ts";
-import { API_BY_KEY, SUPPORTED_APIS } from "./apis/index.ts";
+import { API_BY_KEY } from "./apis/index.ts";
 import type { BrokerContext, ClientConnection, RequestHeader } from "./apis/types.ts";
 import { ApiKey } from "./protocol/api-keys.ts";
 import { ErrorCode } from "./protocol/errors.ts";
 import { FrameDecoder } from "./protocol/frame-decoder.ts";
 import { Reader } from "./protocol/reader.ts";
 import { Writer } from "./protocol/writer.ts";
+import type { SaslGate } from "./security/sasl-gate.ts";
 
 interface ResponseSlot {
   ready: boolean;
@@ -23,9 +24,21 @@ export interface ConnectionStats {
   bytesOut: number;
 }
 
+/** Who is on the other end before any request: the TLS client certificate or anonymous. */
+export interface ConnectionSecurity {
+  principal: string;
+  sasl: SaslGate | null;
+}
+
 export class Connection implements ClientConnection {
   readonly clientHost: string;
+  readonly sasl: SaslGate | null;
+  principal: string;
   closed = false;
+  /** Set after a failed authentication: answer what is queued, then close; read nothing more. */
+  private closing = false;
+  /** After a SaslHandshake v0, frames are bare SASL tokens until authentication completes. */
+  private rawSaslTokens = false;
   private readonly socket: Socket;
   private readonly ctx: BrokerContext;
   private readonly stats: ConnectionStats;
@@ -33,8 +46,16 @@ export class Connection implements ClientConnection {
   private readonly slots: ResponseSlot[] = [];
   private readonly closeCallbacks = new Set<() => void>();
 
-  constructor(socket: Socket, ctx: BrokerContext, stats: ConnectionStats, maxFrameBytes: number) {
+  constructor(
+    socket: Socket,
+    ctx: BrokerContext,
+    stats: ConnectionStats,
+    maxFrameBytes: number,
+    security: ConnectionSecurity = { principal: "User:ANONYMOUS", sasl: null },
+  ) {
     this.socket = socket;
+    this.principal = security.principal;
+    this.sasl = security.sasl;
     this.ctx = ctx;
     this.stats = stats;
     this.clientHost = `/${socket.remoteAddress ?? "unknown"}`;
@@ -54,6 +75,47 @@ export class Connection implements ClientConnection {
     this.socket.destroy();
   }
 
+  authenticatedAs(principal: string): void {
+    this.principal = principal;
+  }
+
+  closeAfterResponse(): void {
+    this.closing = true;
+  }
+
+  expectRawSaslTokens(): void {
+    this.rawSaslTokens = true;
+  }
+
+  /**
+   * The pre-KIP-152 exchange: each frame is a SASL token and each answer a size-prefixed token,
+   * without Kafka headers. A failure closes the connection, which is all Kafka tells such clients.
+   */
+  private onRawSaslToken(token: Buffer): void {
+    const gate = this.sasl as SaslGate;
+    const result = gate.authenticate(token);
+    if (result.errorCode !== ErrorCode.NONE) {
+      this.ctx.stats.failedAuthentications++;
+      this.ctx.logger.info("SASL authentication failed", {
+        mechanism: gate.mechanism,
+        reason: result.reason,
+        client: this.clientHost,
+      });
+      this.closing = true;
+      this.socket.destroy();
+      return;
+    }
+    if (result.principal !== null) {
+      this.principal = result.principal;
+      this.rawSaslTokens = false;
+    }
+    const size = Buffer.allocUnsafe(4);
+    size.writeInt32BE(result.challenge.length, 0);
+    this.socket.write(size);
+    this.socket.write(result.challenge);
+    this.stats.bytesOut += 4 + result.challenge.length;
+  }
+
   private onClosed(): void {
     this.closed = true;
     for (const callback of [...this.closeCallbacks]) {
@@ -64,6 +126,9 @@ export class Connection implements ClientConnection {
 
   private onData(chunk: Buffer): void {
     this.stats.bytesIn += chunk.length;
+    if (this.closing) {
+      return;
+    }
     let frames: Buffer[];
     try {
       frames = this.decoder.push(chunk);
@@ -74,6 +139,13 @@ export class Connection implements ClientConnection {
     }
     this.socket.cork();
     for (const frame of frames) {
+      if (this.closing || this.closed) {
+        break;
+      }
+      if (this.rawSaslTokens) {
+        this.onRawSaslToken(frame);
+        continue;
+      }
       this.onFrame(frame);
     }
     this.socket.uncork();
@@ -96,14 +168,34 @@ export class Connection implements ClientConnection {
     }
     const key = `${header.apiKey}v${header.apiVersion}`;
     this.stats.requestsByApiVersion[key] = (this.stats.requestsByApiVersion[key] ?? 0) + 1;
+    this.ctx.onRequest?.({
+      apiKey: header.apiKey,
+      apiVersion: header.apiVersion,
+      clientId: header.clientId,
+      principal: this.principal,
+    });
+    if (this.sasl !== null && !this.sasl.admits(header.apiKey)) {
+      // Kafka's SaslServerAuthenticator treats any other request before authentication as an
+      // illegal SASL state and closes the connection without an answer.
+      this.ctx.logger.warn("closing connection: request not allowed before SASL authentication", {
+        apiKey: header.apiKey,
+        clientId: header.clientId,
+        client: this.clientHost,
+      });
+      this.closing = true;
+      this.socket.destroy();
+      return;
+    }
     const slot: ResponseSlot = { ready: false, correlationId: header.correlationId, body: null };
     this.slots.push(slot);
 
+    const range = this.ctx.versions.get(header.apiKey);
     const api = API_BY_KEY.get(header.apiKey);
     if (
       api === undefined ||
-      header.apiVersion < api.minVersion ||
-      header.apiVersion > api.maxVersion
+      range === undefined ||
+      header.apiVersion < range.minVersion ||
+      header.apiVersion > range.maxVersion
     ) {
       this.fill(slot, this.unsupported(header));
       return;
@@ -139,7 +231,7 @@ export class Connection implements ClientConnection {
     if (header.apiKey === ApiKey.ApiVersions) {
       // Routine: librdkafka opens with ApiVersions v3 and retries at our maximum.
       this.ctx.logger.debug("ApiVersions version downgrade", fields);
-      return encodeApiVersions(SUPPORTED_APIS, ErrorCode.UNSUPPORTED_VERSION, 0);
+      return encodeApiVersions(this.ctx.versions.values(), ErrorCode.UNSUPPORTED_VERSION, 0);
     }
     this.ctx.logger.info("unsupported request", fields);
     return new Writer(8).int16(ErrorCode.UNSUPPORTED_VERSION);
@@ -185,6 +277,10 @@ export class Connection implements ClientConnection {
     }
     if (wrote) {
       this.socket.uncork();
+    }
+    if (this.closing && this.slots.length === 0) {
+      // end() sends what was written, then FIN: the client reads the error before the close.
+      this.socket.end();
     }
   }
 }

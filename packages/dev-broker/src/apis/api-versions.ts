@@ -2,20 +2,21 @@
 // layout together with the supported ranges (KIP-511), so clients retry with a version we speak.
 import { ApiKey } from "../protocol/api-keys.ts";
 import { ErrorCode } from "../protocol/errors.ts";
+import type { VersionRange } from "../protocol/floor.ts";
 import { Writer } from "../protocol/writer.ts";
 import type { ApiDefinition } from "./types.ts";
 
 export const API_VERSIONS_MAX = 2;
 
 export function encodeApiVersions(
-  apis: readonly ApiDefinition[],
+  versions: Iterable<VersionRange>,
   errorCode: number,
   version: number,
 ): Writer {
   const w = new Writer(512);
   w.int16(errorCode);
-  w.array(apis, (w, api) => {
-    w.int16(api.apiKey).int16(api.minVersion).int16(api.maxVersion);
+  w.array([...versions], (w, api) => {
+    w.int16(api.apiKey).int16(api.advertisedMinVersion).int16(api.maxVersion);
   });
   if (version >= 1) {
     w.int32(0);
@@ -23,14 +24,12 @@ export function encodeApiVersions(
   return w;
 }
 
-export function apiVersionsApi(allApis: () => readonly ApiDefinition[]): ApiDefinition {
-  return {
-    apiKey: ApiKey.ApiVersions,
-    name: "ApiVersions",
-    minVersion: 0,
-    maxVersion: API_VERSIONS_MAX,
-    handle(_ctx, header) {
-      return encodeApiVersions(allApis(), ErrorCode.NONE, header.apiVersion);
-    },
-  };
-}
+export const apiVersionsApi: ApiDefinition = {
+  apiKey: ApiKey.ApiVersions,
+  name: "ApiVersions",
+  minVersion: 0,
+  maxVersion: API_VERSIONS_MAX,
+  handle(ctx, header) {
+    return encodeApiVersions(ctx.versions.values(), ErrorCode.NONE, header.apiVersion);
+  },
+};

@@ -14,6 +14,7 @@ import { listOffsetsApi } from "./list-offsets.ts";
 import { metadataApi } from "./metadata.ts";
 import { offsetCommitApi, offsetFetchApi } from "./offsets.ts";
 import { produceApi } from "./produce.ts";
+import { saslAuthenticateApi, saslHandshakeApi } from "./sasl.ts";
 import type { ApiDefinition } from "./types.ts";
 
 export const SUPPORTED_APIS: readonly ApiDefinition[] = [
@@ -30,7 +31,7 @@ export const SUPPORTED_APIS: readonly ApiDefinition[] = [
   syncGroupApi,
   describeGroupsApi,
   listGroupsApi,
-  apiVersionsApi(() => SUPPORTED_APIS),
+  apiVersionsApi,
   createTopicsApi,
   deleteTopicsApi,
   initProducerIdApi,
@@ -38,6 +39,9 @@ export const SUPPORTED_APIS: readonly ApiDefinition[] = [
   deleteGroupsApi,
 ];
 
+/** Served only on SASL listeners (Kafka's SaslServerAuthenticator answers them). */
+export const SASL_APIS: readonly ApiDefinition[] = [saslHandshakeApi, saslAuthenticateApi];
+
 export const API_BY_KEY: ReadonlyMap<number, ApiDefinition> = new Map(
-  SUPPORTED_APIS.map((api) => [api.apiKey, api]),
+  [...SUPPORTED_APIS, ...SASL_APIS].map((api) => [api.apiKey, api]),
 );

@@ -3,8 +3,10 @@ import type { GroupCoordinator } from "../groups/coordinator.ts";
 import type { Flusher } from "../log/flusher.ts";
 import type { Logger } from "../logger.ts";
 import type { OffsetsStore } from "../offsets-store.ts";
+import type { VersionRange } from "../protocol/floor.ts";
 import type { Reader } from "../protocol/reader.ts";
 import type { Writer } from "../protocol/writer.ts";
+import type { SaslGate } from "../security/sasl-gate.ts";
 import type { TopicRegistry } from "../topics.ts";
 
 export interface RequestHeader {
@@ -17,6 +19,15 @@ export interface RequestHeader {
 export interface ClientConnection {
   readonly clientHost: string;
   readonly closed: boolean;
+  /** Kafka's principal: `User:ANONYMOUS`, the SASL user, or the client certificate's subject. */
+  readonly principal: string;
+  /** The connection's SASL state on a SASL listener, else null. */
+  readonly sasl: SaslGate | null;
+  authenticatedAs(principal: string): void;
+  /** Writes the responses already queued, then closes (after a failed authentication). */
+  closeAfterResponse(): void;
+  /** SaslHandshake v0 succeeded: the next frames are bare SASL tokens. */
+  expectRawSaslTokens(): void;
   /** Registers a callback run once when the socket closes; returns an unregister function. */
   onClose(callback: () => void): () => void;
 }
@@ -31,8 +42,19 @@ export interface BrokerSettings {
   strictReplicationFactor: boolean;
 }
 
+/** One request as the broker saw it, for request logs and version audits. */
+export interface RequestLogEntry {
+  apiKey: number;
+  apiVersion: number;
+  clientId: string;
+  principal: string;
+}
+
 export interface BrokerContext {
   settings: BrokerSettings;
+  /** Accepted and advertised versions per API key for this listener (floor applied). */
+  versions: ReadonlyMap<number, VersionRange>;
+  onRequest: ((entry: RequestLogEntry) => void) | null;
   topics: TopicRegistry;
   offsets: OffsetsStore;
   coordinator: GroupCoordinator;
@@ -41,7 +63,7 @@ export interface BrokerContext {
   flusher: Flusher | null;
   logger: Logger;
   allocateProducerId(): number;
-  stats: { messagesAppended: number; bytesAppended: number };
+  stats: { messagesAppended: number; bytesAppended: number; failedAuthentications: number };
 }
 
 /** A null result means "send nothing" (acks=0 produce) while keeping the response order slot. */

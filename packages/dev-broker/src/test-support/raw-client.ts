@@ -79,6 +79,12 @@ export class RawClient {
 
   /** Next response frame: correlation id and body. Rejects if the socket closes first. */
   async nextResponse(timeoutMs = 5000): Promise<{ correlationId: number; body: Buffer }> {
+    const frame = await this.nextFrame(timeoutMs);
+    return { correlationId: frame.readInt32BE(0), body: frame.subarray(4) };
+  }
+
+  /** Next frame as is (without its size), e.g. a bare SASL token. */
+  async nextFrame(timeoutMs = 5000): Promise<Buffer> {
     const deadline = Date.now() + timeoutMs;
     while (this.frames.length === 0) {
       if (this.closed) {
@@ -96,8 +102,7 @@ export class RawClient {
         });
       });
     }
-    const frame = this.frames.shift() as Buffer;
-    return { correlationId: frame.readInt32BE(0), body: frame.subarray(4) };
+    return this.frames.shift() as Buffer;
   }
 
   /** Sends a kafkajs request and decodes + parses the answer with the matching kafkajs response. */
