@@ -36,17 +36,30 @@ export async function checkKafka(
     ...(connection.tls ? { tls: connection.tls } : {}),
     ...(connection.sasl ? { sasl: connection.sasl } : {}),
   };
+  // The broker took the connection (and TLS) and then hung up: it wants something else of us.
   const closedEarly = (broker: string) => {
-    const hint = connection.tls
-      ? connection.sasl
-        ? "are the listener's protocol and mechanism SASL_SSL with this one?"
-        : "does the listener need SASL (KAFKA_SASL_MECHANISM)?"
-      : "is it a TLS (KAFKA_TLS=true) or SASL (KAFKA_SASL_MECHANISM) listener?";
-    return problem(
-      connection.tls ? (connection.sasl ? "KAFKA_BROKERS" : "KAFKA_SASL_MECHANISM") : "KAFKA_TLS",
-      `${broker} accepted the connection but closed it without answering: ${hint}`,
-      false,
-    );
+    const said = `${broker} accepted the connection but closed it without answering`;
+    if (!connection.tls) {
+      return problem(
+        "KAFKA_TLS",
+        `${said}: is it a TLS listener (KAFKA_TLS=true) or a SASL one (KAFKA_SASL_MECHANISM)?`,
+        false,
+      );
+    }
+    if (connection.tls.cert) {
+      return problem(
+        "KAFKA_TLS_CERT_FILE",
+        `${said}: does it trust this client certificate${connection.sasl ? "" : " (or does it want SASL: KAFKA_SASL_MECHANISM)"}?`,
+        false,
+      );
+    }
+    return connection.sasl
+      ? problem("KAFKA_BROKERS", `${said}: is it a SASL_SSL listener?`, false)
+      : problem(
+          "KAFKA_SASL_MECHANISM",
+          `${said}: does it want SASL (KAFKA_SASL_MECHANISM) or a client certificate (KAFKA_TLS_CERT_FILE)?`,
+          false,
+        );
   };
   const unreachable: string[] = [];
   for (const broker of connection.brokers) {

@@ -165,11 +165,24 @@ export class Connection {
           new BrokerConnectionError(`cannot connect to ${where}: no answer in ${timeoutMs} ms`),
         );
       }, timeoutMs);
+      let tcpConnected = false;
+      socket.once("connect", () => {
+        tcpConnected = true;
+      });
       const onError = (error: NodeJS.ErrnoException) => {
         clearTimeout(timer);
-        reject(
+        const refused =
           tlsFailure(error, where) ??
-            new BrokerConnectionError(`cannot connect to ${where}: ${error.message}`),
+          // Accepted, then dropped during the handshake: a plaintext listener reads the
+          // ClientHello as an absurd request size and closes, as Kafka does.
+          (tls && tcpConnected
+            ? new KafkaSecurityError(
+                "KAFKA_TLS",
+                `${where} closed the connection during the TLS handshake; is it a plaintext listener?`,
+              )
+            : undefined);
+        reject(
+          refused ?? new BrokerConnectionError(`cannot connect to ${where}: ${error.message}`),
         );
       };
       socket.once("error", onError);
