@@ -309,7 +309,72 @@ describe.skipIf(!opensslAvailable)("TLS listeners with kafkajs", () => {
   });
 });
 
+describe.skipIf(!opensslAvailable)("TLS with client authentication requested", () => {
+  let broker: RunningBroker;
+  const seen: RequestLogEntry[] = [];
+  beforeAll(async () => {
+    broker = await startBroker({
+      port: 0,
+      securityProtocol: "SSL",
+      tls: {
+        key: certs.serverKeyFile,
+        cert: certs.serverCertFile,
+        ca: certs.caFile,
+        clientAuth: "requested",
+      },
+      onRequest: (entry) => seen.push(entry),
+    });
+  });
+  afterAll(async () => {
+    await broker.stop();
+  });
+
+  test("a client without a certificate is admitted as User:ANONYMOUS (key and certificate read from files)", async () => {
+    const admin = client(broker, { ssl: { ca: [certs.ca] } }).admin();
+    await admin.connect();
+    await admin.listTopics();
+    await admin.disconnect();
+    expect(seen.at(-1)?.principal).toBe("User:ANONYMOUS");
+  });
+
+  test("a certificate that does not verify is refused", async () => {
+    const admin = client(
+      broker,
+      { ssl: { ca: [certs.ca], cert: certs.strangerCert, key: certs.strangerKey } },
+      0,
+    ).admin();
+    await expect(admin.connect().then(() => admin.listTopics())).rejects.toThrow();
+    await admin.disconnect();
+  });
+});
+
 describe.skipIf(!opensslAvailable)("listener settings", () => {
+  test("the CLI stops at start with one line naming a wrong setting, and never echoes a password", () => {
+    const cli = new URL("./cli.ts", import.meta.url).pathname;
+    const start = (...args: string[]) =>
+      spawnSync(process.execPath, [cli, "--port=0", "--in-memory", ...args], {
+        encoding: "utf8",
+        timeout: 10_000,
+      });
+    const noTls = start("--security-protocol=SASL_SSL", "--sasl-users=alice:pw");
+    expect(noTls.status).toBe(2);
+    expect(noTls.stderr).toBe(
+      "dev-broker: cannot start: security protocol SASL_SSL needs a TLS key and certificate\n",
+    );
+    const badUser = start("--security-protocol=SASL_PLAINTEXT", "--sasl-users=alice:pw,hunter2");
+    expect(badUser.status).toBe(2);
+    expect(badUser.stderr).toBe("dev-broker: --sasl-users: each user must be name:password\n");
+    expect(badUser.stderr).not.toContain("hunter2");
+    const badMechanism = start(
+      "--security-protocol=SASL_PLAINTEXT",
+      "--sasl-users=a:b",
+      "--sasl-mechanisms=GSSAPI",
+    );
+    expect(badMechanism.stderr).toContain("--sasl-mechanisms: unknown GSSAPI");
+    const badFloor = start("--protocol-floor=kafka-3.0");
+    expect(badFloor.stderr).toContain("--protocol-floor must be one of kafka-4.0, none");
+  });
+
   test("plaintext stays the default", async () => {
     const broker = await startBroker({ port: 0 });
     expect(broker.securityProtocol).toBe("PLAINTEXT");
