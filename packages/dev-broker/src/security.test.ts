@@ -191,6 +191,14 @@ describe("SASL state machine on the wire", () => {
     await expect(raw.nextResponse()).rejects.toThrow("connection closed");
   });
 
+  test("before authentication a frame above 512 KiB closes the connection (Kafka's sasl.server.max.receive.size)", async () => {
+    const raw = await RawClient.connect(broker.port);
+    const size = Buffer.alloc(4);
+    size.writeInt32BE(512 * 1024 + 1);
+    raw.writeBytes(size);
+    await waitFor(() => raw.closed, 2000, "the broker to close the connection");
+  });
+
   test("ApiVersions is answered before authentication and lists the SASL APIs", async () => {
     const raw = await RawClient.connect(broker.port);
     const { request, response } = kafkajsProtocol("apiVersions", 2);
