@@ -2,7 +2,12 @@
 // written here from RFC 5802's definitions for SCRAM-SHA-512 (no RFC vector exists for it).
 import { createHash, createHmac, pbkdf2Sync } from "node:crypto";
 import { describe, expect, test } from "vitest";
-import { SaslAuthenticationFailure, SaslUserStore, startSaslSession } from "./sasl.ts";
+import {
+  parseSaslUsers,
+  SaslAuthenticationFailure,
+  SaslUserStore,
+  startSaslSession,
+} from "./sasl.ts";
 import {
   decodeSaslName,
   deriveCredential,
@@ -186,5 +191,27 @@ describe("SASL sessions", () => {
       "authorization id that is different from username",
     );
     expect(() => plain("alice-wonderland")).toThrow("expected 3 tokens");
+  });
+});
+
+describe("users from the flag or the file", () => {
+  test("name:password per entry; the password is everything after the first ':'", () => {
+    const users = parseSaslUsers(
+      ["# comment", "", "alice:secret", "carol:c:a:r:o:l", "dave: spaced \r", "  "],
+      "users.txt",
+    );
+    expect([...users]).toEqual([
+      ["alice", "secret"],
+      ["carol", "c:a:r:o:l"],
+      ["dave", " spaced "],
+    ]);
+  });
+
+  test("an entry without a password is refused without echoing it", () => {
+    expect(() => parseSaslUsers(["alice:ok", "hunter2"], "--sasl-users")).toThrow(
+      "--sasl-users: each user must be name:password",
+    );
+    expect(() => parseSaslUsers([":nameless"], "f")).toThrow("name:password");
+    expect(() => parseSaslUsers(["empty:"], "f")).toThrow("name:password");
   });
 });
