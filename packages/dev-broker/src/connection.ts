@@ -24,6 +24,12 @@ export interface ConnectionStats {
   bytesOut: number;
 }
 
+/**
+ * Kafka's sasl.server.max.receive.size: the largest frame accepted before authentication, so an
+ * unauthenticated client cannot make the broker buffer the full request limit.
+ */
+export const UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024;
+
 /** Who is on the other end before any request: the TLS client certificate or anonymous. */
 export interface ConnectionSecurity {
   principal: string;
@@ -45,6 +51,7 @@ export class Connection implements ClientConnection {
   private readonly decoder: FrameDecoder;
   private readonly slots: ResponseSlot[] = [];
   private readonly closeCallbacks = new Set<() => void>();
+  private readonly maxFrameBytes: number;
 
   constructor(
     socket: Socket,
@@ -59,7 +66,12 @@ export class Connection implements ClientConnection {
     this.ctx = ctx;
     this.stats = stats;
     this.clientHost = `/${socket.remoteAddress ?? "unknown"}`;
-    this.decoder = new FrameDecoder(maxFrameBytes);
+    this.maxFrameBytes = maxFrameBytes;
+    this.decoder = new FrameDecoder(
+      security.sasl === null
+        ? maxFrameBytes
+        : Math.min(maxFrameBytes, UNAUTHENTICATED_MAX_FRAME_BYTES),
+    );
     socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("error", (error) => ctx.logger.debug("socket error", { error: error.message }));
@@ -77,6 +89,7 @@ export class Connection implements ClientConnection {
 
   authenticatedAs(principal: string): void {
     this.principal = principal;
+    this.decoder.setLimit(this.maxFrameBytes);
   }
 
   closeAfterResponse(): void {
@@ -106,7 +119,7 @@ export class Connection implements ClientConnection {
       return;
     }
     if (result.principal !== null) {
-      this.principal = result.principal;
+      this.authenticatedAs(result.principal);
       this.rawSaslTokens = false;
     }
     const size = Buffer.allocUnsafe(4);

@@ -4,11 +4,16 @@
 export class FrameTooLargeError extends Error {}
 
 export class FrameDecoder {
-  private readonly maxFrameBytes: number;
+  private maxFrameBytes: number;
   private pending: Buffer[] = [];
   private pendingBytes = 0;
 
   constructor(maxFrameBytes: number) {
+    this.maxFrameBytes = maxFrameBytes;
+  }
+
+  /** Changes the limit for frames not yet started (a connection's limit grows once authenticated). */
+  setLimit(maxFrameBytes: number): void {
     this.maxFrameBytes = maxFrameBytes;
   }
 

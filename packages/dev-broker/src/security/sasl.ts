@@ -241,13 +241,14 @@ export function startSaslSession(mechanism: SaslMechanism, users: SaslUserStore)
 
 /**
  * Users from `name:password` entries (the flag form is comma-separated, the file form one per
- * line with `#` comments). The password is everything after the first `:`.
+ * line with `#` comments). The password is everything after the first `:`, spaces included.
  */
 export function parseSaslUsers(entries: readonly string[], source: string): Map<string, string> {
   const users = new Map<string, string>();
   for (const raw of entries) {
-    const entry = raw.trim();
-    if (entry === "" || entry.startsWith("#")) {
+    // Only blank and comment lines are skipped; a password keeps its spaces.
+    const entry = raw.replace(/\r$/, "");
+    if (entry.trim() === "" || entry.trimStart().startsWith("#")) {
       continue;
     }
     const colon = entry.indexOf(":");
