@@ -7,9 +7,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { makeTestCertificates, type TestCertificates } from "@th/config/testing/certificates";
 import { serverUrl } from "@th/db/testing";
 import { type RunningBroker, startBroker } from "@th/dev-broker";
+import { makeTestCertificates, type TestCertificates } from "@th/dev-broker/testing";
 import { writeNalFile } from "@th/parcels/generate";
 import { verifySignature } from "@th/webhooks";
 import pg from "pg";
@@ -81,11 +81,11 @@ function runToEnd(
 }
 
 beforeAll(async () => {
-  pki = await makeTestCertificates();
+  pki = makeTestCertificates();
   broker = await startBroker({
     port: 0,
     securityProtocol: "SASL_SSL",
-    tls: { key: pki.server.key.pem, cert: pki.server.cert.pem },
+    tls: { key: pki.serverKey, cert: pki.serverCert },
     sasl: { mechanisms: ["SCRAM-SHA-512"], users: { [USER]: PASSWORD } },
   });
   const passwordFile = join(pki.dir, "kafka-password");
@@ -100,7 +100,7 @@ beforeAll(async () => {
     WEBHOOK_ALLOW_LOOPBACK_HTTP: "true",
     KAFKA_BROKERS: broker.brokers.join(","),
     KAFKA_TLS: "true",
-    KAFKA_TLS_CA_FILE: pki.ca.path,
+    KAFKA_TLS_CA_FILE: pki.caFile,
     KAFKA_SASL_MECHANISM: "scram-sha-512",
     KAFKA_SASL_USERNAME: USER,
     KAFKA_SASL_PASSWORD_FILE: passwordFile,
@@ -120,7 +120,7 @@ afterAll(async () => {
   await receiver?.close();
   await broker?.stop();
   await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  await pki?.remove();
+  pki?.remove();
 }, 60_000);
 
 async function api(method: string, path: string, key: string | undefined, body?: unknown) {
@@ -225,7 +225,7 @@ describe("the whole system over SASL_SSL with SCRAM-SHA-512", () => {
     }
   }, 240_000);
 
-  it("stops a service and the ingest CLI at start in one line naming the password setting", async () => {
+  it("stops a service and the ingest CLI at start in one line naming the setting: a wrong password, an unknown mechanism", async () => {
     const wrong = { KAFKA_SASL_PASSWORD_FILE: "", KAFKA_SASL_PASSWORD: "wrong-password-123456" };
     const service = await runToEnd(["services/matcher/src/main.ts"], {
       ...wrong,
@@ -240,6 +240,17 @@ describe("the whole system over SASL_SSL with SCRAM-SHA-512", () => {
     expect(lines[0]).toContain("SASL_AUTHENTICATION_FAILED");
     expect(service.said).not.toContain("wrong-password-123456");
     expect(service.said).not.toContain(PASSWORD);
+
+    // A setting that is wrong on its own face stops it before any connection, in one line too.
+    const unknown = await runToEnd(["services/matcher/src/main.ts"], {
+      KAFKA_SASL_MECHANISM: "gssapi",
+      PORT: "0",
+      INTERNAL_PORT: "0",
+    });
+    expect(unknown.code).toBe(1);
+    expect(unknown.said).toBe(
+      "invalid configuration: KAFKA_SASL_MECHANISM: must be one of plain, scram-sha-256, scram-sha-512\n",
+    );
 
     const roll = join(pki.dir, "NAL23F202503.csv");
     await writeNalFile(roll, { rows: 5, seed: 31, countyNo: 23 });

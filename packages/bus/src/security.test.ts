@@ -3,16 +3,15 @@
 // and admin (which the bus drives). Then each misconfiguration, refused at once in one line that
 // names the setting, with the password nowhere in it.
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { join } from "node:path";
 import { contracts, type LeadViewRecorded, type TopicContract } from "@th/contracts";
 import { leadViewRecorded } from "@th/contracts/samples";
 import { type RunningBroker, startBroker } from "@th/dev-broker";
+import { makeTestCertificates, type TestCertificates } from "@th/dev-broker/testing";
 import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  makeTestCertificates,
-  type TestCertificates,
-} from "../../config/src/testing/certificates.ts";
 import { Bus, type BusOptions, on } from "./bus.ts";
 import { done } from "./outcomes.ts";
 import { TEST_TIMINGS } from "./testing/fixture.ts";
@@ -21,11 +20,14 @@ const PASSWORD = `pw-${randomBytes(12).toString("hex")}`;
 const USER = "th-services";
 
 let pki: TestCertificates;
+/** A CA that signed none of the broker's certificates. */
+let strangerCa: Buffer;
 const brokers: Record<string, RunningBroker> = {};
 
 beforeAll(async () => {
-  pki = await makeTestCertificates();
-  const tls = { key: pki.server.key.pem, cert: pki.server.cert.pem };
+  pki = makeTestCertificates();
+  strangerCa = readFileSync(join(pki.dir, "stranger-ca.pem"));
+  const tls = { key: pki.serverKey, cert: pki.serverCert };
   const users = { [USER]: PASSWORD };
   const [plain, ssl, mtls, saslSsl, scram512Only] = await Promise.all([
     startBroker({ port: 0 }),
@@ -33,7 +35,7 @@ beforeAll(async () => {
     startBroker({
       port: 0,
       securityProtocol: "SSL",
-      tls: { ...tls, ca: pki.ca.pem, clientAuth: "required" },
+      tls: { ...tls, ca: pki.ca, clientAuth: "required" },
     }),
     startBroker({ port: 0, securityProtocol: "SASL_SSL", tls, sasl: { users } }),
     startBroker({
@@ -48,7 +50,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(Object.values(brokers).map((broker) => broker.stop()));
-  await pki?.remove();
+  pki?.remove();
 });
 
 const logger = createLogger({ service: "security-test", level: "silent" });
@@ -111,7 +113,7 @@ async function roundTrip(bus: Bus, name: string): Promise<void> {
 
 describe("the bus over secured listeners", () => {
   it("works over TLS with a CA bundle", async () => {
-    const bus = busFor(brokers.ssl as RunningBroker, { tls: { ca: pki.ca.pem } });
+    const bus = busFor(brokers.ssl as RunningBroker, { tls: { ca: Buffer.from(pki.ca) } });
     try {
       expect(await bus.checkConnection()).toBeNull();
       await roundTrip(bus, "ssl");
@@ -122,7 +124,11 @@ describe("the bus over secured listeners", () => {
 
   it("works over mutual TLS with a client certificate", async () => {
     const bus = busFor(brokers.mtls as RunningBroker, {
-      tls: { ca: pki.ca.pem, cert: pki.client.cert.pem, key: pki.client.key.pem },
+      tls: {
+        ca: Buffer.from(pki.ca),
+        cert: Buffer.from(pki.clientCert),
+        key: Buffer.from(pki.clientKey),
+      },
     });
     try {
       expect(await bus.checkConnection()).toBeNull();
@@ -135,7 +141,7 @@ describe("the bus over secured listeners", () => {
   for (const mechanism of ["plain", "scram-sha-256", "scram-sha-512"] as const) {
     it(`works over SASL_SSL with ${mechanism}`, async () => {
       const bus = busFor(brokers.saslSsl as RunningBroker, {
-        tls: { ca: pki.ca.pem },
+        tls: { ca: Buffer.from(pki.ca) },
         sasl: { mechanism, username: USER, password: PASSWORD },
       });
       try {
@@ -194,7 +200,7 @@ describe("a misconfigured connection", () => {
   it("names KAFKA_SASL_PASSWORD for a wrong password (SASL_AUTHENTICATION_FAILED), for each mechanism", async () => {
     for (const mechanism of ["plain", "scram-sha-256", "scram-sha-512"] as const) {
       const problem = await problemOf(brokers.saslSsl as RunningBroker, {
-        tls: { ca: pki.ca.pem },
+        tls: { ca: Buffer.from(pki.ca) },
         sasl: sasl(`wrong-password-${mechanism}`, mechanism),
       });
       expect(problem?.setting).toBe("KAFKA_SASL_PASSWORD");
@@ -205,7 +211,7 @@ describe("a misconfigured connection", () => {
 
   it("names KAFKA_SASL_MECHANISM for a mechanism the listener does not enable", async () => {
     const problem = await problemOf(brokers.scram512Only as RunningBroker, {
-      tls: { ca: pki.ca.pem },
+      tls: { ca: Buffer.from(pki.ca) },
       sasl: sasl(PASSWORD, "plain"),
     });
     expect(problem?.setting).toBe("KAFKA_SASL_MECHANISM");
@@ -214,7 +220,7 @@ describe("a misconfigured connection", () => {
 
   it("names KAFKA_TLS_CA_FILE for a broker certificate no trusted CA signed", async () => {
     const problem = await problemOf(brokers.saslSsl as RunningBroker, {
-      tls: { ca: pki.otherCa.pem },
+      tls: { ca: strangerCa },
       sasl: sasl(),
     });
     expect(problem?.setting).toBe("KAFKA_TLS_CA_FILE");
@@ -223,7 +229,7 @@ describe("a misconfigured connection", () => {
 
   it("names KAFKA_TLS_SERVERNAME for a certificate issued for another name", async () => {
     const problem = await problemOf(brokers.ssl as RunningBroker, {
-      tls: { ca: pki.ca.pem, servername: "kafka.elsewhere.example" },
+      tls: { ca: Buffer.from(pki.ca), servername: "kafka.elsewhere.example" },
     });
     expect(problem?.setting).toBe("KAFKA_TLS_SERVERNAME");
   });
@@ -231,10 +237,10 @@ describe("a misconfigured connection", () => {
   it("names KAFKA_TLS_CERT_FILE when mutual TLS gets no certificate or one it does not trust", async () => {
     for (const client of [
       {},
-      { cert: pki.strangerClient.cert.pem, key: pki.strangerClient.key.pem },
+      { cert: Buffer.from(pki.strangerCert), key: Buffer.from(pki.strangerKey) },
     ]) {
       const problem = await problemOf(brokers.mtls as RunningBroker, {
-        tls: { ca: pki.ca.pem, ...client },
+        tls: { ca: Buffer.from(pki.ca), ...client },
       });
       expect(problem?.setting, JSON.stringify(Object.keys(client))).toBe("KAFKA_TLS_CERT_FILE");
     }
@@ -243,13 +249,14 @@ describe("a misconfigured connection", () => {
   it("names KAFKA_TLS when plaintext meets a TLS listener, and when TLS meets a plaintext one", async () => {
     expect((await problemOf(brokers.ssl as RunningBroker, {}))?.setting).toBe("KAFKA_TLS");
     expect(
-      (await problemOf(brokers.plain as RunningBroker, { tls: { ca: pki.ca.pem } }))?.setting,
+      (await problemOf(brokers.plain as RunningBroker, { tls: { ca: Buffer.from(pki.ca) } }))
+        ?.setting,
     ).toBe("KAFKA_TLS");
   });
 
   it("names KAFKA_BROKERS when no bootstrap broker answers, and says waiting may mend it", async () => {
     const closed = await closedAddress();
-    const problem = await problemOf([closed], { tls: { ca: pki.ca.pem }, sasl: sasl() });
+    const problem = await problemOf([closed], { tls: { ca: Buffer.from(pki.ca) }, sasl: sasl() });
     expect(problem?.setting).toBe("KAFKA_BROKERS");
     expect(problem?.line).toContain(`no Kafka broker answers at ${closed}`);
     expect(problem?.retriable).toBe(true);

@@ -2,6 +2,11 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// The dev broker's test-time PKI; this package has no dependency to reach it by name.
+import {
+  makeTestCertificates,
+  type TestCertificates,
+} from "../../dev-broker/src/test-support/certs.ts";
 import {
   ConfigError,
   commonShape,
@@ -9,17 +14,16 @@ import {
   kafkaConnection,
   securityProtocolOf,
 } from "./index.ts";
-import { makeTestCertificates, type TestCertificates } from "./testing/certificates.ts";
 
 const config = defineConfig(commonShape);
 let pki: TestCertificates;
 
 beforeAll(async () => {
-  pki = await makeTestCertificates();
+  pki = makeTestCertificates();
 });
 
 afterAll(async () => {
-  await pki?.remove();
+  pki?.remove();
 });
 
 /** The one line a bad environment gives, or undefined when it loads. */
@@ -47,9 +51,9 @@ describe("Kafka connection settings", () => {
       config.load({
         KAFKA_BROKERS: "b-1.kafka.example:9096,b-2.kafka.example:9096",
         KAFKA_TLS: "true",
-        KAFKA_TLS_CA_FILE: pki.ca.path,
-        KAFKA_TLS_CERT_FILE: pki.client.cert.path,
-        KAFKA_TLS_KEY_FILE: pki.client.key.path,
+        KAFKA_TLS_CA_FILE: pki.caFile,
+        KAFKA_TLS_CERT_FILE: pki.clientCertFile,
+        KAFKA_TLS_KEY_FILE: pki.clientKeyFile,
         KAFKA_TLS_SERVERNAME: "kafka.example",
         KAFKA_SASL_MECHANISM: "SCRAM-SHA-512",
         KAFKA_SASL_USERNAME: "ingest",
@@ -57,9 +61,9 @@ describe("Kafka connection settings", () => {
       }),
     );
     expect(connection.brokers).toEqual(["b-1.kafka.example:9096", "b-2.kafka.example:9096"]);
-    expect(connection.tls?.ca?.equals(pki.ca.pem)).toBe(true);
-    expect(connection.tls?.cert?.equals(pki.client.cert.pem)).toBe(true);
-    expect(connection.tls?.key?.equals(pki.client.key.pem)).toBe(true);
+    expect(connection.tls?.ca?.toString() === pki.ca).toBe(true);
+    expect(connection.tls?.cert?.toString() === pki.clientCert).toBe(true);
+    expect(connection.tls?.key?.toString() === pki.clientKey).toBe(true);
     expect(connection.tls?.servername).toBe("kafka.example");
     // The mechanism is taken in Kafka's spelling too; the file's trailing newline is not part of it.
     expect(connection.sasl).toEqual({
@@ -86,37 +90,37 @@ describe("Kafka connection settings", () => {
       ],
       [{ KAFKA_SASL_USERNAME: "u", KAFKA_SASL_PASSWORD: "p" }, "KAFKA_SASL_MECHANISM: must be set"],
       [
-        { KAFKA_TLS: "true", KAFKA_TLS_CERT_FILE: pki.client.cert.path },
+        { KAFKA_TLS: "true", KAFKA_TLS_CERT_FILE: pki.clientCertFile },
         "KAFKA_TLS_KEY_FILE: must be set with KAFKA_TLS_CERT_FILE",
       ],
       [
-        { KAFKA_TLS: "true", KAFKA_TLS_KEY_FILE: pki.client.key.path },
+        { KAFKA_TLS: "true", KAFKA_TLS_KEY_FILE: pki.clientKeyFile },
         "KAFKA_TLS_CERT_FILE: must be set with KAFKA_TLS_KEY_FILE",
       ],
       [
         {
           KAFKA_TLS: "true",
-          KAFKA_TLS_CERT_FILE: pki.client.cert.path,
-          KAFKA_TLS_KEY_FILE: pki.server.key.path,
+          KAFKA_TLS_CERT_FILE: pki.clientCertFile,
+          KAFKA_TLS_KEY_FILE: pki.serverKeyFile,
         },
-        `KAFKA_TLS_KEY_FILE: ${pki.server.key.path} is not the key of the certificate`,
+        `KAFKA_TLS_KEY_FILE: ${pki.serverKeyFile} is not the key of the certificate`,
       ],
-      [{ KAFKA_TLS_CA_FILE: pki.ca.path }, "KAFKA_TLS: must be true when KAFKA_TLS_CA_FILE is set"],
+      [{ KAFKA_TLS_CA_FILE: pki.caFile }, "KAFKA_TLS: must be true when KAFKA_TLS_CA_FILE is set"],
       [
         { KAFKA_TLS: "true", KAFKA_TLS_CA_FILE: "/nonexistent/ca.pem" },
         "KAFKA_TLS_CA_FILE: cannot read /nonexistent/ca.pem (ENOENT)",
       ],
       [
-        { KAFKA_TLS: "true", KAFKA_TLS_CA_FILE: pki.client.key.path },
-        `KAFKA_TLS_CA_FILE: ${pki.client.key.path} holds no PEM certificate`,
+        { KAFKA_TLS: "true", KAFKA_TLS_CA_FILE: pki.clientKeyFile },
+        `KAFKA_TLS_CA_FILE: ${pki.clientKeyFile} holds no PEM certificate`,
       ],
       [
         {
           KAFKA_TLS: "true",
-          KAFKA_TLS_CERT_FILE: pki.client.cert.path,
-          KAFKA_TLS_KEY_FILE: pki.ca.path,
+          KAFKA_TLS_CERT_FILE: pki.clientCertFile,
+          KAFKA_TLS_KEY_FILE: pki.caFile,
         },
-        `KAFKA_TLS_KEY_FILE: ${pki.ca.path} holds no unencrypted PEM private key`,
+        `KAFKA_TLS_KEY_FILE: ${pki.caFile} holds no unencrypted PEM private key`,
       ],
       [{ KAFKA_TLS: "maybe" }, "KAFKA_TLS: must be true or false"],
       [
@@ -124,7 +128,7 @@ describe("Kafka connection settings", () => {
           KAFKA_SASL_MECHANISM: "plain",
           KAFKA_SASL_USERNAME: "u",
           KAFKA_SASL_PASSWORD: "p",
-          KAFKA_SASL_PASSWORD_FILE: pki.ca.path,
+          KAFKA_SASL_PASSWORD_FILE: pki.caFile,
         },
         "KAFKA_SASL_PASSWORD: set it or KAFKA_SASL_PASSWORD_FILE, not both",
       ],
@@ -149,13 +153,13 @@ describe("Kafka connection settings", () => {
   it("never shows the password or the private key when the config is logged or inspected", () => {
     const loaded = config.load({
       KAFKA_TLS: "true",
-      KAFKA_TLS_CERT_FILE: pki.client.cert.path,
-      KAFKA_TLS_KEY_FILE: pki.client.key.path,
+      KAFKA_TLS_CERT_FILE: pki.clientCertFile,
+      KAFKA_TLS_KEY_FILE: pki.clientKeyFile,
       KAFKA_SASL_MECHANISM: "plain",
       KAFKA_SASL_USERNAME: "u",
       KAFKA_SASL_PASSWORD: "hunter2-in-config",
     });
-    const keyBody = pki.client.key.pem.toString().split("\n")[1] as string;
+    const keyBody = pki.clientKey.split("\n")[1] as string;
     for (const shown of [
       JSON.stringify(loaded),
       inspect(loaded, { depth: 10 }),

@@ -92,6 +92,22 @@ describe("npm run ingest", () => {
     ]);
   });
 
+  it("says in one line which Kafka setting is wrong, before connecting to anything", async () => {
+    const file = join(dir, "NAL23F202504.csv");
+    await writeNalFile(file, { rows: 2, seed: 4, countyNo: 23 });
+    const errors = capturedConsole("error");
+    const code = await main([file], {
+      DATABASE_URL: harness.config.DATABASE_URL,
+      KAFKA_BROKERS: harness.brokers.join(","),
+      KAFKA_TLS: "true",
+      KAFKA_TLS_CERT_FILE: file,
+    });
+    expect(code).toBe(2);
+    expect(errors).toEqual([
+      `invalid configuration: KAFKA_TLS_CERT_FILE: ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`,
+    ]);
+  });
+
   it("says in one line that no Kafka broker answers, instead of retrying", async () => {
     const file = join(dir, "NAL23F202501.csv");
     await writeNalFile(file, { rows: 5, seed: 3, countyNo: 23 });
