@@ -1,8 +1,9 @@
 // The whole system on a secured Kafka: every service (as `npm start` runs them, each a process of
 // its own) and the ingest CLI connect over TLS with SCRAM-SHA-512 to a SASL_SSL listener of the
 // dev broker, set only by the KAFKA_* environment. A roll is ingested, the matcher matches it, the
-// dispatcher delivers a signed webhook to a receiver, and the lead-view lands on the ledger. No
-// process may print the password. A wrong password stops a service and the CLI in one line.
+// dispatcher delivers a signed webhook to a receiver, the lead-view lands on the ledger, and the
+// ledger rebuild replays it. No process may print the password. A wrong password stops a service
+// and the CLI in one line.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
@@ -137,7 +138,7 @@ async function api(method: string, path: string, key: string | undefined, body?:
 }
 
 describe("the whole system over SASL_SSL with SCRAM-SHA-512", () => {
-  it("ingests, matches, delivers a signed webhook and records the lead-view on the ledger", async () => {
+  it("ingests, matches, delivers a signed webhook, records the lead-view on the ledger and rebuilds it", async () => {
     supervisor = spawn(process.execPath, ["scripts/start.ts"], {
       cwd: root,
       env,
@@ -215,6 +216,12 @@ describe("the whole system over SASL_SSL with SCRAM-SHA-512", () => {
       },
       { timeout: 30_000, interval: 250 },
     );
+
+    // The ledger rebuild replays the lead-view topic through the bus's own log reader, over the
+    // same settings, and finds the ledger equal to it.
+    const rebuild = await runToEnd(["services/quota-ledger/src/main.ts", "rebuild"]);
+    expect(rebuild.code, rebuild.said).toBe(0);
+    expect(rebuild.said).not.toContain(PASSWORD);
 
     // Every process's log and the CLI's output, without the password anywhere.
     expect(output).not.toContain(PASSWORD);
