@@ -413,10 +413,11 @@ async function kcat(address: string, args: string[], input?: string) {
 describe.skipIf(!kcatAvailable || !opensslAvailable)("kcat (librdkafka) over TLS and SASL", () => {
   let scramBroker: ChildBroker;
   let mtlsBroker: ChildBroker;
+  let plainBroker: ChildBroker;
   beforeAll(async () => {
     const usersFile = join(certs.dir, "users.txt");
     writeFileSync(usersFile, "# name:password\nalice:alice-secret\n\ncarol:c:a:r:o:l\n");
-    [scramBroker, mtlsBroker] = await Promise.all([
+    [scramBroker, mtlsBroker, plainBroker] = await Promise.all([
       spawnCliBroker([
         "--port=0",
         "--in-memory",
@@ -439,11 +440,20 @@ describe.skipIf(!kcatAvailable || !opensslAvailable)("kcat (librdkafka) over TLS
         `--ssl-ca=${certs.caFile}`,
         "--ssl-client-auth=required",
       ]),
+      spawnCliBroker([
+        "--port=0",
+        "--in-memory",
+        "--auto-create-topics",
+        "--log-level=error",
+        "--security-protocol=SASL_PLAINTEXT",
+        "--sasl-users=alice:alice-secret,dave:dave-secret",
+      ]),
     ]);
   });
   afterAll(() => {
     scramBroker?.process.kill("SIGTERM");
     mtlsBroker?.process.kill("SIGTERM");
+    plainBroker?.process.kill("SIGTERM");
   });
 
   const scram = (password: string) => [
@@ -488,6 +498,58 @@ describe.skipIf(!kcatAvailable || !opensslAvailable)("kcat (librdkafka) over TLS
       "%k=%s\\n",
     ]);
     expect(stdout).toBe("k1=one\nk2=two\n");
+  });
+
+  test.each(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])(
+    "kcat produces and consumes over SASL_PLAINTEXT with %s (users from --sasl-users)",
+    async (mechanism) => {
+      const auth = [
+        "-X",
+        "security.protocol=SASL_PLAINTEXT",
+        "-X",
+        `sasl.mechanisms=${mechanism}`,
+        "-X",
+        "sasl.username=dave",
+        "-X",
+        "sasl.password=dave-secret",
+      ];
+      const topic = uniqueName("kcat-sasl");
+      await kcat(plainBroker.address, [...auth, "-P", "-t", topic], `via ${mechanism}\n`);
+      const { stdout } = await kcat(plainBroker.address, [
+        ...auth,
+        "-C",
+        "-t",
+        topic,
+        "-o",
+        "beginning",
+        "-e",
+      ]);
+      expect(stdout).toBe(`via ${mechanism}\n`);
+    },
+  );
+
+  test("kcat with a mechanism the listener does not enable is refused", async () => {
+    const failure = await kcat(scramBroker.address, [
+      "-X",
+      "security.protocol=SASL_SSL",
+      "-X",
+      "sasl.mechanisms=PLAIN",
+      "-X",
+      "sasl.username=carol",
+      "-X",
+      "sasl.password=c:a:r:o:l",
+      "-X",
+      `ssl.ca.location=${certs.caFile}`,
+      "-L",
+      "-m",
+      "5",
+    ]).then(
+      () => null,
+      (error: { stderr: string; code: number }) => error,
+    );
+    expect(failure?.code).not.toBe(0);
+    expect(failure?.stderr).toContain("PLAIN");
+    expect(failure?.stderr).toMatch(/not supported by broker|Unsupported SASL mechanism/i);
   });
 
   test("kcat with a wrong SCRAM password is refused with the broker's message, without hanging", async () => {
