@@ -319,6 +319,41 @@ describe.skipIf(!opensslAvailable)("TLS listeners with kafkajs", () => {
   });
 });
 
+describe.skipIf(!opensslAvailable)("SASL_SSL with client certificates required", () => {
+  let broker: RunningBroker;
+  const seen: RequestLogEntry[] = [];
+  beforeAll(async () => {
+    broker = await startBroker({
+      port: 0,
+      securityProtocol: "SASL_SSL",
+      tls: { key: certs.serverKey, cert: certs.serverCert, ca: certs.ca, clientAuth: "required" },
+      sasl: { mechanisms: ["SCRAM-SHA-512"], users: USERS },
+      onRequest: (entry) => seen.push(entry),
+    });
+  });
+  afterAll(async () => {
+    await broker.stop();
+  });
+
+  test("both are needed; the SASL user, not the certificate, becomes the principal", async () => {
+    const sasl512 = sasl("SCRAM-SHA-512", "alice", USERS.alice);
+    const withCert = client(broker, {
+      ssl: { ca: [certs.ca], cert: certs.clientCert, key: certs.clientKey },
+      sasl: sasl512,
+    }).admin();
+    await withCert.connect();
+    await withCert.listTopics();
+    await withCert.disconnect();
+    expect(seen.at(-1)?.principal).toBe("User:alice");
+    // Before SASL completes the connection is known by its certificate.
+    expect(seen.find((e) => e.apiKey === 18)?.principal).toBe(certs.clientPrincipal);
+
+    const withoutCert = client(broker, { ssl: { ca: [certs.ca] }, sasl: sasl512 }, 0).admin();
+    await expect(withoutCert.connect()).rejects.toThrow();
+    await withoutCert.disconnect();
+  });
+});
+
 describe.skipIf(!opensslAvailable)("TLS with client authentication requested", () => {
   let broker: RunningBroker;
   const seen: RequestLogEntry[] = [];
