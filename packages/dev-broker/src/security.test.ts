@@ -393,6 +393,52 @@ describe.skipIf(!opensslAvailable)("TLS with client authentication requested", (
   });
 });
 
+describe.skipIf(!opensslAvailable)("several listeners", () => {
+  test("a PLAINTEXT listener next to SASL_SSL: each client is told its own listener's address", async () => {
+    const broker = await startBroker({
+      port: 0,
+      minSessionTimeoutMs: 100,
+      securityProtocol: "SASL_SSL",
+      tls: { key: certs.serverKey, cert: certs.serverCert },
+      sasl: { users: USERS },
+      additionalListeners: [{ securityProtocol: "PLAINTEXT" }],
+    });
+    try {
+      expect(broker.listeners.map((l) => l.securityProtocol)).toEqual(["SASL_SSL", "PLAINTEXT"]);
+      const internal = broker.listeners[1] as (typeof broker.listeners)[number];
+      expect(internal.port).not.toBe(broker.port);
+      // kafkajs follows Metadata to the advertised address: the wrong listener's port would put
+      // a plaintext client on the TLS port (or the reverse) and fail.
+      const plain = new Kafka({
+        clientId: uniqueName("internal"),
+        brokers: internal.brokers,
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+      });
+      expect(await roundTrip(plain)).toBe("over the wire");
+      const secure = new Kafka({
+        clientId: uniqueName("external"),
+        brokers: broker.brokers,
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+        ssl: { ca: [certs.ca] },
+        sasl: sasl("SCRAM-SHA-512", "alice", USERS.alice),
+      });
+      expect(await roundTrip(secure)).toBe("over the wire");
+    } finally {
+      await broker.stop();
+    }
+  });
+
+  test("a listener that cannot bind fails the start and leaves nothing open", async () => {
+    const first = await startBroker({ port: 0 });
+    await expect(
+      startBroker({ port: 0, additionalListeners: [{ port: first.port }] }),
+    ).rejects.toThrow("EADDRINUSE");
+    await first.stop();
+  });
+});
+
 describe.skipIf(!opensslAvailable)("listener settings", () => {
   test("the CLI stops at start with one line naming a wrong setting, and never echoes a password", () => {
     const cli = new URL("./cli.ts", import.meta.url).pathname;
