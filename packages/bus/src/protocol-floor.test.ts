@@ -168,7 +168,7 @@ describe("Kafka 4.0 protocol floor", () => {
         }
       }
     }
-    console.log(
+    console.info(
       `Negotiated versions under the Kafka 4.0 floor:\n${"client".padEnd(18)} ${"API".padEnd(22)} ` +
         `versions  floor\n${rows.join("\n")}`,
     );

@@ -23,6 +23,21 @@ import {
 import { SaslGate } from "./security/sasl-gate.ts";
 import { TopicRegistry } from "./topics.ts";
 
+/** A further listener of the same broker: its own port and security, the same data. */
+export interface ListenerOptions {
+  /** Default 0: a free port. */
+  port?: number;
+  securityProtocol?: SecurityProtocol;
+  tls?: TlsListenerOptions;
+  sasl?: SaslListenerOptions;
+}
+
+export interface RunningListener {
+  securityProtocol: SecurityProtocol;
+  port: number;
+  brokers: string[];
+}
+
 export interface BrokerOptions {
   /** 0 picks a free port; the bound port is what gets advertised. Default 9092. */
   port?: number;
@@ -66,6 +81,11 @@ export interface BrokerOptions {
   protocolFloor?: ProtocolFloor;
   /** Called for every request the broker reads (before it is checked or answered). */
   onRequest?: (entry: RequestLogEntry) => void;
+  /**
+   * More listeners, as a Kafka broker may have (say an internal PLAINTEXT one next to SASL_SSL).
+   * Metadata answers each client with the address of the listener it came through.
+   */
+  additionalListeners?: readonly ListenerOptions[];
 }
 
 export interface BrokerStats {
@@ -89,6 +109,8 @@ export interface RunningBroker {
   port: number;
   securityProtocol: SecurityProtocol;
   brokers: string[];
+  /** Every listener, the primary one (`port`, `securityProtocol`, `brokers`) first. */
+  listeners: RunningListener[];
   dataDir: string | null;
   stats: BrokerStats;
   /** Runs retention now instead of waiting for the next check interval. */
@@ -99,17 +121,23 @@ export interface RunningBroker {
 export async function startBroker(options: BrokerOptions = {}): Promise<RunningBroker> {
   const logger = createLogger(options.logLevel ?? "warn");
   // Checked before anything touches the data directory, so a bad setting changes nothing.
-  const security = resolveListenerSecurity(
-    options.securityProtocol ?? "PLAINTEXT",
-    options.tls,
-    options.sasl,
-  );
-  const versions = versionTable(
-    [...SUPPORTED_APIS, ...(security.sasl === null ? [] : SASL_APIS)].sort(
-      (a, b) => a.apiKey - b.apiKey,
-    ),
-    options.protocolFloor ?? "kafka-4.0",
-  );
+  const listenerSpecs = [
+    { ...options, port: options.port ?? 9092 },
+    ...(options.additionalListeners ?? []).map((l) => ({ ...l, port: l.port ?? 0 })),
+  ].map((spec) => {
+    const security = resolveListenerSecurity(
+      spec.securityProtocol ?? "PLAINTEXT",
+      spec.tls,
+      spec.sasl,
+    );
+    const versions = versionTable(
+      [...SUPPORTED_APIS, ...(security.sasl === null ? [] : SASL_APIS)].sort(
+        (a, b) => a.apiKey - b.apiKey,
+      ),
+      options.protocolFloor ?? "kafka-4.0",
+    );
+    return { port: spec.port, security, versions };
+  });
   const dataDir = options.dataDir === undefined ? null : resolve(options.dataDir);
   if (dataDir !== null) {
     mkdirSync(dataDir, { recursive: true });
@@ -168,7 +196,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   };
   const ctx: BrokerContext = {
     settings,
-    versions,
+    versions: (listenerSpecs[0] as (typeof listenerSpecs)[number]).versions,
     onRequest: options.onRequest ?? null,
     topics,
     offsets,
@@ -182,57 +210,84 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   const connectionStats: ConnectionStats = stats;
   const connections = new Set<Connection>();
   const maxRequestBytes = options.maxRequestBytes ?? 100 * 1024 * 1024;
-  const accept = (socket: Socket, principal: string): void => {
-    const connectionSecurity: ConnectionSecurity = {
-      principal,
-      sasl: security.sasl === null ? null : new SaslGate(security.sasl),
+  const openListener = async (
+    spec: (typeof listenerSpecs)[number],
+  ): Promise<{ server: Server; port: number; protocol: SecurityProtocol }> => {
+    const { security } = spec;
+    // Each listener answers Metadata and FindCoordinator with its own address, as Kafka does.
+    const listenerCtx: BrokerContext = {
+      ...ctx,
+      settings: { ...settings },
+      versions: spec.versions,
     };
-    const connection = new Connection(
-      socket,
-      ctx,
-      connectionStats,
-      maxRequestBytes,
-      connectionSecurity,
-    );
-    connections.add(connection);
-    stats.connectionsAccepted++;
-    stats.openConnections++;
-    socket.on("close", () => {
-      connections.delete(connection);
-      stats.openConnections--;
+    const accept = (socket: Socket, principal: string): void => {
+      const connectionSecurity: ConnectionSecurity = {
+        principal,
+        sasl: security.sasl === null ? null : new SaslGate(security.sasl),
+      };
+      const connection = new Connection(
+        socket,
+        listenerCtx,
+        connectionStats,
+        maxRequestBytes,
+        connectionSecurity,
+      );
+      connections.add(connection);
+      stats.connectionsAccepted++;
+      stats.openConnections++;
+      socket.on("close", () => {
+        connections.delete(connection);
+        stats.openConnections--;
+      });
+    };
+    let server: Server;
+    if (security.tls === null) {
+      server = createServer((socket: Socket) => accept(socket, "User:ANONYMOUS"));
+    } else {
+      const tlsServer = createTlsServer(security.tls, (socket: TLSSocket) => {
+        const principal = peerPrincipal(socket);
+        if (principal === null) {
+          logger.info("closing TLS connection: client certificate not trusted", {
+            reason: String(socket.authorizationError),
+          });
+          socket.destroy();
+          return;
+        }
+        // With SASL on top, the SASL user becomes the principal once authenticated.
+        accept(socket, principal);
+      });
+      tlsServer.on("tlsClientError", (error) => {
+        logger.info("TLS handshake failed", { error: error.message });
+      });
+      server = tlsServer;
+    }
+    await new Promise<void>((resolvePromise, reject) => {
+      server.once("error", reject);
+      server.listen(spec.port, host, () => {
+        server.off("error", reject);
+        resolvePromise();
+      });
     });
+    const address = server.address();
+    const port = typeof address === "object" && address !== null ? address.port : 0;
+    listenerCtx.settings.advertisedPort = port;
+    return { server, port, protocol: security.protocol };
   };
-  let server: Server;
-  if (security.tls === null) {
-    server = createServer((socket: Socket) => accept(socket, "User:ANONYMOUS"));
-  } else {
-    const tlsServer = createTlsServer(security.tls, (socket: TLSSocket) => {
-      const principal = peerPrincipal(socket);
-      if (principal === null) {
-        logger.info("closing TLS connection: client certificate not trusted", {
-          reason: String(socket.authorizationError),
-        });
-        socket.destroy();
-        return;
-      }
-      // With SASL on top, the SASL user becomes the principal once authenticated.
-      accept(socket, principal);
-    });
-    tlsServer.on("tlsClientError", (error) => {
-      logger.info("TLS handshake failed", { error: error.message });
-    });
-    server = tlsServer;
+  const listeners: Array<{ server: Server; port: number; protocol: SecurityProtocol }> = [];
+  try {
+    for (const spec of listenerSpecs) {
+      listeners.push(await openListener(spec));
+    }
+  } catch (error) {
+    // A port in use: undo what was opened so the caller may retry or exit cleanly.
+    await Promise.all(listeners.map((l) => new Promise((r) => l.server.close(r))));
+    coordinator.close();
+    offsets.close();
+    topics.close();
+    throw error;
   }
-
-  await new Promise<void>((resolvePromise, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 9092, host, () => {
-      server.off("error", reject);
-      resolvePromise();
-    });
-  });
-  const address = server.address();
-  const port = typeof address === "object" && address !== null ? address.port : 0;
+  const primary = listeners[0] as (typeof listeners)[number];
+  const port = primary.port;
   settings.advertisedPort = port;
 
   const enforceRetention = (): number => {
@@ -267,7 +322,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
     host,
     port,
     dataDir,
-    securityProtocol: security.protocol,
+    securityProtocols: listeners.map((l) => `${l.protocol}:${l.port}`),
     protocolFloor: options.protocolFloor ?? "kafka-4.0",
   });
 
@@ -278,7 +333,9 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
       if (flushTimer !== null) {
         clearInterval(flushTimer);
       }
-      const closed = new Promise<void>((r) => server.close(() => r()));
+      const closed = Promise.all(
+        listeners.map((l) => new Promise<void>((r) => l.server.close(() => r()))),
+      );
       purgatory.completeWhere(() => true);
       for (const c of connections) {
         c.destroy();
@@ -296,8 +353,13 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   return {
     host: settings.advertisedHost,
     port,
-    securityProtocol: security.protocol,
+    securityProtocol: primary.protocol,
     brokers: [`${settings.advertisedHost}:${port}`],
+    listeners: listeners.map((l) => ({
+      securityProtocol: l.protocol,
+      port: l.port,
+      brokers: [`${settings.advertisedHost}:${l.port}`],
+    })),
     dataDir,
     stats,
     enforceRetention,

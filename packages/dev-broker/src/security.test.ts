@@ -319,6 +319,41 @@ describe.skipIf(!opensslAvailable)("TLS listeners with kafkajs", () => {
   });
 });
 
+describe.skipIf(!opensslAvailable)("SASL_SSL with client certificates required", () => {
+  let broker: RunningBroker;
+  const seen: RequestLogEntry[] = [];
+  beforeAll(async () => {
+    broker = await startBroker({
+      port: 0,
+      securityProtocol: "SASL_SSL",
+      tls: { key: certs.serverKey, cert: certs.serverCert, ca: certs.ca, clientAuth: "required" },
+      sasl: { mechanisms: ["SCRAM-SHA-512"], users: USERS },
+      onRequest: (entry) => seen.push(entry),
+    });
+  });
+  afterAll(async () => {
+    await broker.stop();
+  });
+
+  test("both are needed; the SASL user, not the certificate, becomes the principal", async () => {
+    const sasl512 = sasl("SCRAM-SHA-512", "alice", USERS.alice);
+    const withCert = client(broker, {
+      ssl: { ca: [certs.ca], cert: certs.clientCert, key: certs.clientKey },
+      sasl: sasl512,
+    }).admin();
+    await withCert.connect();
+    await withCert.listTopics();
+    await withCert.disconnect();
+    expect(seen.at(-1)?.principal).toBe("User:alice");
+    // Before SASL completes the connection is known by its certificate.
+    expect(seen.find((e) => e.apiKey === 18)?.principal).toBe(certs.clientPrincipal);
+
+    const withoutCert = client(broker, { ssl: { ca: [certs.ca] }, sasl: sasl512 }, 0).admin();
+    await expect(withoutCert.connect()).rejects.toThrow();
+    await withoutCert.disconnect();
+  });
+});
+
 describe.skipIf(!opensslAvailable)("TLS with client authentication requested", () => {
   let broker: RunningBroker;
   const seen: RequestLogEntry[] = [];
@@ -355,6 +390,52 @@ describe.skipIf(!opensslAvailable)("TLS with client authentication requested", (
     ).admin();
     await expect(admin.connect().then(() => admin.listTopics())).rejects.toThrow();
     await admin.disconnect();
+  });
+});
+
+describe.skipIf(!opensslAvailable)("several listeners", () => {
+  test("a PLAINTEXT listener next to SASL_SSL: each client is told its own listener's address", async () => {
+    const broker = await startBroker({
+      port: 0,
+      minSessionTimeoutMs: 100,
+      securityProtocol: "SASL_SSL",
+      tls: { key: certs.serverKey, cert: certs.serverCert },
+      sasl: { users: USERS },
+      additionalListeners: [{ securityProtocol: "PLAINTEXT" }],
+    });
+    try {
+      expect(broker.listeners.map((l) => l.securityProtocol)).toEqual(["SASL_SSL", "PLAINTEXT"]);
+      const internal = broker.listeners[1] as (typeof broker.listeners)[number];
+      expect(internal.port).not.toBe(broker.port);
+      // kafkajs follows Metadata to the advertised address: the wrong listener's port would put
+      // a plaintext client on the TLS port (or the reverse) and fail.
+      const plain = new Kafka({
+        clientId: uniqueName("internal"),
+        brokers: internal.brokers,
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+      });
+      expect(await roundTrip(plain)).toBe("over the wire");
+      const secure = new Kafka({
+        clientId: uniqueName("external"),
+        brokers: broker.brokers,
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+        ssl: { ca: [certs.ca] },
+        sasl: sasl("SCRAM-SHA-512", "alice", USERS.alice),
+      });
+      expect(await roundTrip(secure)).toBe("over the wire");
+    } finally {
+      await broker.stop();
+    }
+  });
+
+  test("a listener that cannot bind fails the start and leaves nothing open", async () => {
+    const first = await startBroker({ port: 0 });
+    await expect(
+      startBroker({ port: 0, additionalListeners: [{ port: first.port }] }),
+    ).rejects.toThrow("EADDRINUSE");
+    await first.stop();
   });
 });
 
@@ -413,10 +494,11 @@ async function kcat(address: string, args: string[], input?: string) {
 describe.skipIf(!kcatAvailable || !opensslAvailable)("kcat (librdkafka) over TLS and SASL", () => {
   let scramBroker: ChildBroker;
   let mtlsBroker: ChildBroker;
+  let plainBroker: ChildBroker;
   beforeAll(async () => {
     const usersFile = join(certs.dir, "users.txt");
     writeFileSync(usersFile, "# name:password\nalice:alice-secret\n\ncarol:c:a:r:o:l\n");
-    [scramBroker, mtlsBroker] = await Promise.all([
+    [scramBroker, mtlsBroker, plainBroker] = await Promise.all([
       spawnCliBroker([
         "--port=0",
         "--in-memory",
@@ -439,11 +521,20 @@ describe.skipIf(!kcatAvailable || !opensslAvailable)("kcat (librdkafka) over TLS
         `--ssl-ca=${certs.caFile}`,
         "--ssl-client-auth=required",
       ]),
+      spawnCliBroker([
+        "--port=0",
+        "--in-memory",
+        "--auto-create-topics",
+        "--log-level=error",
+        "--security-protocol=SASL_PLAINTEXT",
+        "--sasl-users=alice:alice-secret,dave:dave-secret",
+      ]),
     ]);
   });
   afterAll(() => {
     scramBroker?.process.kill("SIGTERM");
     mtlsBroker?.process.kill("SIGTERM");
+    plainBroker?.process.kill("SIGTERM");
   });
 
   const scram = (password: string) => [
@@ -488,6 +579,58 @@ describe.skipIf(!kcatAvailable || !opensslAvailable)("kcat (librdkafka) over TLS
       "%k=%s\\n",
     ]);
     expect(stdout).toBe("k1=one\nk2=two\n");
+  });
+
+  test.each(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])(
+    "kcat produces and consumes over SASL_PLAINTEXT with %s (users from --sasl-users)",
+    async (mechanism) => {
+      const auth = [
+        "-X",
+        "security.protocol=SASL_PLAINTEXT",
+        "-X",
+        `sasl.mechanisms=${mechanism}`,
+        "-X",
+        "sasl.username=dave",
+        "-X",
+        "sasl.password=dave-secret",
+      ];
+      const topic = uniqueName("kcat-sasl");
+      await kcat(plainBroker.address, [...auth, "-P", "-t", topic], `via ${mechanism}\n`);
+      const { stdout } = await kcat(plainBroker.address, [
+        ...auth,
+        "-C",
+        "-t",
+        topic,
+        "-o",
+        "beginning",
+        "-e",
+      ]);
+      expect(stdout).toBe(`via ${mechanism}\n`);
+    },
+  );
+
+  test("kcat with a mechanism the listener does not enable is refused", async () => {
+    const failure = await kcat(scramBroker.address, [
+      "-X",
+      "security.protocol=SASL_SSL",
+      "-X",
+      "sasl.mechanisms=PLAIN",
+      "-X",
+      "sasl.username=carol",
+      "-X",
+      "sasl.password=c:a:r:o:l",
+      "-X",
+      `ssl.ca.location=${certs.caFile}`,
+      "-L",
+      "-m",
+      "5",
+    ]).then(
+      () => null,
+      (error: { stderr: string; code: number }) => error,
+    );
+    expect(failure?.code).not.toBe(0);
+    expect(failure?.stderr).toContain("PLAIN");
+    expect(failure?.stderr).toMatch(/not supported by broker|Unsupported SASL mechanism/i);
   });
 
   test("kcat with a wrong SCRAM password is refused with the broker's message, without hanging", async () => {
