@@ -1,4 +1,4 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { FrameDecoder, FrameTooLargeError } from "./protocol/frame-decoder.ts";
 import { Reader } from "./protocol/reader.ts";
 import {
@@ -85,6 +85,25 @@ describe("frame decoder", () => {
   test("oversized frames are refused", () => {
     const decoder = new FrameDecoder(8);
     expect(() => decoder.push(frame("123456789"))).toThrow(FrameTooLargeError);
+  });
+
+  test("joins a large frame's chunks once it is whole, not on every chunk (TLS hands over 16 KiB)", () => {
+    const decoder = new FrameDecoder(4 * 1024 * 1024);
+    const body = Buffer.alloc(1024 * 1024, 7);
+    const bytes = Buffer.concat([frame(body.toString("latin1")), frame("next")]);
+    const concat = vi.spyOn(Buffer, "concat");
+    const out: Buffer[] = [];
+    try {
+      for (let from = 0; from < bytes.length; from += 16 * 1024) {
+        out.push(...decoder.push(bytes.subarray(from, from + 16 * 1024)));
+      }
+      expect(concat.mock.calls.length).toBe(1);
+    } finally {
+      concat.mockRestore();
+    }
+    expect(out).toHaveLength(2);
+    expect(out[0]?.equals(body)).toBe(true);
+    expect(String(out[1])).toBe("next");
   });
 });
 
