@@ -232,7 +232,7 @@ describe("the whole system over SASL_SSL with SCRAM-SHA-512", () => {
     }
   }, 240_000);
 
-  it("stops a service and the ingest CLI at start in one line naming the setting: a wrong password, an unknown mechanism", async () => {
+  it("stops a service, the ingest CLI and the ledger rebuild at start in one line naming the setting", async () => {
     const wrong = { KAFKA_SASL_PASSWORD_FILE: "", KAFKA_SASL_PASSWORD: "wrong-password-123456" };
     const service = await runToEnd(["services/matcher/src/main.ts"], {
       ...wrong,
@@ -266,5 +266,13 @@ describe("the whole system over SASL_SSL with SCRAM-SHA-512", () => {
     expect(cli.said.trim().split("\n"), cli.said).toHaveLength(1);
     expect(cli.said).toContain("Kafka connection failed: KAFKA_SASL_PASSWORD: 127.0.0.1:");
     expect(cli.said).not.toContain("wrong-password-123456");
-  }, 60_000);
+
+    const rebuild = await runToEnd(["services/quota-ledger/src/main.ts", "rebuild"], wrong);
+    expect(rebuild.code).toBe(2);
+    expect(rebuild.said.trim().split("\n"), rebuild.said).toHaveLength(1);
+    expect(rebuild.said).toContain(
+      "rebuild not started: Kafka connection failed: KAFKA_SASL_PASSWORD: 127.0.0.1:",
+    );
+    expect(rebuild.said).not.toContain("wrong-password-123456");
+  }, 90_000);
 });
