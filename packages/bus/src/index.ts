@@ -7,6 +7,7 @@ export {
   type ConsumeOptions,
   type Delivered,
   type Handler,
+  MissingTopicsError,
   on,
   onBatch,
   PARK_HEADERS,
@@ -34,3 +35,9 @@ export {
   PoisonRecordError,
   ValueEncoder,
 } from "./serde.ts";
+export {
+  diffTopics,
+  isApplicable,
+  type ObservedTopic,
+  type TopicDifference,
+} from "./topic-admin.ts";
