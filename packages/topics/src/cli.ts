@@ -105,5 +105,11 @@ export async function main(
 }
 
 if (import.meta.main) {
+  // `npm run topics -- --plan | head` closes the pipe early: that is no failure of the command.
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") {
+      throw error;
+    }
+  });
   process.exitCode = await main(process.argv.slice(2));
 }

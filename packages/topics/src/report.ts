@@ -15,7 +15,7 @@ function configsOf(entry: TopicPlanEntry): string {
 export function describeDifference(difference: TopicDifference, done = false): string {
   switch (difference.kind) {
     case "missing":
-      return `${done ? "+ created" : "+ create"} ${difference.topic}: ${difference.entry.partitions} partitions, replication factor ${difference.entry.replicationFactor}, ${configsOf(difference.entry)}`;
+      return `${done ? "+ created" : "+ create"} ${difference.topic}: ${plural(difference.entry.partitions, "partition")}, replication factor ${difference.entry.replicationFactor}, ${configsOf(difference.entry)}`;
     case "partitions":
       return difference.actual < difference.planned
         ? `${done ? "~ grew" : "~ grow"} ${difference.topic}: ${difference.actual} -> ${difference.planned} partitions`
@@ -66,4 +66,8 @@ function leftLine(count: number): string {
   return count === 0
     ? "nothing is left to an operator"
     : `${count} difference${count === 1 ? "" : "s"} left to an operator: --apply never deletes, shrinks or re-configures a topic (docs/operations.md, "Topics")`;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
