@@ -10,7 +10,11 @@ export default defineConfig({
     ],
     exclude: ["**/node_modules/**"],
     pool: "forks",
-    globalSetup: ["packages/dashboard/src/vitest-setup.ts"],
+    // Which stores the suites use (this machine's or containers) is decided once, first.
+    globalSetup: [
+      "packages/test-stores/src/global-setup.ts",
+      "packages/dashboard/src/vitest-setup.ts",
+    ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ["default"],

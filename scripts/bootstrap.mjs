@@ -26,9 +26,10 @@ const commands = {
   "ledger-rebuild": ["services/quota-ledger/src/main.ts", "rebuild"],
   ingest: ["services/parcels/src/ingest/cli.ts"],
   generate: ["services/parcels/src/ingest/generate-nal.ts"],
+  topics: ["packages/topics/src/cli.ts"],
 };
 /** Commands that touch neither Postgres nor Redis, so nothing is started for them. */
-const storeless = new Set(["broker", "generate"]);
+const storeless = new Set(["broker", "generate", "topics"]);
 
 function log(message) {
   process.stderr.write(`\u001b[2m[bootstrap]\u001b[0m ${message}\n`);

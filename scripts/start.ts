@@ -3,7 +3,7 @@
 // loudly (nothing restarts silently); Ctrl-C stops all of them gracefully.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { ensureDashboardBuilt } from "../packages/dashboard/src/build.ts";
@@ -186,6 +186,26 @@ process.on("exit", () => {
   }
 });
 
+/** Resolves true once something accepts connections on 127.0.0.1:`port`, false after `timeoutMs`. */
+async function brokerListening(port: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && !stopping) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: "127.0.0.1", port });
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (open) {
+      return true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return false;
+}
+
 /** Whether binding `port` on `host` fails because something listens there already. */
 function portTaken(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
@@ -254,6 +274,29 @@ if (!externalKafka) {
     90,
   );
 }
+
+// Services never create topics: the plan is applied before any of them starts. The dev broker
+// has one node, so the plan is sized for one; an external cluster gets the production plan
+// unless TOPICS_REPLICATION_FACTOR / TOPICS_MIN_INSYNC_REPLICAS say otherwise.
+if (!externalKafka && !(await brokerListening(BROKER_PORT, 30_000))) {
+  say(`\u001b[31mthe dev broker does not answer on port ${BROKER_PORT} after 30 s\u001b[0m`);
+  await stopAll(1);
+}
+say("applying the topic plan");
+await runToEnd(
+  "topics --apply",
+  ["packages/topics/src/cli.ts", "--apply"],
+  externalKafka
+    ? {}
+    : {
+        KAFKA_BROKERS: kafkaBrokers,
+        TOPICS_REPLICATION_FACTOR: "1",
+        TOPICS_MIN_INSYNC_REPLICAS: "1",
+      },
+).catch(async (error: Error) => {
+  say(error.message);
+  await stopAll(1);
+});
 
 const portOf = (name: string) => services.find((service) => service.name === name)?.port;
 const upstreamUrls = {

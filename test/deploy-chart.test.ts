@@ -23,6 +23,7 @@ import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { readConfig as readTopicsConfig } from "../packages/topics/src/config.ts";
 import { readConfig as gatewayConfig } from "../services/gateway/src/config.ts";
 import { readConfig as keysConfig } from "../services/keys/src/config.ts";
 import { readConfig as matcherConfig } from "../services/matcher/src/config.ts";
@@ -220,7 +221,7 @@ describe("the terminal-house Helm chart", () => {
 
   it("runs every service's migrations in a pre-install/pre-upgrade Job whose environment each config accepts", async () => {
     const manifests = await render();
-    const [job] = byKind(manifests, "Job");
+    const job = byKind(manifests, "Job").find((j) => j.metadata.name === "th-migrate");
     expect(job?.metadata.annotations?.["helm.sh/hook"]).toBe("pre-install,pre-upgrade");
     const container = job?.spec.template.spec.containers[0];
     const script = container.command.join("\n");
@@ -247,8 +248,9 @@ describe("the terminal-house Helm chart", () => {
     );
     expect(byKind(manifests, "Secret")).toEqual([]);
     const refs = byKind(manifests, "Deployment").flatMap((d) =>
-      d.spec.template.spec.containers[0].env.map(
-        (e: { valueFrom: { secretKeyRef: { name: string } } }) => e.valueFrom.secretKeyRef.name,
+      d.spec.template.spec.containers[0].env.flatMap(
+        (e: { valueFrom?: { secretKeyRef: { name: string } } }) =>
+          e.valueFrom ? [e.valueFrom.secretKeyRef.name] : [],
       ),
     );
     expect(new Set(refs)).toEqual(new Set(["managed"]));
@@ -320,10 +322,182 @@ describe("the terminal-house Helm chart", () => {
     expect(tooMany.stderr).toMatch(/maxReplicas/);
   });
 
+  it("applies the topic plan in a pre-install/pre-upgrade Job that runs before the migrations", async () => {
+    const manifests = await render();
+    const jobs = byKind(manifests, "Job");
+    const topics = jobs.find((j) => j.metadata.name === "th-topics");
+    const migrate = jobs.find((j) => j.metadata.name === "th-migrate");
+    expect(topics?.metadata.annotations?.["helm.sh/hook"]).toBe("pre-install,pre-upgrade");
+    expect(Number(topics?.metadata.annotations?.["helm.sh/hook-weight"])).toBeLessThan(
+      Number(migrate?.metadata.annotations?.["helm.sh/hook-weight"]),
+    );
+    const container = topics?.spec.template.spec.containers[0];
+    expect(container.command).toEqual(["node", "packages/topics/src/cli.ts", "--apply"]);
+    expect(existsSync(join(root, container.command[1]))).toBe(true);
+    const env = podEnvironment(manifests, container);
+    expect(env).toMatchObject({
+      NODE_ENV: "production",
+      KAFKA_BROKERS: "kafka-0.kafka:9092,kafka-1.kafka:9092,kafka-2.kafka:9092",
+      KAFKA_TLS: "false",
+      TOPICS_REPLICATION_FACTOR: "3",
+      TOPICS_MIN_INSYNC_REPLICAS: "2",
+    });
+    expect(() => readTopicsConfig(env)).not.toThrow();
+
+    const off = await render("--set", "topics.enabled=false");
+    expect(byKind(off, "Job").map((j) => j.metadata.name)).toEqual(["th-migrate"]);
+    const impossible = await helmRun([
+      "template",
+      "th",
+      chart,
+      "-f",
+      ciValues,
+      "--set",
+      "topics.minInsyncReplicas=4",
+    ]);
+    expect(impossible.ok).toBe(false);
+    expect(impossible.stderr).toMatch(
+      /topics\.minInsyncReplicas \(4\) may not exceed topics\.replicationFactor \(3\)/,
+    );
+  });
+
   it("pins the image to the Node version the repository runs on", () => {
     const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
     const node = readFileSync(join(root, ".node-version"), "utf8").trim();
     expect(dockerfile).toContain(`node:${node}-bookworm-slim`);
     expect(dockerfile).toMatch(/^USER 1000:1000$/m);
+  });
+});
+
+describe("the chart against Kafka over SASL_SSL", () => {
+  const saslSsl = join(chart, "ci", "kafka-sasl-ssl-values.yaml");
+  const dir = "/etc/terminal-house/kafka";
+  /** Every pod that talks to Kafka: each service's Deployment and both hook Jobs. */
+  const podsOf = (manifests: Manifest[]) => [
+    ...byKind(manifests, "Deployment"),
+    ...byKind(manifests, "Job"),
+  ];
+
+  it("passes helm lint --strict", async () => {
+    const lint = await helmRun(["lint", "--strict", chart, "-f", ciValues, "-f", saslSsl]);
+    expect(lint.stderr + lint.stdout).toContain("0 chart(s) failed");
+    expect(lint.ok).toBe(true);
+  });
+
+  it("hands every Deployment and Job the TLS and SASL settings, the secrets as mounted files", async () => {
+    const manifests = await render("-f", saslSsl);
+    const pods = podsOf(manifests);
+    expect(pods.map((pod) => pod.metadata.name).sort()).toEqual(
+      [...serviceNames.map((service) => `th-${service}`), "th-migrate", "th-topics"].sort(),
+    );
+    for (const pod of pods) {
+      const spec = pod.spec.template.spec;
+      const container = spec.containers[0];
+      const env = podEnvironment(manifests, container);
+      expect(env, pod.metadata.name).toMatchObject({
+        KAFKA_BROKERS: "b-1.kafka.internal:9096,b-2.kafka.internal:9096,b-3.kafka.internal:9096",
+        KAFKA_TLS: "true",
+        KAFKA_TLS_CA_FILE: `${dir}/ca/ca.crt`,
+        KAFKA_TLS_CERT_FILE: `${dir}/client/client.crt`,
+        KAFKA_TLS_KEY_FILE: `${dir}/client/client.key`,
+        KAFKA_TLS_SERVERNAME: "kafka.internal",
+        KAFKA_SASL_MECHANISM: "scram-sha-512",
+        KAFKA_SASL_PASSWORD_FILE: `${dir}/sasl/password`,
+      });
+      // The password only ever as a file; the user name from the operator's Secret.
+      const entries = container.env as { name: string; valueFrom?: unknown }[];
+      expect(entries.map((e) => e.name)).not.toContain("KAFKA_SASL_PASSWORD");
+      expect(entries.find((e) => e.name === "KAFKA_SASL_USERNAME")?.valueFrom).toEqual({
+        secretKeyRef: { name: "terminal-house-kafka-user", key: "username" },
+      });
+
+      const mounts = new Map(
+        (container.volumeMounts as { name: string; mountPath: string; readOnly?: boolean }[]).map(
+          (mount) => [mount.name, mount],
+        ),
+      );
+      const volumes = new Map(
+        (spec.volumes as { name: string; secret?: unknown }[]).map((volume) => [
+          volume.name,
+          volume.secret,
+        ]),
+      );
+      const files: [string, string, string, [string, string][]][] = [
+        ["kafka-ca", `${dir}/ca`, "kafka-cluster-ca", [["ca.crt", "ca.crt"]]],
+        [
+          "kafka-client-cert",
+          `${dir}/client`,
+          "terminal-house-kafka-client",
+          [
+            ["user.crt", "client.crt"],
+            ["user.key", "client.key"],
+          ],
+        ],
+        ["kafka-sasl", `${dir}/sasl`, "terminal-house-kafka-user", [["password", "password"]]],
+      ];
+      for (const [volume, mountPath, secretName, items] of files) {
+        expect(mounts.get(volume), `${pod.metadata.name} ${volume}`).toEqual({
+          name: volume,
+          mountPath,
+          readOnly: true,
+        });
+        expect(volumes.get(volume), `${pod.metadata.name} ${volume}`).toEqual({
+          secretName,
+          defaultMode: 0o440,
+          items: items.map(([key, path]) => ({ key, path })),
+        });
+      }
+      // Each file the environment names is one a mounted Secret provides.
+      for (const variable of [
+        "KAFKA_TLS_CA_FILE",
+        "KAFKA_TLS_CERT_FILE",
+        "KAFKA_TLS_KEY_FILE",
+        "KAFKA_SASL_PASSWORD_FILE",
+      ]) {
+        const file = env[variable] as string;
+        const volume = files.find(([, mountPath]) => file.startsWith(`${mountPath}/`));
+        expect(volume, `${pod.metadata.name} ${variable}`).toBeDefined();
+        expect(volume?.[3].map(([, path]) => path)).toContain(
+          file.slice((volume?.[1].length ?? 0) + 1),
+        );
+      }
+    }
+    // The rendered manifests still satisfy the Kubernetes schemas.
+    for (const manifest of manifests) {
+      const Model = models[`${manifest.apiVersion}/${manifest.kind}`];
+      expect(() =>
+        new (Model as NonNullable<typeof Model>)(manifest as never).validate(),
+      ).not.toThrow();
+    }
+  });
+
+  it("mounts and names nothing for Kafka without TLS or SASL", async () => {
+    const manifests = await render();
+    for (const pod of podsOf(manifests)) {
+      const container = pod.spec.template.spec.containers[0];
+      const names = (container.env as { name: string }[]).map((e) => e.name);
+      expect(names.filter((name) => name.startsWith("KAFKA_")).sort()).toEqual([
+        "KAFKA_BROKERS",
+        "KAFKA_TLS",
+      ]);
+      const mounts = (container.volumeMounts ?? []) as { name: string }[];
+      expect(mounts.filter((m) => m.name.startsWith("kafka-"))).toEqual([]);
+    }
+  });
+
+  it("refuses SASL without its Secret, an unknown mechanism and TLS files without TLS", async () => {
+    const cases: [string[], RegExp][] = [
+      [["--set", "kafka.sasl.mechanism=plain"], /existingSecret/],
+      [
+        ["--set", "kafka.sasl.mechanism=gssapi", "--set", "kafka.sasl.existingSecret=s"],
+        /kafka\.sasl\.mechanism|value must be one of/,
+      ],
+      [["--set", "kafka.tls.caSecret.name=ca"], /kafka\.tls\.enabled must be true/],
+    ];
+    for (const [settings, message] of cases) {
+      const result = await helmRun(["template", "th", chart, "-f", ciValues, ...settings]);
+      expect(result.ok, settings.join(" ")).toBe(false);
+      expect(result.stderr, settings.join(" ")).toMatch(message);
+    }
   });
 });

@@ -9,7 +9,9 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import { serverUrl } from "@th/db/testing";
+import { startBroker } from "@th/dev-broker";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
+import { Kafka, logLevel } from "kafkajs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -149,5 +151,27 @@ describe("the production image layout", () => {
     );
     await client.end();
     expect(rows).toHaveLength(2);
-  }, 90_000);
+
+    // The topics hook's command, from the same install, against a broker that has no topics.
+    const broker = await startBroker({ port: 0 });
+    try {
+      await run(process.execPath, ["packages/topics/src/cli.ts", "--apply"], {
+        cwd: image,
+        env: {
+          PATH: process.env.PATH,
+          NODE_ENV: "production",
+          KAFKA_BROKERS: broker.brokers.join(","),
+          TOPICS_REPLICATION_FACTOR: "1",
+          TOPICS_MIN_INSYNC_REPLICAS: "1",
+        },
+      });
+      const admin = new Kafka({ brokers: broker.brokers, logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      const topics = await admin.listTopics();
+      await admin.disconnect();
+      expect(topics).toEqual(expect.arrayContaining(["leadview.recorded", "match.found.parked"]));
+    } finally {
+      await broker.stop();
+    }
+  }, 120_000);
 });

@@ -59,6 +59,8 @@ beforeAll(async () => {
     clientId: "shutdown-test",
     logger: createLogger({ service: "shutdown-test", level: "warn" }),
   });
+  // What the deploy's topics hook does before any service starts.
+  await bus.provision([contracts.leadViewRecorded, contracts.tenantChanged]);
 });
 
 afterAll(async () => {

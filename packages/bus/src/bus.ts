@@ -7,7 +7,14 @@ import {
   SpanStatusCode,
   trace,
 } from "@opentelemetry/api";
-import { parkedTopicOf, SCHEMA_HEADER, type TopicContract } from "@th/contracts";
+import {
+  parkedTopicOf,
+  SCHEMA_HEADER,
+  SINGLE_NODE_REPLICATION,
+  type TopicContract,
+  type TopicPlanEntry,
+  topicPlan,
+} from "@th/contracts";
 import { injectContext, inSpan, type Logger, tracer, withExtractedContext } from "@th/telemetry";
 import {
   type Admin,
@@ -31,7 +38,27 @@ import {
   PoisonRecordError,
   schemaHeaders,
 } from "./serde.ts";
+import {
+  applyTopicDifferences,
+  diffTopics,
+  missingTopics,
+  observeTopics,
+  type TopicDifference,
+} from "./topic-admin.ts";
 import type { ConnectionSecurity } from "./wire.ts";
+
+/** A service met a cluster without some of its topics: the topic plan was not applied. */
+export class MissingTopicsError extends Error {
+  readonly topics: readonly string[];
+
+  constructor(topics: readonly string[]) {
+    super(
+      `Kafka lacks topic${topics.length === 1 ? "" : "s"} ${topics.join(", ")}: apply the topic plan first (\`npm run topics -- --apply\`; the Helm chart runs it as a hook)`,
+    );
+    this.name = "MissingTopicsError";
+    this.topics = topics;
+  }
+}
 
 export interface BusOptions {
   brokers: readonly string[];
@@ -443,33 +470,57 @@ export class Bus {
     return this.#admin;
   }
 
-  /** Creates every topic (and its parking topic) a service touches; existing topics are kept. */
+  /**
+   * Creates what is missing of the plan's topics for `contracts` (and their parking topics) on a
+   * one-broker cluster: tests, benches and the dev broker. Deployments apply the whole plan with
+   * `npm run topics -- --apply` instead; services only check (`requireTopics`).
+   */
   async provision(contracts: readonly AnyTopicContract[]): Promise<void> {
+    const plan = topicPlan(SINGLE_NODE_REPLICATION, contracts);
     const admin = await this.#ensureAdmin();
-    const existing = new Set(await admin.listTopics());
-    const wanted = contracts.flatMap((contract) => [
-      {
-        topic: contract.topic,
-        numPartitions: contract.partitions,
-        configEntries: [{ name: "retention.ms", value: String(contract.retentionMs) }],
-      },
-      {
-        topic: parkedTopicOf(contract.topic),
-        numPartitions: 1,
-        configEntries: [{ name: "retention.ms", value: "-1" }],
-      },
-    ]);
-    const missing = wanted.filter((topic) => !existing.has(topic.topic));
+    const missing = new Set(
+      await missingTopics(
+        admin,
+        plan.map((entry) => entry.topic),
+      ),
+    );
+    await applyTopicDifferences(
+      admin,
+      plan
+        .filter((entry) => missing.has(entry.topic))
+        .map((entry) => ({ kind: "missing", topic: entry.topic, entry }) as const),
+    );
+  }
+
+  /** How the cluster departs from `plan`: missing topics, partition counts, replicas, configs. */
+  async topicDifferences(plan: readonly TopicPlanEntry[]): Promise<TopicDifference[]> {
+    const admin = await this.#ensureAdmin();
+    return diffTopics(plan, await observeTopics(admin, plan));
+  }
+
+  /**
+   * Creates the plan's missing topics and adds missing partitions; never deletes, shrinks or
+   * re-configures. Answers what it changed and the differences it leaves for an operator.
+   */
+  async applyTopicPlan(
+    plan: readonly TopicPlanEntry[],
+  ): Promise<{ applied: TopicDifference[]; remaining: TopicDifference[] }> {
+    const admin = await this.#ensureAdmin();
+    const applied = await applyTopicDifferences(admin, await this.topicDifferences(plan));
+    return { applied, remaining: await this.topicDifferences(plan) };
+  }
+
+  /**
+   * Throws MissingTopicsError naming every topic (or parking topic) of `contracts` the cluster
+   * lacks. Services call this at start instead of creating topics: a cluster without the plan
+   * applied fails in one line rather than run on auto-created, mis-sized topics.
+   */
+  async requireTopics(contracts: readonly AnyTopicContract[]): Promise<void> {
+    const admin = await this.#ensureAdmin();
+    const wanted = contracts.flatMap((contract) => [contract.topic, parkedTopicOf(contract.topic)]);
+    const missing = await missingTopics(admin, wanted);
     if (missing.length > 0) {
-      try {
-        await admin.createTopics({ topics: missing, waitForLeaders: true });
-      } catch (error) {
-        // Services start together and provision shared topics at once; losing that race is fine.
-        const errors = (error as { errors?: { type?: string }[] }).errors ?? [];
-        if (errors.length === 0 || errors.some((item) => item.type !== "TOPIC_ALREADY_EXISTS")) {
-          throw error;
-        }
-      }
+      throw new MissingTopicsError(missing);
     }
   }
 

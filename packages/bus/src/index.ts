@@ -7,6 +7,7 @@ export {
   type ConsumeOptions,
   type Delivered,
   type Handler,
+  MissingTopicsError,
   on,
   onBatch,
   PARK_HEADERS,
@@ -34,4 +35,10 @@ export {
   PoisonRecordError,
   ValueEncoder,
 } from "./serde.ts";
+export {
+  diffTopics,
+  isApplicable,
+  type ObservedTopic,
+  type TopicDifference,
+} from "./topic-admin.ts";
 export { BrokerConnectionError, type ConnectionSecurity, KafkaSecurityError } from "./wire.ts";

@@ -34,6 +34,7 @@ export const SCHEMA_HEADER = "th-schema";
 
 const DAY_MS = 86_400_000;
 export const RETAIN_FOREVER = -1;
+const RETRY_RETENTION_MS = DAY_MS;
 
 // One partition count everywhere: topics sharing a key (tenant_id) then land a
 // given tenant on the same partition number, so a consumer of several
@@ -78,30 +79,32 @@ export const contracts = Object.freeze({
     30 * DAY_MS,
     byDelivery,
   ),
-  // Retry records are due within minutes; days of retention only cover an
-  // outage of the dispatcher itself.
+  // Retry records are due within minutes (the longest stage waits 5 minutes). The
+  // deliveries table is the record of what is owed, and its sweep runs a retry the
+  // topic did not hand back, so a day covers a dispatcher outage without keeping
+  // a week of stale hand-offs.
   deliveryRetry1s: define<DeliveryRetry>(
     "delivery.retry.1s",
     "th.delivery.DeliveryRetry",
-    7 * DAY_MS,
+    RETRY_RETENTION_MS,
     byDelivery,
   ),
   deliveryRetry5s: define<DeliveryRetry>(
     "delivery.retry.5s",
     "th.delivery.DeliveryRetry",
-    7 * DAY_MS,
+    RETRY_RETENTION_MS,
     byDelivery,
   ),
   deliveryRetry30s: define<DeliveryRetry>(
     "delivery.retry.30s",
     "th.delivery.DeliveryRetry",
-    7 * DAY_MS,
+    RETRY_RETENTION_MS,
     byDelivery,
   ),
   deliveryRetry5m: define<DeliveryRetry>(
     "delivery.retry.5m",
     "th.delivery.DeliveryRetry",
-    7 * DAY_MS,
+    RETRY_RETENTION_MS,
     byDelivery,
   ),
   // The 30-day replay hold plus margin for late replays and clock skew.
@@ -233,6 +236,13 @@ export {
   type SchemaVersion,
 } from "./registry.ts";
 export { isInstant, isUtcDay, toInstant, utcDayOf } from "./time.ts";
+export {
+  PRODUCTION_REPLICATION,
+  SINGLE_NODE_REPLICATION,
+  type TopicPlanEntry,
+  type TopicReplication,
+  topicPlan,
+} from "./topic-plan.ts";
 export type {
   DeadLetterReason,
   DeliveryAttempted,

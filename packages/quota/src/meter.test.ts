@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
+import { testRedisUrl } from "@th/test-stores";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { createLeadViewMeter, type LedgerUsage, utcDay } from "./index.ts";
 
-const redis = new Redis("redis://127.0.0.1:6379", {
+const redis = new Redis(testRedisUrl(), {
   keyPrefix: `test:${randomBytes(6).toString("hex")}:`,
 });
 afterAll(async () => {

@@ -1,4 +1,4 @@
-import { type AnyTopicContract, Bus } from "@th/bus";
+import { type AnyTopicContract, Bus, MissingTopicsError } from "@th/bus";
 import { type commonShape, kafkaConnection, type z } from "@th/config";
 import { createPool, type MigrationSet, migrate, type Pool, pingDatabase } from "@th/db";
 import { createLogger, type Logger, startTelemetry } from "@th/telemetry";
@@ -24,7 +24,7 @@ export interface ServiceDeps<Config extends CommonConfig> {
 /** What `buildApp` returns: an HTTP app (optional) and the background work it runs. */
 export interface ServiceApp {
   http?: HttpApp;
-  /** Starts consumers and timers; called after topics exist. */
+  /** Starts consumers and timers; called once its topics are known to exist. */
   start(): Promise<void>;
   /** Stops taking work and hands back or finishes what is in flight. */
   stop(): Promise<void>;
@@ -34,7 +34,7 @@ export interface ServiceSpec<Config extends CommonConfig> {
   name: string;
   config: Config;
   migrations: MigrationSet;
-  /** Topics this service produces or consumes; created at start-up when missing. */
+  /** Topics this service produces or consumes; it refuses to start when one is missing. */
   topics: readonly AnyTopicContract[];
   /** Public (or service-to-service) HTTP port; omitted for services without routes. */
   port?: number;
@@ -50,18 +50,25 @@ function routeProcessWarnings(logger: Logger) {
   });
 }
 
-/** The broker may still be starting when a service starts; wait for it rather than crash. */
-async function provisionWithRetry(bus: Bus, topics: readonly AnyTopicContract[], logger: Logger) {
+/**
+ * The broker may still be starting when a service starts: wait for it rather than crash. A
+ * missing topic is no such wait: the topic plan was not applied, and nothing here creates it.
+ */
+async function requireTopicsWithRetry(
+  bus: Bus,
+  topics: readonly AnyTopicContract[],
+  logger: Logger,
+) {
   const deadline = Date.now() + 60_000;
   for (let attempt = 1; ; attempt++) {
     try {
-      await bus.provision(topics);
+      await bus.requireTopics(topics);
       return;
     } catch (error) {
-      if (Date.now() > deadline) {
+      if (error instanceof MissingTopicsError || Date.now() > deadline) {
         throw error;
       }
-      logger.warn({ attempt, err: error }, "Kafka not ready for topic provisioning; retrying");
+      logger.warn({ attempt, err: error }, "Kafka not ready for the topic check; retrying");
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }
@@ -130,7 +137,16 @@ export async function runService<Config extends CommonConfig>(
   if (app.http) {
     observeHttpRequests(app.http, metrics);
   }
-  await provisionWithRetry(bus, spec.topics, logger);
+  try {
+    await requireTopicsWithRetry(bus, spec.topics, logger);
+  } catch (error) {
+    if (error instanceof MissingTopicsError) {
+      // One line, no stack: the operator's next step is in the message.
+      logger.fatal({ missing_topics: error.topics }, error.message);
+      process.exit(1);
+    }
+    throw error;
+  }
   await app.start();
   if (app.http && spec.port !== undefined) {
     await app.http.listen({ port: spec.port, host: spec.host ?? "0.0.0.0" });

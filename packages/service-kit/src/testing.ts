@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { type AnyTopicContract, Bus } from "@th/bus";
 import type { MigrationSet } from "@th/db";
 import { createTestDatabase, type TestDatabase } from "@th/db/testing";
-import { startBroker } from "@th/dev-broker";
 import { createLogger, type Logger } from "@th/telemetry";
+import { startTestKafka, testRedisUrl } from "@th/test-stores";
 import { Redis } from "ioredis";
 import type { CommonConfig, ServiceDeps } from "./run-service.ts";
 
@@ -22,7 +22,8 @@ export interface TestHarness<Config extends CommonConfig> extends ServiceDeps<Co
 
 /**
  * Real dependencies for one test file: its own database cloned from the migrated template, its
- * own in-memory dev broker on a free port, and Redis under a key prefix nobody else uses.
+ * own Kafka (an in-memory dev broker on a free port, or an Apache Kafka container when the run
+ * uses containers: see @th/test-stores), and Redis under a key prefix nobody else uses.
  */
 export async function createTestHarness<Config extends CommonConfig>(options: {
   config: Config;
@@ -33,10 +34,10 @@ export async function createTestHarness<Config extends CommonConfig>(options: {
   logger?: Logger;
 }): Promise<TestHarness<Config>> {
   const db = await createTestDatabase(options.migrations);
-  const broker = options.brokers ? undefined : await startBroker({ port: 0 });
+  const broker = options.brokers ? undefined : await startTestKafka();
   const brokers = options.brokers ?? broker?.brokers ?? [];
   const logger = options.logger ?? createLogger({ service: "test", level: "fatal" });
-  const redisUrl = options.config.REDIS_URL;
+  const redisUrl = testRedisUrl(options.config.REDIS_URL);
   const redis = new Redis(redisUrl, { keyPrefix: `test:${randomBytes(6).toString("hex")}:` });
   const bus = new Bus({
     brokers,

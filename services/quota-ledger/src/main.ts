@@ -38,7 +38,7 @@ async function rebuild(config: Config): Promise<number> {
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 3 });
   const bus = new Bus({ ...kafkaConnection(config), clientId: "quota-ledger-rebuild", logger });
   try {
-    await bus.provision([contracts.leadViewRecorded]);
+    await bus.requireTopics([contracts.leadViewRecorded]);
     const report = await rebuildLedger({
       pool,
       bus,

@@ -32,6 +32,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- define "th.validate" -}}
 {{- $_ := include "th.image" . -}}
 {{- $_ := required "kafka.brokers is required: the comma-separated host:port list of your Kafka bootstrap brokers" .Values.kafka.brokers -}}
+{{- include "th.validateKafka" . -}}
 {{- if not .Values.secrets.existingSecret -}}
 {{- $_ := required "postgres.url is required (or secrets.existingSecret with DATABASE_URL): postgres://user:password@host:5432/database" .Values.postgres.url -}}
 {{- $_ := required "redis.url is required (or secrets.existingSecret with REDIS_URL): redis://:password@host:6379" .Values.redis.url -}}
@@ -99,4 +100,119 @@ gets every secret its config declares; the migration Job gets them all.
 {{- define "th.serviceUrl" -}}
 {{- $spec := index .root.Values.services .service -}}
 {{- printf "http://%s:%v" (include "th.name" .) $spec.port -}}
+{{- end -}}
+
+{{/*
+The Kafka connection, the same in every pod and Job: env entries (variable names from
+packages/config) and the Secret files they point to. Jobs that run as hooks cannot read the
+release's ConfigMap, so the values are inline. Secrets are mounted as files, never put in env,
+except the SASL user name, which is no secret.
+*/}}
+{{- define "th.kafkaDir" -}}/etc/terminal-house/kafka{{- end -}}
+
+{{- define "th.kafkaEnv" -}}
+{{- $kafka := .Values.kafka -}}
+{{- $dir := include "th.kafkaDir" . -}}
+- name: KAFKA_BROKERS
+  value: {{ $kafka.brokers | quote }}
+- name: KAFKA_TLS
+  value: {{ $kafka.tls.enabled | quote }}
+{{- if $kafka.tls.enabled }}
+{{- if $kafka.tls.caSecret.name }}
+- name: KAFKA_TLS_CA_FILE
+  value: {{ printf "%s/ca/ca.crt" $dir | quote }}
+{{- end }}
+{{- if $kafka.tls.clientCertSecret.name }}
+- name: KAFKA_TLS_CERT_FILE
+  value: {{ printf "%s/client/client.crt" $dir | quote }}
+- name: KAFKA_TLS_KEY_FILE
+  value: {{ printf "%s/client/client.key" $dir | quote }}
+{{- end }}
+{{- with $kafka.tls.serverName }}
+- name: KAFKA_TLS_SERVERNAME
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- if $kafka.sasl.mechanism }}
+- name: KAFKA_SASL_MECHANISM
+  value: {{ $kafka.sasl.mechanism | quote }}
+- name: KAFKA_SASL_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ $kafka.sasl.existingSecret }}
+      key: {{ $kafka.sasl.usernameKey }}
+- name: KAFKA_SASL_PASSWORD_FILE
+  value: {{ printf "%s/sasl/password" $dir | quote }}
+{{- end }}
+{{- end -}}
+
+{{- define "th.kafkaVolumeMounts" -}}
+{{- $kafka := .Values.kafka -}}
+{{- $dir := include "th.kafkaDir" . -}}
+{{- if and $kafka.tls.enabled $kafka.tls.caSecret.name }}
+- name: kafka-ca
+  mountPath: {{ printf "%s/ca" $dir }}
+  readOnly: true
+{{- end }}
+{{- if and $kafka.tls.enabled $kafka.tls.clientCertSecret.name }}
+- name: kafka-client-cert
+  mountPath: {{ printf "%s/client" $dir }}
+  readOnly: true
+{{- end }}
+{{- if $kafka.sasl.mechanism }}
+- name: kafka-sasl
+  mountPath: {{ printf "%s/sasl" $dir }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/*
+Group-readable, 0440 written as 288: YAML 1.1 (Kubernetes) and 1.2 read a leading 0 differently.
+The pods run as a non-root user whose group is the fsGroup.
+*/}}
+{{- define "th.kafkaVolumes" -}}
+{{- $kafka := .Values.kafka -}}
+{{- if and $kafka.tls.enabled $kafka.tls.caSecret.name }}
+- name: kafka-ca
+  secret:
+    secretName: {{ $kafka.tls.caSecret.name }}
+    defaultMode: 288
+    items:
+      - key: {{ $kafka.tls.caSecret.key }}
+        path: ca.crt
+{{- end }}
+{{- if and $kafka.tls.enabled $kafka.tls.clientCertSecret.name }}
+- name: kafka-client-cert
+  secret:
+    secretName: {{ $kafka.tls.clientCertSecret.name }}
+    defaultMode: 288
+    items:
+      - key: {{ $kafka.tls.clientCertSecret.certKey }}
+        path: client.crt
+      - key: {{ $kafka.tls.clientCertSecret.keyKey }}
+        path: client.key
+{{- end }}
+{{- if $kafka.sasl.mechanism }}
+- name: kafka-sasl
+  secret:
+    secretName: {{ $kafka.sasl.existingSecret }}
+    defaultMode: 288
+    items:
+      - key: {{ $kafka.sasl.passwordKey }}
+        path: password
+{{- end }}
+{{- end -}}
+
+{{/* Kafka settings that contradict each other fail the render, naming the value. */}}
+{{- define "th.validateKafka" -}}
+{{- $kafka := .Values.kafka -}}
+{{- if and $kafka.sasl.mechanism (not $kafka.sasl.existingSecret) -}}
+{{- fail "kafka.sasl.existingSecret is required with kafka.sasl.mechanism: the name of a Secret holding the SASL user name and password" -}}
+{{- end -}}
+{{- if and (not $kafka.tls.enabled) (or $kafka.tls.caSecret.name $kafka.tls.clientCertSecret.name $kafka.tls.serverName) -}}
+{{- fail "kafka.tls.enabled must be true when kafka.tls.caSecret, kafka.tls.clientCertSecret or kafka.tls.serverName is set" -}}
+{{- end -}}
+{{- if and .Values.topics.enabled (gt (int .Values.topics.minInsyncReplicas) (int .Values.topics.replicationFactor)) -}}
+{{- fail (printf "topics.minInsyncReplicas (%v) may not exceed topics.replicationFactor (%v)" .Values.topics.minInsyncReplicas .Values.topics.replicationFactor) -}}
+{{- end -}}
 {{- end -}}

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { contracts, type LeadViewRecorded, parkedTopicOf, type TopicContract } from "@th/contracts";
-import { startBroker } from "@th/dev-broker";
 import { createLogger } from "@th/telemetry";
+import { startTestKafka, type TestKafka } from "@th/test-stores";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, expect, vi } from "vitest";
 import { Bus, type RunningConsumer } from "../bus.ts";
@@ -29,16 +29,16 @@ export interface BusFixture {
   ): Promise<{ value: Buffer | null; headers: Record<string, string> }[]>;
 }
 
-/** A dev broker, a bus and a raw client for one test file, started and stopped with it. */
+/** A Kafka of its own (see @th/test-stores), a bus and a raw client for one test file. */
 export function busFixture(name: string): BusFixture {
-  let broker: Awaited<ReturnType<typeof startBroker>> | undefined;
+  let broker: TestKafka | undefined;
   let bus: Bus | undefined;
   let raw: Kafka | undefined;
   let admin: Admin | undefined;
   const running: RunningConsumer[] = [];
 
   beforeAll(async () => {
-    broker = await startBroker({ port: 0 });
+    broker = await startTestKafka();
     bus = new Bus({
       brokers: broker.brokers,
       clientId: name,

@@ -1,5 +1,6 @@
 import { createPartitionsApi, createTopicsApi, deleteTopicsApi } from "./admin-topics.ts";
 import { apiVersionsApi } from "./api-versions.ts";
+import { describeConfigsApi } from "./describe-configs.ts";
 import { fetchApi } from "./fetch.ts";
 import { deleteGroupsApi, describeGroupsApi, listGroupsApi } from "./group-admin.ts";
 import {
@@ -37,6 +38,7 @@ export const SUPPORTED_APIS: readonly ApiDefinition[] = [
   initProducerIdApi,
   createPartitionsApi,
   deleteGroupsApi,
+  describeConfigsApi,
 ];
 
 /** Served only on SASL listeners (Kafka's SaslServerAuthenticator answers them). */

@@ -2,11 +2,12 @@ import { randomBytes } from "node:crypto";
 import { billingPeriodAt } from "@th/billing";
 import { tenantChanged } from "@th/contracts/samples";
 import { createLeadViewMeter, utcDay } from "@th/quota";
+import { testRedisUrl } from "@th/test-stores";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEdgeStore } from "./edge-store.ts";
 
-const redis = new Redis("redis://127.0.0.1:6379", {
+const redis = new Redis(testRedisUrl(), {
   keyPrefix: `test:${randomBytes(6).toString("hex")}:`,
 });
 const batchSizes: number[] = [];

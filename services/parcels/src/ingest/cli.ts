@@ -6,7 +6,7 @@
 import { access, constants } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
-import { Bus } from "@th/bus";
+import { Bus, MissingTopicsError } from "@th/bus";
 import { ConfigError, kafkaConnection } from "@th/config";
 import { contracts } from "@th/contracts";
 import { createPool, migrate } from "@th/db";
@@ -143,7 +143,18 @@ export async function main(
   await migrate(config.DATABASE_URL, migrations);
   // The ingest lock, the store, two lookups and the watermark, none waiting for another.
   const pool = createPool({ url: config.DATABASE_URL, schema: migrations.schema, max: 5 });
-  await bus.provision([contracts.parcelIngested]);
+  try {
+    await bus.requireTopics([contracts.parcelIngested]);
+  } catch (error) {
+    await bus.close();
+    await pool.end();
+    if (error instanceof MissingTopicsError) {
+      console.error(error.message);
+      console.error("nothing was ingested");
+      return 1;
+    }
+    throw error;
+  }
   const publish: Publish = (records) => bus.publishEncoded(records);
   // Sales first, so the rolls of the same run see them.
   const files = [...positionals].sort(

@@ -1,6 +1,8 @@
-import { contracts } from "@th/contracts";
+import { Bus } from "@th/bus";
+import { contracts, SINGLE_NODE_REPLICATION, topicPlan } from "@th/contracts";
 import { type RunningBroker, startBroker } from "@th/dev-broker";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
@@ -8,8 +10,9 @@ import { migrations } from "../db/migrations.ts";
 import { freshTenant, leadView, tenantChange } from "../testing/fixtures.ts";
 import { rebuildLedger } from "./rebuild.ts";
 
-// A broker whose every publish closes a segment and which keeps about three of them, so the
-// test can trim leadview.recorded as a year of retention would.
+// A broker whose every publish closes a segment, and leadview.recorded keeping about three of
+// them, so the test can trim the log as a year of retention would. (The topic plan keeps it by
+// time only; the test sizes it by bytes to trim it now.)
 let broker: RunningBroker;
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;
@@ -31,6 +34,18 @@ beforeAll(async () => {
     retentionBytes: 1024,
     retentionCheckIntervalMs: 3_600_000,
   });
+  const setup = new Bus({
+    brokers: broker.brokers,
+    clientId: "retention-setup",
+    logger: createLogger({ service: "test", level: "silent" }),
+  });
+  const [planned] = topicPlan(SINGLE_NODE_REPLICATION, [contracts.leadViewRecorded]);
+  if (planned) {
+    await setup.applyTopicPlan([
+      { ...planned, configs: { ...planned.configs, "retention.bytes": "1024" } },
+    ]);
+  }
+  await setup.close();
   harness = await createTestHarness({
     config: readConfig({}),
     migrations: [migrations],

@@ -1,0 +1,1 @@
+export { main as topicsCli } from "./cli.ts";
