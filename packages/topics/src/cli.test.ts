@@ -153,6 +153,8 @@ describe("npm run topics", () => {
     ]);
     const nobody = await run(["--plan"], { KAFKA_BROKERS: "127.0.0.1:1" });
     expect(nobody.code).toBe(1);
-    expect(nobody.err[0]).toMatch(/^no Kafka broker answers at 127.0.0.1:1/);
+    expect(nobody.err[0]).toMatch(
+      /^Kafka connection failed: KAFKA_BROKERS: no Kafka broker answers at 127.0.0.1:1/,
+    );
   });
 });
