@@ -10,6 +10,8 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
+import { topicPlan } from "@th/contracts";
+import { createTestDatabase } from "@th/db/testing";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { unzipSync } from "fflate";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
@@ -30,12 +32,20 @@ import { readConfig as matcherConfig } from "../services/matcher/src/config.ts";
 import { readConfig as parcelsConfig } from "../services/parcels/src/config.ts";
 import { readConfig as ledgerConfig } from "../services/quota-ledger/src/config.ts";
 import { readConfig as dispatcherConfig } from "../services/webhook-dispatcher/src/config.ts";
+import { migrations as dispatcherMigrations } from "../services/webhook-dispatcher/src/db/migrations.ts";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..");
 const chart = join(root, "deploy", "helm", "terminal-house");
 const ciValues = join(chart, "ci", "ci-values.yaml");
-const PARTITIONS = 12;
+/** Partitions of a topic in the topic plan, the one source the chart's autoscaling reads too. */
+function partitionsOf(topic: string): number {
+  const entry = topicPlan().find((planned) => planned.topic === topic);
+  if (!entry) {
+    throw new Error(`${topic} is not in the topic plan`);
+  }
+  return entry.partitions;
+}
 
 type Env = Record<string, string | undefined>;
 const readConfigOf: Record<string, (env: Env) => unknown> = {
@@ -286,8 +296,9 @@ describe("the terminal-house Helm chart", () => {
       "th-webhook-dispatcher",
     ]);
     for (const object of scaled) {
-      expect(object.spec.maxReplicaCount).toBeLessThanOrEqual(PARTITIONS);
+      const { topic } = object.spec.triggers[0].metadata;
       expect(object.spec.triggers[0]).toMatchObject({ type: "kafka" });
+      expect(object.spec.maxReplicaCount).toBeLessThanOrEqual(partitionsOf(topic));
     }
     expect(byKind(withKeda, "HorizontalPodAutoscaler").map((h) => h.metadata.name)).toEqual([
       "th-gateway",
@@ -302,7 +313,7 @@ describe("the terminal-house Helm chart", () => {
       "th-webhook-dispatcher",
     ]);
     for (const hpa of hpas) {
-      expect(hpa.spec.maxReplicas).toBeLessThanOrEqual(PARTITIONS);
+      expect(hpa.spec.maxReplicas).toBeLessThanOrEqual(partitionsOf("match.found"));
       expect(hpa.spec.metrics[0].resource.name).toBe("cpu");
     }
     // Autoscaled Deployments leave the replica count to the autoscaler.
@@ -316,10 +327,54 @@ describe("the terminal-house Helm chart", () => {
       "-f",
       ciValues,
       "--set",
-      "services.webhook-dispatcher.autoscaling.maxReplicas=13",
+      `services.webhook-dispatcher.autoscaling.maxReplicas=${partitionsOf("match.found") + 1}`,
     ]);
     expect(tooMany.ok).toBe(false);
-    expect(tooMany.stderr).toMatch(/maxReplicas/);
+    expect(tooMany.stderr).toContain(
+      `it may not exceed the ${partitionsOf("match.found")} partitions of match.found in the topic plan`,
+    );
+  });
+
+  it("reads the partitions it bounds autoscaling by from the topic plan itself", () => {
+    const file = JSON.parse(readFileSync(join(chart, "files", "topic-plan.json"), "utf8"));
+    const planned = Object.fromEntries(
+      topicPlan()
+        .filter((entry) => entry.role !== "parked")
+        .map((entry) => [entry.topic, entry.partitions]),
+    );
+    // On a change of the plan, write this into files/topic-plan.json.
+    expect(file).toEqual({ partitions: planned });
+  });
+
+  it("scales the dispatcher on the deliveries waiting in Postgres too, counted on its own schema", async () => {
+    const dispatcher = byKind(await render(), "ScaledObject").find(
+      (object) => object.metadata.name === "th-webhook-dispatcher",
+    );
+    const trigger = dispatcher?.spec.triggers.find(
+      (each: { type: string }) => each.type === "postgresql",
+    );
+    expect(trigger?.metadata.connectionFromEnv).toBe("DATABASE_URL");
+    const db = await createTestDatabase([dispatcherMigrations]);
+    try {
+      const row = (id: number, state: string, due: string, lease: string | null) =>
+        db.pool.query(
+          `INSERT INTO dispatcher.deliveries (id, endpoint_id, tenant_id, watchlist_id, match_id,
+             folio, event_type, body, state, due_at, lease_until)
+           VALUES (gen_random_uuid(), 'ep', 'tn', 'wl', $1, 'f', 'watchlist.match', '{}', $2,
+             now() + $3::interval, now() + $4::interval)`,
+          [`m${id}`, state, due, lease],
+        );
+      await row(1, "pending", "-1 second", null); // due: waiting work
+      await row(2, "retrying", "-5 seconds", "-1 second"); // due, its lease lapsed
+      await row(3, "pending", "+1 hour", null); // not due yet
+      await row(4, "pending", "-1 second", "+20 seconds"); // being sent by an instance
+      await row(5, "complete", "-1 hour", null);
+      await row(6, "parked", "-1 hour", null); // waits for quota, not for an instance
+      const { rows } = await db.pool.query(trigger.metadata.query);
+      expect(Number(Object.values(rows[0])[0])).toBe(2);
+    } finally {
+      await db.drop();
+    }
   });
 
   it("applies the topic plan in a pre-install/pre-upgrade Job that runs before the migrations", async () => {

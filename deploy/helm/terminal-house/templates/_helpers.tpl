@@ -1,5 +1,12 @@
 {{/* Every topic has 12 partitions (packages/contracts); more consumers than that sit idle. */}}
-{{- define "th.partitions" -}}12{{- end -}}
+{{/*
+A topic's partitions in the topic plan: files/topic-plan.json, the plan `npm run topics` applies,
+kept equal to it by test/deploy-chart.test.ts.
+*/}}
+{{- define "th.partitionsOf" -}}
+{{- $plan := .root.Files.Get "files/topic-plan.json" | fromJson -}}
+{{- required (printf "topic %s is not in files/topic-plan.json" .topic) (index $plan.partitions .topic) | int -}}
+{{- end -}}
 
 {{- define "th.name" -}}
 {{- printf "%s-%s" .root.Release.Name .service | trunc 63 | trimSuffix "-" -}}
@@ -46,8 +53,11 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end -}}
 {{- range $service, $spec := .Values.services -}}
 {{- if and $spec.autoscaling $spec.autoscaling.enabled -}}
-{{- if gt (int $spec.autoscaling.maxReplicas) (int (include "th.partitions" $)) -}}
-{{- fail (printf "services.%s.autoscaling.maxReplicas is %v: it may not exceed the %s partitions of a topic" $service $spec.autoscaling.maxReplicas (include "th.partitions" $)) -}}
+{{- if $spec.autoscaling.lag -}}
+{{- $partitions := include "th.partitionsOf" (dict "root" $ "topic" $spec.autoscaling.lag.topic) -}}
+{{- if gt (int $spec.autoscaling.maxReplicas) (int $partitions) -}}
+{{- fail (printf "services.%s.autoscaling.maxReplicas is %v: it may not exceed the %s partitions of %s in the topic plan (a replica beyond them would sit idle)" $service $spec.autoscaling.maxReplicas $partitions $spec.autoscaling.lag.topic) -}}
+{{- end -}}
 {{- end -}}
 {{- if gt (int $spec.autoscaling.minReplicas) (int $spec.autoscaling.maxReplicas) -}}
 {{- fail (printf "services.%s.autoscaling.minReplicas exceeds its maxReplicas" $service) -}}
@@ -216,3 +226,4 @@ The pods run as a non-root user whose group is the fsGroup.
 {{- fail (printf "topics.minInsyncReplicas (%v) may not exceed topics.replicationFactor (%v)" .Values.topics.minInsyncReplicas .Values.topics.replicationFactor) -}}
 {{- end -}}
 {{- end -}}
+
