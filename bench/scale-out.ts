@@ -99,8 +99,8 @@ function reportCpu(
   parts.push(
     `postgres ${cpuPerSecond(postgresCpuMsSince(driver.database, before.postgres), seconds)}`,
   );
-  parts.push(`load source ${cpuPerSecond(after.self - before.self, seconds)}`);
-  report("  CPU of the shared processes", parts.join(", "));
+  parts.push(`this process ${cpuPerSecond(after.self - before.self, seconds)}`);
+  report("  CPU of the shared processes (this process: stack, load)", parts.join(", "));
 }
 
 /** Starts `count` instances, each moved into a cgroup of its own with the quota. */
