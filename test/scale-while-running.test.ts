@@ -1,9 +1,16 @@
 // Scaling while work is under way, as an autoscaler does it: instances join mid-run and leave
 // with SIGTERM, each draining as in production. Nothing is lost, a redelivery keeps its id, no
 // tenant's concurrency cap is exceeded and the retry schedule is kept.
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { deliveryRetryLadder } from "@th/contracts";
+import { join } from "node:path";
+import { contracts, deliveryRetryLadder } from "@th/contracts";
+import { createTestDatabase } from "@th/db/testing";
+import { compileRecipe, compileVersions, RecipeIndex } from "@th/matcher/domain";
+import { judgeParcel } from "@th/matcher/judge";
+import { migrations as matcherMigrations } from "@th/matcher/migrations";
+import { realisticRecipe, rng, syntheticParcel, syntheticRecipe } from "@th/matcher/testing";
+import { createWatchlistStore } from "@th/matcher/watchlists";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   startReceiver,
@@ -17,11 +24,30 @@ let stack: WebhookStack;
 
 beforeAll(async () => {
   stack = await startWebhookStack();
+  await stack.harness.bus.provision([contracts.parcelIngested]);
 });
 
 afterAll(async () => {
   await stack?.close();
 });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A service in a process of its own (a script in test/support); resolves once it is ready. */
+function spawnChild(script: string, env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, "support", script)], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout?.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("ready")) {
+        resolve(child);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+}
 
 function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
@@ -37,6 +63,95 @@ function exited(child: ChildProcess): Promise<void> {
 function refusedOnce(webhookId: string): boolean {
   return (createHash("sha256").update(webhookId).digest()[0] ?? 1) % 20 === 0;
 }
+
+describe("matcher instances 1 -> 3 -> 1 during an ingest", () => {
+  it("produces every match exactly once per watchlist and parcel, judged by its id", async () => {
+    const db = await createTestDatabase([matcherMigrations]);
+    const brokers = stack.harness.brokers.join(",");
+    const children: ChildProcess[] = [];
+    try {
+      const random = rng(20261127);
+      const store = createWatchlistStore(db.poolFor("matcher"), { maxPerTenant: 100 });
+      const recipes = Array.from({ length: 60 }, (_, at) =>
+        at % 3 === 0 ? syntheticRecipe(random, { broad: true }) : realisticRecipe(random),
+      );
+      const created = [];
+      for (const [at, recipe] of recipes.entries()) {
+        created.push(
+          await store.create({ tenantId: `tn_m${at % 6}`, name: `Watchlist ${at}`, recipe }),
+        );
+      }
+      const index = new RecipeIndex(
+        recipes.flatMap((recipe, at) =>
+          compileVersions({ id: created[at]?.id ?? "", tenantId: "t", name: "n" }, [
+            { version: 1, recipe: compileRecipe(recipe).recipe, effectiveFromMs: 0 },
+          ]),
+        ),
+      );
+      const matcher = () =>
+        spawnChild("matcher-child.ts", {
+          DATABASE_URL: db.url,
+          KAFKA_BROKERS: brokers,
+          WATCHLIST_POLL_MS: "1000",
+          LOG_LEVEL: "fatal",
+        });
+      children.push(await matcher());
+      const observedAt = new Date(Date.now() + 1000).toISOString();
+      const expected = new Set<string>();
+      const waves = 15;
+      const perWave = 400;
+      for (let wave = 0; wave < waves; wave++) {
+        if (wave === 3) {
+          children.push(await matcher(), await matcher());
+        }
+        if (wave === 9) {
+          // Scale in: the two that joined drain and leave; their partitions move back.
+          for (const child of children.slice(1)) {
+            child.kill("SIGTERM");
+          }
+        }
+        const parcels = Array.from({ length: perWave }, (_, n) =>
+          syntheticParcel(random, wave * perWave + n, { observedAt, ingestId: "ing_scale" }),
+        );
+        for (const parcel of parcels) {
+          for (const hit of judgeParcel(index, parcel, observedAt)) {
+            expected.add(`${hit.event.watchlist.id} ${parcel.folio}`);
+          }
+        }
+        await stack.harness.bus.publish(contracts.parcelIngested, parcels);
+        await sleep(300);
+      }
+      await Promise.all(children.slice(1).map(exited));
+      expect(children.slice(1).map((child) => child.exitCode)).toEqual([0, 0]);
+      expect(expected.size).toBeGreaterThan(100);
+
+      const idsByPair = new Map<string, Set<string>>();
+      await waitFor(
+        async () => {
+          idsByPair.clear();
+          await stack.harness.bus.replay(contracts.matchFound, {
+            onBatch: async (records) => {
+              for (const { value } of records) {
+                const pair = `${value.watchlist.id} ${value.match.folio}`;
+                idsByPair.set(pair, (idsByPair.get(pair) ?? new Set()).add(value.match_id));
+              }
+            },
+          });
+          return idsByPair.size >= expected.size;
+        },
+        { timeoutMs: 90_000, intervalMs: 500, what: "every expected match on match.found" },
+      );
+      expect(new Set(idsByPair.keys())).toEqual(expected);
+      // A record delivered twice carries its id again; never a second id for the same match.
+      expect([...idsByPair.values()].filter((ids) => ids.size !== 1)).toEqual([]);
+    } finally {
+      for (const child of children) {
+        child.kill("SIGKILL");
+      }
+      await db.drop();
+    }
+  }, 240_000);
+});
 
 describe("dispatcher instances 1 -> 4 -> 1 during a run", () => {
   it("receives every webhook id, redeliveries keep their id, caps and the retry schedule hold", async () => {

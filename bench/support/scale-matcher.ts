@@ -17,7 +17,7 @@ import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
 import { startBrokerProcess } from "./broker-process.ts";
 import { sleep, spawnUntilReady } from "./processes.ts";
 
-const CHILD = fileURLToPath(new URL("./matcher-child.ts", import.meta.url));
+const CHILD = fileURLToPath(new URL("../../test/support/matcher-child.ts", import.meta.url));
 const GROUP = "matcher.match";
 
 function sum(offsets: Map<number, string>): bigint {

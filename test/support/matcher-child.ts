@@ -1,4 +1,4 @@
-// A matcher in its own process for the scale-out bench: matching only (no parcel projection),
+// A matcher in its own process, for scale-out tests and benches: matching only (no projection),
 // everything from the environment. Prints "ready" once its consumers run; SIGTERM drains it.
 import { Bus } from "@th/bus";
 import { createPool } from "@th/db";
