@@ -2,8 +2,10 @@
 // over the gateway URLs, each sending GET /v1/leads/{folio} (or POST /v1/leads/batch) as soon as
 // its previous answer arrives, with a tenant's key and a folio picked at random, so new views and
 // repeat views of the UTC day both occur.
-// Run: node bench/support/read-load.ts '<JSON: {urls, keys, folios, seconds, connections, batch}>'
-// Prints one JSON line: {completed, seconds, non2xx, statuses, p50, p99, cpuMs}.
+// Run: node bench/support/read-load.ts <file holding the plan as JSON: {urls, keys, folios,
+// seconds, connections, batch}>
+// Prints one JSON line: {completed, seconds, non2xx, statuses, samples, p50, p99, cpuMs}.
+import { readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 
 interface Plan {
@@ -16,11 +18,13 @@ interface Plan {
   batch: number;
 }
 
-const plan = JSON.parse(process.argv[2] ?? "{}") as Plan;
+const plan = JSON.parse(readFileSync(process.argv[2] ?? "", "utf8")) as Plan;
 const agent = new Agent({ keepAlive: true, maxSockets: plan.connections });
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)] as T;
 const latencies: number[] = [];
 const statuses = new Map<number, number>();
+/** One answer's body per error status, to say what went wrong. */
+const samples = new Map<number, string>();
 let completed = 0;
 let measuring = false;
 
@@ -43,8 +47,17 @@ function once(base: string): Promise<void> {
         },
       },
       (res) => {
-        res.resume();
+        const status = res.statusCode ?? 0;
+        const chunks: Buffer[] = [];
+        if (status >= 300 && !samples.has(status)) {
+          res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        } else {
+          res.resume();
+        }
         res.on("end", () => {
+          if (chunks.length > 0) {
+            samples.set(status, Buffer.concat(chunks).toString().slice(0, 300));
+          }
           if (measuring) {
             completed++;
             latencies.push(performance.now() - started);
@@ -89,6 +102,7 @@ process.stdout.write(
       .filter(([status]) => status < 200 || status > 299)
       .reduce((s, [, n]) => s + n, 0),
     statuses: Object.fromEntries(statuses),
+    samples: Object.fromEntries(samples),
     p50: at(0.5),
     p99: at(0.99),
     cpuMs: (cpu.user + cpu.system) / 1000,

@@ -3,12 +3,14 @@
 // instances. The parcels and keys services run in this process and answer the instances' cache
 // misses and lookups; their CPU is this process's.
 import { type ChildProcess, execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
-import { startEdgeStack } from "../../test/support/edge-stack.ts";
 import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
-import { pidsOf, sleep, spawnUntilReady } from "./processes.ts";
+import { startPaidReadStack } from "./paid-read-stack.ts";
+import { pidsOf, spawnUntilReady } from "./processes.ts";
 
 const TENANTS = 6;
 const CONNECTIONS_PER_INSTANCE = 8;
@@ -26,71 +28,41 @@ interface LoadResult {
 
 export async function gatewayDriver(options: ScaleOptions): Promise<ScaleDriver> {
   const seconds = options.work ?? 10;
-  const stack = await startEdgeStack();
-  const folios = await stack.ingestSample();
-  const keys: string[] = [];
-  for (let i = 0; i < TENANTS; i++) {
-    const tenant = await stack.startTrial("custom");
-    await stack.setCustomLimits(tenant.tenantId, {
-      rate_per_minute: 100_000_000,
-      lead_views_per_month: 100_000_000,
-    });
-    keys.push(tenant.key);
-  }
-  // The limits reach the instances as tenant.changed; wait until the keys service published them.
-  const keysPool = stack.harness.db.poolFor("keys");
-  for (;;) {
-    const { rows } = await keysPool.query<{ waiting: string }>(
-      "SELECT count(*) AS waiting FROM outbox WHERE published_at IS NULL",
-    );
-    if (Number(rows[0]?.waiting) === 0) {
-      break;
-    }
-    await sleep(50);
-  }
-  // Only the instances under test serve the edge; the other services stay to answer over HTTP.
-  await stack.keys.stop();
-  await stack.ledger.stop();
-  for (const matcher of stack.matchers()) {
-    await matcher.stop();
-  }
-  await stack.gateway.stop();
-  const config = stack.gatewayConfig;
+  const { keys, folios, gatewayEnv, close } = await startPaidReadStack({
+    tenants: TENANTS,
+    rows: 5_000,
+  });
   const urls = new Map<ChildProcess, string>();
+  const dir = await mkdtemp(join(tmpdir(), "th-scale-gateway-"));
 
   async function readLoad(instances: readonly ChildProcess[], forSeconds: number) {
-    const plan = {
-      urls: instances.map((instance) => urls.get(instance)),
-      keys,
-      folios,
-      seconds: forSeconds,
-      connections: CONNECTIONS_PER_INSTANCE * instances.length,
-      batch: 0,
-    };
+    const plan = join(dir, "plan.json");
+    await writeFile(
+      plan,
+      JSON.stringify({
+        urls: instances.map((instance) => urls.get(instance)),
+        keys,
+        folios,
+        seconds: forSeconds,
+        connections: CONNECTIONS_PER_INSTANCE * instances.length,
+        batch: 0,
+      }),
+    );
     const { stdout } = await promisify(execFile)(process.execPath, [
       join(import.meta.dirname, "read-load.ts"),
-      JSON.stringify(plan),
+      plan,
     ]);
     return JSON.parse(stdout) as LoadResult;
   }
 
   return {
     unit: "reads",
-    database: new URL(stack.harness.db.url).pathname.slice(1),
+    database: new URL(gatewayEnv.DATABASE_URL).pathname.slice(1),
     shared: () => ({ redis: pidsOf("redis-server") }),
     async startInstance() {
       const started = await spawnUntilReady(
         [...GATEWAY_NODE_FLAGS, join(import.meta.dirname, "gateway-child.ts")],
-        {
-          KEYS_URL: config.KEYS_URL,
-          PARCELS_URL: config.PARCELS_URL,
-          LEDGER_URL: config.LEDGER_URL,
-          MATCHER_URL: config.MATCHER_URL,
-          DATABASE_URL: config.DATABASE_URL,
-          KAFKA_BROKERS: config.KAFKA_BROKERS.join(","),
-          REDIS_URL: stack.harness.config.REDIS_URL,
-          REDIS_PREFIX: stack.harness.redis.options.keyPrefix ?? "",
-        },
+        gatewayEnv,
         /^ready \d+$/,
       );
       urls.set(started.child, `http://127.0.0.1:${started.line.split(" ")[1]}`);
@@ -124,7 +96,8 @@ export async function gatewayDriver(options: ScaleOptions): Promise<ScaleDriver>
       };
     },
     async close() {
-      await stack.close();
+      await rm(dir, { recursive: true, force: true });
+      await close();
     },
   };
 }
