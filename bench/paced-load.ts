@@ -17,24 +17,35 @@
 // figures, and the measured schedule starts once every warm-up request has answered, so a queue
 // built while the servers warmed up does not spill into the measurement.
 // Run: node bench/paced-load.ts <url> <requests per second> <seconds> [headers as JSON]
+// [a file of variants as JSON: [{path, headers}], sent in turn instead of the URL's path]
 // Prints one JSON line: {rate, sent, completed, errors, non2xx, p50, p99, p999, max} (ms).
+import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 
-const [url, rateText, secondsText, headersText] = process.argv.slice(2);
+const [url, rateText, secondsText, headersText, variantsText] = process.argv.slice(2);
 if (!url || !rateText || !secondsText) {
-  throw new Error("usage: paced-load.ts <url> <rate> <seconds> [headers JSON]");
+  throw new Error("usage: paced-load.ts <url> <rate> <seconds> [headers JSON] [variants file]");
 }
 const target = new URL(url);
 const rate = Number(rateText);
 const warmup = Math.round(rate * 2);
 const total = warmup + Math.round(rate * Number(secondsText));
 const headers = JSON.parse(headersText ?? "{}") as Record<string, string>;
-const requestBytes = Buffer.from(
-  `GET ${target.pathname}${target.search} HTTP/1.1\r\nhost: ${target.host}\r\n${Object.entries(
-    headers,
-  )
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join("")}\r\n`,
+/**
+ * Requests are prepared once: the URL's with the headers given, or, with variants (a JSON list of
+ * {path, headers}, in a file), one per variant, sent in turn (many tenants' keys and many folios, say).
+ */
+const variants = JSON.parse(
+  variantsText === undefined
+    ? JSON.stringify([{ path: `${target.pathname}${target.search}`, headers: {} }])
+    : readFileSync(variantsText, "utf8"),
+) as Array<{ path: string; headers: Record<string, string> }>;
+const requests = variants.map(({ path, headers: own }) =>
+  Buffer.from(
+    `GET ${path} HTTP/1.1\r\nhost: ${target.host}\r\n${Object.entries({ ...headers, ...own })
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join("")}\r\n`,
+  ),
 );
 const SOCKETS = 256;
 /** A request that has not finished after this long counts as an error, so a run always ends. */
@@ -76,7 +87,7 @@ class Connection {
     this.#index = index;
     this.#sentAt = performance.now();
     this.#received = EMPTY;
-    this.#socket.write(requestBytes);
+    this.#socket.write(requests[index % requests.length] as Buffer);
   }
 
   /** Ends a request that has waited past the timeout (see the sweep below). */

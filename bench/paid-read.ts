@@ -1,0 +1,209 @@
+// The request the business runs on: a metered lead read through the whole gateway (key, rate limit,
+// lead-view reservation, parcel lookup, leadview.recorded), against a bare Fastify server that
+// returns the same lead JSON from memory, in the same run. Many tenants and folios, so new views
+// and repeat views of the UTC day both occur.
+// Phases: closed-loop saturation of single reads (GET /v1/leads/{folio}) on both servers in rounds
+// of alternating order (the median is reported); latency at half of the gateway's saturation
+// (bench/paced-load.ts, both servers at that rate); and batches of 100 (POST /v1/leads/batch) with
+// the figure per lead beside them. Each phase prints the CPU per request of every process.
+// Run: node bench/paid-read.ts [seconds per phase] [rounds]
+// BENCH_NODE_ARGS passes Node flags to the gateway ("--cpu-prof --cpu-prof-dir=prof", say).
+import type { ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
+import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
+import { startPaidReadStack } from "./support/paid-read-stack.ts";
+import { pidsOf, spawnUntilReady, stopChild } from "./support/processes.ts";
+
+const seconds = Number(process.argv[2] ?? 8);
+const rounds = Number(process.argv[3] ?? 3);
+const CONNECTIONS = 64;
+const TARGET_RATIO = 0.35;
+const TARGET_P99_MS = 10;
+const run = promisify(execFile);
+
+function report(label: string, value: string): void {
+  process.stdout.write(`${label.padEnd(60)} ${value}\n`);
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+
+interface Server {
+  name: string;
+  child: ChildProcess;
+  url: string;
+}
+
+async function serve(name: string, args: string[], env: Record<string, string>): Promise<Server> {
+  const started = await spawnUntilReady(args, env, /^ready \d+$/);
+  process.once("exit", () => started.child.kill());
+  return { name, child: started.child, url: `http://127.0.0.1:${started.line.split(" ")[1]}` };
+}
+
+const setup = await startPaidReadStack({ tenants: 20, rows: 5_000 });
+const { keys, folios } = setup;
+const database = new URL(setup.gatewayEnv.DATABASE_URL).pathname.slice(1);
+const gateway = await serve(
+  "gateway",
+  [
+    ...GATEWAY_NODE_FLAGS,
+    ...(process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean),
+    join(import.meta.dirname, "support", "gateway-child.ts"),
+  ],
+  setup.gatewayEnv,
+);
+// The bare server answers with the bodies the gateway gives for the same requests.
+const auth = { authorization: `Bearer ${keys[0]}` };
+const lead = await fetch(`${gateway.url}/v1/leads/${folios[0]}`, { headers: auth });
+const batch = await fetch(`${gateway.url}/v1/leads/batch`, {
+  method: "POST",
+  headers: { ...auth, "content-type": "application/json" },
+  body: JSON.stringify({ folios: folios.slice(0, 100) }),
+});
+if (lead.status !== 200 || batch.status !== 200) {
+  throw new Error(`the gateway answered ${lead.status} and ${batch.status}`);
+}
+const dir = await mkdtemp(join(tmpdir(), "th-paid-read-"));
+await writeFile(join(dir, "lead.json"), await lead.text());
+await writeFile(join(dir, "batch.json"), await batch.text());
+const bare = await serve("bare", [join(import.meta.dirname, "support", "bare-lead-child.ts")], {
+  BARE_LEAD_FILE: join(dir, "lead.json"),
+  BARE_BATCH_FILE: join(dir, "batch.json"),
+});
+
+interface Load {
+  statuses: Record<string, number>;
+  samples: Record<string, string>;
+  completed: number;
+  seconds: number;
+  non2xx: number;
+  p99: number;
+  cpuMs: number;
+}
+
+/** CPU ms so far of the server, Redis, Postgres's backends of this database, and this process. */
+function cpuNow(server: Server) {
+  const self = process.cpuUsage();
+  return {
+    server: cpuMsOf(server.child.pid),
+    redis: pidsOf("redis-server").reduce((sum, pid) => sum + cpuMsOf(pid), 0),
+    postgres: postgresCpuMsOf(database),
+    self: (self.user + self.system) / 1000,
+  };
+}
+
+function cpuPerRequest(server: Server, before: ReturnType<typeof cpuNow>, requests: number) {
+  const after = cpuNow(server);
+  const us = (ms: number) => `${((ms * 1000) / requests).toFixed(0)} µs`;
+  return [
+    `${server.name} ${us(after.server - before.server)}`,
+    `redis ${us(after.redis - before.redis)}`,
+    `postgres ${us(postgresCpuMsSince(database, before.postgres))}`,
+    `stack ${us(after.self - before.self)}`,
+  ].join(", ");
+}
+
+async function saturate(server: Server, batchSize: number): Promise<{ rate: number; cpu: string }> {
+  const before = cpuNow(server);
+  const plan = join(dir, "plan.json");
+  await writeFile(
+    plan,
+    JSON.stringify({
+      urls: [server.url],
+      keys,
+      folios,
+      seconds,
+      connections: CONNECTIONS,
+      batch: batchSize,
+    }),
+  );
+  const { stdout } = await run(process.execPath, [
+    join(import.meta.dirname, "support", "read-load.ts"),
+    plan,
+  ]);
+  const load = JSON.parse(stdout) as Load;
+  if (load.non2xx > 0) {
+    throw new Error(
+      `${server.name} answered with errors: ${JSON.stringify(load.statuses)} ${JSON.stringify(load.samples)}`,
+    );
+  }
+  return {
+    rate: load.completed / load.seconds,
+    cpu: cpuPerRequest(server, before, load.completed),
+  };
+}
+
+async function paced(server: Server, rate: number): Promise<{ p99: number; non2xx: number }> {
+  const variants = join(dir, "variants.json");
+  await writeFile(
+    variants,
+    JSON.stringify(
+      Array.from({ length: 4_000 }, (_, i) => ({
+        path: `/v1/leads/${folios[(i * 7919) % folios.length]}`,
+        headers: { authorization: `Bearer ${keys[i % keys.length]}` },
+      })),
+    ),
+  );
+  const { stdout } = await run(
+    process.execPath,
+    [
+      join(import.meta.dirname, "paced-load.ts"),
+      `${server.url}/v1/leads/x`,
+      String(rate),
+      String(seconds),
+      "{}",
+      variants,
+    ],
+    { maxBuffer: 1024 * 1024 },
+  );
+  const result = JSON.parse(stdout) as { p99: number; non2xx: number; errors: number };
+  return { p99: result.p99, non2xx: result.non2xx + result.errors };
+}
+
+report("machine", `${cpus().length} × ${cpus()[0]?.model ?? "?"}`);
+report("tenants / folios", `${keys.length} / ${folios.length}`);
+const edgeRates: number[] = [];
+const bareRates: number[] = [];
+for (let round = 0; round < rounds; round++) {
+  const order = round % 2 === 0 ? [gateway, bare] : [bare, gateway];
+  for (const server of order) {
+    const result = await saturate(server, 0);
+    (server === gateway ? edgeRates : bareRates).push(result.rate);
+    report(
+      `round ${round + 1}: ${server.name}, single reads saturated`,
+      `${result.rate.toFixed(0)} req/s; CPU per request: ${result.cpu}`,
+    );
+  }
+}
+const edge = median(edgeRates);
+const ratio = edge / median(bareRates);
+report(
+  "single reads: gateway / bare (medians)",
+  `${ratio.toFixed(3)}x (target ≥ ${TARGET_RATIO}: ${ratio >= TARGET_RATIO ? "met" : "NOT met"})`,
+);
+
+const half = Math.round(edge / 2);
+const edgeLatency = await paced(gateway, half);
+const bareLatency = await paced(bare, half);
+report(
+  `p99 at half of the gateway's saturation (${half} req/s)`,
+  `gateway ${edgeLatency.p99} ms, bare ${bareLatency.p99} ms (target < ${TARGET_P99_MS} ms: ${edgeLatency.p99 < TARGET_P99_MS && edgeLatency.non2xx === 0 ? "met" : "NOT met"})`,
+);
+
+for (const server of [gateway, bare]) {
+  const result = await saturate(server, 100);
+  report(
+    `${server.name}: batches of 100 saturated`,
+    `${result.rate.toFixed(0)} batches/s = ${(result.rate * 100).toFixed(0)} leads/s; CPU per batch: ${result.cpu}`,
+  );
+}
+
+await Promise.all([stopChild(gateway.child), stopChild(bare.child)]);
+await rm(dir, { recursive: true, force: true });
+await setup.close();
+process.exit(0);

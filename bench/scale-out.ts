@@ -1,0 +1,217 @@
+// Scale-out on a small machine: N instances of one service, each in a cgroup of its own with a
+// fixed CPU quota, driven with the same work, so throughput that grows with N is scale-out and not
+// a bigger share of the machine. Prints throughput, the scaling efficiency
+// throughput(N) / (N x throughput(1)), and the CPU of every process taking part.
+//
+//   node bench/scale-out.ts --service dispatcher|matcher|gateway [--instances 1,2,4]
+//                           [--cpu-quota 0.15] [--work N]
+//
+// Needs root (cgroup v1 cpu controller or cgroup v2 cpu.max), Postgres and Redis. Exits non-zero
+// when a quota cannot be set: it never prints an unquota'd figure.
+import type { ChildProcess } from "node:child_process";
+import { cpus, loadavg } from "node:os";
+import { parseArgs } from "node:util";
+import { type CpuQuota, createCpuQuota } from "./support/cgroup.ts";
+import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
+import { sleep, stopChild } from "./support/processes.ts";
+
+export interface ScaleRound {
+  /** Units of work completed in the measured window. */
+  completed: number;
+  seconds: number;
+  /** Service-specific findings, printed under the round. */
+  notes: Array<[string, string]>;
+}
+
+export interface ScaleDriver {
+  /** What a unit of work is, e.g. "deliveries". */
+  unit: string;
+  /** The Postgres database whose backends serve the instances. */
+  database: string;
+  /** Shared processes whose CPU is printed beside the instances', by name. */
+  shared(): Record<string, number[]>;
+  startInstance(index: number): Promise<ChildProcess>;
+  /** Waits until `instances` are ready to take work (group joined, projections loaded). */
+  settle(instances: readonly ChildProcess[]): Promise<void>;
+  round(instances: readonly ChildProcess[]): Promise<ScaleRound>;
+  close(): Promise<void>;
+}
+
+export interface ScaleOptions {
+  instances: number[];
+  cpuQuota: number;
+  work: number | undefined;
+}
+
+const TARGETS: Record<number, number> = { 2: 0.9, 4: 0.85 };
+
+function report(label: string, value: string): void {
+  process.stdout.write(`${label.padEnd(56)} ${value}\n`);
+}
+
+function cpuPerSecond(ms: number, seconds: number): string {
+  return `${(ms / 1000 / seconds).toFixed(2)} cores`;
+}
+
+interface CpuReading {
+  instances: number[];
+  shared: Map<string, number>;
+  postgres: Map<number, number>;
+  self: number;
+}
+
+function readCpu(driver: ScaleDriver, instances: readonly ChildProcess[]): CpuReading {
+  const shared = new Map<string, number>();
+  for (const [name, pids] of Object.entries(driver.shared())) {
+    shared.set(
+      name,
+      pids.reduce((sum, pid) => sum + cpuMsOf(pid), 0),
+    );
+  }
+  const self = process.cpuUsage();
+  return {
+    instances: instances.map((child) => cpuMsOf(child.pid)),
+    shared,
+    postgres: postgresCpuMsOf(driver.database),
+    self: (self.user + self.system) / 1000,
+  };
+}
+
+function reportCpu(
+  driver: ScaleDriver,
+  instances: readonly ChildProcess[],
+  before: CpuReading,
+  seconds: number,
+  quotas: readonly CpuQuota[],
+): void {
+  const after = readCpu(driver, instances);
+  const each = after.instances.map((ms, i) => ms - (before.instances[i] ?? 0));
+  const throttled = quotas.map((quota) => quota.throttling());
+  report(
+    "  CPU of each instance over the round (throttled periods)",
+    each
+      .map((ms, i) => `${cpuPerSecond(ms, seconds)} (throttled ${throttled[i]?.throttled ?? 0})`)
+      .join(", "),
+  );
+  const parts = [...after.shared].map(
+    ([name, ms]) => `${name} ${cpuPerSecond(ms - (before.shared.get(name) ?? 0), seconds)}`,
+  );
+  parts.push(
+    `postgres ${cpuPerSecond(postgresCpuMsSince(driver.database, before.postgres), seconds)}`,
+  );
+  parts.push(`this process ${cpuPerSecond(after.self - before.self, seconds)}`);
+  report("  CPU of the shared processes (this process: stack, load)", parts.join(", "));
+}
+
+/** Starts `count` instances, each moved into a cgroup of its own with the quota. */
+async function startInstances(
+  driver: ScaleDriver,
+  count: number,
+  cores: number,
+): Promise<{ instances: ChildProcess[]; quotas: CpuQuota[] }> {
+  const instances: ChildProcess[] = [];
+  const quotas: CpuQuota[] = [];
+  for (let i = 0; i < count; i++) {
+    const child = await driver.startInstance(i);
+    const quota = createCpuQuota(`th-scale-out-${process.pid}-${count}-${i}`, cores);
+    quota.add(child.pid as number);
+    instances.push(child);
+    quotas.push(quota);
+  }
+  await driver.settle(instances);
+  return { instances, quotas };
+}
+
+export async function runScaleOut(driver: ScaleDriver, options: ScaleOptions): Promise<boolean> {
+  report(
+    "machine",
+    `${cpus().length} × ${cpus()[0]?.model ?? "?"}, load ${loadavg()[0]?.toFixed(1)}`,
+  );
+  report("CPU quota per instance", `${options.cpuQuota} of a core`);
+  const rates = new Map<number, number>();
+  let met = true;
+  for (const count of options.instances) {
+    const { instances, quotas } = await startInstances(driver, count, options.cpuQuota);
+    try {
+      const before = readCpu(driver, instances);
+      const started = performance.now();
+      const round = await driver.round(instances);
+      const wallSeconds = (performance.now() - started) / 1000;
+      const rate = round.completed / round.seconds;
+      rates.set(count, rate);
+      const one = rates.get(1);
+      const efficiency = one === undefined ? Number.NaN : rate / (count * one);
+      const target = TARGETS[count];
+      const verdict =
+        target === undefined || Number.isNaN(efficiency)
+          ? ""
+          : efficiency >= target
+            ? ` (target ≥ ${target}: met)`
+            : ` (target ≥ ${target}: NOT met)`;
+      if (target !== undefined && !(efficiency >= target)) {
+        met = false;
+      }
+      report(
+        `${count} instance(s)`,
+        `${rate.toFixed(0)} ${driver.unit}/s over ${round.seconds.toFixed(1)} s; efficiency ${efficiency.toFixed(2)}${verdict}`,
+      );
+      reportCpu(driver, instances, before, wallSeconds, quotas);
+      for (const [label, value] of round.notes) {
+        report(`  ${label}`, value);
+      }
+    } finally {
+      await Promise.all(instances.map((child) => stopChild(child)));
+      for (const quota of quotas) {
+        quota.remove();
+      }
+    }
+    await sleep(500);
+  }
+  return met;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      service: { type: "string" },
+      instances: { type: "string", default: "1,2,4" },
+      "cpu-quota": { type: "string", default: "0.15" },
+      work: { type: "string" },
+    },
+  });
+  const options: ScaleOptions = {
+    instances: (values.instances ?? "").split(",").map(Number),
+    cpuQuota: Number(values["cpu-quota"]),
+    work: values.work === undefined ? undefined : Number(values.work),
+  };
+  if (!options.instances.includes(1) || options.instances[0] !== 1) {
+    throw new Error("--instances must start with 1: efficiency is measured against one instance");
+  }
+  try {
+    createCpuQuota(`th-scale-out-probe-${process.pid}`, options.cpuQuota).remove();
+  } catch (error) {
+    process.stderr.write(`scale-out: ${(error as Error).message}; no figure without a quota\n`);
+    process.exit(2);
+  }
+  const drivers: Record<string, () => Promise<ScaleDriver>> = {
+    dispatcher: async () =>
+      (await import("./support/scale-dispatcher.ts")).dispatcherDriver(options),
+    matcher: async () => (await import("./support/scale-matcher.ts")).matcherDriver(options),
+    gateway: async () => (await import("./support/scale-gateway.ts")).gatewayDriver(options),
+  };
+  const make = drivers[values.service ?? ""];
+  if (!make) {
+    throw new Error(`--service must be one of ${Object.keys(drivers).join(", ")}`);
+  }
+  const driver = await make();
+  let met = false;
+  try {
+    met = await runScaleOut(driver, options);
+  } finally {
+    await driver.close();
+  }
+  report("targets (efficiency ≥ 0.9 at 2, ≥ 0.85 at 4)", met ? "met" : "NOT met");
+  process.exit(0);
+}
+
+await main();

@@ -1,0 +1,64 @@
+// The stack behind paid lead reads, for benches: keys, parcels and the ledger in this process (they
+// answer the gateways' lookups over HTTP), a generated roll in the parcel store, and Custom
+// tenants with caps no bench reaches. The gateways under test run in processes of their own
+// (gateway-child.ts) with `gatewayEnv`.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { nalFileName, writeNalFile } from "../../services/parcels/src/ingest/generate-nal.ts";
+import { startEdgeStack } from "../../test/support/edge-stack.ts";
+import { sleep } from "./processes.ts";
+
+export async function startPaidReadStack(options: { tenants: number; rows: number }) {
+  const stack = await startEdgeStack();
+  const dir = await mkdtemp(join(tmpdir(), "th-paid-read-"));
+  const roll = join(dir, nalFileName(23, "F", 2025));
+  await writeNalFile(roll, { rows: options.rows, seed: 20261127, countyNo: 23 });
+  const folios = await stack.ingestSample(roll);
+  await rm(dir, { recursive: true, force: true });
+  const keys: string[] = [];
+  for (let i = 0; i < options.tenants; i++) {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, {
+      rate_per_minute: 100_000_000,
+      lead_views_per_month: 100_000_000,
+    });
+    keys.push(tenant.key);
+  }
+  // The limits reach the gateways as tenant.changed; wait until the keys service published them.
+  const keysPool = stack.harness.db.poolFor("keys");
+  for (;;) {
+    const { rows } = await keysPool.query<{ waiting: string }>(
+      "SELECT count(*) AS waiting FROM outbox WHERE published_at IS NULL",
+    );
+    if (Number(rows[0]?.waiting) === 0) {
+      break;
+    }
+    await sleep(50);
+  }
+  // Only the gateways under test serve the edge; the other services stay to answer over HTTP.
+  // The keys service's and matchers' consumers and relays stop so that they do not poll
+  // throughout the run; the ledger keeps consuming leadview.recorded, which a quota seed waits for.
+  await stack.keys.stop();
+  for (const matcher of stack.matchers()) {
+    await matcher.stop();
+  }
+  await stack.gateway.stop();
+  const config = stack.gatewayConfig;
+  return {
+    stack,
+    keys,
+    folios,
+    gatewayEnv: {
+      KEYS_URL: config.KEYS_URL,
+      PARCELS_URL: config.PARCELS_URL,
+      LEDGER_URL: config.LEDGER_URL,
+      MATCHER_URL: config.MATCHER_URL,
+      DATABASE_URL: config.DATABASE_URL,
+      KAFKA_BROKERS: config.KAFKA_BROKERS.join(","),
+      REDIS_URL: stack.harness.config.REDIS_URL,
+      REDIS_PREFIX: stack.harness.redis.options.keyPrefix ?? "",
+    },
+    close: () => stack.close(),
+  };
+}

@@ -1,0 +1,231 @@
+// The dispatcher's scale-out work: signed deliveries of match.found to a loopback receiver in
+// this process. The receiver also checks what scale-out must not break: duplicates, losses,
+// each tenant's concurrency cap, and the first retry's delay against the schedule.
+import type { ChildProcess } from "node:child_process";
+import { createHash, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { contracts, deliveryRetryLadder, type MatchFound, type TenantChanged } from "@th/contracts";
+import { matchFound as sample } from "@th/contracts/samples";
+import { createTestHarness } from "@th/service-kit/testing";
+import { buildApp } from "../../services/webhook-dispatcher/src/app.ts";
+import { readConfig } from "../../services/webhook-dispatcher/src/config.ts";
+import { migrations } from "../../services/webhook-dispatcher/src/db/migrations.ts";
+import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
+import { startBrokerProcess } from "./broker-process.ts";
+import { percentile, pidsOf, sleep, spawnUntilReady } from "./processes.ts";
+
+const CHILD = fileURLToPath(
+  new URL("../../test/support/webhook-dispatcher-child.ts", import.meta.url),
+);
+const TENANTS = Array.from({ length: 24 }, (_, i) => `tn_scale_${i}`);
+/** Team's cap, the spec's; the receiver holds each request so that the cap is reached. */
+const CONCURRENCY_CAP = 10;
+const HOLD_MS = 5;
+/** One delivery in FAIL_ONE_IN is refused once, so the first retry's delay is measured. */
+const FAIL_ONE_IN = 50;
+const ENV = { WEBHOOK_ALLOW_LOOPBACK_HTTP: "true", LOG_LEVEL: "fatal" };
+
+function tenant(id: string): TenantChanged {
+  return {
+    tenant_id: id,
+    revision: 1,
+    tier: "team",
+    status: "active",
+    limits: {
+      lead_views_per_month: 10_000_000,
+      rate_per_minute: 600,
+      concurrent_webhooks: CONCURRENCY_CAP,
+      seats: 5,
+    },
+    billing_anniversary: new Date().toISOString().slice(0, 10),
+    trial_ends_at: null,
+    changed_at: new Date().toISOString(),
+  };
+}
+
+function matches(count: number): MatchFound[] {
+  return Array.from({ length: count }, (_, i) => {
+    const id = `m_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+    return {
+      ...sample,
+      match_id: id,
+      tenant_id: TENANTS[i % TENANTS.length] as string,
+      watchlist: { id: "wl_scale", name: "Scale" },
+      match: { ...sample.match, folio: `23-${id}` },
+      occurred_at: new Date().toISOString(),
+    };
+  });
+}
+
+/** Whether the receiver refuses this delivery's first attempt: a stable pick by its id. */
+function failsOnce(id: string): boolean {
+  return (createHash("sha256").update(id).digest()[0] ?? 1) % FAIL_ONE_IN === 0;
+}
+
+/** What the receiver saw during one round. */
+class Receipts {
+  readonly delivered = new Set<string>();
+  readonly refusedAt = new Map<string, number>();
+  readonly retryDelays: number[] = [];
+  readonly inFlight = new Map<string, number>();
+  maxInFlight = 0;
+  duplicates = 0;
+  firstAt = 0;
+  lastFirstTryAt = 0;
+  firstTryDelivered = 0;
+
+  receive(id: string, tenantId: string, res: ServerResponse): void {
+    const now = Date.now();
+    if (this.delivered.has(id)) {
+      this.duplicates++;
+      res.writeHead(200).end();
+      return;
+    }
+    if (!this.refusedAt.has(id) && failsOnce(id)) {
+      this.refusedAt.set(id, now);
+      res.writeHead(503).end();
+      return;
+    }
+    const inFlight = (this.inFlight.get(tenantId) ?? 0) + 1;
+    this.inFlight.set(tenantId, inFlight);
+    this.maxInFlight = Math.max(this.maxInFlight, inFlight);
+    setTimeout(() => {
+      this.inFlight.set(tenantId, (this.inFlight.get(tenantId) ?? 1) - 1);
+      this.delivered.add(id);
+      this.firstAt ||= now;
+      const refused = this.refusedAt.get(id);
+      if (refused === undefined) {
+        this.lastFirstTryAt = Date.now();
+        this.firstTryDelivered++;
+      } else {
+        this.retryDelays.push(now - refused);
+      }
+      res.writeHead(200).end();
+    }, HOLD_MS);
+  }
+}
+
+export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriver> {
+  const perRound = options.work ?? 3_000;
+  const broker = await startBrokerProcess(["--in-memory"]);
+  const harness = await createTestHarness({
+    config: readConfig(ENV),
+    migrations: [migrations],
+    brokers: [broker.address],
+    topics: [
+      contracts.matchFound,
+      contracts.deliveryAttempted,
+      ...deliveryRetryLadder.map((stage) => stage.contract),
+      contracts.deliveryDeadLetter,
+      contracts.leadViewRecorded,
+      contracts.tenantChanged,
+      contracts.keyRevoked,
+    ],
+  });
+  let receipts = new Receipts();
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const payload = JSON.parse(Buffer.concat(chunks).toString()) as { tenant_id: string };
+      receipts.receive(String(req.headers["x-flpf-webhook-id"]), payload.tenant_id, res);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const receiverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+  await harness.bus.publish(contracts.tenantChanged, TENANTS.map(tenant));
+  const setup = await buildApp(harness, {
+    watchlists: { owns: async () => true },
+    loadUsage: async () => ({ used: 0, foliosToday: [] }),
+  });
+  for (const tenantId of TENANTS) {
+    await setup.endpoints.create(
+      { tenantId, memberId: "mb_scale", keyId: "key_scale" },
+      "wl_scale",
+      { url: receiverUrl, events: ["watchlist.match"] },
+    );
+  }
+  const database = new URL(harness.db.url).pathname.slice(1);
+
+  async function waitFor(done: () => boolean, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (!done() && Date.now() < deadline) {
+      await sleep(20);
+    }
+    return done();
+  }
+
+  return {
+    unit: "deliveries",
+    database,
+    shared: () => ({
+      broker: broker.pid === undefined ? [] : [broker.pid],
+      redis: pidsOf("redis-server"),
+    }),
+    startInstance: async () =>
+      (
+        await spawnUntilReady(
+          [CHILD],
+          {
+            ...ENV,
+            DATABASE_URL: harness.db.url,
+            REDIS_URL: harness.config.REDIS_URL,
+            REDIS_PREFIX: harness.redis.options.keyPrefix ?? "",
+            KAFKA_BROKERS: broker.address,
+            NODE_ENV: "test",
+          },
+          /^ready$/,
+        )
+      ).child,
+    async settle(_instances: readonly ChildProcess[]) {
+      for (;;) {
+        const { rows } = await harness.db.pool.query("SELECT count(*)::int AS n FROM tenants");
+        if (rows[0]?.n === TENANTS.length) {
+          break;
+        }
+        await sleep(100);
+      }
+      // The group's rebalance, with every instance joined, before the clock starts.
+      await sleep(3_000);
+    },
+    async round() {
+      receipts = new Receipts();
+      const batch = matches(perRound);
+      for (let i = 0; i < batch.length; i += 1_000) {
+        await harness.bus.publish(contracts.matchFound, batch.slice(i, i + 1_000));
+      }
+      const current = receipts;
+      const firstTries = () => current.firstTryDelivered + current.refusedAt.size;
+      await waitFor(() => firstTries() >= perRound, 300_000);
+      const seconds = (current.lastFirstTryAt - current.firstAt) / 1000;
+      await waitFor(() => current.delivered.size >= perRound, 60_000);
+      const schedule = deliveryRetryLadder[0]?.delayMs ?? Number.NaN;
+      return {
+        completed: current.firstTryDelivered,
+        seconds,
+        notes: [
+          ["unique deliveries / published", `${current.delivered.size} / ${perRound}`],
+          ["lost", String(perRound - current.delivered.size)],
+          ["duplicate attempts (a delivered id sent again)", String(current.duplicates)],
+          [
+            "most concurrent deliveries of one tenant / tier cap",
+            `${current.maxInFlight} / ${CONCURRENCY_CAP}`,
+          ],
+          [
+            `first retry delay, ms (${current.retryDelays.length} refused once)`,
+            `p50 ${percentile(current.retryDelays, 50)}, max ${Math.max(...current.retryDelays)} (schedule ${schedule})`,
+          ],
+        ],
+      };
+    },
+    async close() {
+      server.closeAllConnections();
+      server.close();
+      await harness.close();
+      await broker.stop();
+    },
+  };
+}
