@@ -1,6 +1,7 @@
 // A matcher in its own process, for scale-out tests and benches: matching only (no projection),
 // everything from the environment. Prints "ready" once its consumers run; SIGTERM drains it.
 import { Bus } from "@th/bus";
+import { kafkaConnection } from "@th/config";
 import { createPool } from "@th/db";
 import { buildApp } from "@th/matcher/app";
 import { readConfig } from "@th/matcher/config";
@@ -9,7 +10,7 @@ import { createLogger } from "@th/telemetry";
 const config = readConfig(process.env);
 const logger = createLogger({ service: "matcher-child", level: "fatal" });
 const pool = createPool({ url: config.DATABASE_URL, schema: "matcher", max: 8 });
-const bus = new Bus({ brokers: config.KAFKA_BROKERS, clientId: `matcher-${process.pid}`, logger });
+const bus = new Bus({ ...kafkaConnection(config), clientId: `matcher-${process.pid}`, logger });
 // The matcher never touches Redis.
 const app = await buildApp(
   { config, logger, pool, redis: undefined as never, bus },
