@@ -75,7 +75,7 @@ describe("matcher instances 1 -> 3 -> 1 during an ingest", () => {
       const recipes = Array.from({ length: 60 }, (_, at) =>
         at % 3 === 0 ? syntheticRecipe(random, { broad: true }) : realisticRecipe(random),
       );
-      const created = [];
+      const created: Array<{ id: string }> = [];
       for (const [at, recipe] of recipes.entries()) {
         created.push(
           await store.create({ tenantId: `tn_m${at % 6}`, name: `Watchlist ${at}`, recipe }),
