@@ -275,7 +275,9 @@ describe("Rate-limit headers: the six headers on every response to a tenant, suc
     expect(unknown.statusCode).toBe(401);
     const anonymous = await stack.request("GET", "/v2/leads", { ip: "192.0.2.202" });
     expect(anonymous.statusCode).toBe(404);
-    expect(anonymous.headers["x-ratelimit-limit"]).toBeUndefined();
+    // No tenant and no window: the six say so (0, nothing metered) rather than being absent.
+    expect(anonymous.headers["x-ratelimit-limit"]).toBe("0");
+    expect(anonymous.headers["x-quota-lead-views-limit"]).toBe("0");
     // Another scheme (a proxy's Basic credentials, say) is none of the edge's business there.
     const basic = await stack.request("GET", "/favicon.ico", {
       ip: "192.0.2.203",
@@ -288,7 +290,7 @@ describe("Rate-limit headers: the six headers on every response to a tenant, suc
     const response = await stack.request("GET", "/v1/account", { ip: "192.0.2.200" });
     expect(response.statusCode).toBe(401);
     expect(response.headers["x-ratelimit-limit"]).toBe("60");
-    expect(response.headers["x-quota-lead-views-limit"]).toBeUndefined();
+    expect(response.headers["x-quota-lead-views-limit"]).toBe("0");
   });
 
   it("limit failed authentication per client IP so keys cannot be guessed at speed", async () => {

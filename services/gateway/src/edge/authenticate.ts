@@ -13,6 +13,7 @@ import { ApiError, type HttpApp } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { KeysClient } from "../clients/keys-client.ts";
 import type { Authorization, EdgeStore, RateWindow } from "./edge-store.ts";
+import { noQuotaHeaders, noWindowHeaders } from "./limit-headers.ts";
 import { wholeNumberText } from "./number-text.ts";
 
 /** What a route tells the edge about itself. */
@@ -417,20 +418,19 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       );
       return;
     }
-    if (edge) {
-      reply.headers(headersOf(edge));
-    }
+    reply.headers(headersOf(edge));
     done(null, payload);
   });
 
   /**
    * The six headers of a request: the rolling minute, and for a known tenant the month's
-   * lead-views. Routes that write the raw response themselves (MCP) call it just before.
+   * lead-views; where there is no window or no tenant, the values that say so (limit-headers.ts).
+   * Routes that write the raw response themselves (MCP) call it just before.
    */
   async function limitHeaders(request: FastifyRequest): Promise<Record<string, string>> {
     const edge = request.edge;
     if (!edge) {
-      return {};
+      return headersOf(undefined);
     }
     const quota = edge.quota;
     if (quota && edge.tenancy && quota.remaining === undefined) {
@@ -450,23 +450,31 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     return headersOf(edge);
   }
 
-  function headersOf(edge: EdgeContext): Record<string, string> {
-    const headers: Record<string, string> = {};
-    const window = edge.window;
-    if (window) {
-      headers["x-ratelimit-limit"] = wholeNumberText(window.limit);
-      headers["x-ratelimit-remaining"] = wholeNumberText(window.remaining);
-      headers["x-ratelimit-reset"] = wholeNumberText(Math.ceil(window.resetAtMs / 1000));
+  /** Every response carries all six, tenant or not (the spec's "every response"). */
+  function headersOf(edge: EdgeContext | undefined): Record<string, string> {
+    const window = edge?.window;
+    const quota = edge?.quota;
+    if (window && quota && edge.tenancy) {
+      return {
+        "x-ratelimit-limit": wholeNumberText(window.limit),
+        "x-ratelimit-remaining": wholeNumberText(window.remaining),
+        "x-ratelimit-reset": wholeNumberText(Math.ceil(window.resetAtMs / 1000)),
+        "x-quota-lead-views-limit": wholeNumberText(quota.limit),
+        "x-quota-lead-views-remaining": wholeNumberText(
+          Math.max(0, quota.remaining ?? quota.limit),
+        ),
+        "x-quota-resets": periods.iso(quota.resetsAt),
+      };
     }
-    const quota = edge.quota;
-    if (quota && edge.tenancy) {
-      headers["x-quota-lead-views-limit"] = wholeNumberText(quota.limit);
-      headers["x-quota-lead-views-remaining"] = wholeNumberText(
-        Math.max(0, quota.remaining ?? quota.limit),
-      );
-      headers["x-quota-resets"] = periods.iso(quota.resetsAt);
-    }
-    return headers;
+    const at = now();
+    const headers = window
+      ? {
+          "x-ratelimit-limit": wholeNumberText(window.limit),
+          "x-ratelimit-remaining": wholeNumberText(window.remaining),
+          "x-ratelimit-reset": wholeNumberText(Math.ceil(window.resetAtMs / 1000)),
+        }
+      : noWindowHeaders(at);
+    return { ...headers, ...noQuotaHeaders(at) };
   }
   app.decorateRequest("limitHeaders", function limitHeadersOfRequest(this: FastifyRequest) {
     return limitHeaders(this);
