@@ -160,12 +160,72 @@ describe("Authentication 2: a key in the URL, query string or body is rejected w
     expect(listed.json().data).toHaveLength(1);
   });
 
+  it("refuses a key hidden by a member named twice, whichever member JSON would keep", async () => {
+    const tenant = await stack.startTrial("team");
+    for (const body of [
+      `{"folios":["${tenant.key}"],"folios":["23-0101"]}`,
+      `{"folios":["23-0101"],"folios":["${tenant.key}"]}`,
+    ]) {
+      const response = await stack.request("POST", "/v1/leads/batch", {
+        key: tenant.key,
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      expect(response.statusCode, body).toBe(401);
+      expect(response.json().detail).toContain("revoke this key");
+    }
+  });
+
+  it("refuses a key in the body of a GET, which no route reads", async () => {
+    const tenant = await stack.startTrial("team");
+    const response = await stack.request("GET", "/v1/leads/23-0101", {
+      key: tenant.key,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ api_key: tenant.key }),
+    });
+    expect(response.statusCode).toBe(401);
+    expect(response.json().detail).toContain("revoke this key");
+  });
+
+  it("refuses a key written with JSON escapes", async () => {
+    const tenant = await stack.startTrial("team");
+    const response = await stack.request("POST", "/v1/team/api-keys", {
+      key: tenant.key,
+      headers: { "content-type": "application/json" },
+      body: `{"label":"${tenant.key.replace("th_live_", "th\\u005flive_")}"}`,
+    });
+    expect(response.statusCode).toBe(401);
+    const listed = await stack.request("GET", "/v1/team/api-keys", { key: tenant.key });
+    expect(listed.json().data).toHaveLength(1);
+  });
+
   it("refuses a key in the body of a public endpoint too", async () => {
     const response = await stack.request("POST", "/v1/public/contact", {
       body: { name: "x", email: "x@y.co", message: generateApiKey() },
       ip: "192.0.2.77",
     });
     expect(response.statusCode).toBe(401);
+  });
+});
+
+describe("Errors 400: a JSON body that names a member twice is refused, naming the member", () => {
+  it("starts no trial when tier is sent twice, and says which member", async () => {
+    const company = `Twice ${Date.now()}`;
+    const response = await stack.request("POST", "/v1/public/trials", {
+      ip: "192.0.2.90",
+      headers: { "content-type": "application/json" },
+      body: `{"tier":"starter","company":"${company}","admin_email":"twice@acme.test","payment_method":"pm_card_visa","tier":"custom"}`,
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toMatchObject({
+      error: "invalid_request",
+      detail: expect.stringContaining("body.tier"),
+      fields: [{ path: "body.tier", message: "duplicate member" }],
+    });
+    const { rows } = await stack.harness.db
+      .poolFor("keys")
+      .query("SELECT 1 FROM tenants WHERE company = $1", [company]);
+    expect(rows).toHaveLength(0);
   });
 });
 

@@ -17,6 +17,7 @@ import {
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
 import { ApiError, ERROR_STATUS, type ErrorCode, errorBodySchema } from "./errors.ts";
+import { duplicateMember } from "./json-members.ts";
 import { RouteMethods } from "./route-methods.ts";
 
 export type HttpApp = FastifyInstance<
@@ -204,6 +205,27 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
       "request",
     );
     done();
+  });
+
+  // JSON bodies: a member named twice is refused before the parser keeps the last one, so the
+  // service never acts on a value the sender's other reader would not see.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const duplicate = duplicateMember(body as string);
+    if (duplicate) {
+      const path = ["body", ...duplicate].join(".");
+      done(
+        new ApiError(
+          "invalid_request",
+          `invalid body: ${path} is named more than once in its object; send each member once`,
+          { fields: [{ path, message: "duplicate member" }] },
+        ),
+        undefined,
+      );
+      return;
+    }
+    parseJson(request, body as string, done);
   });
 
   // After every onRequest hook (the edge's authentication), before the body is read.
