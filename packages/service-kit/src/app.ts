@@ -43,6 +43,8 @@ export interface HttpAppOptions {
    * block over the size limit, a URL the router cannot read), where nothing is known of the caller.
    */
   outsideHeaders?: () => Record<string, string>;
+  /** OpenAPI 3.1 `webhooks`: requests the service sends to its clients. */
+  webhooks?: Record<string, unknown>;
   /** Headers every response carries, declared on every operation of the OpenAPI document. */
   documentedHeaders?: Record<string, { description: string; schema: Record<string, unknown> }>;
 }
@@ -177,6 +179,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
         version: options.version ?? "1.0.0",
         ...(options.description ? { description: options.description } : {}),
       },
+      ...(options.webhooks ? { webhooks: options.webhooks } : {}),
       components: {
         securitySchemes: {
           bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "th_live_…" },

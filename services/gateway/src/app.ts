@@ -25,6 +25,7 @@ import { registerPublicRoutes } from "./routes/public.ts";
 import { registerTeamRoutes } from "./routes/team.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerWatchlistRoutes } from "./routes/watchlists.ts";
+import { webhookDocument } from "./routes/webhook-document.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 
 export const API_VERSION = "1.0.0";
@@ -45,6 +46,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     // An answer written before the edge could read the request knows no tenant and no window.
     outsideHeaders: () => tenantlessHeaders(now()),
     documentedHeaders: LIMIT_HEADER_DOCS,
+    webhooks: webhookDocument(),
   });
   // Key requests that arrive together share one script call; on a connection of its own with
   // auto-pipelining, the other edge calls of requests that arrive together leave in one write

@@ -228,3 +228,28 @@ describe("Rate-limit headers and Errors: an error raised before the route, with 
     expectTenantless(headers);
   });
 });
+
+describe("Payload of watchlist.match in the OpenAPI document", () => {
+  it("types match.owner.mailing_state a string and match.valuation.est_equity a number, and says how unknowns are written", async () => {
+    const document = (await inject("/v1/openapi.json")).json();
+    const schema =
+      document.webhooks["watchlist.match"].post.requestBody.content["application/json"].schema;
+    const match = schema.properties.match.properties;
+    expect(match.owner.properties.mailing_state.type).toBe("string");
+    expect(match.owner.properties.mailing_state.description).toMatch(/"" \(empty\)/);
+    expect(match.valuation.properties.est_equity.type).toBe("number");
+    expect(match.valuation.properties.est_equity.description).toMatch(
+      /0 when the roll records no purchase/,
+    );
+    expect(schema.required).toEqual(
+      expect.arrayContaining([
+        "event_id",
+        "event_type",
+        "occurred_at",
+        "tenant_id",
+        "watchlist",
+        "match",
+      ]),
+    );
+  });
+});
