@@ -1,5 +1,7 @@
 // The authenticated edge end to end: gateway + keys service on real Postgres, Redis and Kafka.
 // Each test names the rule of the specification it proves.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { generateApiKey } from "@th/api-keys";
 import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -453,6 +455,63 @@ describe("Authentication 6 and the management API: keys issued once, listed with
   });
 });
 
+describe("K2 and Authentication 8: no forced expiry, a soft reminder after 90 days", () => {
+  it("a 91-day-old key still authenticates, and the listing flags it for the reminder", async () => {
+    const tenant = await stack.startTrial("team");
+    await stack.harness.db
+      .poolFor("keys")
+      .query(
+        "UPDATE api_keys SET created_at = to_timestamp($2 / 1000.0) - interval '91 days' WHERE id = $1",
+        [tenant.keyId, clock],
+      );
+    await stack.gateway.store.forgetTenant(tenant.tenantId);
+    const response = await stack.request("GET", "/v1/account", { key: tenant.key });
+    expect(response.statusCode).toBe(200);
+    const listed = (await stack.request("GET", "/v1/team/api-keys", { key: tenant.key })).json();
+    expect(listed.data[0]).toMatchObject({
+      id: tenant.keyId,
+      revoked: false,
+      rotation_due: true,
+    });
+    expect(listed.data[0].age_days).toBeGreaterThanOrEqual(91);
+  });
+});
+
+describe("Versioning: the REST paths carry the major version prefix /v1", () => {
+  it("every route of the gateway's router lives under /v1, except /mcp and the dashboard's pages", async () => {
+    const { DASHBOARD_ROUTES } = await import("@th/dashboard/routes");
+    const { DASHBOARD_DIST } = await import("@th/dashboard/dist");
+    // The router's own tree: each line a path segment under its parent, with its methods.
+    const routes: string[] = [];
+    const parents: string[] = [];
+    for (const line of (stack.gateway.http?.printRoutes({ commonPrefix: false }) ?? "").split(
+      "\n",
+    )) {
+      const node = /^([│ ]*)[├└]── (\S+)( \(.+\))?$/.exec(line);
+      if (!node) {
+        continue;
+      }
+      const depth = (node[1] ?? "").length / 4;
+      parents.length = depth;
+      const path = `${parents.join("")}${node[2]}`;
+      parents.push(node[2] ?? "");
+      if (node[3]) {
+        routes.push(path);
+      }
+    }
+    expect(routes.length).toBeGreaterThan(30);
+    const outside = routes.filter(
+      (path) =>
+        !path.startsWith("/v1/") &&
+        path !== "/mcp" &&
+        !(DASHBOARD_ROUTES as readonly string[]).includes(path) &&
+        // The dashboard's built files, served as they are.
+        !existsSync(join(DASHBOARD_DIST, path)),
+    );
+    expect(outside).toEqual([]);
+  });
+});
+
 describe("Authentication 7 and the key state table: revocation is immediate", () => {
   it("answers 204 with an empty body, then 401 for that key on every gateway instance", async () => {
     const tenant = await stack.startTrial("team");
@@ -562,6 +621,26 @@ describe("Public endpoints", () => {
       (await stack.request("GET", "/v1/health", { headers: { authorization: "Bearer x" } }))
         .statusCode,
     ).toBe(200);
+  });
+
+  it("E2: POST /v1/public/contact ignores a revoked key and a malformed key in Authorization", async () => {
+    const tenant = await stack.startTrial("team");
+    const second = (
+      await stack.request("POST", "/v1/team/api-keys", { key: tenant.key, body: { label: "old" } })
+    ).json();
+    const revoked = await stack.request("DELETE", `/v1/team/api-keys/${second.id}`, {
+      key: tenant.key,
+    });
+    expect(revoked.statusCode).toBe(204);
+    expect((await stack.request("GET", "/v1/me", { key: second.secret })).statusCode).toBe(401);
+    for (const authorization of [`Bearer ${second.secret}`, "Bearer th_live_short!", "Basic ??"]) {
+      const response = await stack.request("POST", "/v1/public/contact", {
+        headers: { authorization },
+        body: { name: "Dana", email: "dana@example.test", message: "Custom tier?" },
+        ip: "192.0.2.51",
+      });
+      expect(response.statusCode, authorization).toBe(202);
+    }
   });
 
   it("limit each client IP per rolling minute", async () => {
