@@ -213,6 +213,73 @@ afterAll(async () => {
   await strictStack?.close();
 });
 
+describe("Trigger and Delivery contract", () => {
+  it("two endpoints subscribed to one watchlist both receive every match", async () => {
+    const one = await stack.subscribe(TENANT, "wl_two", `${receiver.url}?endpoint=one`);
+    const two = await stack.subscribe(TENANT, "wl_two", `${receiver.url}?endpoint=two`);
+    const matches = [1, 2, 3].map(() => stack.match(TENANT, "wl_two"));
+    await stack.publishMatches(matches);
+    const rows = await waitFor(
+      async () => {
+        const { rows } = await stack.pool.query<{
+          id: string;
+          endpoint_id: string;
+          match_id: string;
+        }>(
+          "SELECT id, endpoint_id, match_id FROM dispatcher.deliveries WHERE endpoint_id = ANY($1) AND state = 'complete'",
+          [[one.id, two.id]],
+        );
+        return rows.length === 6 ? rows : undefined;
+      },
+      { what: "six deliveries" },
+    );
+    for (const endpoint of [one.id, two.id]) {
+      const mine = rows.filter((row) => row.endpoint_id === endpoint);
+      expect(mine.map((row) => row.match_id).sort()).toEqual(
+        matches.map((match) => match.match_id).sort(),
+      );
+      for (const row of mine) {
+        const body = JSON.parse(receiver.of(row.id)[0]?.body ?? "{}");
+        expect(body.event_id).toBe(row.match_id);
+      }
+    }
+  });
+
+  it("gives the receiver about 10 seconds by default: an answer after 9 s completes on the first attempt", async () => {
+    expect(readConfig({}).DELIVERY_TIMEOUT_MS).toBe(10_000);
+    // The default lease too (the shared test dispatcher's is 4 s, shorter than such an attempt).
+    for (const instance of [...stack.instances]) {
+      await stack.stopDispatcher(instance);
+    }
+    const dispatcher = await stack.startDispatcher({
+      LEASE_MS: String(readConfig({}).LEASE_MS),
+    });
+    const slow = await startReceiver(() => ({ status: 200, delayMs: 9_000 }));
+    try {
+      await stack.subscribe(TENANT, "wl_slow_receiver", slow.url);
+      const match = stack.match(TENANT, "wl_slow_receiver");
+      await stack.publishMatches([match]);
+      const row = await waitFor(
+        async () =>
+          (
+            await stack.pool.query(
+              "SELECT * FROM dispatcher.deliveries WHERE match_id = $1 AND state <> 'pending'",
+              [match.match_id],
+            )
+          ).rows[0],
+        { what: "the slow delivery settles", timeoutMs: 25_000 },
+      );
+      expect(row.state).toBe("complete");
+      expect(row.attempts).toBe(1);
+      expect(slow.received).toHaveLength(1);
+    } finally {
+      await slow.close();
+      await stack.stopDispatcher(dispatcher);
+      await stack.startDispatcher();
+    }
+  }, 40_000);
+});
+
 describe("rotation", () => {
   it("E9 and Signature scheme 1: from the moment of rotation, signs with the new secret only, exactly one v1 in every header", async () => {
     const created = await stack.subscribe(TENANT, "wl_rotate", receiver.url);
@@ -419,6 +486,33 @@ describe("replay and the delivery log", () => {
       [1, 200],
     ]);
     expect(detail.body.attempts[0].response_excerpt).toBe("answered 410");
+  });
+
+  it("D5: a replay after the 30-day hold is refused, for a real dead letter whose hold expired", async () => {
+    const created = await stack.subscribe(TENANT, "wl_hold", receiver.url);
+    answer = 410;
+    const dead = await deliverAndWait("wl_hold", ["dead_letter"]);
+    answer = 200;
+    const held = await stack.deliveryOf(dead.id);
+    // Held 30 days from the dead letter.
+    expect(held.hold_until.getTime() - held.dead_lettered_at.getTime()).toBe(30 * 86_400_000);
+    // The hold runs out.
+    await stack.pool.query(
+      "UPDATE dispatcher.deliveries SET hold_until = now() - interval '1 second' WHERE id = $1",
+      [dead.id],
+    );
+    const sent = receiver.of(dead.id).length;
+    const base = `/watchlists/wl_hold/webhooks/${created.id}`;
+    const refused = await stack.call(TENANT, "POST", `${base}/deliveries/${dead.id}:replay`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toMatch(/30-day hold/);
+    const bulk = await stack.call(TENANT, "POST", `${base}/deliveries:replay`, {
+      since: new Date(Date.now() - 3_600_000).toISOString(),
+    });
+    expect(bulk.body.replayed).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(receiver.of(dead.id)).toHaveLength(sent);
+    expect((await stack.deliveryOf(dead.id)).state).toBe("dead_letter");
   });
 
   it("pages the delivery log through deliveries created together, each once, newest first; refuses a forged cursor", async () => {
