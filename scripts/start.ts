@@ -307,6 +307,14 @@ const upstreamUrls = {
   DISPATCHER_URL: `http://127.0.0.1:${portOf("webhook-dispatcher")}`,
 };
 
+// A developer's own receiver (http://127.0.0.1:3000/hooks) gets real signed deliveries without a
+// tunnel: the dispatcher of a development run may deliver plain HTTP to loopback. Production
+// refuses the flag (and `npm start` never sets it there).
+const loopbackWebhooks =
+  env.NODE_ENV !== "production" && env.WEBHOOK_ALLOW_LOOPBACK_HTTP !== "false";
+const serviceEnv = (name: string): Record<string, string> =>
+  name === "webhook-dispatcher" && loopbackWebhooks ? { WEBHOOK_ALLOW_LOOPBACK_HTTP: "true" } : {};
+
 services.forEach((service, index) => {
   launch(
     service.name,
@@ -317,6 +325,7 @@ services.forEach((service, index) => {
       KAFKA_BROKERS: kafkaBrokers,
       HOST: env.HOST ?? "127.0.0.1",
       ...upstreamUrls,
+      ...serviceEnv(service.name),
     },
     COLOURS[index % COLOURS.length] ?? 37,
   );
@@ -358,6 +367,11 @@ say(
         `  ${service.name.padEnd(19)} readiness http://127.0.0.1:${service.internalPort}/readyz`,
     ),
     ...demoLines,
+    ...(loopbackWebhooks
+      ? [
+          "  Webhooks      a plain-HTTP loopback URL (http://127.0.0.1:<port>/…) may be subscribed, for local development only; production refuses it",
+        ]
+      : []),
     "  Ctrl-C stops everything.",
   ].join("\n"),
 );

@@ -1,5 +1,7 @@
 // The authenticated edge end to end: gateway + keys service on real Postgres, Redis and Kafka.
 // Each test names the rule of the specification it proves.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { generateApiKey } from "@th/api-keys";
 import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -160,12 +162,72 @@ describe("Authentication 2: a key in the URL, query string or body is rejected w
     expect(listed.json().data).toHaveLength(1);
   });
 
+  it("refuses a key hidden by a member named twice, whichever member JSON would keep", async () => {
+    const tenant = await stack.startTrial("team");
+    for (const body of [
+      `{"folios":["${tenant.key}"],"folios":["23-0101"]}`,
+      `{"folios":["23-0101"],"folios":["${tenant.key}"]}`,
+    ]) {
+      const response = await stack.request("POST", "/v1/leads/batch", {
+        key: tenant.key,
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      expect(response.statusCode, body).toBe(401);
+      expect(response.json().detail).toContain("revoke this key");
+    }
+  });
+
+  it("refuses a key in the body of a GET, which no route reads", async () => {
+    const tenant = await stack.startTrial("team");
+    const response = await stack.request("GET", "/v1/leads/23-0101", {
+      key: tenant.key,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ api_key: tenant.key }),
+    });
+    expect(response.statusCode).toBe(401);
+    expect(response.json().detail).toContain("revoke this key");
+  });
+
+  it("refuses a key written with JSON escapes", async () => {
+    const tenant = await stack.startTrial("team");
+    const response = await stack.request("POST", "/v1/team/api-keys", {
+      key: tenant.key,
+      headers: { "content-type": "application/json" },
+      body: `{"label":"${tenant.key.replace("th_live_", "th\\u005flive_")}"}`,
+    });
+    expect(response.statusCode).toBe(401);
+    const listed = await stack.request("GET", "/v1/team/api-keys", { key: tenant.key });
+    expect(listed.json().data).toHaveLength(1);
+  });
+
   it("refuses a key in the body of a public endpoint too", async () => {
     const response = await stack.request("POST", "/v1/public/contact", {
       body: { name: "x", email: "x@y.co", message: generateApiKey() },
       ip: "192.0.2.77",
     });
     expect(response.statusCode).toBe(401);
+  });
+});
+
+describe("Errors 400: a JSON body that names a member twice is refused, naming the member", () => {
+  it("starts no trial when tier is sent twice, and says which member", async () => {
+    const company = `Twice ${Date.now()}`;
+    const response = await stack.request("POST", "/v1/public/trials", {
+      ip: "192.0.2.90",
+      headers: { "content-type": "application/json" },
+      body: `{"tier":"starter","company":"${company}","admin_email":"twice@acme.test","payment_method":"pm_card_visa","tier":"custom"}`,
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toMatchObject({
+      error: "invalid_request",
+      detail: expect.stringContaining("body.tier"),
+      fields: [{ path: "body.tier", message: "duplicate member" }],
+    });
+    const { rows } = await stack.harness.db
+      .poolFor("keys")
+      .query("SELECT 1 FROM tenants WHERE company = $1", [company]);
+    expect(rows).toHaveLength(0);
   });
 });
 
@@ -275,7 +337,9 @@ describe("Rate-limit headers: the six headers on every response to a tenant, suc
     expect(unknown.statusCode).toBe(401);
     const anonymous = await stack.request("GET", "/v2/leads", { ip: "192.0.2.202" });
     expect(anonymous.statusCode).toBe(404);
-    expect(anonymous.headers["x-ratelimit-limit"]).toBeUndefined();
+    // No tenant and no window: the six say so (0, nothing metered) rather than being absent.
+    expect(anonymous.headers["x-ratelimit-limit"]).toBe("0");
+    expect(anonymous.headers["x-quota-lead-views-limit"]).toBe("0");
     // Another scheme (a proxy's Basic credentials, say) is none of the edge's business there.
     const basic = await stack.request("GET", "/favicon.ico", {
       ip: "192.0.2.203",
@@ -288,7 +352,7 @@ describe("Rate-limit headers: the six headers on every response to a tenant, suc
     const response = await stack.request("GET", "/v1/account", { ip: "192.0.2.200" });
     expect(response.statusCode).toBe(401);
     expect(response.headers["x-ratelimit-limit"]).toBe("60");
-    expect(response.headers["x-quota-lead-views-limit"]).toBeUndefined();
+    expect(response.headers["x-quota-lead-views-limit"]).toBe("0");
   });
 
   it("limit failed authentication per client IP so keys cannot be guessed at speed", async () => {
@@ -388,6 +452,63 @@ describe("Authentication 6 and the management API: keys issued once, listed with
     });
     expect(response.statusCode).toBe(404);
     expect((await stack.request("GET", "/v1/account", { key: theirs.key })).statusCode).toBe(200);
+  });
+});
+
+describe("K2 and Authentication 8: no forced expiry, a soft reminder after 90 days", () => {
+  it("a 91-day-old key still authenticates, and the listing flags it for the reminder", async () => {
+    const tenant = await stack.startTrial("team");
+    await stack.harness.db
+      .poolFor("keys")
+      .query(
+        "UPDATE api_keys SET created_at = to_timestamp($2 / 1000.0) - interval '91 days' WHERE id = $1",
+        [tenant.keyId, clock],
+      );
+    await stack.gateway.store.forgetTenant(tenant.tenantId);
+    const response = await stack.request("GET", "/v1/account", { key: tenant.key });
+    expect(response.statusCode).toBe(200);
+    const listed = (await stack.request("GET", "/v1/team/api-keys", { key: tenant.key })).json();
+    expect(listed.data[0]).toMatchObject({
+      id: tenant.keyId,
+      revoked: false,
+      rotation_due: true,
+    });
+    expect(listed.data[0].age_days).toBeGreaterThanOrEqual(91);
+  });
+});
+
+describe("Versioning: the REST paths carry the major version prefix /v1", () => {
+  it("every route of the gateway's router lives under /v1, except /mcp and the dashboard's pages", async () => {
+    const { DASHBOARD_ROUTES } = await import("@th/dashboard/routes");
+    const { DASHBOARD_DIST } = await import("@th/dashboard/dist");
+    // The router's own tree: each line a path segment under its parent, with its methods.
+    const routes: string[] = [];
+    const parents: string[] = [];
+    for (const line of (stack.gateway.http?.printRoutes({ commonPrefix: false }) ?? "").split(
+      "\n",
+    )) {
+      const node = /^([│ ]*)[├└]── (\S+)( \(.+\))?$/.exec(line);
+      if (!node) {
+        continue;
+      }
+      const depth = (node[1] ?? "").length / 4;
+      parents.length = depth;
+      const path = `${parents.join("")}${node[2]}`;
+      parents.push(node[2] ?? "");
+      if (node[3]) {
+        routes.push(path);
+      }
+    }
+    expect(routes.length).toBeGreaterThan(30);
+    const outside = routes.filter(
+      (path) =>
+        !path.startsWith("/v1/") &&
+        path !== "/mcp" &&
+        !(DASHBOARD_ROUTES as readonly string[]).includes(path) &&
+        // The dashboard's built files, served as they are.
+        !existsSync(join(DASHBOARD_DIST, path)),
+    );
+    expect(outside).toEqual([]);
   });
 });
 
@@ -500,6 +621,26 @@ describe("Public endpoints", () => {
       (await stack.request("GET", "/v1/health", { headers: { authorization: "Bearer x" } }))
         .statusCode,
     ).toBe(200);
+  });
+
+  it("E2: POST /v1/public/contact ignores a revoked key and a malformed key in Authorization", async () => {
+    const tenant = await stack.startTrial("team");
+    const second = (
+      await stack.request("POST", "/v1/team/api-keys", { key: tenant.key, body: { label: "old" } })
+    ).json();
+    const revoked = await stack.request("DELETE", `/v1/team/api-keys/${second.id}`, {
+      key: tenant.key,
+    });
+    expect(revoked.statusCode).toBe(204);
+    expect((await stack.request("GET", "/v1/me", { key: second.secret })).statusCode).toBe(401);
+    for (const authorization of [`Bearer ${second.secret}`, "Bearer th_live_short!", "Basic ??"]) {
+      const response = await stack.request("POST", "/v1/public/contact", {
+        headers: { authorization },
+        body: { name: "Dana", email: "dana@example.test", message: "Custom tier?" },
+        ip: "192.0.2.51",
+      });
+      expect(response.statusCode, authorization).toBe(202);
+    }
   });
 
   it("limit each client IP per rolling minute", async () => {

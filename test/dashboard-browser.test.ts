@@ -282,6 +282,45 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     await shot("13-overview-after");
   });
 
+  it("removes a member, keeping their keys unless revoking them is chosen, and shows who issued a kept key", async () => {
+    const added = await stack.request("POST", "/v1/team/members", {
+      key: tenant.key,
+      body: { email: "leaver@acme.test", role: "admin" },
+    });
+    expect(added.statusCode).toBe(201);
+    const memberId = added.json().id as string;
+    // A key the member issued (through the keys service, as their own call would).
+    const issued = await stack.keys.http?.inject({
+      method: "POST",
+      url: "/internal/v1/api-keys",
+      headers: {
+        "x-th-internal-token": stack.gatewayConfig.INTERNAL_TOKEN,
+        "x-th-tenant-id": tenant.tenantId,
+        "x-th-member-id": memberId,
+        "x-th-key-id": "key_test",
+      },
+      payload: { label: "leaver's sync" },
+    });
+    const memberKey = issued?.json().secret as string;
+    await go("Team");
+    await page
+      .getByRole("row", { name: /leaver@acme.test/ })
+      .getByRole("button", { name: "Remove" })
+      .click();
+    const revokeBox = page.getByLabel("Also revoke the API keys leaver@acme.test issued");
+    expect(await revokeBox.isChecked()).toBe(false);
+    await shot("10b-team-remove");
+    await page.getByRole("button", { name: "Remove member" }).click();
+    await page.getByRole("row", { name: /leaver@acme.test/ }).waitFor({ state: "detached" });
+    expect((await stack.request("GET", "/v1/me", { key: memberKey })).statusCode).toBe(200);
+    await go("API keys");
+    await page
+      .getByRole("row", { name: /leaver's sync/ })
+      .getByText("(issued by a removed member)")
+      .waitFor();
+    await shot("10c-keys-removed-member");
+  });
+
   it("signs out: the session's cookies are gone and the API refuses the page", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("heading", { name: "Sign in to your dashboard" }).waitFor();

@@ -258,6 +258,58 @@ describe("refresh and sign-out", () => {
     expect(tenant.tenantId).toBeTruthy();
   });
 
+  it("Authentication 3: keys belong to the tenant, not to a user: removing a member keeps the keys they issued, unless revoking them is chosen", async () => {
+    const { client } = await signedIn("team");
+    async function memberWithKey(email: string) {
+      const added = await client.call("POST", "/v1/team/members", {
+        body: { email, role: "admin" },
+      });
+      const link = await client.call("POST", `/v1/team/members/${added.json().id}/password-token`);
+      await stack.request("POST", "/v1/public/password", {
+        ip: nextIp(),
+        body: { token: link.json().token, password: "member passphrase here" },
+      });
+      const member = dashboardClient(stack, nextIp());
+      expect((await member.signIn(email, "member passphrase here")).statusCode).toBe(201);
+      const issued = await member.call("POST", "/v1/team/api-keys", { body: { label: email } });
+      expect(issued.statusCode).toBe(201);
+      return { memberId: added.json().id as string, key: issued.json() };
+    }
+    const kept = await memberWithKey(`kept-${Date.now()}@acme.test`);
+    const removed = await client.call("DELETE", `/v1/team/members/${kept.memberId}`);
+    expect(removed.statusCode).toBe(204);
+    // The key still authenticates, and the listing shows its issuer as a removed member.
+    const stillWorks = await stack.request("GET", "/v1/account", {
+      key: kept.key.secret,
+      ip: nextIp(),
+    });
+    expect(stillWorks.statusCode).toBe(200);
+    const listed = (await client.call("GET", "/v1/team/api-keys")).json().data;
+    expect(listed.find((key: { id: string }) => key.id === kept.key.id)).toMatchObject({
+      member_id: kept.memberId,
+      member_removed: true,
+      revoked: false,
+    });
+
+    // Revoking them is a separate, explicit choice in the removal request.
+    const revoked = await memberWithKey(`revoked-${Date.now()}@acme.test`);
+    const removedWithKeys = await client.call(
+      "DELETE",
+      `/v1/team/members/${revoked.memberId}?revoke_keys=true`,
+    );
+    expect(removedWithKeys.statusCode).toBe(204);
+    const refused = await stack.request("GET", "/v1/account", {
+      key: revoked.key.secret,
+      ip: nextIp(),
+    });
+    expect(refused.statusCode).toBe(401);
+    const after = (await client.call("GET", "/v1/team/api-keys")).json().data;
+    expect(after.find((key: { id: string }) => key.id === revoked.key.id)).toMatchObject({
+      member_removed: true,
+      revoked: true,
+    });
+  });
+
   it("sign-out clears the cookies and refuses the session's tokens everywhere at once", async () => {
     const { client } = await signedIn("team");
     const access = client.jar.get("th_session")?.value as string;

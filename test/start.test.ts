@@ -4,11 +4,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serverUrl } from "@th/db/testing";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
+import { verifySignature } from "@th/webhooks";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -103,6 +105,54 @@ function waitForOutput(pattern: RegExp, timeoutMs: number): Promise<void> {
   });
 }
 
+/** A local receiver on plain HTTP gets the signed deliveries of a manual run of a watchlist. */
+async function expectLoopbackDeliveries(baseUrl: string, key: string) {
+  const received: { body: string; signature: string }[] = [];
+  const receiver = createHttpServer((request, response) => {
+    let body = "";
+    request.setEncoding("utf8");
+    request.on("data", (chunk: string) => {
+      body += chunk;
+    });
+    request.on("end", () => {
+      received.push({ body, signature: String(request.headers["x-flpf-signature"]) });
+      response.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  try {
+    const call = async (path: string, body: unknown) => {
+      const response = await fetch(`${baseUrl}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      expect(response.status, `${path}: ${text}`).toBeLessThan(300);
+      return JSON.parse(text) as Record<string, unknown>;
+    };
+    const watchlist = await call("/v1/watchlists", {
+      name: "local receiver",
+      recipe: { filters: { counties: [23] } },
+    });
+    const port = (receiver.address() as AddressInfo).port;
+    const endpoint = await call(`/v1/watchlists/${watchlist.id}/webhooks`, {
+      url: `http://127.0.0.1:${port}/hooks`,
+      events: ["watchlist.match"],
+    });
+    await call(`/v1/watchlists/${watchlist.id}/run`, {});
+    const deadline = Date.now() + 60_000;
+    while (received.length === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(received.length).toBeGreaterThan(0);
+    const first = received[0] as { body: string; signature: string };
+    expect(verifySignature(first.body, first.signature, [endpoint.secret as string]).ok).toBe(true);
+  } finally {
+    await new Promise((resolve) => receiver.close(resolve));
+  }
+}
+
 describe("npm start", () => {
   it("brings up the broker and all six services, answers /v1/health, and stops on Ctrl-C", async () => {
     const env: NodeJS.ProcessEnv = {
@@ -157,6 +207,11 @@ describe("npm start", () => {
     });
     expect(leads.status).toBe(200);
     expect(((await leads.json()) as { leads: unknown[] }).leads).toHaveLength(3);
+
+    // Webhooks on a developer's machine: a plain-HTTP loopback receiver is subscribed, and a
+    // manual run reaches it with real signed deliveries, no tunnel needed; the run says so.
+    expect(output).toMatch(/plain-HTTP loopback URL .* for local development only/);
+    await expectLoopbackDeliveries(`http://127.0.0.1:${ports.GATEWAY_PORT}`, key as string);
 
     // Ctrl-C: SIGINT to every process of the terminal's foreground group at once. The services
     // hear of it once, from the supervisor, and drain before the broker stops.

@@ -81,6 +81,36 @@ describe("per-tenant concurrency across two dispatcher processes", () => {
   }, 40_000);
 });
 
+describe("Per-tier caps: Team's 10 concurrent webhooks, held across two dispatcher processes", () => {
+  it("a Team tenant never has more than 10 deliveries in flight, and reaches 10", async () => {
+    const a = await stack.spawnDispatcher();
+    const b = await stack.spawnDispatcher();
+    let inFlight = 0;
+    let peak = 0;
+    const slow = await receiverWith(() => {
+      inFlight++;
+      peak = Math.max(peak, inFlight);
+      setTimeout(() => inFlight--, 300);
+      return { status: 200, delayMs: 300 };
+    });
+    await stack.publishTenant("tn_team_ten", "team");
+    const app = await stack.startDispatcher(); // the in-process instance answers the API calls
+    await stack.tenantApplied("tn_team_ten");
+    await stack.subscribe("tn_team_ten", "wl_team_ten", slow.url);
+    await stack.stopDispatcher(app); // only the two child processes deliver
+    await stack.publishMatches(
+      Array.from({ length: 60 }, () => stack.match("tn_team_ten", "wl_team_ten")),
+    );
+    await waitFor(async () => (await states("tn_team_ten")).complete === 60, {
+      timeoutMs: 45_000,
+      what: "the Team tenant's deliveries",
+    });
+    expect(peak).toBe(10);
+    a.kill("SIGTERM");
+    b.kill("SIGTERM");
+  }, 75_000);
+});
+
 describe("lead-view quota", () => {
   it("parks what the quota cannot cover (visible in the log), records views on leadview.recorded, and releases on upgrade", async () => {
     await stack.startDispatcher();

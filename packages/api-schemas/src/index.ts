@@ -6,3 +6,4 @@ export * from "./lead.ts";
 export * from "./recipe.ts";
 export * from "./team.ts";
 export * from "./watchlist.ts";
+export * from "./webhook-event.ts";

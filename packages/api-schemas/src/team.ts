@@ -8,6 +8,11 @@ export const apiKeySchema = z
     label: z.string().describe("Free-text label given when the key was issued"),
     last4: z.string().length(4).describe("Last 4 characters of the key"),
     member_id: z.string().describe("Team member the key was issued for"),
+    member_removed: z
+      .boolean()
+      .describe(
+        "True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked.",
+      ),
     revoked: z.boolean(),
     created_at: z.string().describe("RFC 3339 UTC"),
     age_days: z.number().int().describe("Whole days since the key was issued"),
@@ -38,6 +43,18 @@ export const memberSchema = z
     created_at: z.string(),
   })
   .meta({ id: "Member" });
+
+/** `DELETE /v1/team/members/{member_id}`: revoking the member's keys is a separate, explicit choice. */
+export const removeMemberQuerySchema = z
+  .object({
+    revoke_keys: z
+      .enum(["true", "false"])
+      .default("false")
+      .describe(
+        "true: also revoke every active key this member issued. By default the keys stay active: they belong to the tenant, not to the member.",
+      ),
+  })
+  .strict();
 
 export const addMemberBodySchema = z
   .object({ email: z.email().max(254), role: z.enum(["admin", "member"]).default("member") })

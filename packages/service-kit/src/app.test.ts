@@ -256,8 +256,8 @@ describe("NUL characters", () => {
 });
 
 describe("requests the router or the HTTP parser refuses", () => {
-  it("get 400 invalid_request in the usual shape: a malformed escape, an over-long parameter", async () => {
-    for (const url of ["/things/%FF", "/things/%C3%28", `/things/${"a".repeat(1100)}`]) {
+  it("get 400 invalid_request in the usual shape: a malformed escape", async () => {
+    for (const url of ["/things/%FF", "/things/%C3%28", "/nothing/%C3%28?q=1"]) {
       const response = await app.inject({ method: "GET", url });
       expect(response.statusCode, url).toBe(400);
       expect(Object.keys(response.json()).sort(), url).toEqual(["detail", "error", "request_id"]);
@@ -280,9 +280,12 @@ describe("requests the router or the HTTP parser refuses", () => {
       socket.write("POST /things HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n{}");
     });
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    const requestId = /\r\nx-request-id: (\S+)\r\n/.exec(answer)?.[1];
+    expect(requestId).toBeDefined();
     expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))).toEqual({
       error: "invalid_request",
       detail: "the request is not valid HTTP/1.1",
+      request_id: requestId,
     });
   });
 });

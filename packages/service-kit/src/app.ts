@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { type IncomingMessage, maxHeaderSize, STATUS_CODES } from "node:http";
 import swagger from "@fastify/swagger";
 import type { Logger } from "@th/telemetry";
 import Fastify, {
@@ -16,6 +17,7 @@ import {
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
 import { ApiError, ERROR_STATUS, type ErrorCode, errorBodySchema } from "./errors.ts";
+import { duplicateMember } from "./json-members.ts";
 import { RouteMethods } from "./route-methods.ts";
 
 export type HttpApp = FastifyInstance<
@@ -36,6 +38,15 @@ export interface HttpAppOptions {
   description?: string;
   /** Largest JSON body accepted; larger ones get 413. */
   bodyLimit?: number;
+  /**
+   * Headers for answers written before any route or hook runs (bytes that are not HTTP, a header
+   * block over the size limit, a URL the router cannot read), where nothing is known of the caller.
+   */
+  outsideHeaders?: () => Record<string, string>;
+  /** OpenAPI 3.1 `webhooks`: requests the service sends to its clients. */
+  webhooks?: Record<string, unknown>;
+  /** Headers every response carries, declared on every operation of the OpenAPI document. */
+  documentedHeaders?: Record<string, { description: string; schema: Record<string, unknown> }>;
 }
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -46,13 +57,18 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: "invalid_request",
 };
 
+const BAD_URL = new ApiError("invalid_request", "the URL holds a malformed percent-escape");
+
 const ROUTER_ERRORS: Record<string, ApiError> = {
-  FST_ERR_BAD_URL: new ApiError("invalid_request", "the URL holds a malformed percent-escape"),
+  FST_ERR_BAD_URL: BAD_URL,
   FST_ERR_MAX_PARAM_LENGTH: new ApiError(
     "invalid_request",
     "a path parameter is longer than any this API accepts",
   ),
 };
+
+/** Node's limit on a request's header block, the request line included (16 KiB unless set). */
+const MAX_HEADER_BYTES = maxHeaderSize;
 
 // Request ids need to be unique, not secret: a random prefix per process and a counter cost far
 // less per request than a fresh UUID, and two processes share a prefix with odds of 2^-64.
@@ -70,6 +86,10 @@ function nextRequestId(): string {
  * that answers `{error, detail}` and never leaks a stack trace.
  */
 export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
+  const outsideHeaders = options.outsideHeaders ?? (() => ({}));
+  // Requests whose path holds a malformed percent-escape: routed with the escapes taken literally
+  // so the hooks still run (the key checks, the caller's limit headers), then refused with 400.
+  const badUrls = new WeakSet<IncomingMessage>();
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimit ?? 1_048_576,
@@ -81,31 +101,57 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     },
     // One line per request is written in onResponse below, with the URL scrubbed of keys.
     logController: new LogController({ disableRequestLogging: true }),
-    // Path parameters up to 1 KiB reach their route, whose schema refuses what is too long with
-    // the route's own answer (after authentication, so with the caller's limit headers); past it
-    // the router refuses them itself.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
-    // What the router refuses before any route runs gets the same {error, detail} as the rest.
+    // Every path parameter reaches its route, whose schema refuses what is too long with the
+    // route's own answer (after authentication, so with the caller's limit headers). Node's
+    // header limit (16 KiB, request line included) bounds a URL, and so any parameter, anyway.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_HEADER_BYTES },
+    rewriteUrl: (request) => {
+      const url = request.url ?? "/";
+      if (!url.includes("%")) {
+        return url;
+      }
+      const query = url.indexOf("?");
+      const path = query < 0 ? url : url.slice(0, query);
+      try {
+        decodeURIComponent(path);
+        return url;
+      } catch {
+        badUrls.add(request);
+        return `${path.replaceAll("%", "%25")}${query < 0 ? "" : url.slice(query)}`;
+      }
+    },
+    // What the router still refuses before any route runs gets the same {error, detail} as the
+    // rest, with a request id.
     frameworkErrors: (error, request, reply) => {
       const apiError = ROUTER_ERRORS[error.code] ?? toApiError(error);
       // Typed for some route's schema, which no route's error here has.
       void (reply as unknown as FastifyReply)
         .status(apiError.status)
+        .headers({ ...outsideHeaders(), "x-request-id": request.id })
         .send(apiError.body(request.id));
     },
-    // Bytes that are not HTTP never reach a route; they still get the same shape.
-    clientErrorHandler: (_error, socket) => {
-      if (socket.writable) {
-        const body = JSON.stringify({
-          error: "invalid_request",
-          detail: "the request is not valid HTTP/1.1",
-        });
-        socket.end(
-          `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-        );
-      } else {
+    // Bytes that are not HTTP never reach a route; they still get the same shape, a request id
+    // and the headers every answer carries. A header block over the limit is 431 (RFC 6585).
+    clientErrorHandler: (error: NodeJS.ErrnoException, socket) => {
+      if (!socket.writable) {
         socket.destroy();
+        return;
       }
+      const requestId = nextRequestId();
+      const apiError =
+        error.code === "HPE_HEADER_OVERFLOW"
+          ? new ApiError(
+              "headers_too_large",
+              `the request's header block exceeds ${MAX_HEADER_BYTES} bytes (the request line included)`,
+            )
+          : new ApiError("invalid_request", "the request is not valid HTTP/1.1");
+      const body = JSON.stringify(apiError.body(requestId));
+      const headers = Object.entries({ ...outsideHeaders(), "x-request-id": requestId })
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join("");
+      socket.end(
+        `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}Connection: close\r\n\r\n${body}`,
+      );
     },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
@@ -133,6 +179,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
         version: options.version ?? "1.0.0",
         ...(options.description ? { description: options.description } : {}),
       },
+      ...(options.webhooks ? { webhooks: options.webhooks } : {}),
       components: {
         securitySchemes: {
           bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "th_live_…" },
@@ -140,7 +187,8 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
       },
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) =>
+      withDocumentedHeaders(jsonSchemaTransformObject(input), options.documentedHeaders),
   });
 
   // Callback hooks: these run on every request, and an async hook costs a promise and a
@@ -160,6 +208,36 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
       "request",
     );
     done();
+  });
+
+  // JSON bodies: a member named twice is refused before the parser keeps the last one, so the
+  // service never acts on a value the sender's other reader would not see.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const duplicate = duplicateMember(body as string);
+    if (duplicate) {
+      const path = ["body", ...duplicate].join(".");
+      done(
+        new ApiError(
+          "invalid_request",
+          `invalid body: ${path} is named more than once in its object; send each member once`,
+          { fields: [{ path, message: "duplicate member" }] },
+        ),
+        undefined,
+      );
+      return;
+    }
+    parseJson(request, body as string, done);
+  });
+
+  // After every onRequest hook (the edge's authentication), before the body is read.
+  app.addHook("preParsing", (request, _reply, payload, done) => {
+    if (badUrls.has(request.raw)) {
+      done(BAD_URL, payload);
+      return;
+    }
+    done(null, payload);
   });
 
   // Postgres text cannot hold NUL, so input carrying one is refused as bad input here instead of
@@ -211,6 +289,37 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   });
 
   return app as unknown as HttpApp;
+}
+
+type OpenApiDocument = ReturnType<typeof jsonSchemaTransformObject>;
+
+/**
+ * Declares headers that every response carries on every response of every operation, once under
+ * `components.headers` and by reference from each response.
+ */
+function withDocumentedHeaders(
+  document: OpenApiDocument,
+  headers: HttpAppOptions["documentedHeaders"],
+): OpenApiDocument {
+  if (!headers || !("openapi" in document)) {
+    return document;
+  }
+  document.components = document.components ?? {};
+  const components = document.components as { headers?: Record<string, unknown> };
+  components.headers = { ...components.headers, ...headers };
+  const refs = Object.fromEntries(
+    Object.keys(headers).map((name) => [name, { $ref: `#/components/headers/${name}` }]),
+  );
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations ?? {})) {
+      const responses = (operation as { responses?: Record<string, { headers?: object }> })
+        ?.responses;
+      for (const response of Object.values(responses ?? {})) {
+        response.headers = { ...refs, ...response.headers };
+      }
+    }
+  }
+  return document;
 }
 
 /** Whether a parsed body holds a NUL in any string, key or value, however deep. */

@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   seat_limit_reached: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  headers_too_large: 431,
   rate_limited: 429,
   internal: 500,
   unavailable: 503,

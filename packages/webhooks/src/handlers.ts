@@ -11,8 +11,14 @@ export interface ReceivedDelivery {
 }
 
 export interface ReceiverOptions {
-  /** Current secret first; during a rotation also the previous one. */
+  /** Current secret first; during a rotation's cut-over also the previous one. */
   secrets: readonly string[] | (() => readonly string[]);
+  /**
+   * Set while you rotate (before calling `:rotate` until the new secret is in `secrets`): a
+   * signature that matches none of `secrets` answers 503 instead of 401, so the sender retries
+   * it on its schedule (1 s, 5 s, 30 s, 5 min) instead of dead-lettering it at once.
+   */
+  cuttingOver?: boolean | (() => boolean);
   toleranceSeconds?: number;
   /** Skips deliveries whose webhook id was handled already (answering 200). */
   dedupe?: DedupeStore;
@@ -22,7 +28,7 @@ export interface ReceiverOptions {
 }
 
 export interface VerifyRequestResult {
-  status: 200 | 400 | 401 | 500;
+  status: 200 | 400 | 401 | 500 | 503;
   body: { ok: boolean; error?: string; duplicate?: boolean };
 }
 
@@ -35,7 +41,8 @@ function header(headers: HeaderBag, name: string): string | undefined {
 
 /**
  * The whole receiver decision, framework-free: 400 without a signature header (or a malformed
- * one, or no webhook id), 400 for a stale timestamp, 401 for a bad signature, 200 for a valid
+ * one, or no webhook id), 400 for a stale timestamp, 401 for a bad signature (503 while cutting
+ * over to a rotated secret, so it is retried), 200 for a valid
  * delivery (after `onDelivery`, or at once for a duplicate), 500 when `onDelivery` throws.
  */
 export async function verifyRequest(
@@ -53,8 +60,14 @@ export async function verifyRequest(
     ...(options.now ? { now: options.now() } : {}),
   });
   if (!result.ok) {
-    const status = result.reason === "bad_signature" ? 401 : 400;
-    return { status, body: { ok: false, error: result.reason } };
+    if (result.reason !== "bad_signature") {
+      return { status: 400, body: { ok: false, error: result.reason } };
+    }
+    const cuttingOver =
+      typeof options.cuttingOver === "function" ? options.cuttingOver() : options.cuttingOver;
+    return cuttingOver
+      ? { status: 503, body: { ok: false, error: "unknown_secret_while_cutting_over" } }
+      : { status: 401, body: { ok: false, error: result.reason } };
   }
   const webhookId = header(request.headers, HEADERS.webhookId);
   if (!webhookId) {

@@ -60,16 +60,17 @@ export function signPayload(secret: string, timestamp: number, body: string | Ui
   return (typeof body === "string" ? hmac.update(body, "utf8") : hmac.update(body)).digest("hex");
 }
 
-/** The header a sender writes: one `v1=` per secret still valid (several during a rotation). */
+/**
+ * The header a sender writes, `t=<unix_seconds>,v1=<hex>`: exactly one signature, under the
+ * endpoint's one current secret. (A receiver written from that grammar reads one `v1`; the
+ * receiver, not the sender, holds two secrets while it cuts over.)
+ */
 export function signatureHeader(
   body: string | Uint8Array,
-  secrets: readonly string[],
+  secret: string,
   timestamp: number = Math.floor(Date.now() / 1000),
 ): string {
-  return [
-    `t=${timestamp}`,
-    ...secrets.map((secret) => `v1=${signPayload(secret, timestamp, body)}`),
-  ].join(",");
+  return `t=${timestamp},v1=${signPayload(secret, timestamp, body)}`;
 }
 
 /**

@@ -4,11 +4,13 @@ import Fastify from "fastify";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   createMemoryDedupe,
+  DEFAULT_DEDUPE_TTL_MS,
   expressHandler,
   fastifyHandler,
   nodeHandler,
   type ReceivedDelivery,
   signatureHeader,
+  verifyRequest,
   verifySignature,
 } from "./index.ts";
 
@@ -22,14 +24,20 @@ const body = JSON.stringify({
 const now = () => Math.floor(Date.now() / 1000);
 
 describe("verifySignature", () => {
-  it("accepts a valid signature under any of several secrets (rotation)", () => {
-    const header = signatureHeader(body, [SECRET, OLD]);
-    expect(verifySignature(body, header, [SECRET])).toMatchObject({ ok: true, secretIndex: 0 });
-    expect(verifySignature(body, header, [OLD])).toMatchObject({ ok: true });
-    expect(verifySignature(body, signatureHeader(body, [OLD]), [SECRET, OLD])).toMatchObject({
+  it("accepts a valid signature under any of several secrets (the receiver's rotation cut-over)", () => {
+    expect(verifySignature(body, signatureHeader(body, SECRET), [SECRET, OLD])).toMatchObject({
+      ok: true,
+      secretIndex: 0,
+    });
+    expect(verifySignature(body, signatureHeader(body, OLD), [SECRET, OLD])).toMatchObject({
       ok: true,
       secretIndex: 1,
     });
+    expect(verifySignature(body, signatureHeader(body, OLD), [SECRET]).ok).toBe(false);
+  });
+
+  it("Signature scheme 1: a sender's header is exactly t=<unix_seconds>,v1=<hex>, one v1", () => {
+    expect(signatureHeader(body, SECRET, 1_700_000_000)).toMatch(/^t=1700000000,v1=[0-9a-f]{64}$/);
   });
 
   it("rejects a missing header, a malformed one, a stale timestamp, a wrong secret and changed bytes", () => {
@@ -41,27 +49,27 @@ describe("verifySignature", () => {
       ok: false,
       reason: "malformed_header",
     });
-    expect(verifySignature(body, signatureHeader(body, [SECRET], now() - 301), [SECRET])).toEqual({
+    expect(verifySignature(body, signatureHeader(body, SECRET, now() - 301), [SECRET])).toEqual({
       ok: false,
       reason: "stale_timestamp",
     });
-    expect(verifySignature(body, signatureHeader(body, [SECRET], now() + 301), [SECRET]).ok).toBe(
+    expect(verifySignature(body, signatureHeader(body, SECRET, now() + 301), [SECRET]).ok).toBe(
       false,
     );
-    expect(verifySignature(body, signatureHeader(body, [SECRET], now() - 299), [SECRET]).ok).toBe(
+    expect(verifySignature(body, signatureHeader(body, SECRET, now() - 299), [SECRET]).ok).toBe(
       true,
     );
-    expect(verifySignature(body, signatureHeader(body, ["whsec_other"]), [SECRET])).toEqual({
+    expect(verifySignature(body, signatureHeader(body, "whsec_other"), [SECRET])).toEqual({
       ok: false,
       reason: "bad_signature",
     });
     // Re-serialised JSON is different bytes: the raw body must be used.
     const reserialised = JSON.stringify(JSON.parse(body), null, 1);
-    expect(verifySignature(reserialised, signatureHeader(body, [SECRET]), [SECRET]).ok).toBe(false);
+    expect(verifySignature(reserialised, signatureHeader(body, SECRET), [SECRET]).ok).toBe(false);
   });
 
   it("honours a custom tolerance", () => {
-    const header = signatureHeader(body, [SECRET], now() - 100);
+    const header = signatureHeader(body, SECRET, now() - 100);
     expect(verifySignature(body, header, [SECRET], { toleranceSeconds: 60 }).ok).toBe(false);
   });
 });
@@ -77,7 +85,7 @@ async function post(url: string, headers: Record<string, string>, payload = body
 }
 
 const signed = (id: string, overrides: { t?: number; secret?: string } = {}) => ({
-  "x-flpf-signature": signatureHeader(body, [overrides.secret ?? SECRET], overrides.t ?? now()),
+  "x-flpf-signature": signatureHeader(body, overrides.secret ?? SECRET, overrides.t ?? now()),
   "x-flpf-webhook-id": id,
   "x-flpf-event-type": "watchlist.match",
 });
@@ -162,6 +170,52 @@ describe.each([
     const again = await post(url, signed("wh_1"));
     expect(again).toEqual({ status: 200, body: { ok: true, duplicate: true } });
     expect(handled).toEqual(["wh_1"]);
+  });
+});
+
+describe("Signature scheme 6: the receiver's cut-over to a rotated secret", () => {
+  it("accepts old and new while both are configured, and answers 503 (retried) rather than 401 while cutting over", async () => {
+    const NEW = "whsec_rotated_secret_for_tests_0123456789abcdef";
+    let secrets = [OLD];
+    let cuttingOver = true;
+    const handled: string[] = [];
+    const options = {
+      secrets: () => secrets,
+      cuttingOver: () => cuttingOver,
+      onDelivery: (delivery: ReceivedDelivery) => void handled.push(delivery.webhookId),
+    };
+    const request = (id: string, secret: string) => ({
+      headers: {
+        "x-flpf-signature": signatureHeader(body, secret),
+        "x-flpf-webhook-id": id,
+      },
+      rawBody: body,
+    });
+    // Rotated, the receiver not yet holding the new secret: retryable, not a dead letter.
+    expect((await verifyRequest(request("wh_a", NEW), options)).status).toBe(503);
+    secrets = [NEW, OLD];
+    expect((await verifyRequest(request("wh_a", NEW), options)).status).toBe(200);
+    expect((await verifyRequest(request("wh_b", OLD), options)).status).toBe(200);
+    secrets = [NEW];
+    cuttingOver = false;
+    expect((await verifyRequest(request("wh_c", OLD), options)).status).toBe(401);
+    expect(handled).toEqual(["wh_a", "wh_b"]);
+  });
+});
+
+describe("Delivery and retry contract: a receiver keeps seen delivery ids for the retry window plus the 30-day hold", () => {
+  it("remembers an id by default past 36 minutes + 30 days (and a replay's own retries), and forgets it later", async () => {
+    let clock = 0;
+    const dedupe = createMemoryDedupe({ now: () => clock });
+    await dedupe.add("wh_1");
+    const minute = 60_000;
+    const day = 1_440 * minute;
+    // Dead-lettered at 35 min 36 s, replayed on the hold's last day, retried for 35 min 36 s more.
+    clock = 30 * day + 72 * minute;
+    expect(await dedupe.has("wh_1")).toBe(true);
+    expect(DEFAULT_DEDUPE_TTL_MS).toBeGreaterThanOrEqual(30 * day + 72 * minute);
+    clock = DEFAULT_DEDUPE_TTL_MS + 1;
+    expect(await dedupe.has("wh_1")).toBe(false);
   });
 });
 

@@ -9,6 +9,7 @@ import { type Config, pepperOf } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
 import { registerEdge } from "./edge/authenticate.ts";
 import { createEdgeStore, EDGE_REDIS_OPTIONS } from "./edge/edge-store.ts";
+import { LIMIT_HEADER_DOCS, tenantlessHeaders } from "./edge/limit-headers.ts";
 import { createMetering } from "./edge/metering.ts";
 import { registerSessions } from "./edge/sessions.ts";
 import { registerAccountRoutes } from "./routes/account.ts";
@@ -24,6 +25,7 @@ import { registerPublicRoutes } from "./routes/public.ts";
 import { registerTeamRoutes } from "./routes/team.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerWatchlistRoutes } from "./routes/watchlists.ts";
+import { webhookDocument } from "./routes/webhook-document.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 
 export const API_VERSION = "1.0.0";
@@ -35,11 +37,16 @@ export interface GatewayOptions {
 /** Builds the gateway without listening, so tests can `inject` requests. */
 export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOptions = {}) {
   const { config } = deps;
+  const now = options.now ?? (() => Date.now());
   const http = await createHttpApp({
     logger: deps.logger,
     title: "Terminal House API",
     version: API_VERSION,
     description: "Florida property parcels as leads: REST, webhooks and MCP.",
+    // An answer written before the edge could read the request knows no tenant and no window.
+    outsideHeaders: () => tenantlessHeaders(now()),
+    documentedHeaders: LIMIT_HEADER_DOCS,
+    webhooks: webhookDocument(),
   });
   // Key requests that arrive together share one script call; on a connection of its own with
   // auto-pipelining, the other edge calls of requests that arrive together leave in one write
@@ -68,7 +75,6 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   const parcelsUpstream = upstreamOf(config.PARCELS_URL);
   const matcherUpstream = upstreamOf(config.MATCHER_URL);
   const meter = createLeadViewMeter(deps.redis, { loadUsage: ledgerUsageLoader(ledgerUpstream) });
-  const now = options.now ?? (() => Date.now());
   const leadViewsRecorded = deps.metrics?.counter(
     "th_lead_views_recorded_total",
     "Lead-views consumed and recorded, by surface",

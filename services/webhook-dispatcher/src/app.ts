@@ -46,7 +46,6 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
   const secrets = createSecretStore({
     pool,
     box: createSecretBox(config.SECRET_KEYS),
-    overlapSeconds: config.SECRET_ROTATION_OVERLAP_SECONDS,
     now,
   });
   const sender = createSender({

@@ -42,8 +42,6 @@ export const configSchema = defineConfig(
             ),
         { message: "must be comma-separated id:key pairs with 32-byte keys" },
       ),
-    /** How long the previous secret keeps signing after a rotation (both `v1=` are sent). */
-    SECRET_ROTATION_OVERLAP_SECONDS: vars.positiveInt(86_400),
     /**
      * Development only: allows `http://` endpoint URLs and loopback addresses (never other private
      * ranges). Refused when NODE_ENV is production.

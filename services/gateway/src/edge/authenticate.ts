@@ -1,5 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
-import { containsKeyLikeString, isWellFormedApiKey, KEY_LIKE } from "@th/api-keys";
+import { Readable } from "node:stream";
+import { isWellFormedApiKey, KEY_LIKE } from "@th/api-keys";
 import {
   billingPeriodAt,
   cheapestTierWith,
@@ -12,7 +13,9 @@ import type { TenantChanged, Tier } from "@th/contracts";
 import { ApiError, type HttpApp } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { KeysClient } from "../clients/keys-client.ts";
+import { bodyHoldsKey } from "./body-keys.ts";
 import type { Authorization, EdgeStore, RateWindow } from "./edge-store.ts";
+import { noQuotaHeaders, noWindowHeaders } from "./limit-headers.ts";
 import { wholeNumberText } from "./number-text.ts";
 
 /** What a route tells the edge about itself. */
@@ -371,16 +374,34 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     }
   }
 
-  // A body of a type no route reads is still searched for a key before it is refused: a key
-  // sent form-encoded has leaked as much as one sent as JSON, and the caller must hear so. No
-  // route reads text either, so Fastify's own text/plain parser goes: such a body is 415 like
-  // any other type, not a 400 saying it is no object.
-  app.removeContentTypeParser("text/plain");
-  app.addContentTypeParser("*", { parseAs: "string" }, (request, body, done) => {
-    if (isEdgePath(request.url) && KEY_LIKE.test(body as string)) {
-      refuse(request, KEY_IN_BODY).catch((error: Error) => done(error, undefined));
+  // Every body that reaches the edge, on every method, is searched for a key as raw text before
+  // any parser reads it: a member named twice cannot hide a key behind the one JSON keeps, and a
+  // body no route reads (a GET's, a form's) has leaked the key as much as any. A request without
+  // a body (most reads) passes without a promise.
+  const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576;
+  app.addHook("preParsing", (request, _reply, payload, done) => {
+    if (!hasBody(request) || !passesEdge(request)) {
+      done(null, payload);
       return;
     }
+    readBody(payload, bodyLimit).then(
+      (bytes) => {
+        if (bodyHoldsKey(bytes.toString("latin1"))) {
+          refuse(request, KEY_IN_BODY).catch((error: Error) => done(error, payload));
+          return;
+        }
+        const replay = Readable.from([bytes]) as Readable & { receivedEncodedLength: number };
+        replay.receivedEncodedLength = bytes.length;
+        done(null, replay);
+      },
+      (error: Error) => done(error, payload),
+    );
+  });
+
+  // No route reads text, so Fastify's own text/plain parser goes: such a body is 415 like any
+  // other type no route reads (after the search above), not a 400 saying it is no object.
+  app.removeContentTypeParser("text/plain");
+  app.addContentTypeParser("*", { parseAs: "string" }, (request, _body, done) => {
     done(
       new ApiError(
         "unsupported_media_type",
@@ -388,19 +409,6 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       ),
       undefined,
     );
-  });
-
-  // A request without a body (most reads) passes without a promise.
-  app.addHook("preValidation", (request, _reply, done) => {
-    if (
-      request.body === undefined ||
-      !isEdgePath(request.url) ||
-      !containsKeyLikeString(request.body)
-    ) {
-      done();
-      return;
-    }
-    refuse(request, KEY_IN_BODY).catch((error: Error) => done(error));
   });
 
   // Most answers know every figure already (the authorization read the lead-view counter), so
@@ -417,20 +425,19 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       );
       return;
     }
-    if (edge) {
-      reply.headers(headersOf(edge));
-    }
+    reply.headers(headersOf(edge));
     done(null, payload);
   });
 
   /**
    * The six headers of a request: the rolling minute, and for a known tenant the month's
-   * lead-views. Routes that write the raw response themselves (MCP) call it just before.
+   * lead-views; where there is no window or no tenant, the values that say so (limit-headers.ts).
+   * Routes that write the raw response themselves (MCP) call it just before.
    */
   async function limitHeaders(request: FastifyRequest): Promise<Record<string, string>> {
     const edge = request.edge;
     if (!edge) {
-      return {};
+      return headersOf(undefined);
     }
     const quota = edge.quota;
     if (quota && edge.tenancy && quota.remaining === undefined) {
@@ -450,23 +457,31 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
     return headersOf(edge);
   }
 
-  function headersOf(edge: EdgeContext): Record<string, string> {
-    const headers: Record<string, string> = {};
-    const window = edge.window;
-    if (window) {
-      headers["x-ratelimit-limit"] = wholeNumberText(window.limit);
-      headers["x-ratelimit-remaining"] = wholeNumberText(window.remaining);
-      headers["x-ratelimit-reset"] = wholeNumberText(Math.ceil(window.resetAtMs / 1000));
+  /** Every response carries all six, tenant or not (the spec's "every response"). */
+  function headersOf(edge: EdgeContext | undefined): Record<string, string> {
+    const window = edge?.window;
+    const quota = edge?.quota;
+    if (window && quota && edge.tenancy) {
+      return {
+        "x-ratelimit-limit": wholeNumberText(window.limit),
+        "x-ratelimit-remaining": wholeNumberText(window.remaining),
+        "x-ratelimit-reset": wholeNumberText(Math.ceil(window.resetAtMs / 1000)),
+        "x-quota-lead-views-limit": wholeNumberText(quota.limit),
+        "x-quota-lead-views-remaining": wholeNumberText(
+          Math.max(0, quota.remaining ?? quota.limit),
+        ),
+        "x-quota-resets": periods.iso(quota.resetsAt),
+      };
     }
-    const quota = edge.quota;
-    if (quota && edge.tenancy) {
-      headers["x-quota-lead-views-limit"] = wholeNumberText(quota.limit);
-      headers["x-quota-lead-views-remaining"] = wholeNumberText(
-        Math.max(0, quota.remaining ?? quota.limit),
-      );
-      headers["x-quota-resets"] = periods.iso(quota.resetsAt);
-    }
-    return headers;
+    const at = now();
+    const headers = window
+      ? {
+          "x-ratelimit-limit": wholeNumberText(window.limit),
+          "x-ratelimit-remaining": wholeNumberText(window.remaining),
+          "x-ratelimit-reset": wholeNumberText(Math.ceil(window.resetAtMs / 1000)),
+        }
+      : noWindowHeaders(at);
+    return { ...headers, ...noQuotaHeaders(at) };
   }
   app.decorateRequest("limitHeaders", function limitHeadersOfRequest(this: FastifyRequest) {
     return limitHeaders(this);
@@ -510,6 +525,33 @@ function billingPeriods() {
       return text;
     },
   };
+}
+
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers["content-length"];
+  return (
+    (length !== undefined && length !== "0") || request.headers["transfer-encoding"] !== undefined
+  );
+}
+
+/** The whole body, refused with 413 past the limit the parsers would apply. */
+function readBody(stream: NodeJS.ReadableStream, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    stream.on("data", (chunk: Buffer) => {
+      length += chunk.length;
+      if (length > limit) {
+        stream.removeAllListeners("data");
+        stream.resume();
+        reject(new ApiError("payload_too_large", `the body exceeds ${limit} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    stream.on("end", () => resolve(Buffer.concat(chunks, length)));
+    stream.on("error", reject);
+  });
 }
 
 /** `/v1/...` and the MCP endpoint pass the edge; probes and anything else do not exist there. */

@@ -36,8 +36,9 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
 code{font-size:.9em}</style></head>
 <body><h1>${escapeHtml(document.info.title)} <small>${escapeHtml(document.info.version)}</small></h1>
 <p>Send your API key as <code>Authorization: Bearer th_live_…</code>. Never put a key in a URL, query string or body: such requests are refused with 401.
-Every response to an authenticated request carries <code>X-RateLimit-Limit</code>, <code>X-RateLimit-Remaining</code>, <code>X-RateLimit-Reset</code>,
-<code>X-Quota-Lead-Views-Limit</code>, <code>X-Quota-Lead-Views-Remaining</code> and <code>X-Quota-Resets</code>.
+Every response carries <code>X-RateLimit-Limit</code>, <code>X-RateLimit-Remaining</code>, <code>X-RateLimit-Reset</code>,
+<code>X-Quota-Lead-Views-Limit</code>, <code>X-Quota-Lead-Views-Remaining</code> and <code>X-Quota-Resets</code>; where no tenant or no
+per-minute window applies (a 401, a public endpoint, a request refused before it was read) a figure with nothing to measure is 0 and a time is the current one.
 The machine-readable document is <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1).</p>
 <table><thead><tr><th>Method</th><th>Path</th><th>What it does</th><th>Auth</th></tr></thead><tbody>
 ${rows}

@@ -5,6 +5,7 @@ import {
   issueApiKeyBodySchema,
   issuedApiKeySchema,
   memberSchema,
+  removeMemberQuerySchema,
 } from "@th/api-schemas";
 import { errorResponses, type HttpApp } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -207,8 +208,10 @@ export function registerTeamRoutes(
         tags,
         security,
         operationId: "removeMember",
-        summary: "Remove a member; their keys are revoked and their dashboard sessions end",
+        summary:
+          "Remove a member; their dashboard sessions end. The keys they issued belong to the tenant and keep working unless revoke_keys=true",
         params: z.object({ member_id: z.string().min(1).max(64) }),
+        querystring: removeMemberQuerySchema,
         response: {
           204: z.null().describe("No content"),
           ...errorResponses(
@@ -226,7 +229,7 @@ export function registerTeamRoutes(
       removeThenRefuse(
         request,
         reply,
-        `/internal/v1/members/${encodeURIComponent(request.params.member_id)}`,
+        `/internal/v1/members/${encodeURIComponent(request.params.member_id)}?revoke_keys=${request.query.revoke_keys}`,
         // Their dashboard sessions end too.
         () => deps.store.endMemberSessions(request.params.member_id, deps.sessionSeconds),
       ),

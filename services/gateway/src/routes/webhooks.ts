@@ -43,7 +43,7 @@ const rotatedEndpointSchema = createdEndpointSchema
     previous_secret_expires_at: z
       .string()
       .describe(
-        "Until this instant deliveries carry a v1= signature under the old secret as well as the new one",
+        "When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md)",
       ),
   })
   .meta({ id: "RotatedWebhookEndpoint" });

@@ -110,13 +110,15 @@ export function tenantChangedEvent(row: TenantRow, now: Date): TenantChanged {
   };
 }
 
-function keyView(row: KeyRow, now: Date) {
+/** A key as its tenant's admins see it; `memberRemovedAt` is when its issuer left the team. */
+function keyView(row: KeyRow, now: Date, memberRemovedAt: Date | null = null) {
   const ageDays = Math.floor((now.getTime() - row.created_at.getTime()) / DAY_MS);
   return {
     id: row.id,
     label: row.label,
     last4: row.last4,
     member_id: row.member_id,
+    member_removed: memberRemovedAt !== null,
     revoked: row.revoked_at !== null,
     created_at: row.created_at.toISOString(),
     age_days: ageDays,
@@ -371,12 +373,14 @@ export function createAccounts(deps: AccountsDeps) {
 
     async listKeys(caller: Caller) {
       await requireAdmin(pool, caller);
-      const { rows } = await pool.query<KeyRow>(
-        "SELECT * FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id",
+      const { rows } = await pool.query<KeyRow & { member_removed_at: Date | null }>(
+        `SELECT k.*, m.removed_at AS member_removed_at
+           FROM api_keys k JOIN members m ON m.id = k.member_id
+          WHERE k.tenant_id = $1 ORDER BY k.created_at, k.id`,
         [caller.tenantId],
       );
       const at = now();
-      return rows.map((row) => keyView(row, at));
+      return rows.map((row) => keyView(row, at, row.member_removed_at));
     },
 
     async issueKey(caller: Caller, label: string) {
@@ -477,8 +481,16 @@ export function createAccounts(deps: AccountsDeps) {
       });
     },
 
-    /** Removes a member and revokes their keys; the last admin cannot be removed. */
-    async removeMember(caller: Caller, memberId: string): Promise<{ revokedKeyHashes: string[] }> {
+    /**
+     * Removes a member; the last admin cannot be removed. Keys belong to the tenant, not to a
+     * user, so the keys the member issued keep working unless `revokeKeys` asks, as a separate
+     * choice, to revoke them too.
+     */
+    async removeMember(
+      caller: Caller,
+      memberId: string,
+      options: { revokeKeys: boolean },
+    ): Promise<{ revokedKeyHashes: string[] }> {
       return inTransaction(pool, async (client) => {
         await requireAdmin(client, caller);
         const { rows } = await client.query<{ role: string }>(
@@ -498,6 +510,9 @@ export function createAccounts(deps: AccountsDeps) {
           }
         }
         await client.query("UPDATE members SET removed_at = now() WHERE id = $1", [memberId]);
+        if (!options.revokeKeys) {
+          return { revokedKeyHashes: [] };
+        }
         const keys = await client.query<KeyRow>(
           "SELECT * FROM api_keys WHERE member_id = $1 AND revoked_at IS NULL FOR UPDATE",
           [memberId],

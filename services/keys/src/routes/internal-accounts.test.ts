@@ -170,6 +170,7 @@ describe("API keys", () => {
         "label",
         "last4",
         "member_id",
+        "member_removed",
         "revoked",
         "rotation_due",
         "secret",
@@ -291,7 +292,7 @@ describe("members and seats", () => {
     ).toBe(409);
   });
 
-  it("removing a member frees the seat and revokes the member's keys; the last admin stays", async () => {
+  it("removing a member frees the seat and keeps the keys they issued (keys belong to the tenant) unless revoke_keys=true; the last admin stays", async () => {
     const team = (await startTrial("team")).json();
     const admin = as({ tenantId: team.tenant.id, memberId: team.member.id });
     const member = (
@@ -306,8 +307,30 @@ describe("members and seats", () => {
       )
     ).json();
     const removed = await call("DELETE", `/internal/v1/members/${member.id}`, admin);
-    expect(removed.json().key_hashes).toEqual([
-      hashApiKey(memberKey.secret, pepperOf(harness.config)),
+    expect(removed.json().key_hashes).toEqual([]);
+    const listed = (await call("GET", "/internal/v1/api-keys", admin)).json().data;
+    expect(listed.find((key: { id: string }) => key.id === memberKey.id)).toMatchObject({
+      member_removed: true,
+      revoked: false,
+    });
+    const second = (
+      await call("POST", "/internal/v1/members", admin, { email: "y@acme.test", role: "admin" })
+    ).json();
+    const secondKey = (
+      await call(
+        "POST",
+        "/internal/v1/api-keys",
+        as({ tenantId: team.tenant.id, memberId: second.id }),
+        { label: "y" },
+      )
+    ).json();
+    const revoking = await call(
+      "DELETE",
+      `/internal/v1/members/${second.id}?revoke_keys=true`,
+      admin,
+    );
+    expect(revoking.json().key_hashes).toEqual([
+      hashApiKey(secondKey.secret, pepperOf(harness.config)),
     ]);
     const last = await call("DELETE", `/internal/v1/members/${team.member.id}`, admin);
     expect(last.statusCode).toBe(409);

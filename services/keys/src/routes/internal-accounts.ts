@@ -10,6 +10,7 @@ import {
   issuedApiKeySchema,
   memberSchema,
   passwordTokenSchema,
+  removeMemberQuerySchema,
   sessionMemberSchema,
   setPasswordBodySchema,
   signInBodySchema,
@@ -167,11 +168,18 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
     {
       schema: {
         params: memberIdParams,
+        querystring: removeMemberQuerySchema,
         response: { 200: revokedSchema, ...errorResponses("forbidden", "not_found", "conflict") },
       },
     },
     async (request) => {
-      const result = await accounts.removeMember(internalCaller(request), request.params.member_id);
+      const result = await accounts.removeMember(
+        internalCaller(request),
+        request.params.member_id,
+        {
+          revokeKeys: request.query.revoke_keys === "true",
+        },
+      );
       return { key_hashes: result.revokedKeyHashes };
     },
   );

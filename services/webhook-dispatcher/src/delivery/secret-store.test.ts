@@ -47,7 +47,6 @@ async function endpointWithSecret() {
   const store = createSecretStore({
     pool: counting,
     box: createSecretBox(`k1:${randomBytes(32).toString("base64")}`),
-    overlapSeconds: 60,
     now: () => Date.now(),
   });
   const endpointId = `ep_${randomBytes(6).toString("hex")}`;
@@ -65,11 +64,11 @@ describe("signing secrets", () => {
     const { store, endpointId, secret } = await endpointWithSecret();
     reads = 0;
     const answers = await Promise.all(
-      Array.from({ length: 20 }, () => store.signingSecrets(endpointId)),
+      Array.from({ length: 20 }, () => store.signingSecret(endpointId)),
     );
     expect(reads).toBe(1);
     for (const answer of answers) {
-      expect(answer).toEqual([secret]);
+      expect(answer).toBe(secret);
     }
   });
 
@@ -80,14 +79,13 @@ describe("signing secrets", () => {
       release = resolve;
     });
     // Read before the rotation, answered after it.
-    const during = store.signingSecrets(endpointId);
+    const during = store.signingSecret(endpointId);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const rotated = await inTransaction(db.pool, (client) =>
-      store.rotate(client, endpointId, { hard: false }),
-    );
+    const rotated = await inTransaction(db.pool, (client) => store.rotate(client, endpointId));
     holdAnswers = undefined;
     release();
-    expect(await during).toEqual([secret]);
-    expect(await store.signingSecrets(endpointId)).toEqual([rotated.secret, secret]);
+    expect(await during).toBe(secret);
+    // The rotation retired the old secret at once: the new one alone signs.
+    expect(await store.signingSecret(endpointId)).toBe(rotated.secret);
   });
 });

@@ -4,20 +4,17 @@ import { generateSecret, type SecretBox } from "../domain/secrets.ts";
 const CACHE_MS = 1_000;
 
 /**
- * Endpoint secrets: sealed at rest, opened for signing. A secret signs until its `retires_at`;
- * a rotation gives the previous ones a retirement `overlapSeconds` ahead, so both sign meanwhile.
- * Signing secrets are cached for a second per process.
+ * Endpoint secrets: sealed at rest, opened for signing. Exactly one secret signs, the newest: a
+ * rotation retires the previous ones at once, so every delivery carries exactly one `v1=` (the
+ * spec's `t=<unix_seconds>,v1=<hex>`, which a receiver written from it reads as one signature).
+ * The receiver, not the sender, holds both secrets during its cut-over. Retired rows stay for the
+ * record. The signing secret is cached for a second per process.
  */
-export function createSecretStore(options: {
-  pool: Pool;
-  box: SecretBox;
-  overlapSeconds: number;
-  now: () => number;
-}) {
-  const cache = new Map<string, { secrets: string[]; until: number }>();
+export function createSecretStore(options: { pool: Pool; box: SecretBox; now: () => number }) {
+  const cache = new Map<string, { secret: string; until: number }>();
   // Every attempt of a busy endpoint misses at once when its entry expires; they share one read
   // (and one decryption) instead of each querying.
-  const loading = new Map<string, Promise<string[]>>();
+  const loading = new Map<string, Promise<string>>();
 
   async function insert(client: Pool | PoolClient, endpointId: string): Promise<string> {
     const secret = generateSecret();
@@ -35,16 +32,22 @@ export function createSecretStore(options: {
     loading.delete(endpointId);
   }
 
-  async function load(endpointId: string, now: number): Promise<string[]> {
+  async function load(endpointId: string, now: number): Promise<string> {
     const { rows } = await options.pool.query<{ key_id: string; nonce: Buffer; sealed: Buffer }>(
       `SELECT key_id, nonce, sealed FROM endpoint_secrets
         WHERE endpoint_id = $1 AND (retires_at IS NULL OR retires_at > $2)
-        ORDER BY id DESC`,
+        ORDER BY id DESC LIMIT 1`,
       [endpointId, new Date(now)],
     );
-    return rows.map((row) =>
-      options.box.open(endpointId, { keyId: row.key_id, nonce: row.nonce, sealed: row.sealed }),
-    );
+    const row = rows[0];
+    if (!row) {
+      throw new Error(`endpoint ${endpointId} has no signing secret`);
+    }
+    return options.box.open(endpointId, {
+      keyId: row.key_id,
+      nonce: row.nonce,
+      sealed: row.sealed,
+    });
   }
 
   return {
@@ -52,15 +55,14 @@ export function createSecretStore(options: {
     create: insert,
 
     /**
-     * A new secret; the ones signing now retire after the overlap (`hard`: at once, for a
-     * suspected compromise). Returns the secret and when the previous ones stop signing.
+     * A new secret; the one signing now retires at once, on request and after a suspected
+     * compromise alike. Returns the secret and the moment the previous one stopped signing.
      */
     async rotate(
       client: PoolClient,
       endpointId: string,
-      mode: { hard: boolean },
     ): Promise<{ secret: string; previousRetiresAt: Date }> {
-      const retiresAt = new Date(options.now() + (mode.hard ? 0 : options.overlapSeconds * 1000));
+      const retiresAt = new Date(options.now());
       await client.query(
         `UPDATE endpoint_secrets SET retires_at = $2
           WHERE endpoint_id = $1 AND (retires_at IS NULL OR retires_at > $2)`,
@@ -71,12 +73,12 @@ export function createSecretStore(options: {
       return { secret, previousRetiresAt: retiresAt };
     },
 
-    /** Secrets that sign now, newest first. */
-    async signingSecrets(endpointId: string): Promise<string[]> {
+    /** The one secret that signs now. */
+    async signingSecret(endpointId: string): Promise<string> {
       const now = options.now();
       const hit = cache.get(endpointId);
       if (hit && hit.until > now) {
-        return hit.secrets;
+        return hit.secret;
       }
       const pending = loading.get(endpointId);
       if (pending) {
@@ -85,12 +87,12 @@ export function createSecretStore(options: {
       const loaded = load(endpointId, now);
       loading.set(endpointId, loaded);
       try {
-        const secrets = await loaded;
+        const secret = await loaded;
         // A rotation while this read ran forgot it: its answer may predate the new secret.
         if (loading.get(endpointId) === loaded) {
-          cache.set(endpointId, { secrets, until: now + CACHE_MS });
+          cache.set(endpointId, { secret, until: now + CACHE_MS });
         }
-        return secrets;
+        return secret;
       } finally {
         if (loading.get(endpointId) === loaded) {
           loading.delete(endpointId);

@@ -724,12 +724,12 @@ export function createWorker(options: WorkerOptions) {
           "th.tenant_id": row.tenant_id,
         },
         async (span) => {
-          const secrets = await options.secrets.signingSecrets(row.endpoint_id);
+          const secret = await options.secrets.signingSecret(row.endpoint_id);
           const attemptNo = row.attempts + 1;
           const startedAt = new Date(options.now());
           const signature = signatureHeader(
             row.body,
-            secrets,
+            secret,
             Math.floor(startedAt.getTime() / 1000),
           );
           const trace = traceContextOf();

@@ -238,9 +238,7 @@ export function createEndpointService(deps: {
 
     async rotate(tenantId: string, watchlistId: string, endpointId: string) {
       const endpoint = await endpointOf(tenantId, watchlistId, endpointId);
-      const rotated = await inTransaction((client) =>
-        deps.secrets.rotate(client, endpointId, { hard: false }),
-      );
+      const rotated = await inTransaction((client) => deps.secrets.rotate(client, endpointId));
       // A read between the rotation and its commit still saw the old secrets; drop what it kept.
       deps.secrets.forget(endpointId);
       return {
@@ -276,7 +274,7 @@ export function createEndpointService(deps: {
             [row.id, revokedAt],
           );
           if ((again.rowCount ?? 0) === 0) {
-            await deps.secrets.rotate(client, row.id, { hard: true });
+            await deps.secrets.rotate(client, row.id);
           }
         });
         // A read between the rotation and its commit still saw the compromised secret.

@@ -2,10 +2,16 @@ import type { MatchFound } from "@th/contracts";
 
 export const EVENT_TYPE = "watchlist.match";
 
+/** What an unknown mailing state is in the payload: the spec types it a string. */
+export const UNKNOWN_MAILING_STATE = "";
+/** What an equity the roll cannot support is in the payload: the spec types it a number. */
+export const UNESTIMATED_EQUITY = 0;
+
 /**
  * The `watchlist.match` body. Serialised once when the delivery is created and stored as text, so
  * every attempt and replay sends the same bytes. `event_id` is the match id: one event, delivered
- * to each subscribed endpoint under its own webhook id.
+ * to each subscribed endpoint under its own webhook id. The match event allows null where the
+ * roll gives nothing; the payload keeps the spec's types (docs/webhooks.md, "Payload types").
  */
 export function webhookBody(match: MatchFound): string {
   return JSON.stringify({
@@ -19,10 +25,13 @@ export function webhookBody(match: MatchFound): string {
       address: match.match.address,
       score: match.match.score,
       signals_fired: match.match.signals_fired,
-      owner: { name: match.match.owner.name, mailing_state: match.match.owner.mailing_state },
+      owner: {
+        name: match.match.owner.name,
+        mailing_state: match.match.owner.mailing_state ?? UNKNOWN_MAILING_STATE,
+      },
       valuation: {
         just_value: match.match.valuation.just_value,
-        est_equity: match.match.valuation.est_equity,
+        est_equity: match.match.valuation.est_equity ?? UNESTIMATED_EQUITY,
       },
       observed_at: match.match.observed_at,
     },

@@ -20,6 +20,7 @@ interface ApiKey {
   label: string;
   last4: string;
   member_id: string;
+  member_removed: boolean;
   revoked: boolean;
   created_at: string;
   age_days: number;
@@ -94,6 +95,9 @@ export function KeysPage(props: { session: Session }) {
                         {key.label}
                         {key.member_id === props.session.member.id ? (
                           <span className="muted small"> (yours)</span>
+                        ) : null}
+                        {key.member_removed ? (
+                          <span className="muted small"> (issued by a removed member)</span>
                         ) : null}
                         {reminder ? (
                           <p className="reminder" role="note">

@@ -29,6 +29,8 @@ export function TeamPage(props: { session: Session }) {
   const [email, setEmail] = useState("");
   const [role, setRole] = useState<"member" | "admin">("member");
   const [link, setLink] = useState<{ email: string; url: string; purpose: string } | null>(null);
+  const [removing, setRemoving] = useState<Member | null>(null);
+  const [revokeKeys, setRevokeKeys] = useState(false);
   const { error, setError, attempt } = useAttempt();
 
   async function linkFor(member: { id: string; email: string }) {
@@ -114,6 +116,44 @@ export function TeamPage(props: { session: Session }) {
               ) : null}
             </Card>
           ) : null}
+          {removing ? (
+            <Card title={`Remove ${removing.email}`}>
+              <form
+                onSubmit={async (event) => {
+                  event.preventDefault();
+                  await attempt(async () => {
+                    await api(
+                      "DELETE",
+                      `/v1/team/members/${removing.id}?revoke_keys=${revokeKeys ? "true" : "false"}`,
+                    );
+                    setRemoving(null);
+                    await members.reload();
+                  });
+                }}
+              >
+                <p>
+                  They lose access to the dashboard at once. The API keys they issued belong to the
+                  account, not to them, and keep working unless you revoke them.
+                </p>
+                <label className="checkbox">
+                  <input
+                    type="checkbox"
+                    checked={revokeKeys}
+                    onChange={(event) => setRevokeKeys(event.target.checked)}
+                  />{" "}
+                  Also revoke the API keys {removing.email} issued
+                </label>
+                <div className="inline-form">
+                  <button type="submit" className="button danger">
+                    Remove member
+                  </button>
+                  <button type="button" className="button" onClick={() => setRemoving(null)}>
+                    Cancel
+                  </button>
+                </div>
+              </form>
+            </Card>
+          ) : null}
           <Card title="Members">
             {!members.data ? (
               <Loading />
@@ -143,18 +183,9 @@ export function TeamPage(props: { session: Session }) {
                             <button
                               type="button"
                               className="button danger"
-                              onClick={async () => {
-                                if (
-                                  !window.confirm(`Remove ${member.email}? Their keys are revoked.`)
-                                ) {
-                                  return;
-                                }
-                                try {
-                                  await api("DELETE", `/v1/team/members/${member.id}`);
-                                  await members.reload();
-                                } catch (failure) {
-                                  setError(failure);
-                                }
+                              onClick={() => {
+                                setRevokeKeys(false);
+                                setRemoving(member);
                               }}
                             >
                               Remove
