@@ -13,10 +13,17 @@ describe("ioredis command allocation", () => {
   const redis = new Redis({ lazyConnect: true });
   afterAll(() => redis.disconnect());
 
+  // Judged over many commands: a young collection or V8's allocation-site feedback may place the
+  // odd one elsewhere on a loaded machine, while a pretenured function literal is never young.
+  const SAMPLES = 50;
+  const youngShare = (make: () => unknown) =>
+    Array.from({ length: SAMPLES }, make).filter(inYoungGeneration).length / SAMPLES;
+
   it("allocates a command's reject function young, so a settled command is not promoted", () => {
-    const command = new Command("get", ["th:key:absent"]);
-    expect(inYoungGeneration(command)).toBe(true);
-    expect(inYoungGeneration(command.reject)).toBe(true);
+    expect(youngShare(() => new Command("get", ["th:key:absent"]))).toBeGreaterThanOrEqual(0.8);
+    expect(youngShare(() => new Command("get", ["th:key:absent"]).reject)).toBeGreaterThanOrEqual(
+      0.8,
+    );
   });
 
   it("allocates a script command's reject function young when it is written", () => {
@@ -28,8 +35,11 @@ describe("ioredis command allocation", () => {
     if (!script) {
       throw new Error("the script was not defined");
     }
-    const command = new script.Command("evalsha", ["0", 0]);
-    command.toWritable({} as never);
-    expect(inYoungGeneration(command.reject)).toBe(true);
+    const rejectOfWritten = () => {
+      const command = new script.Command("evalsha", ["0", 0]);
+      command.toWritable({} as never);
+      return command.reject;
+    };
+    expect(youngShare(rejectOfWritten)).toBeGreaterThanOrEqual(0.8);
   });
 });
