@@ -18,7 +18,7 @@
  */
 import { createReadStream } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Bus } from "@th/bus";
@@ -61,8 +61,9 @@ const STATEWIDE_ROWS = 10_500_000;
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 
 /** Parse-only baseline: read, split CSV and type every row, nothing stored. */
-async function parseOnly(file: string): Promise<{ seconds: number; rows: number }> {
+async function parseOnly(file: string): Promise<{ seconds: number; rows: number; cpuMs: number }> {
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   const csv = new CsvReader();
   let reader: NalRowReader | undefined;
   let count = 0;
@@ -92,7 +93,12 @@ async function parseOnly(file: string): Promise<{ seconds: number; rows: number 
   const tail: CsvRecord[] = [];
   csv.end(tail);
   handle(tail);
-  return { seconds: (performance.now() - started) / 1000, rows: count };
+  const cpu = process.cpuUsage(cpuBefore);
+  return {
+    seconds: (performance.now() - started) / 1000,
+    rows: count,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+  };
 }
 
 /**
@@ -156,7 +162,18 @@ const sampler = setInterval(() => {
   peakRss = Math.max(peakRss, process.memoryUsage().rss);
 }, 100);
 
+/**
+ * The machine the figures were measured on: CPU model, cores and how busy it was. CPU per row
+ * moves with the CPU model and with the load of other work on the same cores (shared caches,
+ * frequency), so figures compare across runs only beside this line.
+ */
+function machineLine(): string {
+  const [one, five] = loadavg();
+  return `machine: ${cpus()[0]?.model.trim() ?? "unknown CPU"}, ${cpus().length} cores, load average ${one?.toFixed(1)} (1 min) ${five?.toFixed(1)} (5 min)`;
+}
+
 try {
+  console.info(machineLine());
   console.info(`generating ${rows.toLocaleString("en-US")} rows…`);
   await writeNalFile(file, { rows, seed: 42, countyNo: 23 });
   const size = (await stat(file)).size;
@@ -217,6 +234,13 @@ try {
   console.info(`first ingest stages (wall time of each, overlapping): ${stages(first)}`);
   console.info(`re-ingest stages (wall time of each, overlapping): ${stages(again)}`);
   console.info(cpuPerRow);
+  // The parse-only pass runs code every version of the ingest shares: its CPU per row tracks the
+  // machine, so the ingest's CPU per row over it compares across machines and busy hours.
+  const parseUs = (baseline.cpuMs * 1000) / baseline.rows;
+  console.info(
+    `CPU per row of the parse-only pass: ${parseUs.toFixed(1)} µs; the first ingest's process uses ${((processMs * 1000) / first.read / parseUs).toFixed(2)}x that`,
+  );
+  console.info(machineLine());
   console.info("");
   console.info(
     `memory: rss after parse ${mb(rssAfterParse)}, after first ingest ${mb(rssAfterFirst)}, peak ${mb(peakRss)} for a ${mb(size)} file`,
