@@ -162,7 +162,10 @@ async function severalCounties(
       const database = new URL(store.url).pathname.slice(1);
       const printed: string[] = [];
       const info = console.info;
+      const write = process.stderr.write;
       console.info = (...args: unknown[]) => printed.push(args.join(" "));
+      // The command's progress lines, not this bench's output.
+      process.stderr.write = () => true;
       const cpuBefore = process.cpuUsage();
       const brokerBefore = cpuMsOf(broker.pid);
       const postgres = postgresCpuSampler(database);
@@ -177,6 +180,7 @@ async function severalCounties(
         });
       } finally {
         console.info = info;
+        process.stderr.write = write;
       }
       const seconds = (performance.now() - started) / 1000;
       const postgresMs = postgres.stop();
