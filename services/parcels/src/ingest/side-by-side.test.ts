@@ -122,6 +122,15 @@ afterEach(() => {
 });
 
 describe("npm run ingest: a statewide first load on worker threads", () => {
+  it("refuses a worker count that is not a whole number of at least 1, before connecting", async () => {
+    const errors = capturedConsole("error");
+    const code = await main(["--workers", "0", join(dir, "NAL16F202509.csv")], {
+      KAFKA_BROKERS: "127.0.0.1:1",
+    });
+    expect(code).toBe(2);
+    expect(errors[0]).toBe("--workers takes a whole number of at least 1, not 0");
+  });
+
   it("loads county files side by side into the same store, publishing the same parcels, as one after another", async () => {
     // Three counties, one of them with a second roll that loads after its first (same lane).
     const files = [
