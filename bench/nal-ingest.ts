@@ -4,13 +4,19 @@
  * five minutes on two cores, i.e. at least 35,000 rows/s end to end.
  *
  *   node bench/nal-ingest.ts [--rows 300000] [--batch 2000] [--keep-indexes] [--counties 3]
+ *                            [--workers 1,2]
  *
  * --keep-indexes maintains the secondary indexes row by row during the first ingest instead of
  * building them after it, for comparison. --counties N also loads N county files of --rows rows
- * each into a fresh empty store as `npm run ingest` does a statewide roll (each county's parcels
- * taken for new, indexes built once after the last file), the figure a statewide first load is
- * projected from; `--rows 700000 --counties 15` loads a statewide roll's 10.5M rows (about 12
- * minutes with the files' generation, and about 25 GB of disk for files, store and topic).
+ * each into a fresh empty store by running the ingest command (`npm run ingest -- --workers W`)
+ * once for each W of --workers: each county's parcels taken for new, indexes built once after the
+ * last file, the files side by side on W worker threads; the figure a statewide first load is
+ * projected from. `--rows 700000 --counties 15 --workers 2` loads a statewide roll's 10.5M rows
+ * (about 25 GB of disk for files, store and topic).
+ *
+ * The first lines name the machine: CPU model, cores and load average. CPU per row depends on
+ * both, so the parse-only pass's CPU per row is printed too, as the reference a figure from
+ * another machine or a busier hour is compared with.
  *
  * Uses the local Postgres (DATABASE_URL) in a throwaway database and a dev broker in its own
  * process with its log in a throwaway directory, so the memory figures are the ingest's alone
@@ -18,7 +24,7 @@
  */
 import { createReadStream } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Bus } from "@th/bus";
@@ -26,7 +32,6 @@ import { contracts } from "@th/contracts";
 import { createTestDatabase } from "../packages/db/src/testing.ts";
 import { createLogger } from "../packages/telemetry/src/index.ts";
 import { migrations } from "../services/parcels/src/db/migrations.ts";
-import { ensureSecondaryIndexes } from "../services/parcels/src/db/parcel-store.ts";
 import { CsvReader, type CsvRecord, fieldValues } from "../services/parcels/src/domain/csv.ts";
 import { mapHeader } from "../services/parcels/src/domain/header.ts";
 import {
@@ -36,6 +41,7 @@ import {
   NAL_REQUIRED_COLUMNS,
 } from "../services/parcels/src/domain/nal-layout.ts";
 import { NalRowReader } from "../services/parcels/src/domain/nal-row.ts";
+import { main as ingestCommand } from "../services/parcels/src/ingest/cli.ts";
 import {
   GENERATOR_COUNTIES,
   nalFileName,
@@ -51,18 +57,21 @@ const { values } = parseArgs({
     batch: { type: "string", default: "2000" },
     "keep-indexes": { type: "boolean", default: false },
     counties: { type: "string", default: "1" },
+    workers: { type: "string", default: "1,2" },
   },
 });
 const rows = Number(values.rows);
 const batchSize = Number(values.batch);
 const counties = Number(values.counties);
+const workerCounts = values.workers.split(",").map(Number);
 const STATEWIDE_ROWS = 10_500_000;
 
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 
 /** Parse-only baseline: read, split CSV and type every row, nothing stored. */
-async function parseOnly(file: string): Promise<{ seconds: number; rows: number }> {
+async function parseOnly(file: string): Promise<{ seconds: number; rows: number; cpuMs: number }> {
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   const csv = new CsvReader();
   let reader: NalRowReader | undefined;
   let count = 0;
@@ -92,17 +101,50 @@ async function parseOnly(file: string): Promise<{ seconds: number; rows: number 
   const tail: CsvRecord[] = [];
   csv.end(tail);
   handle(tail);
-  return { seconds: (performance.now() - started) / 1000, rows: count };
+  const cpu = process.cpuUsage(cpuBefore);
+  return {
+    seconds: (performance.now() - started) / 1000,
+    rows: count,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+  };
 }
 
 /**
- * `counties` files of `rows` rows into a fresh empty store, as `npm run ingest` loads several
- * rolls: without the secondary indexes, built once after the last file. Returns rows/s overall.
+ * CPU milliseconds of a database's Postgres backends, read every quarter second so a backend's
+ * time is kept when its pool closes before the last reading (up to the last quarter second of
+ * each is lost, so it is a floor).
+ */
+function postgresCpuSampler(database: string): { stop(): number } {
+  const before = postgresCpuMsOf(database);
+  const latest = new Map(before);
+  const read = () => {
+    for (const [pid, ms] of postgresCpuMsOf(database)) {
+      latest.set(pid, ms);
+    }
+  };
+  const timer = setInterval(read, 250);
+  return {
+    stop() {
+      clearInterval(timer);
+      read();
+      let total = 0;
+      for (const [pid, ms] of latest) {
+        total += ms - (before.get(pid) ?? 0);
+      }
+      return total;
+    },
+  };
+}
+
+/**
+ * `counties` files of `rows` rows into a fresh empty store, run by the ingest command itself
+ * (`npm run ingest -- --workers N <files>`) once per worker count: SDF-free, each county's
+ * parcels taken for new, indexes built once after the last file. With more than one worker the
+ * county files load side by side on worker threads. Returns rows/s overall of each count.
  */
 async function severalCounties(
-  publish: Publish,
   line: (label: string, rate: number, seconds: number) => string,
-): Promise<number> {
+): Promise<Map<number, number>> {
   // The generator's detailed counties first, then any other DOR county (all 67 can be asked for).
   const detailed = GENERATOR_COUNTIES.map((county) => county.no);
   const others = Object.keys(COUNTY_NAMES)
@@ -113,35 +155,62 @@ async function severalCounties(
   for (const [index, countyNo] of numbers.entries()) {
     await writeNalFile(files[index] as string, { rows, seed: 43 + index, countyNo });
   }
-  const store = await createTestDatabase([migrations]);
-  try {
-    const started = performance.now();
-    let read = 0;
-    const perFile: string[] = [];
-    for (const file of files) {
-      const summary = await ingestFile({ pool: store.pool, publish }, file, {
-        batchSize,
-        rejectsPath: null,
-        indexesBuiltByCaller: true,
-        takeForNew: true,
-      });
-      read += summary.read;
-      perFile.push(Math.round(summary.read / summary.seconds).toLocaleString("en-US"));
+  const rates = new Map<number, number>();
+  for (const count of workerCounts) {
+    const store = await createTestDatabase([migrations]);
+    try {
+      const database = new URL(store.url).pathname.slice(1);
+      const printed: string[] = [];
+      const info = console.info;
+      const write = process.stderr.write;
+      console.info = (...args: unknown[]) => printed.push(args.join(" "));
+      // The command's progress lines, not this bench's output.
+      process.stderr.write = () => true;
+      const cpuBefore = process.cpuUsage();
+      const brokerBefore = cpuMsOf(broker.pid);
+      const postgres = postgresCpuSampler(database);
+      peakRss = 0;
+      const started = performance.now();
+      let code: number;
+      try {
+        code = await ingestCommand(["--no-rejects", "--workers", String(count), ...files], {
+          DATABASE_URL: store.url,
+          KAFKA_BROKERS: brokerAddress,
+          INGEST_BATCH_SIZE: String(batchSize),
+        });
+      } finally {
+        console.info = info;
+        process.stderr.write = write;
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const postgresMs = postgres.stop();
+      const cpu = process.cpuUsage(cpuBefore);
+      const brokerMs = cpuMsOf(broker.pid) - brokerBefore;
+      if (code !== 0) {
+        throw new Error(`the ingest command failed (${code}): ${printed.join("\n")}`);
+      }
+      const read = rows * files.length;
+      const rate = read / seconds;
+      rates.set(count, rate);
+      const perRow = (ms: number) => `${((ms * 1000) / read).toFixed(1)} µs`;
+      const speedUp = rates.has(1)
+        ? `, ${(rate / (rates.get(1) as number)).toFixed(2)}x one worker`
+        : "";
+      console.info(
+        line(
+          `${files.length} counties, ${count} worker${count > 1 ? "s" : ""} (${read} rows)`,
+          rate,
+          seconds,
+        ),
+      );
+      console.info(
+        `  CPU per row: this process ${perRow((cpu.user + cpu.system) / 1000)}, Postgres ${perRow(postgresMs)}, broker ${perRow(brokerMs)}; peak RSS ${mb(peakRss)}${speedUp}; ${printed.find((item) => item.startsWith("indexes built")) ?? "no index build"}`,
+      );
+    } finally {
+      await store.drop();
     }
-    const indexStarted = performance.now();
-    await ensureSecondaryIndexes(store.pool);
-    const seconds = (performance.now() - started) / 1000;
-    const rate = read / seconds;
-    console.info(
-      line(`${files.length} counties into an empty store (${read} rows)`, rate, seconds),
-    );
-    console.info(
-      `  rows/s of each file: ${perFile.join(", ")}; indexes built once after the last in ${((performance.now() - indexStarted) / 1000).toFixed(1)} s`,
-    );
-    return rate;
-  } finally {
-    await store.drop();
   }
+  return rates;
 }
 
 const dir = await mkdtemp(join(tmpdir(), "nal-bench-"));
@@ -156,7 +225,18 @@ const sampler = setInterval(() => {
   peakRss = Math.max(peakRss, process.memoryUsage().rss);
 }, 100);
 
+/**
+ * The machine the figures were measured on: CPU model, cores and how busy it was. CPU per row
+ * moves with the CPU model and with the load of other work on the same cores (shared caches,
+ * frequency), so figures compare across runs only beside this line.
+ */
+function machineLine(): string {
+  const [one, five] = loadavg();
+  return `machine: ${cpus()[0]?.model.trim() ?? "unknown CPU"}, ${cpus().length} cores, load average ${one?.toFixed(1)} (1 min) ${five?.toFixed(1)} (5 min)`;
+}
+
 try {
+  console.info(machineLine());
   console.info(`generating ${rows.toLocaleString("en-US")} rows…`);
   await writeNalFile(file, { rows, seed: 42, countyNo: 23 });
   const size = (await stat(file)).size;
@@ -217,13 +297,21 @@ try {
   console.info(`first ingest stages (wall time of each, overlapping): ${stages(first)}`);
   console.info(`re-ingest stages (wall time of each, overlapping): ${stages(again)}`);
   console.info(cpuPerRow);
+  // The parse-only pass runs code every version of the ingest shares: its CPU per row tracks the
+  // machine, so the ingest's CPU per row over it compares across machines and busy hours.
+  const parseUs = (baseline.cpuMs * 1000) / baseline.rows;
+  console.info(
+    `CPU per row of the parse-only pass: ${parseUs.toFixed(1)} µs; the first ingest's process uses ${((processMs * 1000) / first.read / parseUs).toFixed(2)}x that`,
+  );
+  console.info(machineLine());
   console.info("");
   console.info(
     `memory: rss after parse ${mb(rssAfterParse)}, after first ingest ${mb(rssAfterFirst)}, peak ${mb(peakRss)} for a ${mb(size)} file`,
   );
   let runRate: number | undefined;
   if (counties > 1) {
-    runRate = await severalCounties(publish, line);
+    const rates = await severalCounties(line);
+    runRate = Math.max(...rates.values());
   }
   console.info(
     `target: >= 35,000 rows/s end to end: ${firstRate >= 35_000 ? "met" : "NOT met"} (first ingest)${runRate === undefined ? "" : `; ${runRate >= 35_000 ? "met" : "NOT met"} (${Math.min(counties, Object.keys(COUNTY_NAMES).length)} counties)`}`,

@@ -4,25 +4,24 @@
  * enrich the rolls of the same run. Progress on stderr; a summary per file and in total.
  */
 import { access, constants } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import { Bus, MissingTopicsError } from "@th/bus";
 import { ConfigError, kafkaConnection } from "@th/config";
-import { contracts } from "@th/contracts";
-import { createPool, migrate } from "@th/db";
+import { migrate } from "@th/db";
 import { createLogger } from "@th/telemetry";
 import { readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
 import { ensureSecondaryIndexes, storeContents } from "../db/parcel-store.ts";
+import { countyLanes } from "../domain/county-lanes.ts";
 import { parseRollFileName } from "../domain/nal-layout.ts";
-import {
-  type IngestProgress,
-  type IngestSummary,
-  ingestFile,
-  type Publish,
-} from "./ingest-file.ts";
+import { openIngestConnections } from "./ingest-connections.ts";
+import { type IngestProgress, type IngestSummary, ingestFile } from "./ingest-file.ts";
+import { loadSideBySide } from "./side-by-side.ts";
 
-const usage = "usage: npm run ingest -- [--stage P|F] [--no-rejects] <NAL..csv | SDF..csv>...";
+const usage =
+  "usage: npm run ingest -- [--stage P|F] [--no-rejects] [--workers N] <NAL..csv | SDF..csv>...";
 
 function formatDuration(seconds: number): string {
   if (!Number.isFinite(seconds)) {
@@ -33,7 +32,10 @@ function formatDuration(seconds: number): string {
 }
 
 /** A one-line progress bar redrawn in place when stderr is a terminal, else a line every few seconds. */
-export function progressReporter(label: string, stream = process.stderr) {
+export function progressReporter(
+  label: string,
+  stream: Pick<NodeJS.WriteStream, "isTTY" | "write"> = process.stderr,
+) {
   const started = performance.now();
   let lastDraw = 0;
   return (progress: IngestProgress, final = false) => {
@@ -77,6 +79,7 @@ function parseIngestArgs(argv: string[]) {
     options: {
       stage: { type: "string" },
       "no-rejects": { type: "boolean", default: false },
+      workers: { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
@@ -112,6 +115,13 @@ export async function main(
     return 2;
   }
   const stage = stageFlag === undefined ? undefined : stageFlag === "P" ? "preliminary" : "final";
+  // County files of a statewide first load go in side by side, one worker thread per core.
+  const workers = Number(values.workers ?? availableParallelism());
+  if (!Number.isInteger(workers) || workers < 1) {
+    console.error(`--workers takes a whole number of at least 1, not ${values.workers}`);
+    console.error(usage);
+    return 2;
+  }
   // Both checks come before any connection: a typo or a stopped broker is one clear line, not a
   // minute of client retries.
   const problems = await unreadable(positionals);
@@ -141,13 +151,12 @@ export async function main(
     return 1;
   }
   await migrate(config.DATABASE_URL, migrations);
-  // The ingest lock, the store, two lookups and the watermark, none waiting for another.
-  const pool = createPool({ url: config.DATABASE_URL, schema: migrations.schema, max: 5 });
+  // One trial connection told a bad setting already; this one is the ingest's own.
+  await bus.close();
+  let connections: Awaited<ReturnType<typeof openIngestConnections>>;
   try {
-    await bus.requireTopics([contracts.parcelIngested]);
+    connections = await openIngestConnections(config, logger, "parcels-ingest");
   } catch (error) {
-    await bus.close();
-    await pool.end();
     if (error instanceof MissingTopicsError) {
       console.error(error.message);
       console.error("nothing was ingested");
@@ -155,7 +164,7 @@ export async function main(
     }
     throw error;
   }
-  const publish: Publish = (records) => bus.publishEncoded(records);
+  const { pool, publish } = connections;
   // Sales first, so the rolls of the same run see them.
   const files = [...positionals].sort(
     (a, b) =>
@@ -170,8 +179,23 @@ export async function main(
   // In such a run, the store holds no parcel of a county until its first file is loaded.
   const loadedCounties = new Set<number>();
   let failed = false;
+  const sideBySide = indexesAtEnd && workers > 1 && countyLanes(rolls).length > 1 ? rolls : [];
+  const loaded = (summary: IngestSummary) => {
+    console.info(summaryLine(summary));
+    if (summary.rejectsPath) {
+      console.info(`  rejects report: ${summary.rejectsPath}`);
+    }
+    if (summary.unloadable) {
+      // A run that loaded nothing of a file must not look like a success to a script.
+      failed = true;
+      console.error(`${basename(summary.file)}: nothing loaded: ${summary.unloadable}`);
+    }
+    for (const key of Object.keys(totals) as (keyof typeof totals)[]) {
+      totals[key] += summary[key];
+    }
+  };
   try {
-    for (const file of files) {
+    for (const file of files.filter((item) => !sideBySide.includes(item))) {
       const report = progressReporter(basename(file));
       const named = parseRollFileName(basename(file));
       const countyNo = named?.kind === "NAL" ? named.countyNo : undefined;
@@ -188,22 +212,37 @@ export async function main(
           loadedCounties.add(countyNo);
         }
         report({ rowsRead: summary.read, bytesRead: 1, totalBytes: 1 }, true);
-        console.info(summaryLine(summary));
-        if (summary.rejectsPath) {
-          console.info(`  rejects report: ${summary.rejectsPath}`);
-        }
-        if (summary.unloadable) {
-          // A run that loaded nothing of a file must not look like a success to a script.
-          failed = true;
-          console.error(`${basename(file)}: nothing loaded: ${summary.unloadable}`);
-        }
-        for (const key of Object.keys(totals) as (keyof typeof totals)[]) {
-          totals[key] += summary[key];
-        }
+        loaded(summary);
       } catch (error) {
         failed = true;
         console.error(`${basename(file)}: ${(error as Error).message}`);
       }
+    }
+    if (sideBySide.length > 0) {
+      // Bars of files loading at once would overwrite each other: a line every few seconds each.
+      const lines = { isTTY: false, write: (text: string) => process.stderr.write(text) };
+      const reporters = new Map(
+        sideBySide.map((file) => [file, progressReporter(basename(file), lines)]),
+      );
+      const allLoaded = await loadSideBySide(
+        connections,
+        {
+          lanes: countyLanes(sideBySide),
+          workers,
+          ...(env ? { env } : {}),
+          rejects: !values["no-rejects"],
+          ...(stage ? { rollStage: stage } : {}),
+        },
+        {
+          progress: (file, progress) => reporters.get(file)?.(progress),
+          loaded,
+          failed(file, message) {
+            failed = true;
+            console.error(`${basename(file)}: ${message}`);
+          },
+        },
+      );
+      failed ||= !allLoaded;
     }
   } finally {
     if (indexesAtEnd) {
@@ -218,8 +257,7 @@ export async function main(
       });
       console.info(`indexes built in ${((performance.now() - started) / 1000).toFixed(1)}s`);
     }
-    await bus.close();
-    await pool.end();
+    await connections.close();
   }
   if (files.length > 1) {
     console.info(

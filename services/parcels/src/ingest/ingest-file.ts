@@ -98,6 +98,14 @@ export interface IngestOptions {
    * lookup and the upsert.
    */
   takeForNew?: boolean;
+  /**
+   * The caller holds the ingest lock for a run that loads several files side by side (each
+   * county's files in one lane, into a store that was empty when the run began): this ingest
+   * takes no lock and runs no recovery publish, and leaves the watermark to the caller, which
+   * moves it past `storedThrough` of every file once all of them are on the topic. Files loaded
+   * side by side commit their change_seq values interleaved, so no one of them may move it.
+   */
+  lockHeldByCaller?: boolean;
 }
 
 export interface IngestSummary {
@@ -119,6 +127,8 @@ export interface IngestSummary {
    */
   unloadable: string | null;
   published: number;
+  /** The highest change_seq this ingest stored; 0 when it stored nothing. */
+  storedThrough: number;
   seconds: number;
   /** The trace of the ingest span every published record carries; null when tracing is off. */
   traceId: string | null;
@@ -231,15 +241,18 @@ export async function ingestFile(
   options: IngestOptions = {},
 ): Promise<IngestSummary> {
   return inSpan(`ingest ${basename(file)}`, { "parcels.file": basename(file) }, async (span) => {
-    const summary = await withIngestLock(deps.pool, async () => {
-      // A previous run may have died during a first load (indexes dropped) or after storing
-      // changes it had not published yet.
-      if (!options.indexesBuiltByCaller) {
-        await ensureSecondaryIndexes(deps.pool);
-      }
-      await publishPending(deps.pool, deps.publish);
-      return ingestLocked(deps, file, options);
-    });
+    // A caller holding the lock has run the recovery and builds the indexes for the whole run.
+    const summary = options.lockHeldByCaller
+      ? await ingestLocked(deps, file, options)
+      : await withIngestLock(deps.pool, async () => {
+          // A previous run may have died during a first load (indexes dropped) or after storing
+          // changes it had not published yet.
+          if (!options.indexesBuiltByCaller) {
+            await ensureSecondaryIndexes(deps.pool);
+          }
+          await publishPending(deps.pool, deps.publish);
+          return ingestLocked(deps, file, options);
+        });
     span.setAttributes({
       "parcels.rows_read": summary.read,
       "parcels.rows_new": summary.new,
@@ -268,7 +281,7 @@ async function ingestLocked(
   );
   const totalBytes = (await stat(file)).size;
   const sourceFileId = `${basename(file)}:${totalBytes}`;
-  const counts = { read: 0, new: 0, changed: 0, unchanged: 0, published: 0 };
+  const counts = { read: 0, new: 0, changed: 0, unchanged: 0, published: 0, storedThrough: 0 };
   const stageMs = { read: 0, diff: 0, store: 0, publish: 0, index: 0, waitStore: 0 };
   const timed = async <T>(stage: keyof typeof stageMs, work: () => Promise<T>): Promise<T> => {
     const begin = performance.now();
@@ -444,8 +457,11 @@ async function ingestLocked(
       // The records go out as stored.
       const records = batch.records();
       const through = maxSeq;
+      counts.storedThrough = Math.max(counts.storedThrough, through);
       publishing = deps.publish(records).then(async () => {
-        await advanceWatermark(deps.pool, through);
+        if (!options.lockHeldByCaller) {
+          await advanceWatermark(deps.pool, through);
+        }
         counts.published += records.values.length;
       });
       publishing.catch(() => {});
@@ -609,6 +625,7 @@ async function ingestLocked(
     rejectsPath: report.count > 0 ? report.path : null,
     unloadable: headerSeen ? unloadable : "the file is empty",
     published: counts.published,
+    storedThrough: counts.storedThrough,
     stageMs,
     seconds: (performance.now() - started) / 1000,
   };
