@@ -2,6 +2,7 @@
 // database, Redis prefix and dev broker; everything comes from the environment.
 import { Bus } from "@th/bus";
 import { createPool } from "@th/db";
+import { unavailableStore } from "@th/service-kit";
 import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { createLogger } from "@th/telemetry";
 import { buildApp } from "@th/webhook-dispatcher/app";
@@ -11,12 +12,19 @@ import { Redis } from "ioredis";
 const config = readConfig(process.env);
 const logger = createLogger({ service: "dispatcher-child", level: "fatal" });
 const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });
-const pool = createPool({ url: config.DATABASE_URL, schema: "dispatcher", max: 20 });
+// A name of its own, so an outage test can terminate this process's backends and no one else's.
+const pool = createPool({
+  url: config.DATABASE_URL,
+  schema: "dispatcher",
+  max: 20,
+  applicationName: `dispatcher-child-${process.pid}`,
+});
 const bus = new Bus({
   brokers: config.KAFKA_BROKERS,
   clientId: `child-${process.pid}`,
   logger,
   consumerTimings: TEST_CONSUMER_TIMINGS,
+  isUnavailable: (error) => unavailableStore(error) !== undefined,
 });
 const app = await buildApp(
   { config, logger, pool, redis, bus },

@@ -43,7 +43,16 @@ export interface BusOptions {
   };
   /** Retries of a failed request before it fails; defaults to 8 (about a minute of back-off). */
   retries?: number;
+  /**
+   * Whether a handler's error means a store it needs is unreachable (an outage, not a bad
+   * record): such a record is retried with back-off (at most 5 s apart) for as long as the
+   * outage lasts, and those attempts never count toward parking it.
+   */
+  isUnavailable?: (error: unknown) => boolean;
 }
+
+/** Longest wait between two tries of a record whose store is unreachable. */
+const OUTAGE_BACKOFF_CAP_MS = 5_000;
 
 export interface PublishedRecord<T> {
   value: T;
@@ -561,6 +570,25 @@ export class Bus {
       resumeTimers.add(timer);
     };
 
+    /** Per attempt key: how many tries in a row met an unreachable store. */
+    const outageTries = new Map<string, number>();
+    /** Redelivers after a store outage, with back-off; the record's attempts stay as they were. */
+    const waitOutOutage = (
+      topic: string,
+      partition: number,
+      offset: string,
+      attemptKey: string,
+      error: unknown,
+    ) => {
+      const tries = (outageTries.get(attemptKey) ?? 0) + 1;
+      outageTries.set(attemptKey, tries);
+      logger.warn(
+        { err: error, topic, partition, offset, tries },
+        "a store the handler needs is unreachable; will retry",
+      );
+      pauseAndRedeliver(topic, partition, offset, backoffMs(tries, 200, OUTAGE_BACKOFF_CAP_MS));
+    };
+
     /**
      * The per-record path: each record's handler in its own span, thrown errors retried on that
      * record, then parked. False when the partition was paused for a retry or the batch went
@@ -600,6 +628,9 @@ export class Bus {
         } catch (error) {
           if (error instanceof PoisonRecordError) {
             outcome = { kind: "park", reason: error.message };
+          } else if (this.#options.isUnavailable?.(error)) {
+            waitOutOutage(batch.topic, batch.partition, message.offset, attemptKey, error);
+            return false;
           } else if (attempt >= maxAttempts) {
             outcome = {
               kind: "park",
@@ -635,6 +666,7 @@ export class Bus {
           );
         }
         attempts.delete(attemptKey);
+        outageTries.delete(attemptKey);
         resolveOffset(message.offset);
         progress.advance(batch.topic, batch.partition, BigInt(message.offset) + 1n);
         await heartbeat();
@@ -747,6 +779,10 @@ export class Bus {
             },
           );
         } catch (error) {
+          if (this.#options.isUnavailable?.(error)) {
+            waitOutOutage(batch.topic, batch.partition, first.offset, attemptKey, error);
+            return;
+          }
           if (attempt < maxAttempts) {
             attempts.set(attemptKey, attempt);
             logger.warn(
@@ -792,6 +828,7 @@ export class Bus {
         await this.#park(batch.topic, batch.partition, toPark, options.group, logger);
       }
       attempts.delete(attemptKey);
+      outageTries.delete(attemptKey);
       resolveOffset(last.offset);
       progress.advance(batch.topic, batch.partition, BigInt(last.offset) + 1n);
       await heartbeat();
@@ -836,16 +873,51 @@ export class Bus {
       }
     };
 
-    await consumer.run({
+    const runConfig = {
       eachBatchAutoResolve: false,
       autoCommit: true,
       partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
       eachBatch,
+    };
+    // kafkajs restarts a crashed consumer only when the error was one it knows to be passing;
+    // any other (a handler's or the bus's own error escaping a batch) leaves the consumer
+    // stopped for good, out of its group, while the process looks healthy. It rejoins here,
+    // with back-off, until it runs again or is stopped.
+    let stopped = false;
+    let rejoinTimer: NodeJS.Timeout | undefined;
+    const rejoin = (attempt: number) => {
+      rejoinTimer = setTimeout(
+        async () => {
+          if (stopped) {
+            return;
+          }
+          try {
+            await consumer.connect();
+            await consumer.run(runConfig);
+            logger.info({ attempt }, "consumer rejoined its group");
+          } catch (error) {
+            logger.warn({ err: error, attempt }, "consumer could not rejoin; trying again");
+            rejoin(attempt + 1);
+          }
+        },
+        backoffMs(attempt, 500, 10_000),
+      );
+    };
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (payload.restart || stopped) {
+        return;
+      }
+      logger.error({ err: payload.error }, "consumer crashed; rejoining its group");
+      clearTimeout(rejoinTimer);
+      rejoin(1);
     });
+    await consumer.run(runConfig);
     this.#consumers.add(consumer);
     this.#groups.set(consumer, { group: options.group, topics: [...byTopic.keys()] });
     return {
       stop: async () => {
+        stopped = true;
+        clearTimeout(rejoinTimer);
         for (const timer of resumeTimers) {
           clearTimeout(timer);
         }

@@ -15,7 +15,14 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
-import { ApiError, ERROR_STATUS, type ErrorCode, errorBodySchema } from "./errors.ts";
+import {
+  ApiError,
+  ERROR_STATUS,
+  type ErrorCode,
+  errorBodySchema,
+  unavailableError,
+  unavailableStore,
+} from "./errors.ts";
 import { RouteMethods } from "./route-methods.ts";
 
 export type HttpApp = FastifyInstance<
@@ -189,7 +196,9 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const apiError = toApiError(error);
-    if (apiError.status >= 500) {
+    if (apiError.status === 503) {
+      request.log.warn({ err: error }, "request refused: a store is unavailable");
+    } else if (apiError.status >= 500) {
       request.log.error({ err: error }, "request failed");
     }
     void reply.status(apiError.status).headers(apiError.headers).send(apiError.body(request.id));
@@ -265,6 +274,10 @@ export function toApiError(error: unknown): ApiError {
   }
   if (fastifyError.statusCode === 404) {
     return new ApiError("not_found", "not found");
+  }
+  const store = unavailableStore(error);
+  if (store) {
+    return unavailableError(store);
   }
   return new ApiError("internal", "something went wrong on our side; the request id identifies it");
 }

@@ -6,6 +6,7 @@ import {
   requireInternalToken,
   type ServiceApp,
   type ServiceDeps,
+  unavailableStore,
 } from "@th/service-kit";
 import {
   ledgerUsageLoader,
@@ -76,6 +77,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
   // The worker's Redis calls (tenant slots, lead-view reservations, slot releases) for a whole
   // claimed batch are issued in the same turn; auto-pipelining sends them in one write.
   const workerRedis = deps.redis.duplicate({ enableAutoPipelining: true });
+  workerRedis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const worker = createWorker({
     onAttempt: (outcome, attempt) => attemptsByOutcome?.inc({ outcome, attempt: String(attempt) }),
     pool,
@@ -113,6 +115,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     brokers: config.KAFKA_BROKERS,
     clientId: "webhook-dispatcher-retries",
     logger,
+    isUnavailable: (error) => unavailableStore(error) !== undefined,
     consumerTimings: { maxWaitTimeInMs: 100 },
   });
   const consumers: RunningConsumer[] = [];
