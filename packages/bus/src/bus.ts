@@ -20,7 +20,7 @@ import {
 import { readLog } from "./log-reader.ts";
 import { type BatchOutcome, backoffMs, type Outcome } from "./outcomes.ts";
 import { KeylessPlacement, partitionOfKey } from "./partitioner.ts";
-import { RecordProducer, type TopicRoute } from "./producer.ts";
+import { PublishAbortedError, RecordProducer, type TopicRoute, unlessAborted } from "./producer.ts";
 import { encodeHeaders, PartitionBatches } from "./record-batch.ts";
 import {
   decodeValue,
@@ -53,6 +53,15 @@ export interface BusOptions {
 
 /** Longest wait between two tries of a record whose store is unreachable. */
 const OUTAGE_BACKOFF_CAP_MS = 5_000;
+
+export interface PublishOptions {
+  headers?: Record<string, string>;
+  /**
+   * Gives the publish up when it fires (e.g. `AbortSignal.timeout(ms)`): it rejects with
+   * `PublishAbortedError` and sends nothing more, however many retries were left.
+   */
+  signal?: AbortSignal;
+}
 
 export interface PublishedRecord<T> {
   value: T;
@@ -423,7 +432,7 @@ export class Bus {
   async publish<T>(
     contract: TopicContract<T>,
     values: T | readonly T[],
-    options: { headers?: Record<string, string> } = {},
+    options: PublishOptions = {},
   ): Promise<void> {
     const list = (Array.isArray(values) ? values : [values]) as readonly T[];
     await this.publishRecords(
@@ -440,7 +449,7 @@ export class Bus {
   async publishRecords<T>(
     contract: TopicContract<T>,
     records: readonly PublishedRecord<T>[],
-    options: { headers?: Record<string, string> } = {},
+    options: PublishOptions = {},
   ): Promise<void> {
     await this.#produce(contract, records.length, options, (add, shared, schema) => {
       for (const record of records) {
@@ -477,7 +486,7 @@ export class Bus {
   async #produce<T>(
     contract: TopicContract<T>,
     count: number,
-    options: { headers?: Record<string, string> },
+    options: PublishOptions,
     fill: (
       add: (key: string, value: Buffer, headers: Buffer | undefined) => void,
       shared: Record<string, string>,
@@ -490,8 +499,12 @@ export class Bus {
     const schema = schemaHeaders(contract);
     const shared = injectContext({ ...options.headers, ...schema });
     const sharedSection = encodeHeaders(shared);
-    await this.#produceTo(contract.topic, count, (add) =>
-      fill((key, value, headers) => add(key, value, headers ?? sharedSection), shared, schema),
+    await this.#produceTo(
+      contract.topic,
+      count,
+      (add) =>
+        fill((key, value, headers) => add(key, value, headers ?? sharedSection), shared, schema),
+      options.signal,
     );
   }
 
@@ -505,9 +518,14 @@ export class Bus {
     fill: (
       add: (key: Buffer | string | null, value: Buffer | null, headers: Buffer) => void,
     ) => void,
+    signal?: AbortSignal,
   ): Promise<void> {
     const producer = this.#recordProducer();
-    const route = await producer.route(topic);
+    const route = await unlessAborted(
+      producer.route(topic),
+      signal,
+      () => new PublishAbortedError(`produce to ${topic} given up before anything was sent`, false),
+    );
     const partitions = route.leaders.length;
     const batches = new PartitionBatches({
       timestamp: Date.now(),
@@ -524,7 +542,7 @@ export class Bus {
             );
       batches.add(partition, key, value, headers);
     });
-    await producer.produce(topic, batches.finish());
+    await producer.produce(topic, batches.finish(), signal);
   }
 
   async consume(options: ConsumeOptions): Promise<RunningConsumer> {

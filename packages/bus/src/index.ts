@@ -11,6 +11,7 @@ export {
   onBatch,
   PARK_HEADERS,
   type PublishedRecord,
+  type PublishOptions,
   type RecordSubscription,
   type ReplayedRecord,
   type ReplayOptions,
@@ -26,6 +27,7 @@ export {
   park,
   retryLater,
 } from "./outcomes.ts";
+export { ProduceError, PublishAbortedError } from "./producer.ts";
 export { unreachableBrokers } from "./reachability.ts";
 export {
   decodeValue,

@@ -156,7 +156,7 @@ export function unavailableStore(error: unknown, depth = 0): Store | undefined {
     name === "KafkaJSConnectionError" ||
     name === "KafkaJSNumberOfRetriesExceeded" ||
     name === "KafkaJSRequestTimeoutError" ||
-    name === "PublishTimeoutError" ||
+    name === "PublishAbortedError" ||
     (name === "ProduceError" && (error as { retriable?: unknown }).retriable === true)
   ) {
     return "kafka";

@@ -84,6 +84,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     meter,
     bus: deps.bus,
     upgradeUrl: config.UPGRADE_URL,
+    publishTimeoutMs: config.LEAD_VIEW_PUBLISH_TIMEOUT_MS,
     onRecorded: (surface, count) => leadViewsRecorded?.inc({ surface }, count),
   });
   const sessions = await registerSessions(http, {
