@@ -78,12 +78,13 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
   // claimed batch are issued in the same turn; auto-pipelining sends them in one write.
   const workerRedis = deps.redis.duplicate({ enableAutoPipelining: true });
   workerRedis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
+  const slots = createTenantSlots(workerRedis, { leaseMs: config.SLOT_LEASE_MS });
   const worker = createWorker({
     onAttempt: (outcome, attempt) => attemptsByOutcome?.inc({ outcome, attempt: String(attempt) }),
     pool,
     logger,
     sender,
-    slots: createTenantSlots(workerRedis, { leaseMs: config.LEASE_MS }),
+    slots,
     secrets,
     meter: createLeadViewMeter(workerRedis, {
       loadUsage:
@@ -148,6 +149,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       await Promise.allSettled(consumers.map((consumer) => consumer.stop()));
       consumers.length = 0;
       await worker.stop();
+      slots.close();
       await relay.stop();
       await relay.flush().catch(() => {});
       await retryBus.close();
