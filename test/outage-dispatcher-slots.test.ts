@@ -2,6 +2,7 @@
 // the surviving process within a few seconds (short slot leases renewed by a heartbeat), not
 // after the 20 s lease of the delivery rows it had claimed.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
 import {
   type Receiver,
   startReceiver,
@@ -66,6 +67,20 @@ describe("concurrency slots of a killed dispatcher", () => {
     await waitFor(() => unique().size >= matches.length, {
       timeoutMs: 45_000,
       what: "every webhook id",
+    });
+    const ids = unique();
+    recordFault({
+      fault: "kill -9 of one of two dispatchers",
+      matches: matches.length,
+      uniqueDeliveries: ids.size,
+      duplicates: receiver.received.length - ids.size,
+      lost: matches.length - ids.size,
+      fiveHundreds: 0,
+      unavailable: 0,
+      slowestAnswerMs: null,
+      recoveryMs: recoveredMs,
+      leadViewsCharged: null,
+      readsAnswered: null,
     });
     survivor.kill("SIGTERM");
   }, 90_000);

@@ -3,6 +3,7 @@
 // resume by themselves once Postgres is back, and every webhook id arrives.
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
 import { type PrivatePostgres, startPrivatePostgres } from "./support/private-stores.ts";
 import {
   type Receiver,
@@ -77,6 +78,19 @@ describe("a Postgres restart with the dispatcher mid-delivery", () => {
     expect(rows).toHaveLength(matches.length);
     const ids = unique();
     expect(rows.every((row) => ids.has(row.id))).toBe(true);
+    recordFault({
+      fault: "Postgres restart (2 s down) mid-delivery",
+      matches: matches.length,
+      uniqueDeliveries: ids.size,
+      duplicates: receiver.received.length - ids.size,
+      lost: rows.filter((row) => !ids.has(row.id)).length + matches.length - rows.length,
+      fiveHundreds: 0,
+      unavailable: 0,
+      slowestAnswerMs: null,
+      recoveryMs: resumedMs,
+      leadViewsCharged: null,
+      readsAnswered: null,
+    });
     child.kill("SIGTERM");
   }, 120_000);
 });

@@ -3,6 +3,7 @@
 // administrator command"), and the dispatcher process stays up and delivers every webhook id.
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
 import {
   type Receiver,
   startReceiver,
@@ -73,6 +74,19 @@ describe("a Postgres connection loss mid-delivery", () => {
     expect(rows).toHaveLength(matches.length);
     const ids = unique();
     expect(rows.every((row) => ids.has(row.id))).toBe(true);
+    recordFault({
+      fault: "Postgres backends terminated mid-delivery",
+      matches: matches.length,
+      uniqueDeliveries: ids.size,
+      duplicates: receiver.received.length - ids.size,
+      lost: matches.length - rows.filter((row) => ids.has(row.id)).length,
+      fiveHundreds: 0,
+      unavailable: 0,
+      slowestAnswerMs: null,
+      recoveryMs: null,
+      leadViewsCharged: null,
+      readsAnswered: null,
+    });
     await waitFor(
       async () =>
         (

@@ -13,6 +13,7 @@ import { startBroker } from "@th/dev-broker";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
 
 const SIX_HEADERS = [
@@ -68,12 +69,18 @@ async function tenant(leadViews: number) {
   return trial;
 }
 
-function read(key: string, folio: string, requestId: string) {
-  return stack.request("GET", `/v1/leads/${folio}`, {
+/** Every read of the broker-outage case: its request id, status and time to answer. */
+const answers: { id: string; status: number; ms: number }[] = [];
+
+async function read(key: string, folio: string, requestId: string) {
+  const started = Date.now();
+  const response = await stack.request("GET", `/v1/leads/${folio}`, {
     key,
     via: gateway,
     headers: { "x-request-id": requestId },
   });
+  answers.push({ id: requestId, status: response.statusCode, ms: Date.now() - started });
+  return response;
 }
 
 /** The request ids of every lead-view on the private broker's topic. */
@@ -187,6 +194,24 @@ describe("a lead read while the broker is down", () => {
     const ids = await recordedRequestIds();
     expect(ids).toContain("outage-read-ok-1");
     expect(ids).not.toContain("outage-read-refused-1");
+    // Every read answered with a lead was charged once; no refused one was.
+    const answered = answers.filter((answer) => answer.status === 200);
+    const charged = ids.filter((id) => answers.some((answer) => answer.id === id));
+    expect(charged.sort()).toEqual(answered.map((answer) => answer.id).sort());
+    recordFault({
+      fault: "broker stopped and restarted during reads",
+      matches: null,
+      uniqueDeliveries: null,
+      duplicates: null,
+      lost: null,
+      fiveHundreds: answers.filter((answer) => answer.status >= 500 && answer.status !== 503)
+        .length,
+      unavailable: answers.filter((answer) => answer.status === 503).length,
+      slowestAnswerMs: Math.max(...answers.map((answer) => answer.ms)),
+      recoveryMs: null,
+      leadViewsCharged: charged.length,
+      readsAnswered: answered.length,
+    });
   }, 60_000);
 
   it("gives the reservation back as soon as the client goes away, and never publishes its view", async () => {
@@ -234,6 +259,19 @@ describe("a lead read while the broker is down", () => {
       proxy.release();
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       expect(await recordedRequestIds()).not.toContain("outage-read-gone-1");
+      recordFault({
+        fault: "client hangs up while the broker stalls",
+        matches: null,
+        uniqueDeliveries: null,
+        duplicates: null,
+        lost: null,
+        fiveHundreds: 0,
+        unavailable: 0,
+        slowestAnswerMs: null,
+        recoveryMs: null,
+        leadViewsCharged: 0,
+        readsAnswered: 0,
+      });
     } finally {
       await stalled.http?.close();
       await stalledBus.close();
