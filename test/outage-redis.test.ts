@@ -3,7 +3,7 @@
 // request id within 2 s, never 500 and never a hang, and reads work again once Redis is back,
 // without charging twice what was charged before.
 import { buildApp as buildGateway } from "@th/gateway/app";
-import { REDIS_OPTIONS } from "@th/service-kit";
+import { REDIS_OPTIONS, startInternalServer } from "@th/service-kit";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
@@ -92,4 +92,32 @@ describe("a lead read while Redis is down", () => {
       readsAnswered: null,
     });
   }, 60_000);
+
+  it("turns readiness false while Redis is away and true again when it is back; liveness stays true", async () => {
+    const probes = await startInternalServer({
+      port: 0,
+      host: "127.0.0.1",
+      checks: { redis: async () => (await redis.ping()) === "PONG" },
+    });
+    const probe = async (path: string) =>
+      (await fetch(`http://127.0.0.1:${probes.port}${path}`)).status;
+    try {
+      expect(await probe("/readyz")).toBe(200);
+      await redisServer.stop();
+      // A store that does not answer fails its check after 1 s; the probe never waits longer.
+      const asked = Date.now();
+      expect(await probe("/readyz")).toBe(503);
+      expect(Date.now() - asked).toBeLessThan(1_300);
+      expect(await probe("/healthz")).toBe(200);
+      await redisServer.start();
+      const backAt = Date.now();
+      while ((await probe("/readyz")) !== 200) {
+        expect(Date.now() - backAt).toBeLessThan(3_000);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await probe("/healthz")).toBe(200);
+    } finally {
+      await probes.close();
+    }
+  });
 });
