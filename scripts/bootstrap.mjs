@@ -21,6 +21,7 @@ const pinnedPnpm = JSON.parse(
 const commands = {
   start: ["scripts/start.ts"],
   test: ["scripts/test.ts"],
+  chaos: ["scripts/chaos.ts"],
   migrate: ["scripts/migrate.ts"],
   broker: ["packages/dev-broker/src/cli.ts"],
   "ledger-rebuild": ["services/quota-ledger/src/main.ts", "rebuild"],

@@ -3,6 +3,7 @@
 import { Bus } from "@th/bus";
 import { kafkaConnection } from "@th/config";
 import { createPool } from "@th/db";
+import { unavailableStore } from "@th/service-kit";
 import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { createLogger } from "@th/telemetry";
 import { buildApp } from "@th/webhook-dispatcher/app";
@@ -12,12 +13,19 @@ import { Redis } from "ioredis";
 const config = readConfig(process.env);
 const logger = createLogger({ service: "dispatcher-child", level: "fatal" });
 const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });
-const pool = createPool({ url: config.DATABASE_URL, schema: "dispatcher", max: 20 });
+// A name of its own, so an outage test can terminate this process's backends and no one else's.
+const pool = createPool({
+  url: config.DATABASE_URL,
+  schema: "dispatcher",
+  max: 20,
+  applicationName: `dispatcher-child-${process.pid}`,
+});
 const bus = new Bus({
   ...kafkaConnection(config),
   clientId: `child-${process.pid}`,
   logger,
   consumerTimings: TEST_CONSUMER_TIMINGS,
+  isUnavailable: (error) => unavailableStore(error) !== undefined,
 });
 const app = await buildApp(
   { config, logger, pool, redis, bus },

@@ -17,7 +17,7 @@ import {
 import { matchFound as sampleMatch } from "@th/contracts/samples";
 import { createPool, type Pool } from "@th/db";
 import type { UsageLoader } from "@th/quota";
-import { createMetrics, INTERNAL_HEADERS, type Metrics } from "@th/service-kit";
+import { createMetrics, INTERNAL_HEADERS, type Metrics, unavailableStore } from "@th/service-kit";
 import { createTestHarness, TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { buildApp } from "@th/webhook-dispatcher/app";
 import { readConfig } from "@th/webhook-dispatcher/config";
@@ -179,6 +179,7 @@ export async function startWebhookStack() {
       clientId: `dispatcher-${instances.length}`,
       logger: harness.logger,
       consumerTimings: TEST_CONSUMER_TIMINGS,
+      isUnavailable: (error) => unavailableStore(error) !== undefined,
     });
     pools.push(pool);
     buses.push(bus);

@@ -27,7 +27,7 @@ import {
 import { readLog } from "./log-reader.ts";
 import { type BatchOutcome, backoffMs, type Outcome } from "./outcomes.ts";
 import { KeylessPlacement, partitionOfKey } from "./partitioner.ts";
-import { RecordProducer, type TopicRoute } from "./producer.ts";
+import { PublishAbortedError, RecordProducer, type TopicRoute, unlessAborted } from "./producer.ts";
 import { awaitKafka, type KafkaProblem } from "./reachability.ts";
 import { encodeHeaders, PartitionBatches } from "./record-batch.ts";
 import {
@@ -76,6 +76,24 @@ export interface BusOptions {
   };
   /** Retries of a failed request before it fails; defaults to 8 (about a minute of back-off). */
   retries?: number;
+  /**
+   * Whether a handler's error means a store it needs is unreachable (an outage, not a bad
+   * record): such a record is retried with back-off (at most 5 s apart) for as long as the
+   * outage lasts, and those attempts never count toward parking it.
+   */
+  isUnavailable?: (error: unknown) => boolean;
+}
+
+/** Longest wait between two tries of a record whose store is unreachable. */
+const OUTAGE_BACKOFF_CAP_MS = 5_000;
+
+export interface PublishOptions {
+  headers?: Record<string, string>;
+  /**
+   * Gives the publish up when it fires (e.g. `AbortSignal.timeout(ms)`): it rejects with
+   * `PublishAbortedError` and sends nothing more, however many retries were left.
+   */
+  signal?: AbortSignal;
 }
 
 export interface PublishedRecord<T> {
@@ -528,7 +546,7 @@ export class Bus {
   async publish<T>(
     contract: TopicContract<T>,
     values: T | readonly T[],
-    options: { headers?: Record<string, string> } = {},
+    options: PublishOptions = {},
   ): Promise<void> {
     const list = (Array.isArray(values) ? values : [values]) as readonly T[];
     await this.publishRecords(
@@ -545,7 +563,7 @@ export class Bus {
   async publishRecords<T>(
     contract: TopicContract<T>,
     records: readonly PublishedRecord<T>[],
-    options: { headers?: Record<string, string> } = {},
+    options: PublishOptions = {},
   ): Promise<void> {
     await this.#produce(contract, records.length, options, (add, shared, schema) => {
       for (const record of records) {
@@ -582,7 +600,7 @@ export class Bus {
   async #produce<T>(
     contract: TopicContract<T>,
     count: number,
-    options: { headers?: Record<string, string> },
+    options: PublishOptions,
     fill: (
       add: (key: string, value: Buffer, headers: Buffer | undefined) => void,
       shared: Record<string, string>,
@@ -595,8 +613,12 @@ export class Bus {
     const schema = schemaHeaders(contract);
     const shared = injectContext({ ...options.headers, ...schema });
     const sharedSection = encodeHeaders(shared);
-    await this.#produceTo(contract.topic, count, (add) =>
-      fill((key, value, headers) => add(key, value, headers ?? sharedSection), shared, schema),
+    await this.#produceTo(
+      contract.topic,
+      count,
+      (add) =>
+        fill((key, value, headers) => add(key, value, headers ?? sharedSection), shared, schema),
+      options.signal,
     );
   }
 
@@ -610,9 +632,14 @@ export class Bus {
     fill: (
       add: (key: Buffer | string | null, value: Buffer | null, headers: Buffer) => void,
     ) => void,
+    signal?: AbortSignal,
   ): Promise<void> {
     const producer = this.#recordProducer();
-    const route = await producer.route(topic);
+    const route = await unlessAborted(
+      producer.route(topic),
+      signal,
+      () => new PublishAbortedError(`produce to ${topic} given up before anything was sent`, false),
+    );
     const partitions = route.leaders.length;
     const batches = new PartitionBatches({
       timestamp: Date.now(),
@@ -629,7 +656,7 @@ export class Bus {
             );
       batches.add(partition, key, value, headers);
     });
-    await producer.produce(topic, batches.finish());
+    await producer.produce(topic, batches.finish(), signal);
   }
 
   async consume(options: ConsumeOptions): Promise<RunningConsumer> {
@@ -675,6 +702,25 @@ export class Bus {
       resumeTimers.add(timer);
     };
 
+    /** Per attempt key: how many tries in a row met an unreachable store. */
+    const outageTries = new Map<string, number>();
+    /** Redelivers after a store outage, with back-off; the record's attempts stay as they were. */
+    const waitOutOutage = (
+      topic: string,
+      partition: number,
+      offset: string,
+      attemptKey: string,
+      error: unknown,
+    ) => {
+      const tries = (outageTries.get(attemptKey) ?? 0) + 1;
+      outageTries.set(attemptKey, tries);
+      logger.warn(
+        { err: error, topic, partition, offset, tries },
+        "a store the handler needs is unreachable; will retry",
+      );
+      pauseAndRedeliver(topic, partition, offset, backoffMs(tries, 200, OUTAGE_BACKOFF_CAP_MS));
+    };
+
     /**
      * The per-record path: each record's handler in its own span, thrown errors retried on that
      * record, then parked. False when the partition was paused for a retry or the batch went
@@ -714,6 +760,9 @@ export class Bus {
         } catch (error) {
           if (error instanceof PoisonRecordError) {
             outcome = { kind: "park", reason: error.message };
+          } else if (this.#options.isUnavailable?.(error)) {
+            waitOutOutage(batch.topic, batch.partition, message.offset, attemptKey, error);
+            return false;
           } else if (attempt >= maxAttempts) {
             outcome = {
               kind: "park",
@@ -749,6 +798,7 @@ export class Bus {
           );
         }
         attempts.delete(attemptKey);
+        outageTries.delete(attemptKey);
         resolveOffset(message.offset);
         progress.advance(batch.topic, batch.partition, BigInt(message.offset) + 1n);
         await heartbeat();
@@ -861,6 +911,10 @@ export class Bus {
             },
           );
         } catch (error) {
+          if (this.#options.isUnavailable?.(error)) {
+            waitOutOutage(batch.topic, batch.partition, first.offset, attemptKey, error);
+            return;
+          }
           if (attempt < maxAttempts) {
             attempts.set(attemptKey, attempt);
             logger.warn(
@@ -906,6 +960,7 @@ export class Bus {
         await this.#park(batch.topic, batch.partition, toPark, options.group, logger);
       }
       attempts.delete(attemptKey);
+      outageTries.delete(attemptKey);
       resolveOffset(last.offset);
       progress.advance(batch.topic, batch.partition, BigInt(last.offset) + 1n);
       await heartbeat();
@@ -950,16 +1005,51 @@ export class Bus {
       }
     };
 
-    await consumer.run({
+    const runConfig = {
       eachBatchAutoResolve: false,
       autoCommit: true,
       partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
       eachBatch,
+    };
+    // kafkajs restarts a crashed consumer only when the error was one it knows to be passing;
+    // any other (a handler's or the bus's own error escaping a batch) leaves the consumer
+    // stopped for good, out of its group, while the process looks healthy. It rejoins here,
+    // with back-off, until it runs again or is stopped.
+    let stopped = false;
+    let rejoinTimer: NodeJS.Timeout | undefined;
+    const rejoin = (attempt: number) => {
+      rejoinTimer = setTimeout(
+        async () => {
+          if (stopped) {
+            return;
+          }
+          try {
+            await consumer.connect();
+            await consumer.run(runConfig);
+            logger.info({ attempt }, "consumer rejoined its group");
+          } catch (error) {
+            logger.warn({ err: error, attempt }, "consumer could not rejoin; trying again");
+            rejoin(attempt + 1);
+          }
+        },
+        backoffMs(attempt, 500, 10_000),
+      );
+    };
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (payload.restart || stopped) {
+        return;
+      }
+      logger.error({ err: payload.error }, "consumer crashed; rejoining its group");
+      clearTimeout(rejoinTimer);
+      rejoin(1);
     });
+    await consumer.run(runConfig);
     this.#consumers.add(consumer);
     this.#groups.set(consumer, { group: options.group, topics: [...byTopic.keys()] });
     return {
       stop: async () => {
+        stopped = true;
+        clearTimeout(rejoinTimer);
         for (const timer of resumeTimers) {
           clearTimeout(timer);
         }

@@ -12,6 +12,7 @@ export {
   onBatch,
   PARK_HEADERS,
   type PublishedRecord,
+  type PublishOptions,
   type RecordSubscription,
   type ReplayedRecord,
   type ReplayOptions,
@@ -27,6 +28,7 @@ export {
   park,
   retryLater,
 } from "./outcomes.ts";
+export { ProduceError, PublishAbortedError } from "./producer.ts";
 export { awaitKafka, checkKafka, type KafkaProblem } from "./reachability.ts";
 export {
   decodeValue,

@@ -64,6 +64,50 @@ const FINAL = new Map<number, string>([
   [87, "INVALID_RECORD"],
 ]);
 
+/**
+ * A publish given up when its signal fired (a deadline, or the caller no longer wants it): no
+ * batch of it is sent after that. `sent` is false when none had been sent at all, so none can be
+ * in the log; true when a request was on the wire, which the broker may yet have appended.
+ */
+export class PublishAbortedError extends Error {
+  readonly sent: boolean;
+
+  constructor(message: string, sent: boolean) {
+    super(message);
+    this.name = "PublishAbortedError";
+    this.sent = sent;
+  }
+}
+
+/** Resolves as `work` does, or rejects once `signal` fires, whichever comes first. */
+export function unlessAborted<T>(
+  work: Promise<T>,
+  signal: AbortSignal | undefined,
+  onAbort: () => Error,
+): Promise<T> {
+  if (!signal) {
+    return work;
+  }
+  if (signal.aborted) {
+    work.catch(() => {});
+    return Promise.reject(onAbort());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(onAbort());
+    signal.addEventListener("abort", abort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", abort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", abort);
+        reject(error);
+      },
+    );
+  });
+}
+
 /** A batch the broker refused, or that still failed after every retry. */
 export class ProduceError extends Error {
   readonly retriable: boolean;
@@ -129,7 +173,19 @@ export class RecordProducer {
    * acknowledged all of them with acks=-1. A partition's later batch is sent only after its
    * earlier one was acknowledged, so retries never reorder a partition.
    */
-  async produce(topic: string, batches: ReadonlyMap<number, readonly Buffer[]>): Promise<void> {
+  async produce(
+    topic: string,
+    batches: ReadonlyMap<number, readonly Buffer[]>,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    let sent = false;
+    const aborted = () =>
+      new PublishAbortedError(
+        sent
+          ? `produce to ${topic} given up with a request unanswered`
+          : `produce to ${topic} given up before anything was sent`,
+        sent,
+      );
     let rounds = 0;
     for (const list of batches.values()) {
       rounds = Math.max(rounds, list.length);
@@ -143,7 +199,18 @@ export class RecordProducer {
         }
       }
       for (let attempt = 0; pending.size > 0; attempt++) {
-        const failed = await this.#sendOnce(topic, pending);
+        if (signal?.aborted) {
+          throw aborted();
+        }
+        // The attempt goes on in the background when the signal fires (a metadata lookup or a
+        // connection may still be under way); it checks the signal before it sends anything.
+        const failed = await unlessAborted(
+          this.#sendOnce(topic, pending, signal, () => {
+            sent = true;
+          }),
+          signal,
+          aborted,
+        );
         if (failed.size === 0) {
           break;
         }
@@ -156,7 +223,11 @@ export class RecordProducer {
           throw errors[0] as ProduceError;
         }
         this.#routes.delete(topic);
-        await sleep(backoffMs(attempt + 1, this.#options.initialRetryMs));
+        await unlessAborted(
+          sleep(backoffMs(attempt + 1, this.#options.initialRetryMs)),
+          signal,
+          aborted,
+        );
         if (this.#closed) {
           throw new ProduceError(`produce to ${topic}: the bus is closed`, false);
         }
@@ -184,11 +255,16 @@ export class RecordProducer {
   async #sendOnce(
     topic: string,
     pending: ReadonlyMap<number, Buffer>,
+    signal: AbortSignal | undefined,
+    onSend: () => void,
   ): Promise<Map<number, ProduceError>> {
     if (this.#closed) {
       throw new ProduceError(`produce to ${topic}: the bus is closed`, false);
     }
     const route = await this.route(topic);
+    if (signal?.aborted) {
+      throw new PublishAbortedError(`produce to ${topic} given up before it was sent`, false);
+    }
     const failed = new Map<number, ProduceError>();
     const byLeader = new Map<string, { address: BrokerAddress; partitions: number[] }>();
     for (const partition of pending.keys()) {
@@ -206,6 +282,9 @@ export class RecordProducer {
       [...byLeader].map(async ([id, { address, partitions }]) => {
         try {
           const connection = await this.#connection(id, address);
+          if (signal?.aborted) {
+            throw new PublishAbortedError(`produce to ${topic} given up before it was sent`, false);
+          }
           const parts: Buffer[] = [
             produceRequestHead(topic, partitions.length, this.#options.ackTimeoutMs),
           ];
@@ -216,6 +295,7 @@ export class RecordProducer {
             prefix.writeInt32BE(batch.length, 4);
             parts.push(prefix, batch);
           }
+          onSend();
           const body = await connection.request(
             PRODUCE,
             PRODUCE_VERSION,

@@ -54,6 +54,8 @@ export async function migrate(url: string, set: MigrationSet): Promise<MigrateRe
   const schema = assertSchemaName(set.schema);
   const migrations = await readMigrations(set.dir);
   const client = new pg.Client({ connectionString: url, application_name: `${schema}-migrate` });
+  // A lost connection fails the query in flight; without a listener it would also end the process.
+  client.on("error", () => {});
   await client.connect();
   try {
     // Replicas starting together must not race on the same migration.

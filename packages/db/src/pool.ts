@@ -18,6 +18,10 @@ export interface PoolOptions {
   schema: string;
   max?: number;
   applicationName?: string;
+  /** Told of every connection the server drops (restart, failover, terminated backend). */
+  onConnectionError?: (error: Error) => void;
+  /** How long a query waits for a connection before failing; bounds a request's wait in an outage. */
+  connectionTimeoutMs?: number;
 }
 
 export function createPool(options: PoolOptions): Pool {
@@ -28,9 +32,18 @@ export function createPool(options: PoolOptions): Pool {
     application_name: options.applicationName ?? schema,
     options: `-c search_path=${schema},public`,
     idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 2_000,
   });
-  // An idle client that loses its server must not crash the process; the next query reconnects.
-  pool.on("error", () => {});
+  const report = options.onConnectionError ?? (() => {});
+  // The pool listens for errors only on idle clients. A client that is checked out (a
+  // transaction, a LISTEN, a query in flight) and loses its server emits "error" with no listener,
+  // which would end the process. Every client gets a listener for its whole life: the failed
+  // client's queries reject, the pool discards it when released, and the next checkout connects
+  // afresh.
+  pool.on("connect", (client) => {
+    client.on("error", report);
+  });
+  pool.on("error", report);
   return pool;
 }
 

@@ -16,7 +16,14 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
-import { ApiError, ERROR_STATUS, type ErrorCode, errorBodySchema } from "./errors.ts";
+import {
+  ApiError,
+  ERROR_STATUS,
+  type ErrorCode,
+  errorBodySchema,
+  unavailableError,
+  unavailableStore,
+} from "./errors.ts";
 import { duplicateMember } from "./json-members.ts";
 import { RouteMethods } from "./route-methods.ts";
 
@@ -267,7 +274,9 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const apiError = toApiError(error);
-    if (apiError.status >= 500) {
+    if (apiError.status === 503) {
+      request.log.warn({ err: error }, "request refused: a store is unavailable");
+    } else if (apiError.status >= 500) {
       request.log.error({ err: error }, "request failed");
     }
     void reply.status(apiError.status).headers(apiError.headers).send(apiError.body(request.id));
@@ -374,6 +383,10 @@ export function toApiError(error: unknown): ApiError {
   }
   if (fastifyError.statusCode === 404) {
     return new ApiError("not_found", "not found");
+  }
+  const store = unavailableStore(error);
+  if (store) {
+    return unavailableError(store);
   }
   return new ApiError("internal", "something went wrong on our side; the request id identifies it");
 }

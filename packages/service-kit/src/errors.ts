@@ -25,6 +25,9 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** How long a client is asked to wait before trying again when the service cannot serve it. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
 export const errorBodySchema = z
   .object({
     error: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
@@ -58,8 +61,15 @@ export class ApiError extends Error {
     super(detail);
     this.name = "ApiError";
     this.code = code;
-    this.extra = extra;
-    this.headers = headers;
+    // Every 503 tells the client when to try again, as a 429 does.
+    this.extra =
+      code === "unavailable"
+        ? { retry_after_seconds: UNAVAILABLE_RETRY_AFTER_SECONDS, ...extra }
+        : extra;
+    this.headers =
+      code === "unavailable"
+        ? { "retry-after": String(this.extra.retry_after_seconds), ...headers }
+        : headers;
   }
 
   get status(): number {
@@ -83,4 +93,89 @@ export function errorResponses(...codes: ErrorCode[]): Record<number, typeof err
     responses[ERROR_STATUS[code]] = errorBodySchema;
   }
   return responses;
+}
+
+/** Which store an error says is unreachable ("network": a socket failed, whose is not known). */
+export type Store = "postgres" | "redis" | "kafka" | "network";
+
+// Postgres SQLSTATEs of a server that is gone, going or not yet back: class 08 (connection
+// exception), admin/crash shutdown, "cannot connect now" (starting up or shutting down), and
+// too many connections. Any other SQLSTATE is about the statement, not the server.
+const PG_UNAVAILABLE = new Set(["57P01", "57P02", "57P03", "53300"]);
+// What node-postgres says when the socket went away or no connection came in time.
+const PG_CONNECTION_MESSAGES = [
+  "Connection terminated",
+  "timeout exceeded when trying to connect",
+  "Client has encountered a connection error and is not queryable",
+  "Cannot use a pool after calling end on the pool",
+];
+// What ioredis says when it has no connection to send a command on.
+const REDIS_NAMES = new Set(["MaxRetriesPerRequestError"]);
+const REDIS_MESSAGES = [
+  "Connection is closed.",
+  "Stream isn't writeable",
+  "Command timed out",
+  "Reached the max retries per request limit",
+];
+// Socket failures, whoever's socket it was.
+const SOCKET_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+]);
+
+/**
+ * The store an error says is unreachable (Postgres, Redis or the broker), or undefined when the
+ * error is about something else. The one place that tells an outage from a bug: such an error
+ * answers 503 `unavailable` with `Retry-After`, and a consumer retries it for as long as the
+ * outage lasts instead of parking the record.
+ */
+export function unavailableStore(error: unknown, depth = 0): Store | undefined {
+  if (error === null || typeof error !== "object" || depth > 4) {
+    return undefined;
+  }
+  const { name, code, message } = error as { name?: unknown; code?: unknown; message?: unknown };
+  const text = typeof message === "string" ? message : "";
+  if (typeof code === "string" && (PG_UNAVAILABLE.has(code) || code.startsWith("08"))) {
+    return "postgres";
+  }
+  if (PG_CONNECTION_MESSAGES.some((fragment) => text.includes(fragment))) {
+    return "postgres";
+  }
+  if (
+    (typeof name === "string" && REDIS_NAMES.has(name)) ||
+    REDIS_MESSAGES.some((fragment) => text.includes(fragment))
+  ) {
+    return "redis";
+  }
+  if (
+    name === "BrokerConnectionError" ||
+    name === "KafkaJSConnectionError" ||
+    name === "KafkaJSNumberOfRetriesExceeded" ||
+    name === "KafkaJSRequestTimeoutError" ||
+    name === "PublishAbortedError" ||
+    (name === "ProduceError" && (error as { retriable?: unknown }).retriable === true)
+  ) {
+    return "kafka";
+  }
+  if (typeof code === "string" && SOCKET_CODES.has(code)) {
+    return "network";
+  }
+  const cause = (error as { cause?: unknown }).cause;
+  return cause === undefined ? undefined : unavailableStore(cause, depth + 1);
+}
+
+/** The 503 a request gets when a store it needs is unreachable. */
+export function unavailableError(store: Store): ApiError {
+  const what = {
+    postgres: "the database",
+    redis: "the cache",
+    kafka: "the event log",
+    network: "a backing store",
+  }[store];
+  return new ApiError("unavailable", `${what} is unreachable for the moment; try again shortly`);
 }

@@ -7,6 +7,10 @@ export {
   type ErrorCode,
   errorBodySchema,
   errorResponses,
+  type Store,
+  UNAVAILABLE_RETRY_AFTER_SECONDS,
+  unavailableError,
+  unavailableStore,
 } from "./errors.ts";
 export {
   INTERNAL_HEADERS,
@@ -22,4 +26,10 @@ export {
 export { type Stoppable, stopOnSignals } from "./lifecycle.ts";
 export { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
 export { createOutboxRelay, enqueueEvent, type OutboxRelay } from "./outbox.ts";
-export { runService, type ServiceApp, type ServiceDeps, type ServiceSpec } from "./run-service.ts";
+export {
+  REDIS_OPTIONS,
+  runService,
+  type ServiceApp,
+  type ServiceDeps,
+  type ServiceSpec,
+} from "./run-service.ts";

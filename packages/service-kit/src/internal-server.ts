@@ -21,6 +21,8 @@ export async function startInternalServer(options: {
   checks: Record<string, ReadinessCheck>;
   /** Served as Prometheus text at `/metrics`. */
   metrics?: Metrics;
+  /** A check that has not answered in this long counts as failing (a store that hangs). */
+  checkTimeoutMs?: number;
 }): Promise<InternalServer> {
   let draining = false;
   const server: Server = createServer(async (request, response) => {
@@ -35,7 +37,7 @@ export async function startInternalServer(options: {
     if (request.url === "/readyz") {
       const entries = await Promise.all(
         Object.entries(options.checks).map(async ([name, check]) => {
-          const ok = await check().catch(() => false);
+          const ok = await withinTimeout(check(), options.checkTimeoutMs ?? 1000);
           return [name, ok ? "ok" : "failing"] as const;
         }),
       );
@@ -69,4 +71,17 @@ export async function startInternalServer(options: {
         server.closeAllConnections();
       }),
   };
+}
+
+/** False when the check fails or has not answered within `ms`. */
+async function withinTimeout(check: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([check.catch(() => false), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -4,6 +4,7 @@ import { createPool, type MigrationSet, migrate, type Pool, pingDatabase } from 
 import { createLogger, type Logger, startTelemetry } from "@th/telemetry";
 import { Redis } from "ioredis";
 import type { HttpApp } from "./app.ts";
+import { unavailableStore } from "./errors.ts";
 import { startInternalServer } from "./internal-server.ts";
 import { stopOnSignals } from "./lifecycle.ts";
 import { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
@@ -41,6 +42,18 @@ export interface ServiceSpec<Config extends CommonConfig> {
   host?: string;
   build(deps: ServiceDeps<Config>): Promise<ServiceApp>;
 }
+
+/**
+ * How every service's Redis connection meets an outage: a command waits at most 1.5 s (queued
+ * while reconnecting, or sent to a server that does not answer), then fails and the request
+ * answers 503; reconnection backs off from 50 ms to at most 1 s, so service resumes within a
+ * second of Redis's return.
+ */
+export const REDIS_OPTIONS = {
+  maxRetriesPerRequest: 3,
+  commandTimeout: 1_500,
+  retryStrategy: (times: number) => Math.min(50 * 2 ** (times - 1), 1_000),
+} as const;
 
 /** Process warnings go to the structured log, like everything else the service says. */
 function routeProcessWarnings(logger: Logger) {
@@ -99,10 +112,16 @@ export async function runService<Config extends CommonConfig>(
     url: config.DATABASE_URL,
     schema: spec.migrations.schema,
     applicationName: spec.name,
+    onConnectionError: (error) => logger.warn({ err: error }, "postgres connection lost"),
   });
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 3, lazyConnect: false });
+  const redis = new Redis(config.REDIS_URL, { ...REDIS_OPTIONS, lazyConnect: false });
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
-  const bus = new Bus({ ...kafkaConnection(config), clientId: spec.name, logger });
+  const bus = new Bus({
+    ...kafkaConnection(config),
+    clientId: spec.name,
+    logger,
+    isUnavailable: (error) => unavailableStore(error) !== undefined,
+  });
   // Wrong credentials or certificates end the process here in one line; a broker that is still
   // starting is waited for (a minute at most), as provisioning did before.
   const kafkaProblem = await bus.checkConnection({

@@ -5,6 +5,7 @@ import { createTestDatabase, type TestDatabase } from "@th/db/testing";
 import { createLogger, type Logger } from "@th/telemetry";
 import { startTestKafka, testRedisUrl } from "@th/test-stores";
 import { Redis } from "ioredis";
+import { unavailableStore } from "./errors.ts";
 import type { CommonConfig, ServiceDeps } from "./run-service.ts";
 
 /** Fast group timings so rebalances in tests take a second, not ten. */
@@ -44,6 +45,7 @@ export async function createTestHarness<Config extends CommonConfig>(options: {
     clientId: "test",
     logger,
     consumerTimings: TEST_CONSUMER_TIMINGS,
+    isUnavailable: (error) => unavailableStore(error) !== undefined,
   });
   if (options.topics) {
     await bus.provision(options.topics);

@@ -52,6 +52,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   // auto-pipelining, the other edge calls of requests that arrive together leave in one write
   // and return in one read.
   const edgeRedis = deps.redis.duplicate(EDGE_REDIS_OPTIONS);
+  edgeRedis.on("error", (error) => deps.logger.warn({ err: error }, "redis connection error"));
   http.addHook("onClose", async () => {
     await edgeRedis.quit().catch(() => edgeRedis.disconnect());
   });
@@ -89,6 +90,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     meter,
     bus: deps.bus,
     upgradeUrl: config.UPGRADE_URL,
+    publishTimeoutMs: config.LEAD_VIEW_PUBLISH_TIMEOUT_MS,
     onRecorded: (surface, count) => leadViewsRecorded?.inc({ surface }, count),
   });
   const sessions = await registerSessions(http, {

@@ -26,6 +26,11 @@ export const configSchema = defineConfig(
     TENANT_CACHE_SECONDS: vars.positiveInt(30),
     /** Timeout of calls to internal services. */
     UPSTREAM_TIMEOUT_MS: vars.positiveInt(10_000),
+    /**
+     * How long a metered read waits for the broker to acknowledge its lead-views; past it the
+     * read answers 503, the reservation is given back and nothing more of it is sent.
+     */
+    LEAD_VIEW_PUBLISH_TIMEOUT_MS: vars.positiveInt(2_000),
     /** Signs dashboard session tokens (HS256); at least 32 bytes, set in production. */
     SESSION_SECRET: z.string().min(32).default(DEV_SESSION_SECRET),
     /** Lifetime of the dashboard's access cookie; the page refreshes it before it ends. */

@@ -13,8 +13,11 @@ import { migrations } from "./db/migrations.ts";
 const config = configOrExit(() => readConfig());
 const argv = process.argv.slice(2);
 
-/** `node src/main.ts rebuild`: replay, prove equality, re-seed Redis; exit 1 on any mismatch. */
-async function rebuild(config: Config): Promise<number> {
+/**
+ * `node src/main.ts rebuild [--apply]`: replay, prove equality, re-seed Redis; on a mismatch exit
+ * 1 having repaired nothing, or with `--apply` swap the rebuilt ledger in and exit 0.
+ */
+async function rebuild(config: Config, apply: boolean): Promise<number> {
   // Before any other connection: a stopped broker or a wrong password is one clear line, not a
   // minute of client retries.
   const probe = new Bus({
@@ -44,11 +47,12 @@ async function rebuild(config: Config): Promise<number> {
       bus,
       redis,
       liveCatchUpTimeoutMs: config.REBUILD_LIVE_CATCH_UP_TIMEOUT_MS,
+      apply,
     });
     for (const line of formatRebuildReport(report)) {
       console.info(line);
     }
-    return report.equal ? 0 : 1;
+    return report.equal || report.applied ? 0 : 1;
   } catch (error) {
     console.error(`rebuild failed: ${(error as Error).message}`);
     return 2;
@@ -60,7 +64,7 @@ async function rebuild(config: Config): Promise<number> {
 }
 
 if (argv[0] === "rebuild") {
-  process.exitCode = await rebuild(config);
+  process.exitCode = await rebuild(config, argv.slice(1).includes("--apply"));
 } else {
   await runService(
     {

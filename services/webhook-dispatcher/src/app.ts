@@ -7,6 +7,7 @@ import {
   requireInternalToken,
   type ServiceApp,
   type ServiceDeps,
+  unavailableStore,
 } from "@th/service-kit";
 import {
   ledgerUsageLoader,
@@ -76,12 +77,14 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
   // The worker's Redis calls (tenant slots, lead-view reservations, slot releases) for a whole
   // claimed batch are issued in the same turn; auto-pipelining sends them in one write.
   const workerRedis = deps.redis.duplicate({ enableAutoPipelining: true });
+  workerRedis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
+  const slots = createTenantSlots(workerRedis, { leaseMs: config.SLOT_LEASE_MS });
   const worker = createWorker({
     onAttempt: (outcome, attempt) => attemptsByOutcome?.inc({ outcome, attempt: String(attempt) }),
     pool,
     logger,
     sender,
-    slots: createTenantSlots(workerRedis, { leaseMs: config.LEASE_MS }),
+    slots,
     secrets,
     meter: createLeadViewMeter(workerRedis, {
       loadUsage:
@@ -113,6 +116,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     ...kafkaConnection(config),
     clientId: "webhook-dispatcher-retries",
     logger,
+    isUnavailable: (error) => unavailableStore(error) !== undefined,
     consumerTimings: { maxWaitTimeInMs: 100 },
   });
   const consumers: RunningConsumer[] = [];
@@ -145,6 +149,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       await Promise.allSettled(consumers.map((consumer) => consumer.stop()));
       consumers.length = 0;
       await worker.stop();
+      slots.close();
       await relay.stop();
       await relay.flush().catch(() => {});
       await retryBus.close();

@@ -54,8 +54,13 @@ export const configSchema = defineConfig(
      * them); the 1 s and 5 s stages always run in real time. 1 in production.
      */
     LONG_DELAY_SCALE: z.coerce.number().positive().max(1).default(1),
-    /** How long a claimed delivery and a tenant concurrency slot stay leased without renewal. */
+    /** How long a claimed delivery stays leased to the instance that claimed it. */
     LEASE_MS: vars.positiveInt(20_000),
+    /**
+     * How long a tenant concurrency slot stays leased without renewal; the holder renews every
+     * third of it, so a crashed instance's slots are free again within this long.
+     */
+    SLOT_LEASE_MS: vars.positiveInt(3_000),
     /**
      * Scheduler poll interval. New work wakes the worker of the process that took it in (a match,
      * a retry hand-off, a replay, a release), so polling only finds what another process left:

@@ -24,15 +24,20 @@ export function refuseHeadOnMeteredRead(request: FastifyRequest): void {
 /**
  * Charges lead-views for the parcels a response is about to show. The reservation is one atomic
  * Redis script (all or nothing against the month's remaining views); the views are then recorded
- * on Kafka with acks from every replica before the response leaves. If they cannot be recorded,
- * the reservation is given back and the client gets 503: never a free read. A folio another
- * request charged moments ago and may still give back is recorded by this read too (the ledger
- * keeps one view per tenant, folio and day), so it is not free should the other one fail.
+ * on Kafka with acks from every replica before the response leaves. If they cannot be recorded
+ * within `publishTimeoutMs`, or the client has gone before they are, the reservation is given
+ * back, nothing more of the publish is sent, and the client gets 503: never a free read, never a
+ * charged read that was not answered (docs/operations.md, "When a lead-view is charged"). A
+ * folio another request charged moments ago and may still give back is recorded by this read
+ * too (the ledger keeps one view per tenant, folio and day), so it is not free should the other
+ * one fail.
  */
 export function createMetering(deps: {
   meter: LeadViewMeter;
   bus: Bus;
   upgradeUrl: string;
+  /** How long the broker has to acknowledge a read's lead-views (2 s unless set). */
+  publishTimeoutMs?: number;
   /** Counts lead-views recorded, by surface. */
   onRecorded?: (surface: Surface, count: number) => void;
 }) {
@@ -110,8 +115,14 @@ export function createMetering(deps: {
         member_id: tenancy.memberId,
         recorded_at: at.toISOString(),
       }));
+      const gone = clientGone(request);
       try {
-        await deps.bus.publish(contracts.leadViewRecorded, events);
+        await deps.bus.publish(contracts.leadViewRecorded, events, {
+          signal: AbortSignal.any([
+            AbortSignal.timeout(deps.publishTimeoutMs ?? 2_000),
+            gone.signal,
+          ]),
+        });
         deps.onRecorded?.(surface, reservation.charged.length);
       } catch (error) {
         const released = await deps.meter
@@ -130,16 +141,42 @@ export function createMetering(deps: {
           });
         quota.remaining += released;
         request.log.error(
-          { err: error, released, charged: reservation.charged.length },
+          {
+            err: error,
+            released,
+            charged: reservation.charged.length,
+            client_gone: gone.signal.aborted,
+          },
           "lead-views could not be recorded; reservation released",
         );
         throw new ApiError(
           "unavailable",
           "the read could not be recorded; nothing was charged, try again shortly",
         );
+      } finally {
+        gone.dispose();
       }
     },
   };
 }
 
 export type Metering = ReturnType<typeof createMetering>;
+
+/**
+ * Fires when the client's connection closes before its answer was sent: its lead-views must not
+ * be recorded then, as no body will reach it.
+ */
+function clientGone(request: FastifyRequest): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const socket = request.raw.socket;
+  if (!socket || socket.destroyed) {
+    controller.abort();
+    return { signal: controller.signal, dispose: () => {} };
+  }
+  const onClose = () => controller.abort();
+  socket.once("close", onClose);
+  return {
+    signal: controller.signal,
+    dispose: () => socket.off("close", onClose),
+  };
+}

@@ -60,13 +60,14 @@ afterAll(async () => {
   await harness.close();
 });
 
-function rebuild() {
+function rebuild(options: { apply?: boolean } = {}) {
   return rebuildLedger({
     pool: harness.pool,
     bus: harness.bus,
     redis: harness.redis,
     now: () => now,
     liveCatchUpTimeoutMs: 5000,
+    ...options,
   });
 }
 
@@ -179,6 +180,66 @@ describe("ledger rebuild", () => {
     const code = await new Promise<number | null>((resolve) => cli.on("exit", resolve));
     expect(output).toMatch(/MISMATCH/);
     expect(output).toMatch(/NOT EQUAL/);
+    expect(output).toMatch(/dry run/);
+    expect(output).not.toMatch(/CORRECTED/);
     expect(code).toBe(1);
+    // The dry run changed nothing.
+    expect(
+      (
+        await harness.pool.query("SELECT 1 FROM lead_views WHERE tenant_id = $1 AND folio = 'A2'", [
+          tenantA,
+        ])
+      ).rowCount,
+    ).toBe(0);
+    expect(await usedOf(tenantA)).toBe(3);
+  });
+
+  it("with apply swaps the rebuilt ledger in, prints each corrected tenant day, and re-seeds Redis; ledger, counters and usage agree", async () => {
+    // Drift of the other kind too: a row the log never had (a view charged for a read that was
+    // refused), and a counter that disagrees with the rows.
+    await harness.pool.query(
+      `INSERT INTO lead_views (tenant_id, day, folio, billing_period_start, surface, request_id,
+                               key_id, member_id, recorded_at, source_partition, source_offset)
+       SELECT tenant_id, day, 'A-ghost', billing_period_start, surface, 'req_ghost', key_id,
+              member_id, recorded_at, source_partition, source_offset
+         FROM lead_views WHERE tenant_id = $1 AND folio = 'A3'`,
+      [tenantA],
+    );
+    const periodA = currentPeriod("2026-10-05", now);
+    await meter().seed(tenantA, periodA, "2026-11-15", { used: 42, foliosToday: [] }, true);
+
+    const repaired = await rebuild({ apply: true });
+    expect(repaired).toMatchObject({ equal: false, applied: true, reseeded: 2 });
+    const output = formatRebuildReport(repaired).join("\n");
+    // Tenant A, today: A2 was missing and A-ghost had no event (live 2: A3 and the ghost; rebuilt
+    // 2: A2 and A3). Tenant B, today: B1's surface was altered (1 row either way).
+    expect(output).toContain(`CORRECTED ${tenantA} day 2026-11-15: 2 -> 2 lead-views`);
+    expect(output).toContain(`CORRECTED ${tenantB} day 2026-11-15: 1 -> 1 lead-views`);
+    expect(repaired.corrected).toHaveLength(2);
+    expect(output).toMatch(/REPAIRED/);
+
+    const { rows } = await harness.pool.query<{ folio: string; surface: string }>(
+      "SELECT folio, surface FROM lead_views WHERE tenant_id = ANY($1) ORDER BY tenant_id, day, folio",
+      [[tenantA, tenantB]],
+    );
+    expect(rows.map((row) => row.folio).sort()).toEqual(["A1", "A1", "A2", "A3", "B1"]);
+    expect(rows.every((row) => row.surface === "rest")).toBe(true);
+    // Counters, usage and Redis agree with the repaired rows, and a dry run now finds it equal.
+    expect(await usedOf(tenantA)).toBe(3);
+    expect(
+      await meter().remaining({ tenantId: tenantA, cap: 500, period: periodA, day: "2026-11-15" }),
+    ).toBe(497);
+    const report = await rebuild();
+    expect(report).toMatchObject({ equal: true, differences: [], counterDifferences: [] });
   });
 });
+
+/** What the usage endpoint says tenant A (or another) used this period. */
+async function usedOf(tenantId: string): Promise<number> {
+  const response = await app.http?.inject({
+    method: "GET",
+    url: `/internal/v1/usage/${tenantId}`,
+    headers: internalToken,
+  });
+  return response?.json().used;
+}

@@ -7,6 +7,7 @@ import { createLedger } from "../db/ledger.ts";
 import {
   type CounterDifference,
   createShadowLedger,
+  type DayCorrection,
   type PeriodDifference,
   type ShadowLedger,
   type ShadowRow,
@@ -24,6 +25,11 @@ export interface RebuildDeps {
   liveCatchUpTimeoutMs: number;
   /** The live ledger's consumer group (tests run their own). */
   liveGroup?: string;
+  /**
+   * Repair what differs: swap the rebuilt rows in, recount the periods and re-seed Redis.
+   * Without it the rebuild only reports (a dry run).
+   */
+  apply?: boolean;
 }
 
 export interface RebuildReport {
@@ -41,7 +47,11 @@ export interface RebuildReport {
   differences: PeriodDifference[];
   counterDifferences: CounterDifference[];
   equal: boolean;
-  /** Tenants whose current-period Redis counters were re-seeded (only when equal). */
+  /** Whether the differences were repaired (`apply`, with the live ledger caught up). */
+  applied: boolean;
+  /** The (tenant, day) pairs the repair changed, live count then rebuilt count. */
+  corrected: DayCorrection[];
+  /** Tenants whose current-period Redis counters were re-seeded (when equal, or repaired). */
   reseeded: number;
 }
 
@@ -81,7 +91,13 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
       shadow.summary(),
     ]);
     const equal = differences.length === 0 && counterDifferences.length === 0;
-    const reseeded = equal ? await reseedMeters(deps.pool, deps.redis, now()) : 0;
+    // A repair needs the live ledger to have read what the replay read; otherwise the rows it
+    // is still about to write would be judged missing.
+    const applied = !equal && deps.apply === true && liveCaughtUp;
+    const corrected = applied
+      ? await shadow.swapIn(replay.highWaterMarks, replay.lowWaterMarks)
+      : [];
+    const reseeded = equal || applied ? await reseedMeters(deps.pool, deps.redis, now()) : 0;
     return {
       events,
       leadViews,
@@ -94,6 +110,8 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
       differences,
       counterDifferences,
       equal,
+      applied,
+      corrected,
       reseeded,
     };
   } finally {
@@ -236,10 +254,20 @@ export function formatRebuildReport(report: RebuildReport): string[] {
       `MISMATCH ${difference.tenant_id} period ${difference.period_start}: counter says ${difference.counted ?? "nothing"}, ledger rows ${difference.rows ?? "none"}`,
     );
   }
+  for (const correction of report.corrected) {
+    lines.push(
+      `CORRECTED ${correction.tenant_id} day ${correction.day}: ${correction.live_lead_views} -> ${correction.rebuilt_lead_views} lead-views`,
+    );
+  }
+  const differing = report.differences.length + report.counterDifferences.length;
   lines.push(
     report.equal
       ? `EQUAL: the live ledger matches the replay; re-seeded the Redis meters of ${report.reseeded} tenants`
-      : `NOT EQUAL: ${report.differences.length + report.counterDifferences.length} tenant periods differ; Redis meters left untouched`,
+      : report.applied
+        ? `REPAIRED: ${differing} tenant periods differed; the rebuilt ledger was swapped in (${report.corrected.length} tenant days corrected) and the Redis meters of ${report.reseeded} tenants re-seeded`
+        : report.liveCaughtUp
+          ? `NOT EQUAL: ${differing} tenant periods differ; nothing repaired (dry run: run again with --apply to swap the rebuilt ledger in)`
+          : `NOT EQUAL: ${differing} tenant periods differ; nothing repaired (the live ledger was still behind the replay)`,
   );
   return lines;
 }

@@ -1,6 +1,13 @@
 import { once } from "node:events";
 import type { LeadViewRecorded } from "@th/contracts";
-import { copyLines, copyText, needsCopyEscape, type Pool, type PoolClient } from "@th/db";
+import {
+  copyLines,
+  copyText,
+  inTransaction,
+  needsCopyEscape,
+  type Pool,
+  type PoolClient,
+} from "@th/db";
 import { from as copyFrom } from "pg-copy-streams";
 
 /** A replayed lead-view and where it sits in the log (a replayed record is one as it is). */
@@ -163,8 +170,110 @@ async function openLane(pool: Pool) {
 
 type Lane = Awaited<ReturnType<typeof openLane>>;
 
+/** One (tenant, UTC day) whose lead-views a rebuild replaced: the live count, then the rebuilt. */
+export interface DayCorrection {
+  tenant_id: string;
+  day: string;
+  live_lead_views: number;
+  rebuilt_lead_views: number;
+}
+
+/**
+ * The window of the log a replay read, as a relation (partition, low, high), and the shadow rows
+ * that may replace live ones: those read in it, less any whose lead-view the live ledger holds
+ * from outside it (an event retention has since trimmed, or one read after the replay).
+ */
+const WINDOW_SQL = `window_ AS (
+    SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[]) AS w(partition, low, high)
+  ), live AS (
+    SELECT l.* FROM lead_views l JOIN window_ w
+      ON l.source_partition = w.partition AND l.source_offset >= w.low AND l.source_offset < w.high
+  ), rebuilt AS (
+    SELECT s.* FROM lead_views_shadow s JOIN window_ w
+      ON s.source_partition = w.partition AND s.source_offset >= w.low AND s.source_offset < w.high
+     WHERE NOT EXISTS (
+       SELECT 1 FROM lead_views o
+        WHERE o.tenant_id = s.tenant_id AND o.day = s.day AND o.folio = s.folio
+          AND NOT EXISTS (SELECT 1 FROM window_ w2 WHERE o.source_partition = w2.partition
+                            AND o.source_offset >= w2.low AND o.source_offset < w2.high))
+  )`;
+
+const ROW_TEXT = `concat_ws('|', folio, surface, request_id, coalesce(key_id, '-'),
+  coalesce(member_id, '-'), to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'))`;
+
 export function createShadowLedger(pool: Pool) {
   return {
+    /**
+     * Replaces the live ledger's rows of the replayed window with the shadow's, recounts every
+     * period's usage from the rows, and answers the (tenant, day) pairs it changed, all in one
+     * transaction that holds off the live consumer's writes: readers see the old ledger or the
+     * new one, never a mix.
+     */
+    async swapIn(
+      highWaterMarks: ReadonlyMap<number, string>,
+      lowWaterMarks: ReadonlyMap<number, string> = new Map(),
+    ): Promise<DayCorrection[]> {
+      const partitions = [...highWaterMarks.keys()];
+      const values = [
+        partitions,
+        partitions.map((partition) => lowWaterMarks.get(partition) ?? "0"),
+        partitions.map((partition) => highWaterMarks.get(partition) ?? "0"),
+      ];
+      return inTransaction(pool, async (client) => {
+        await client.query("LOCK TABLE lead_views, period_usage IN SHARE ROW EXCLUSIVE MODE");
+        const { rows: corrections } = await client.query<DayCorrection>(
+          `WITH ${WINDOW_SQL},
+           live_days AS (
+             SELECT tenant_id, day, count(*)::int AS n, md5(string_agg(${ROW_TEXT}, E'\n' ORDER BY folio)) AS f
+               FROM live GROUP BY 1, 2),
+           rebuilt_days AS (
+             SELECT tenant_id, day, count(*)::int AS n, md5(string_agg(${ROW_TEXT}, E'\n' ORDER BY folio)) AS f
+               FROM rebuilt GROUP BY 1, 2)
+           SELECT coalesce(l.tenant_id, r.tenant_id) AS tenant_id,
+                  to_char(coalesce(l.day, r.day), 'YYYY-MM-DD') AS day,
+                  coalesce(l.n, 0) AS live_lead_views, coalesce(r.n, 0) AS rebuilt_lead_views
+             FROM live_days l FULL JOIN rebuilt_days r USING (tenant_id, day)
+            WHERE l.f IS DISTINCT FROM r.f
+            ORDER BY 1, 2`,
+          values,
+        );
+        await client.query(
+          `WITH ${WINDOW_SQL}
+           DELETE FROM lead_views l USING window_ w
+            WHERE l.source_partition = w.partition
+              AND l.source_offset >= w.low AND l.source_offset < w.high`,
+          values,
+        );
+        await client.query(
+          `WITH ${WINDOW_SQL}
+           INSERT INTO lead_views (tenant_id, day, folio, billing_period_start, surface, request_id,
+                                   key_id, member_id, recorded_at, source_partition, source_offset)
+           SELECT tenant_id, day, folio, billing_period_start, surface, request_id, key_id,
+                  member_id, recorded_at, source_partition, source_offset
+             FROM rebuilt
+           ON CONFLICT DO NOTHING`,
+          values,
+        );
+        // The counters are a function of the rows: recounted whole, so none can disagree.
+        await client.query(
+          `WITH counted AS (
+             SELECT tenant_id, billing_period_start AS period_start, count(*)::int AS n
+               FROM lead_views GROUP BY 1, 2)
+           MERGE INTO period_usage u USING counted c
+              ON u.tenant_id = c.tenant_id AND u.period_start = c.period_start
+            WHEN MATCHED AND u.lead_views <> c.n THEN UPDATE SET lead_views = c.n
+            WHEN NOT MATCHED THEN INSERT (tenant_id, period_start, lead_views)
+                                  VALUES (c.tenant_id, c.period_start, c.n)`,
+        );
+        await client.query(
+          `DELETE FROM period_usage u WHERE NOT EXISTS (
+             SELECT 1 FROM lead_views l
+              WHERE l.tenant_id = u.tenant_id AND l.billing_period_start = u.period_start)`,
+        );
+        return corrections;
+      });
+    },
+
     async reset(): Promise<void> {
       await pool.query("TRUNCATE lead_views_shadow");
     },

@@ -1,0 +1,96 @@
+// A real Postgres restart under a dispatcher process mid-delivery, on a private cluster of this
+// test's own (other suites share the machine's Postgres): the dispatcher stays up, deliveries
+// resume by themselves once Postgres is back, and every webhook id arrives.
+import type { ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
+import { type PrivatePostgres, startPrivatePostgres } from "./support/private-stores.ts";
+import {
+  type Receiver,
+  startReceiver,
+  startWebhookStack,
+  type WebhookStack,
+  waitFor,
+} from "./support/webhook-stack.ts";
+
+let postgres: PrivatePostgres;
+let stack: WebhookStack;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  postgres = await startPrivatePostgres();
+  // The test databases of this file go on the private cluster (each test file runs in a
+  // process of its own, so no other file sees this).
+  process.env.DATABASE_URL = postgres.url;
+  stack = await startWebhookStack();
+  receiver = await startReceiver(() => ({ status: 200, delayMs: 10 }));
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await stack?.close().catch(() => {});
+  await postgres?.destroy();
+});
+
+describe("a Postgres restart with the dispatcher mid-delivery", () => {
+  it("leaves the dispatcher running; deliveries resume within seconds of Postgres's return and none is lost", async () => {
+    const tenant = "tn_pg_restart";
+    await stack.publishTenant(tenant, "custom", {
+      concurrent_webhooks: 16,
+      lead_views_per_month: 100_000,
+    });
+    const api = await stack.startDispatcher();
+    await stack.tenantApplied(tenant);
+    await stack.subscribe(tenant, "wl_restart", receiver.url);
+    await stack.stopDispatcher(api);
+    const child: ChildProcess = await stack.spawnDispatcher({ LEASE_MS: "3000" });
+    let exited: string | undefined;
+    child.on("exit", (code, signal) => {
+      exited = `code ${code} signal ${signal}`;
+    });
+
+    const matches = Array.from({ length: 600 }, () => stack.match(tenant, "wl_restart"));
+    await stack.publishMatches(matches);
+    await waitFor(() => receiver.received.length >= 40, { what: "deliveries under way" });
+    await postgres.stop();
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const seenWhileDown = receiver.received.length;
+    await postgres.start();
+    const backAt = Date.now();
+    await waitFor(() => exited ?? receiver.received.length > seenWhileDown, {
+      timeoutMs: 30_000,
+      what: "a delivery after Postgres returned",
+    });
+    const resumedMs = Date.now() - backAt;
+    expect(exited).toBeUndefined();
+    expect(resumedMs).toBeLessThan(10_000);
+
+    const unique = () => new Set(receiver.received.map((r) => r.webhookId));
+    await waitFor(() => exited ?? unique().size >= matches.length, {
+      timeoutMs: 40_000,
+      what: "every webhook id",
+    });
+    expect(exited).toBeUndefined();
+    const { rows } = await stack.pool.query<{ id: string }>(
+      "SELECT id FROM dispatcher.deliveries WHERE tenant_id = $1",
+      [tenant],
+    );
+    expect(rows).toHaveLength(matches.length);
+    const ids = unique();
+    expect(rows.every((row) => ids.has(row.id))).toBe(true);
+    recordFault({
+      fault: "Postgres restart (2 s down) mid-delivery",
+      matches: matches.length,
+      uniqueDeliveries: ids.size,
+      duplicates: receiver.received.length - ids.size,
+      lost: rows.filter((row) => !ids.has(row.id)).length + matches.length - rows.length,
+      fiveHundreds: 0,
+      unavailable: 0,
+      slowestAnswerMs: null,
+      recoveryMs: resumedMs,
+      leadViewsCharged: null,
+      readsAnswered: null,
+    });
+    child.kill("SIGTERM");
+  }, 120_000);
+});

@@ -1,0 +1,103 @@
+// Postgres going away under a running dispatcher: its backends are terminated mid-delivery (what a
+// Postgres restart or failover does to every connection, "terminating connection due to
+// administrator command"), and the dispatcher process stays up and delivers every webhook id.
+import type { ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
+import {
+  type Receiver,
+  startReceiver,
+  startWebhookStack,
+  type WebhookStack,
+  waitFor,
+} from "./support/webhook-stack.ts";
+
+let stack: WebhookStack;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  stack = await startWebhookStack();
+  receiver = await startReceiver(() => ({ status: 200, delayMs: 20 }));
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await stack?.close();
+});
+
+/** Terminates every backend the child process holds, idle, checked out or mid-query. */
+async function terminateBackendsOf(child: ChildProcess): Promise<number> {
+  const { rows } = await stack.pool.query<{ n: number }>(
+    `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = $1`,
+    [`dispatcher-child-${child.pid}`],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+describe("a Postgres connection loss mid-delivery", () => {
+  it("leaves the dispatcher running, and every webhook id is delivered once Postgres answers again", async () => {
+    const tenant = "tn_pg_outage";
+    await stack.publishTenant(tenant, "custom", {
+      concurrent_webhooks: 16,
+      lead_views_per_month: 100_000,
+    });
+    const api = await stack.startDispatcher();
+    await stack.tenantApplied(tenant);
+    await stack.subscribe(tenant, "wl_pg", receiver.url);
+    await stack.stopDispatcher(api); // only the child delivers
+    const child = await stack.spawnDispatcher({ LEASE_MS: "2000" });
+    let exited: string | undefined;
+    child.on("exit", (code, signal) => {
+      exited = `code ${code} signal ${signal}`;
+    });
+
+    const matches = Array.from({ length: 400 }, () => stack.match(tenant, "wl_pg"));
+    await stack.publishMatches(matches);
+    await waitFor(() => receiver.received.length >= 40, { what: "deliveries under way" });
+    let terminated = 0;
+    for (let round = 0; round < 4; round++) {
+      terminated += await terminateBackendsOf(child);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(terminated).toBeGreaterThan(0);
+    const unique = () => new Set(receiver.received.map((r) => r.webhookId));
+    await waitFor(() => exited ?? unique().size >= matches.length, {
+      timeoutMs: 40_000,
+      what: "every webhook id",
+    });
+    expect(exited).toBeUndefined();
+    const { rows } = await stack.pool.query<{ id: string }>(
+      "SELECT id FROM dispatcher.deliveries WHERE tenant_id = $1",
+      [tenant],
+    );
+    expect(rows).toHaveLength(matches.length);
+    const ids = unique();
+    expect(rows.every((row) => ids.has(row.id))).toBe(true);
+    recordFault({
+      fault: "Postgres backends terminated mid-delivery",
+      matches: matches.length,
+      uniqueDeliveries: ids.size,
+      duplicates: receiver.received.length - ids.size,
+      lost: matches.length - rows.filter((row) => ids.has(row.id)).length,
+      fiveHundreds: 0,
+      unavailable: 0,
+      slowestAnswerMs: null,
+      recoveryMs: null,
+      leadViewsCharged: null,
+      readsAnswered: null,
+    });
+    await waitFor(
+      async () =>
+        (
+          await stack.pool.query(
+            "SELECT 1 FROM dispatcher.deliveries WHERE tenant_id = $1 HAVING bool_and(state = 'complete')",
+            [tenant],
+          )
+        ).rowCount,
+      { timeoutMs: 20_000, what: "every delivery recorded complete" },
+    );
+    expect(exited).toBeUndefined();
+    child.kill("SIGTERM");
+  }, 90_000);
+});

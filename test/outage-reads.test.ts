@@ -1,0 +1,281 @@
+// Lead reads while the broker is down: a read answers 503 `unavailable` within the publish bound
+// (2 s) with Retry-After, its request id and the six limit headers; its reservation is given back;
+// and neither it nor a read whose client went away is published once the broker is back.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Bus } from "@th/bus";
+import { contracts, type LeadViewRecorded } from "@th/contracts";
+import { startBroker } from "@th/dev-broker";
+import { buildApp as buildGateway } from "@th/gateway/app";
+import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
+import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+
+const SIX_HEADERS = [
+  "x-ratelimit-limit",
+  "x-ratelimit-remaining",
+  "x-ratelimit-reset",
+  "x-quota-lead-views-limit",
+  "x-quota-lead-views-remaining",
+  "x-quota-resets",
+];
+
+let stack: EdgeStack;
+let folios: string[];
+let dataDir: string;
+let broker: Awaited<ReturnType<typeof startBroker>> | undefined;
+let port: number;
+let bus: Bus;
+let gateway: Awaited<ReturnType<typeof buildGateway>>;
+
+beforeAll(async () => {
+  stack = await startEdgeStack();
+  folios = await stack.ingestSample();
+  // The gateway under test records lead-views on a broker of its own, which the test stops and
+  // starts again on the same port and log directory, as a broker restart would.
+  dataDir = mkdtempSync(join(tmpdir(), "th-outage-broker-"));
+  broker = await startBroker({ port: 0, dataDir, logLevel: "error" });
+  port = Number(broker.brokers[0]?.split(":").pop());
+  bus = new Bus({
+    brokers: broker.brokers,
+    clientId: "outage-gateway",
+    logger: stack.harness.logger,
+    consumerTimings: TEST_CONSUMER_TIMINGS,
+  });
+  await bus.provision([contracts.leadViewRecorded]);
+  gateway = await buildGateway({ ...stack.harness, bus, config: stack.gatewayConfig });
+  await gateway.http?.listen({ port: 0, host: "127.0.0.1" });
+});
+
+afterAll(async () => {
+  await gateway?.http?.close();
+  await bus?.close();
+  await broker?.stop();
+  await stack?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function tenant(leadViews: number) {
+  const trial = await stack.startTrial("custom");
+  await stack.setCustomLimits(trial.tenantId, {
+    lead_views_per_month: leadViews,
+    rate_per_minute: 100_000,
+  });
+  return trial;
+}
+
+/** Every read of the broker-outage case: its request id, status and time to answer. */
+const answers: { id: string; status: number; ms: number }[] = [];
+
+async function read(key: string, folio: string, requestId: string) {
+  const started = Date.now();
+  const response = await stack.request("GET", `/v1/leads/${folio}`, {
+    key,
+    via: gateway,
+    headers: { "x-request-id": requestId },
+  });
+  answers.push({ id: requestId, status: response.statusCode, ms: Date.now() - started });
+  return response;
+}
+
+/** The request ids of every lead-view on the private broker's topic. */
+async function recordedRequestIds(): Promise<string[]> {
+  const ids: string[] = [];
+  await bus.replay(contracts.leadViewRecorded, {
+    onBatch: async (records) => {
+      ids.push(...records.map((record) => (record.value as LeadViewRecorded).request_id));
+    },
+  });
+  return ids;
+}
+
+async function waitUntil(probe: () => boolean, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!probe()) {
+    if (Date.now() > deadline) {
+      throw new Error("timed out");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A TCP proxy to the broker that holds every byte it gets until `release()`, then pipes. */
+async function holdingProxy(target: number) {
+  let holding = true;
+  const pending: { socket: Socket; chunks: Buffer[] }[] = [];
+  const sockets: Socket[] = [];
+  const server = createServer((socket) => {
+    sockets.push(socket);
+    socket.on("error", () => {});
+    const entry = { socket, chunks: [] as Buffer[] };
+    if (holding) {
+      pending.push(entry);
+      socket.on("data", (chunk: Buffer) => {
+        if (holding) {
+          entry.chunks.push(chunk);
+        }
+      });
+    } else {
+      pipe(entry);
+    }
+  });
+  function pipe(entry: { socket: Socket; chunks: Buffer[] }) {
+    const upstream = connect({ host: "127.0.0.1", port: target });
+    sockets.push(upstream);
+    upstream.on("error", () => entry.socket.destroy());
+    entry.socket.removeAllListeners("data");
+    for (const chunk of entry.chunks) {
+      upstream.write(chunk);
+    }
+    entry.socket.pipe(upstream).pipe(entry.socket);
+  }
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    held: () => pending.length,
+    release() {
+      holding = false;
+      for (const entry of pending.splice(0)) {
+        pipe(entry);
+      }
+    },
+    close() {
+      for (const socket of sockets) {
+        socket.destroy();
+      }
+      server.close();
+    },
+  };
+}
+
+const remaining = (response: { headers: Record<string, unknown> }) =>
+  Number(response.headers["x-quota-lead-views-remaining"]);
+
+describe("a lead read while the broker is down", () => {
+  it("answers 503 unavailable within 2.5 s with Retry-After, its request id and the six headers, charges nothing, and is never published later", async () => {
+    const { key } = await tenant(10);
+    const before = await read(key, folios[0] as string, "outage-read-ok-1");
+    expect(before.statusCode).toBe(200);
+    expect(remaining(before)).toBe(9);
+
+    await broker?.stop();
+    broker = undefined;
+    const started = Date.now();
+    const refused = await read(key, folios[1] as string, "outage-read-refused-1");
+    const ms = Date.now() - started;
+    expect(refused.statusCode).toBe(503);
+    expect(ms).toBeLessThan(2_500);
+    const body = refused.json();
+    expect(body.error).toBe("unavailable");
+    expect(body.request_id).toBe("outage-read-refused-1");
+    expect(refused.headers["x-request-id"]).toBe("outage-read-refused-1");
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    for (const header of SIX_HEADERS) {
+      expect(refused.headers[header], header).toBeDefined();
+    }
+    expect(remaining(refused)).toBe(9);
+
+    // The broker comes back within the producer's own retry window: a publish that went on
+    // retrying would land now.
+    broker = await startBroker({ port, dataDir, logLevel: "error" });
+    let after = await read(key, folios[2] as string, "outage-read-ok-2");
+    for (let i = 0; i < 20 && after.statusCode !== 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      after = await read(key, folios[2] as string, `outage-read-ok-2-${i}`);
+    }
+    expect(after.statusCode).toBe(200);
+    expect(remaining(after)).toBe(8);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const ids = await recordedRequestIds();
+    expect(ids).toContain("outage-read-ok-1");
+    expect(ids).not.toContain("outage-read-refused-1");
+    // Every read answered with a lead was charged once; no refused one was.
+    const answered = answers.filter((answer) => answer.status === 200);
+    const charged = ids.filter((id) => answers.some((answer) => answer.id === id));
+    expect(charged.sort()).toEqual(answered.map((answer) => answer.id).sort());
+    recordFault({
+      fault: "broker stopped and restarted during reads",
+      matches: null,
+      uniqueDeliveries: null,
+      duplicates: null,
+      lost: null,
+      fiveHundreds: answers.filter((answer) => answer.status >= 500 && answer.status !== 503)
+        .length,
+      unavailable: answers.filter((answer) => answer.status === 503).length,
+      slowestAnswerMs: Math.max(...answers.map((answer) => answer.ms)),
+      recoveryMs: null,
+      leadViewsCharged: charged.length,
+      readsAnswered: answered.length,
+    });
+  }, 60_000);
+
+  it("gives the reservation back as soon as the client goes away, and never publishes its view", async () => {
+    const { key } = await tenant(10);
+    broker ??= await startBroker({ port, dataDir, logLevel: "error" });
+    // A broker that has stopped answering: the gateway's connections reach a proxy that holds
+    // their bytes until the test lets them through to the real broker.
+    const proxy = await holdingProxy(port);
+    const stalledBus = new Bus({
+      brokers: [`127.0.0.1:${proxy.port}`],
+      clientId: "outage-stalled",
+      logger: stack.harness.logger,
+    });
+    const stalled = await buildGateway({
+      ...stack.harness,
+      bus: stalledBus,
+      config: stack.gatewayConfig,
+    });
+    await stalled.http?.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const address = stalled.http?.server.address() as AddressInfo;
+      const client = httpRequest({
+        host: "127.0.0.1",
+        port: address.port,
+        path: `/v1/leads/${folios[3]}`,
+        headers: { authorization: `Bearer ${key}`, "x-request-id": "outage-read-gone-1" },
+      });
+      client.on("error", () => {});
+      client.end();
+      // Reserved and waiting on the broker; the client hangs up well before the 2 s bound.
+      await waitUntil(() => proxy.held() > 0);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const during = await stack.request("GET", "/v1/leads/23-0000000000000", {
+        key,
+        via: gateway,
+      });
+      expect(remaining(during)).toBe(9);
+      client.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const free = await stack.request("GET", "/v1/leads/23-0000000000000", { key, via: gateway });
+      expect(free.statusCode).toBe(404);
+      expect(remaining(free)).toBe(10);
+      // The broker answers again: what the gateway had asked before the client left goes
+      // through, and its view must still not be published.
+      proxy.release();
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(await recordedRequestIds()).not.toContain("outage-read-gone-1");
+      recordFault({
+        fault: "client hangs up while the broker stalls",
+        matches: null,
+        uniqueDeliveries: null,
+        duplicates: null,
+        lost: null,
+        fiveHundreds: 0,
+        unavailable: 0,
+        slowestAnswerMs: null,
+        recoveryMs: null,
+        leadViewsCharged: 0,
+        readsAnswered: 0,
+      });
+    } finally {
+      await stalled.http?.close();
+      await stalledBus.close();
+      proxy.close();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,123 @@
+// Lead reads while Redis is down and after it comes back empty, on a redis-server of this test's
+// own (the machine's Redis is shared): a read answers 503 `unavailable` with Retry-After and its
+// request id within 2 s, never 500 and never a hang, and reads work again once Redis is back,
+// without charging twice what was charged before.
+import { buildApp as buildGateway } from "@th/gateway/app";
+import { REDIS_OPTIONS, startInternalServer } from "@th/service-kit";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
+import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import { type PrivateRedis, startPrivateRedis } from "./support/private-stores.ts";
+
+let stack: EdgeStack;
+let folios: string[];
+let redisServer: PrivateRedis;
+let redis: Redis;
+let gateway: Awaited<ReturnType<typeof buildGateway>>;
+
+beforeAll(async () => {
+  stack = await startEdgeStack();
+  folios = await stack.ingestSample();
+  redisServer = await startPrivateRedis();
+  redis = new Redis(redisServer.url, { ...REDIS_OPTIONS });
+  redis.on("error", () => {});
+  gateway = await buildGateway({ ...stack.harness, redis, config: stack.gatewayConfig });
+  await gateway.http?.ready();
+});
+
+afterAll(async () => {
+  await gateway?.http?.close();
+  redis?.disconnect();
+  await redisServer?.destroy();
+  await stack?.close();
+});
+
+describe("a lead read while Redis is down", () => {
+  it("answers 503 unavailable with Retry-After within 2 s, and reads resume when Redis is back empty", async () => {
+    const trial = await stack.startTrial("custom");
+    await stack.setCustomLimits(trial.tenantId, {
+      lead_views_per_month: 10,
+      rate_per_minute: 100_000,
+    });
+    const answers: { status: number; ms: number }[] = [];
+    const read = async (folio: string) => {
+      const started = Date.now();
+      const response = await stack.request("GET", `/v1/leads/${folio}`, {
+        key: trial.key,
+        via: gateway,
+      });
+      answers.push({ status: response.statusCode, ms: Date.now() - started });
+      return response;
+    };
+    const first = await read(folios[0] as string);
+    expect(first.statusCode).toBe(200);
+
+    await redisServer.stop();
+    for (const folio of [folios[1], folios[0]] as string[]) {
+      const started = Date.now();
+      const refused = await read(folio);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(refused.statusCode).toBe(503);
+      const body = refused.json();
+      expect(body.error).toBe("unavailable");
+      expect(body.request_id).toBe(refused.headers["x-request-id"]);
+      expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    }
+
+    // Back, and empty (a restart without persistence, or a flush).
+    await redisServer.start();
+    const backAt = Date.now();
+    let again = await read(folios[0] as string);
+    while (again.statusCode !== 200 && Date.now() - backAt < 10_000) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      again = await read(folios[0] as string);
+    }
+    const recoveryMs = Date.now() - backAt;
+    expect(again.statusCode).toBe(200);
+    // The folio read before the outage is not charged again the same day.
+    expect(Number(again.headers["x-quota-lead-views-remaining"])).toBe(9);
+    recordFault({
+      fault: "Redis stopped, then back empty, during reads",
+      matches: null,
+      uniqueDeliveries: null,
+      duplicates: null,
+      lost: null,
+      fiveHundreds: answers.filter((answer) => answer.status >= 500 && answer.status !== 503)
+        .length,
+      unavailable: answers.filter((answer) => answer.status === 503).length,
+      slowestAnswerMs: Math.max(...answers.map((answer) => answer.ms)),
+      recoveryMs,
+      leadViewsCharged: null,
+      readsAnswered: null,
+    });
+  }, 60_000);
+
+  it("turns readiness false while Redis is away and true again when it is back; liveness stays true", async () => {
+    const probes = await startInternalServer({
+      port: 0,
+      host: "127.0.0.1",
+      checks: { redis: async () => (await redis.ping()) === "PONG" },
+    });
+    const probe = async (path: string) =>
+      (await fetch(`http://127.0.0.1:${probes.port}${path}`)).status;
+    try {
+      expect(await probe("/readyz")).toBe(200);
+      await redisServer.stop();
+      // A store that does not answer fails its check after 1 s; the probe never waits longer.
+      const asked = Date.now();
+      expect(await probe("/readyz")).toBe(503);
+      expect(Date.now() - asked).toBeLessThan(1_300);
+      expect(await probe("/healthz")).toBe(200);
+      await redisServer.start();
+      const backAt = Date.now();
+      while ((await probe("/readyz")) !== 200) {
+        expect(Date.now() - backAt).toBeLessThan(3_000);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await probe("/healthz")).toBe(200);
+    } finally {
+      await probes.close();
+    }
+  });
+});
