@@ -3,57 +3,23 @@
 // a database of its own, and each script gets the printed demo key and base URL through the
 // environment variables it reads. Webhook deliveries reach the scripts' local receivers through
 // the dispatcher's development allowance for plain-HTTP loopback URLs.
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { serverUrl } from "@th/db/testing";
 import { parse } from "csv-parse/sync";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningStart, startNpmStart } from "./support/npm-start.ts";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..");
-// Below Linux's ephemeral range, so no outgoing connection of another test holds one of them.
-const base = 20_000 + Math.floor(Math.random() * 12_000);
-const names = [
-  "GATEWAY",
-  "BROKER",
-  "KEYS",
-  "QUOTA_LEDGER",
-  "PARCELS",
-  "MATCHER",
-  "WEBHOOK_DISPATCHER",
-  "GATEWAY_INTERNAL",
-  "KEYS_INTERNAL",
-  "QUOTA_LEDGER_INTERNAL",
-  "PARCELS_INTERNAL",
-  "MATCHER_INTERNAL",
-  "WEBHOOK_DISPATCHER_INTERNAL",
-];
-const ports = Object.fromEntries(names.map((name, index) => [`${name}_PORT`, base + index]));
-const baseUrl = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
-const database = `th_examples_${randomBytes(5).toString("hex")}`;
-const databaseUrl = (() => {
-  const url = new URL(serverUrl());
-  url.pathname = `/${database}`;
-  return url.toString();
-})();
 const FOLIO = "23-30418400000000";
 
-let supervisor: ChildProcess | undefined;
-let output = "";
+let stack: RunningStart;
+let baseUrl = "";
 let apiKey = "";
-
-async function admin(sql: string) {
-  const client = new pg.Client({ connectionString: serverUrl() });
-  await client.connect();
-  await client.query(sql);
-  await client.end();
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -66,55 +32,13 @@ function freePort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  await admin(`CREATE DATABASE ${database}`);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
-    BROKER_DATA_DIR: mkdtempSync(join(tmpdir(), "th-examples-")),
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: "warn",
-    // The development allowance the receivers on 127.0.0.1 need (refused in production).
-    WEBHOOK_ALLOW_LOOPBACK_HTTP: "true",
-  };
-  delete env.KAFKA_BROKERS;
-  supervisor = spawn(process.execPath, ["scripts/start.ts"], {
-    cwd: root,
-    env,
-    stdio: "pipe",
-    detached: true,
-  });
-  const up = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`npm start did not come up:\n${output}`)),
-      120_000,
-    );
-    const check = (chunk: Buffer) => {
-      output += chunk;
-      if (/Terminal House is up/.test(output) && /API key\s+th_live_\S+/.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    supervisor?.stdout?.on("data", check);
-    supervisor?.stderr?.on("data", check);
-    supervisor?.once("exit", (code) => reject(new Error(`npm start exited (${code}):\n${output}`)));
-  });
-  await up;
-  // The key exactly as npm start prints it for the demo tenant.
-  apiKey = output.match(/API key\s+(th_live_\S+)/)?.[1] ?? "";
+  // The development allowance the receivers on 127.0.0.1 need (refused in production).
+  stack = await startNpmStart({ WEBHOOK_ALLOW_LOOPBACK_HTTP: "true" });
+  baseUrl = stack.baseUrl;
+  apiKey = stack.apiKey;
 }, 150_000);
 
-afterAll(async () => {
-  const running = supervisor;
-  if (running?.pid !== undefined && running.exitCode === null) {
-    const exited = new Promise((resolve) => running.once("exit", resolve));
-    running.kill("SIGTERM");
-    const timer = setTimeout(() => running.kill("SIGKILL"), 30_000);
-    await exited;
-    clearTimeout(timer);
-  }
-  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-}, 60_000);
+afterAll(() => stack?.stop(), 60_000);
 
 /** Runs one example as its header says, in a scratch directory, with npm start's key and URL. */
 async function example(command: string, args: string[], extraEnv: Record<string, string> = {}) {
