@@ -31,7 +31,10 @@ describe("@th/client as published", () => {
   it("builds to JavaScript and declarations that plain Node loads", async () => {
     const tsc = join(pkg, "..", "..", "node_modules", ".bin", "tsc");
     await run(tsc, ["-p", join(pkg, "tsconfig.build.json"), "--outDir", out]);
-    const { types, default: entry } = manifest.publishConfig.exports["."] as Record<string, string>;
+    const { types, default: entry } = manifest.publishConfig.exports["."] as {
+      types: string;
+      default: string;
+    };
     for (const file of [types, entry]) {
       expect(existsSync(join(out, file.replace("./dist/", ""))), file).toBe(true);
     }
