@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { chart, metricNames, renderChart, renderedKit } from "./support/monitoring.ts";
 
 const run = promisify(execFile);
@@ -28,8 +28,12 @@ describe("the chart's operator's kit", () => {
       bare.filter((manifest) => manifest.apiVersion.startsWith("monitoring.coreos.com")),
     ).toEqual([]);
     expect(bare.find((manifest) => manifest.metadata.name === "th-dashboard")).toBeUndefined();
-    const defaults = readFileSync(join(chart, "values.yaml"), "utf8");
-    expect(defaults.match(/^ {4}enabled: false$/gm)?.length).toBeGreaterThanOrEqual(3);
+    const defaults = parse(readFileSync(join(chart, "values.yaml"), "utf8")).monitoring;
+    expect([
+      defaults.serviceMonitor.enabled,
+      defaults.prometheusRule.enabled,
+      defaults.grafanaDashboard.enabled,
+    ]).toEqual([false, false, false]);
   });
 
   it("scrapes every service's /metrics on its internal port, keeping the series' own service label", async () => {
