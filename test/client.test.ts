@@ -109,6 +109,44 @@ describe("typed client: cursor pages", () => {
   });
 });
 
+describe("typed client: polling a watchlist's matches", () => {
+  it("walks every match, then resumes from the cursor with only what arrived since", async () => {
+    const tenant = await customTenant({});
+    const client = createClient({ apiKey: tenant.key, baseUrl });
+    const { data: watchlist } = await client.watchlists.create({
+      name: "Absentee Miami-Dade",
+      recipe: { filters: { counties: [23] }, required_signals: ["absentee_owner"] },
+    });
+    async function runToEnd() {
+      const { data: run } = await client.watchlists.run(watchlist.id);
+      for (;;) {
+        const { data: state } = await client.watchlists.getRun(watchlist.id, run.id);
+        if (state.status === "succeeded") {
+          return state.matches_found;
+        }
+        expect(state.status).not.toBe("failed");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    const found = await runToEnd();
+    expect(found).toBeGreaterThan(10);
+
+    const first = client.watchlists.matches(watchlist.id, { limit: 4 });
+    const seen = await first.toArray();
+    expect(seen).toHaveLength(found);
+    expect(first.limits?.leadViewsRemaining).toBe(10_000);
+    const cursor = first.cursor;
+    expect(cursor).toBeDefined();
+
+    expect(await client.watchlists.matches(watchlist.id, { cursor }).toArray()).toEqual([]);
+    const again = await runToEnd();
+    const since = await client.watchlists.matches(watchlist.id, { cursor, limit: 4 }).toArray();
+    expect(since).toHaveLength(again);
+    const earlier = new Set(seen.map((match) => match.match_id));
+    expect(since.every((match) => !earlier.has(match.match_id))).toBe(true);
+  });
+});
+
 describe("typed client: typed refusals", () => {
   it("402 quota_exceeded is a QuotaExceededError carrying upgrade_url and quota_resets_at", async () => {
     const tenant = await customTenant({ lead_views_per_month: 1 });

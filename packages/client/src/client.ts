@@ -173,6 +173,7 @@ export function createClient(options: ClientOptions = {}) {
             (body) => ({
               items: body.matches,
               nextCursor: body.has_more ? body.next_cursor : null,
+              resumeCursor: body.next_cursor,
             }),
           ),
         query.cursor,

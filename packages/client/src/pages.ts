@@ -10,8 +10,13 @@ export interface Result<T> {
 /** One page of a cursor-paged list: its items and the cursor of the next page, if any. */
 export interface Page<T> {
   items: T[];
-  /** Pass to resume after this page; null when the list has no more. */
+  /** The next page's cursor; null when the list has no more now. */
   nextCursor: string | null;
+  /**
+   * Where to resume later, when the list can grow at its end (polling): kept by `cursor` even
+   * after the last page, so the next walk starts after what this one saw.
+   */
+  resumeCursor?: string;
 }
 
 /**
@@ -37,7 +42,10 @@ export class Pages<T> implements AsyncIterable<T> {
     return this.#limits;
   }
 
-  /** Where the next page starts: keep it to resume later (undefined before the first page). */
+  /**
+   * Where the next page starts (undefined before the first). For a polled list it is, after the
+   * walk, where the next poll starts: pass it as `cursor` to see only what arrived since.
+   */
   get cursor(): string | undefined {
     return this.#cursor;
   }
@@ -46,8 +54,9 @@ export class Pages<T> implements AsyncIterable<T> {
     for (;;) {
       const page = await this.#fetchPage(this.#cursor);
       this.#limits = page.limits;
-      if (page.data.nextCursor !== null) {
-        this.#cursor = page.data.nextCursor;
+      const next = page.data.resumeCursor ?? page.data.nextCursor;
+      if (next !== null) {
+        this.#cursor = next;
       }
       yield page;
       if (page.data.nextCursor === null) {
