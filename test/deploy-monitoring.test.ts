@@ -106,6 +106,169 @@ describe("the chart's operator's kit", () => {
     expect(result.stdout).toMatch(/SUCCESS: 7 rules found/);
   });
 
+  it("fires each alert on series that mean it, and stays quiet on series that do not (promtool test rules)", async () => {
+    const { rule, alerts } = await renderedKit();
+    const dir = mkdtempSync(join(tmpdir(), "th-rule-tests-"));
+    writeFileSync(join(dir, "rules.yaml"), stringify({ groups: rule.spec.groups }));
+    const ns = 'namespace="terminal-house"';
+    const runbook = (name: string) =>
+      alerts.find((alert) => alert.alert === name)?.annotations.runbook_url;
+    const fired = (name: string, labels: Record<string, string>, summary: string) => ({
+      exp_labels: {
+        severity: alerts.find((a) => a.alert === name)?.labels.severity,
+        team: "data-platform",
+        ...labels,
+      },
+      exp_annotations: { summary, runbook_url: runbook(name) },
+    });
+    const tests = {
+      rule_files: ["rules.yaml"],
+      evaluation_interval: "1m",
+      tests: [
+        {
+          interval: "1m",
+          input_series: [
+            { series: `th_ready{${ns},service="gateway",pod="gw-1"}`, values: "1 0x15" },
+            { series: `th_ready{${ns},service="keys",pod="keys-1"}`, values: "1x15" },
+            { series: `up{${ns},job="th-matcher",service="th-matcher",pod="m-1"}`, values: "0x15" },
+          ],
+          alert_rule_test: [
+            { eval_time: "4m", alertname: "TerminalHouseServiceNotReady", exp_alerts: [] },
+            {
+              eval_time: "10m",
+              alertname: "TerminalHouseServiceNotReady",
+              exp_alerts: [
+                fired(
+                  "TerminalHouseServiceNotReady",
+                  { namespace: "terminal-house", service: "gateway", pod: "gw-1" },
+                  "gateway pod gw-1 is not ready",
+                ),
+                fired(
+                  "TerminalHouseServiceNotReady",
+                  {
+                    namespace: "terminal-house",
+                    job: "th-matcher",
+                    service: "th-matcher",
+                    pod: "m-1",
+                  },
+                  "th-matcher pod m-1 is not ready",
+                ),
+              ],
+            },
+          ],
+        },
+        {
+          interval: "1m",
+          input_series: [
+            // 5 of every 100 responses are 5xx, over the 2% threshold.
+            {
+              series: `th_http_request_duration_seconds_count{${ns},service="gateway",route="/v1/leads",status="200"}`,
+              values: "0+95x30",
+            },
+            {
+              series: `th_http_request_duration_seconds_count{${ns},service="gateway",route="/v1/leads",status="503"}`,
+              values: "0+5x30",
+            },
+            // Another service's 5xx are not the gateway's.
+            {
+              series: `th_http_request_duration_seconds_count{${ns},service="matcher",route="/x",status="500"}`,
+              values: "0+100x30",
+            },
+          ],
+          alert_rule_test: [
+            { eval_time: "8m", alertname: "TerminalHouseGateway5xxRate", exp_alerts: [] },
+            {
+              eval_time: "20m",
+              alertname: "TerminalHouseGateway5xxRate",
+              exp_alerts: [
+                fired("TerminalHouseGateway5xxRate", {}, "5% of the gateway's responses are 5xx"),
+              ],
+            },
+          ],
+        },
+        {
+          interval: "1m",
+          input_series: [
+            // Drift that never closes, from two replicas of the ledger.
+            {
+              series: `th_quota_counter_drift_lead_views{${ns},service="quota-ledger",pod="l-1"}`,
+              values: "3x45",
+            },
+            {
+              series: `th_quota_counter_drift_lead_views{${ns},service="quota-ledger",pod="l-2"}`,
+              values: "3x45",
+            },
+          ],
+          alert_rule_test: [
+            { eval_time: "20m", alertname: "TerminalHouseLedgerRedisDrift", exp_alerts: [] },
+            {
+              eval_time: "40m",
+              alertname: "TerminalHouseLedgerRedisDrift",
+              exp_alerts: [
+                fired(
+                  "TerminalHouseLedgerRedisDrift",
+                  {},
+                  "The Redis lead-view counters have disagreed with the quota ledger for 30 minutes (by 3 lead-views)",
+                ),
+              ],
+            },
+          ],
+        },
+        {
+          interval: "1m",
+          input_series: [
+            // Reads in flight: drift that comes and goes is not drift.
+            {
+              series: `th_quota_counter_drift_lead_views{${ns},service="quota-ledger",pod="l-1"}`,
+              values: "2 2 0 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2",
+            },
+          ],
+          alert_rule_test: [
+            { eval_time: "31m", alertname: "TerminalHouseLedgerRedisDrift", exp_alerts: [] },
+          ],
+        },
+        {
+          interval: "1m",
+          input_series: [
+            // Two replicas report the same growing lag of one group; another group is steady.
+            {
+              series: `th_consumer_lag{${ns},service="matcher",pod="m-1",group="matcher.match",topic="parcel.ingested",partition="0"}`,
+              values: "2000+100x40",
+            },
+            {
+              series: `th_consumer_lag{${ns},service="matcher",pod="m-2",group="matcher.match",topic="parcel.ingested",partition="0"}`,
+              values: "2000+100x40",
+            },
+            {
+              series: `th_consumer_lag{${ns},service="quota-ledger",pod="l-1",group="quota-ledger.ledger",topic="leadview.recorded",partition="0"}`,
+              values: "5000x40",
+            },
+          ],
+          alert_rule_test: [
+            {
+              eval_time: "35m",
+              alertname: "TerminalHouseConsumerLagGrowing",
+              exp_alerts: [
+                fired(
+                  "TerminalHouseConsumerLagGrowing",
+                  { group: "matcher.match" },
+                  "Consumer group matcher.match is 5.5k records behind and falling further behind",
+                ),
+              ],
+            },
+          ],
+        },
+      ],
+    };
+    writeFileSync(join(dir, "tests.yaml"), stringify(tests));
+    const result = await run("promtool", ["test", "rules", join(dir, "tests.yaml")]).catch(
+      (error: { stdout?: string; stderr?: string; message: string }) => {
+        throw new Error(`${error.message}\n${error.stdout}\n${error.stderr}`);
+      },
+    );
+    expect(result.stdout).toMatch(/SUCCESS/);
+  });
+
   it("ships a Grafana dashboard ConfigMap with the sidecar label covering requests, refusals, lag, deliveries and ingest", async () => {
     const { dashboardMap, dashboard, panelQueries } = await renderedKit();
     expect(dashboardMap.metadata.labels?.grafana_dashboard).toBe("1");
