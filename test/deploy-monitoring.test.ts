@@ -258,6 +258,74 @@ describe("the chart's operator's kit", () => {
             },
           ],
         },
+        {
+          interval: "1m",
+          input_series: [
+            // 70% of attempts complete across two dispatcher replicas, under the 90% floor.
+            {
+              series: `th_delivery_attempts_total{${ns},service="webhook-dispatcher",pod="d-1",outcome="complete",attempt="1"}`,
+              values: "0+7x40",
+            },
+            {
+              series: `th_delivery_attempts_total{${ns},service="webhook-dispatcher",pod="d-2",outcome="retrying",attempt="1"}`,
+              values: "0+3x40",
+            },
+            // Twelve dead letters within the hour, over the ten allowed.
+            {
+              series: `th_delivery_attempts_total{${ns},service="webhook-dispatcher",pod="d-1",outcome="dead_letter",attempt="5"}`,
+              values: "0x10 12x30",
+            },
+            // Every replica reports the same parked count.
+            {
+              series: `th_deliveries_waiting{${ns},service="webhook-dispatcher",pod="d-1",state="parked"}`,
+              values: "150x40",
+            },
+            {
+              series: `th_deliveries_waiting{${ns},service="webhook-dispatcher",pod="d-2",state="parked"}`,
+              values: "150x40",
+            },
+            {
+              series: `th_deliveries_waiting{${ns},service="webhook-dispatcher",pod="d-1",state="dead_letter"}`,
+              values: "500x40",
+            },
+          ],
+          alert_rule_test: [
+            {
+              eval_time: "35m",
+              alertname: "TerminalHouseWebhookSuccessRateLow",
+              exp_alerts: [
+                fired(
+                  "TerminalHouseWebhookSuccessRateLow",
+                  {},
+                  "Only 70% of webhook delivery attempts succeed",
+                ),
+              ],
+            },
+            {
+              eval_time: "20m",
+              alertname: "TerminalHouseDeadLettersRising",
+              exp_alerts: [
+                fired(
+                  "TerminalHouseDeadLettersRising",
+                  {},
+                  "12 webhook deliveries went to the dead-letter queue in the last hour",
+                ),
+              ],
+            },
+            { eval_time: "20m", alertname: "TerminalHouseParkedDeliveries", exp_alerts: [] },
+            {
+              eval_time: "35m",
+              alertname: "TerminalHouseParkedDeliveries",
+              exp_alerts: [
+                fired(
+                  "TerminalHouseParkedDeliveries",
+                  {},
+                  "150 webhook deliveries are parked for quota or tier",
+                ),
+              ],
+            },
+          ],
+        },
       ],
     };
     writeFileSync(join(dir, "tests.yaml"), stringify(tests));
