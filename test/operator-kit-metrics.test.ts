@@ -9,6 +9,7 @@ import { type RunningStart, startNpmStart } from "./support/npm-start.ts";
 let stack: RunningStart;
 const exposed = new Map<string, { type: string; services: Set<string> }>();
 const readiness = new Map<string, string>();
+const texts = new Map<string, string>();
 
 beforeAll(async () => {
   stack = await startNpmStart();
@@ -16,6 +17,7 @@ beforeAll(async () => {
     const response = await fetch(`http://127.0.0.1:${port}/metrics`);
     expect(response.status, service).toBe(200);
     const text = await response.text();
+    texts.set(service, text);
     for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
       const entry = exposed.get(name as string) ?? { type: type as string, services: new Set() };
       entry.services.add(service);
@@ -78,6 +80,14 @@ describe("the operator's kit against the running services", () => {
       expect(exposed.get("th_consumer_lag")?.services.has(consumer), consumer).toBe(true);
     }
     expect(exposed.get("th_topic_end_offset")?.services.has("matcher")).toBe(true);
+    // npm start ingests the 300-parcel sample roll once: the end offsets of parcel.ingested,
+    // added up over partitions, are the parcels published.
+    const published = [
+      ...(texts.get("matcher") ?? "").matchAll(
+        /^th_topic_end_offset\{[^}]*topic="parcel\.ingested"[^}]*\} (\d+)$/gm,
+      ),
+    ].reduce((sum, match) => sum + Number(match[1]), 0);
+    expect(published).toBe(300);
     expect(exposed.get("th_quota_counter_drift_lead_views")?.services).toEqual(
       new Set(["quota-ledger"]),
     );
