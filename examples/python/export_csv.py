@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Export leads as CSV (one lead-view per row) and save the file (standard library only).
 
     TERMINAL_HOUSE_API_KEY=th_live_... python3 examples/python/export_csv.py [out.csv]

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Talk to the MCP server at /mcp as a client would: initialize, list the tools, call get_lead.
 
 The transport is Streamable HTTP, stateless: each JSON-RPC message is one POST answered with

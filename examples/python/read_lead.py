@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Read one lead and print what is left of this month's lead-view quota (standard library only).
 
     TERMINAL_HOUSE_API_KEY=th_live_... python3 examples/python/read_lead.py [folio]

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Create a watchlist and a webhook on it, start a manual run, then receive the delivery on a
 local server and verify its signature (standard library only).
 
