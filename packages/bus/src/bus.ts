@@ -1083,8 +1083,12 @@ export class Bus {
    * Records not yet processed by each consumer group of this process: per partition, the
    * high-water mark minus the group's committed offset (all of it when nothing is committed).
    */
-  async consumerLag(): Promise<{ group: string; topic: string; partition: number; lag: number }[]> {
-    const rows: { group: string; topic: string; partition: number; lag: number }[] = [];
+  /** Per group, topic and partition: records not yet committed, and the partition's end offset. */
+  async consumerLag(): Promise<
+    { group: string; topic: string; partition: number; lag: number; end: number }[]
+  > {
+    const rows: { group: string; topic: string; partition: number; lag: number; end: number }[] =
+      [];
     const seen = new Set<string>();
     for (const { group, topics } of this.#groups.values()) {
       for (const topic of topics) {
@@ -1098,7 +1102,13 @@ export class Bus {
         ]);
         for (const [partition, end] of high) {
           const done = Number(committed.get(partition) ?? "-1");
-          rows.push({ group, topic, partition, lag: Math.max(0, Number(end) - Math.max(0, done)) });
+          rows.push({
+            group,
+            topic,
+            partition,
+            lag: Math.max(0, Number(end) - Math.max(0, done)),
+            end: Number(end),
+          });
         }
       }
     }

@@ -221,6 +221,35 @@ describe("metrics", () => {
   });
 });
 
+describe("readiness as a metric", () => {
+  it("th_ready reads 1 while /readyz would answer 200, 0 while a check fails or the service drains", async () => {
+    const { createMetrics } = await import("./metrics.ts");
+    const metrics = createMetrics("kit-ready");
+    let redisUp = true;
+    const server = await startInternalServer({
+      port: 0,
+      host: "127.0.0.1",
+      checks: { redis: async () => redisUp },
+      metrics,
+    });
+    const ready = async () =>
+      (await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text()).match(
+        /^th_ready\{[^}]*service="kit-ready"[^}]*\} (\d)$/m,
+      )?.[1];
+    try {
+      expect(await ready()).toBe("1");
+      redisUp = false;
+      expect(await ready()).toBe("0");
+      redisUp = true;
+      expect(await ready()).toBe("1");
+      server.markDraining();
+      expect(await ready()).toBe("0");
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("NUL characters", () => {
   it("are refused with 400 invalid_request in a path, a query or a body, before any handler", async () => {
     for (const url of ["/things/a%00b", "/things/ok?q=%00"]) {

@@ -25,6 +25,26 @@ export async function startInternalServer(options: {
   checkTimeoutMs?: number;
 }): Promise<InternalServer> {
   let draining = false;
+  async function readiness() {
+    const entries = await Promise.all(
+      Object.entries(options.checks).map(async ([name, check]) => {
+        const ok = await withinTimeout(check(), options.checkTimeoutMs ?? 1000);
+        return [name, ok ? "ok" : "failing"] as const;
+      }),
+    );
+    return { entries, ready: !draining && entries.every(([, state]) => state === "ok") };
+  }
+  // What /readyz answers, as a series: an alert on it names the service that is not ready.
+  if (options.metrics && !options.metrics.registry.getSingleMetric("th_ready")) {
+    options.metrics.gauge(
+      "th_ready",
+      "1 while every readiness check passes and the process is not draining, else 0",
+      [] as const,
+      async (gauge) => {
+        gauge.set((await readiness()).ready ? 1 : 0);
+      },
+    );
+  }
   const server: Server = createServer(async (request, response) => {
     const send = (status: number, body: unknown) => {
       response.writeHead(status, { "content-type": "application/json" });
@@ -35,14 +55,8 @@ export async function startInternalServer(options: {
       return;
     }
     if (request.url === "/readyz") {
-      const entries = await Promise.all(
-        Object.entries(options.checks).map(async ([name, check]) => {
-          const ok = await withinTimeout(check(), options.checkTimeoutMs ?? 1000);
-          return [name, ok ? "ok" : "failing"] as const;
-        }),
-      );
+      const { entries, ready } = await readiness();
       const checks = Object.fromEntries(entries);
-      const ready = !draining && entries.every(([, state]) => state === "ok");
       send(ready ? 200 : 503, {
         status: ready ? "ready" : draining ? "draining" : "not_ready",
         checks,

@@ -10,6 +10,12 @@ export interface Metrics {
   registry: Registry;
   httpRequests: Histogram<"method" | "route" | "status">;
   counter<L extends string>(name: string, help: string, labels: readonly L[]): Counter<L>;
+  histogram<L extends string>(
+    name: string,
+    help: string,
+    labels: readonly L[],
+    buckets: number[],
+  ): Histogram<L>;
   gauge<L extends string>(
     name: string,
     help: string,
@@ -34,6 +40,9 @@ export function createMetrics(service: string): Metrics {
     httpRequests,
     counter(name, help, labels) {
       return new Counter({ name, help, labelNames: labels, registers: [registry] });
+    },
+    histogram(name, help, labels, buckets) {
+      return new Histogram({ name, help, labelNames: labels, buckets, registers: [registry] });
     },
     gauge(name, help, labels, collect) {
       return new Gauge({

@@ -138,17 +138,36 @@ export async function runService<Config extends CommonConfig>(
   }
 
   const metrics = createMetrics(spec.name);
+  // One read of the offsets serves both gauges of a scrape.
+  let offsets: { at: number; rows: ReturnType<Bus["consumerLag"]> } | undefined;
+  const consumerOffsets = () => {
+    if (!offsets || Date.now() - offsets.at > 1_000) {
+      offsets = { at: Date.now(), rows: bus.consumerLag() };
+    }
+    return offsets.rows;
+  };
   metrics.gauge(
     "th_consumer_lag",
     "Records not yet processed, by consumer group, topic and partition",
     ["group", "topic", "partition"] as const,
     async (gauge) => {
       gauge.reset();
-      for (const row of await bus.consumerLag()) {
+      for (const row of await consumerOffsets()) {
         gauge.set(
           { group: row.group, topic: row.topic, partition: String(row.partition) },
           row.lag,
         );
+      }
+    },
+  );
+  metrics.gauge(
+    "th_topic_end_offset",
+    "The end offset of each partition this process consumes: its rate is records published per second",
+    ["topic", "partition"] as const,
+    async (gauge) => {
+      gauge.reset();
+      for (const row of await consumerOffsets()) {
+        gauge.set({ topic: row.topic, partition: String(row.partition) }, row.end);
       }
     },
   );

@@ -8,6 +8,7 @@ import {
 } from "@th/service-kit";
 import type { Config } from "./config.ts";
 import { consumeLeadViews, consumeTenantChanges } from "./consumers/ledger.ts";
+import { measureCounterDrift } from "./db/counter-drift.ts";
 import { createLedger } from "./db/ledger.ts";
 import { createTenants } from "./db/tenants.ts";
 import { registerInternalUsageRoutes } from "./routes/internal-usage.ts";
@@ -37,6 +38,36 @@ export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOp
     return leadViewConsumer.waitUntilProcessed(topic, partition, high, {
       timeoutMs: deps.config.SEED_CATCH_UP_TIMEOUT_MS,
     });
+  }
+
+  if (deps.metrics) {
+    // Both gauges of one scrape read one comparison.
+    let measured: { at: number; drift: ReturnType<typeof measureCounterDrift> } | undefined;
+    const drift = () => {
+      if (!measured || Date.now() - measured.at > 1_000) {
+        measured = {
+          at: Date.now(),
+          drift: measureCounterDrift(deps.pool, deps.redis, (options.now ?? (() => new Date()))()),
+        };
+      }
+      return measured.drift;
+    };
+    deps.metrics.gauge(
+      "th_quota_counter_drift_tenants",
+      "Tenants whose Redis lead-view counter differs from the ledger for the current period",
+      [] as const,
+      async (gauge) => {
+        gauge.set((await drift()).tenants);
+      },
+    );
+    deps.metrics.gauge(
+      "th_quota_counter_drift_lead_views",
+      "Lead-views by which the Redis counters differ from the ledger, added up over tenants",
+      [] as const,
+      async (gauge) => {
+        gauge.set((await drift()).leadViews);
+      },
+    );
   }
 
   const http = await createHttpApp({ logger: deps.logger, title: "quota-ledger (internal)" });

@@ -59,6 +59,12 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     "Delivery attempts by outcome (complete, retrying, exhausted, dead_letter) and attempt number",
     ["outcome", "attempt"] as const,
   );
+  const attemptSeconds = deps.metrics?.histogram(
+    "th_delivery_attempt_duration_seconds",
+    "How long receivers took to answer (or fail) a delivery attempt, by outcome",
+    ["outcome"] as const,
+    [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  );
   deps.metrics?.gauge(
     "th_deliveries_waiting",
     "Deliveries held in the dead-letter store (30 days) or parked for quota or tier",
@@ -80,7 +86,10 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
   workerRedis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const slots = createTenantSlots(workerRedis, { leaseMs: config.SLOT_LEASE_MS });
   const worker = createWorker({
-    onAttempt: (outcome, attempt) => attemptsByOutcome?.inc({ outcome, attempt: String(attempt) }),
+    onAttempt: (outcome, attempt, durationMs) => {
+      attemptsByOutcome?.inc({ outcome, attempt: String(attempt) });
+      attemptSeconds?.observe({ outcome }, durationMs / 1000);
+    },
     pool,
     logger,
     sender,

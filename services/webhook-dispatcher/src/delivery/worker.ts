@@ -95,7 +95,8 @@ export interface WorkerOptions {
   defaultConcurrency: number;
   now: () => number;
   /** Called once per recorded attempt with its outcome (`complete`, `retrying`, ...). */
-  onAttempt?: (outcome: string, attempt: number) => void;
+  /** After each recorded attempt: its outcome, number and how long the receiver took. */
+  onAttempt?: (outcome: string, attempt: number, durationMs: number) => void;
 }
 
 /** Parked until tenant.changed names the tenant again (or this long, then checked again). */
@@ -845,7 +846,7 @@ export function createWorker(options: WorkerOptions) {
       events,
     });
     if (committed) {
-      options.onAttempt?.(state, attemptNo);
+      options.onAttempt?.(state, attemptNo, result.durationMs);
       flushShortly();
       if (state === "exhausted" && dueAt) {
         wakeAt(dueAt.getTime());
