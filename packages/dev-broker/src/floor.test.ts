@@ -140,6 +140,7 @@ describe("the floor on the wire", () => {
       19: 2,
       20: 1,
       22: 0,
+      32: 1, // DescribeConfigs: Kafka 4.0 removed v0
       37: 0,
       42: 0,
     });
