@@ -304,7 +304,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a member; their keys are revoked and their dashboard sessions end */
+        /** Remove a member; their dashboard sessions end. The keys they issued belong to the tenant and keep working unless revoke_keys=true */
         delete: operations["removeMember"];
         options?: never;
         head?: never;
@@ -638,12 +638,98 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "watchlist.match": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A freshly ingested parcel matched a watchlist's recipe
+         * @description Sent to every subscribed endpoint of the watchlist, one delivery per matching parcel, at least once. Verify the signature over the raw body bytes, then dedupe on X-FLPF-Webhook-Id. Answer 2xx within about 10 s; 408, 429, 5xx and network errors are retried after 1 s, 5 s, 30 s and 5 min; any other 4xx dead-letters the delivery (replayable for 30 days).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description t=<unix_seconds>,v1=<hex_hmac_sha256> over `t.body`, keyed with the endpoint's one current secret; exactly one v1 */
+                    "X-FLPF-Signature": string;
+                    /** @description watchlist.match */
+                    "X-FLPF-Event-Type": string;
+                    /** @description Stable UUID per delivery, the same across retries */
+                    "X-FLPF-Webhook-Id": string;
+                    /** @description terminal-house-webhooks/1.0 */
+                    "User-Agent": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Event identifier; the same for every endpoint it reaches */
+                        event_id: string;
+                        /** @constant */
+                        event_type: "watchlist.match";
+                        /** @description RFC 3339 UTC timestamp */
+                        occurred_at: string;
+                        tenant_id: string;
+                        watchlist: {
+                            id: string;
+                            name: string;
+                        };
+                        match: {
+                            /** @description Parcel identifier */
+                            folio: string;
+                            /** @description Parcel address */
+                            address: string;
+                            /** @description Fractional score in [0, 1] */
+                            score: number;
+                            /** @description Names of the signals that fired */
+                            signals_fired: string[];
+                            owner: {
+                                name: string;
+                                /** @description USPS two-letter state abbreviation of the owner's mailing address; "" (empty) when the roll gives no state or the address is outside the US */
+                                mailing_state: string;
+                            };
+                            valuation: {
+                                /** @description Just (market) value, whole US dollars */
+                                just_value: number;
+                                /** @description Estimated equity, whole US dollars; negative when the modelled loan exceeds the value. 0 when the roll records no purchase that could carry a loan, so no estimate is made: 0 never claims equity. The lead (GET /v1/leads/{folio}) tells the two apart (its est_equity is null then) */
+                                est_equity: number;
+                            };
+                            /** @description RFC 3339 UTC timestamp */
+                            observed_at: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Delivered (any 2xx) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         ErrorInput: {
             /** @enum {string} */
-            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "unavailable";
+            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
             detail: string;
             request_id?: string;
             fields?: {
@@ -830,6 +916,8 @@ export interface components {
             last4: string;
             /** @description Team member the key was issued for */
             member_id: string;
+            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
+            member_removed: boolean;
             revoked: boolean;
             /** @description RFC 3339 UTC */
             created_at: string;
@@ -847,6 +935,8 @@ export interface components {
             last4: string;
             /** @description Team member the key was issued for */
             member_id: string;
+            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
+            member_removed: boolean;
             revoked: boolean;
             /** @description RFC 3339 UTC */
             created_at: string;
@@ -1040,6 +1130,42 @@ export interface components {
             next_cursor: string;
             has_more: boolean;
         };
+        WatchlistMatchEventInput: {
+            /** @description Event identifier; the same for every endpoint it reaches */
+            event_id: string;
+            /** @constant */
+            event_type: "watchlist.match";
+            /** @description RFC 3339 UTC timestamp */
+            occurred_at: string;
+            tenant_id: string;
+            watchlist: {
+                id: string;
+                name: string;
+            };
+            match: {
+                /** @description Parcel identifier */
+                folio: string;
+                /** @description Parcel address */
+                address: string;
+                /** @description Fractional score in [0, 1] */
+                score: number;
+                /** @description Names of the signals that fired */
+                signals_fired: string[];
+                owner: {
+                    name: string;
+                    /** @description USPS two-letter state abbreviation of the owner's mailing address; "" (empty) when the roll gives no state or the address is outside the US */
+                    mailing_state: string;
+                };
+                valuation: {
+                    /** @description Just (market) value, whole US dollars */
+                    just_value: number;
+                    /** @description Estimated equity, whole US dollars; negative when the modelled loan exceeds the value. 0 when the roll records no purchase that could carry a loan, so no estimate is made: 0 never claims equity. The lead (GET /v1/leads/{folio}) tells the two apart (its est_equity is null then) */
+                    est_equity: number;
+                };
+                /** @description RFC 3339 UTC timestamp */
+                observed_at: string;
+            };
+        };
         LeadSummaryInput: {
             folio: string;
             county: {
@@ -1107,7 +1233,7 @@ export interface components {
             created_at: string;
             /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
             secret: string;
-            /** @description Until this instant deliveries carry a v1= signature under the old secret as well as the new one */
+            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
             previous_secret_expires_at: string;
         };
         WebhookDeliveryInput: {
@@ -1181,7 +1307,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "unavailable";
+            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
             detail: string;
             request_id?: string;
             fields?: {
@@ -1368,6 +1494,8 @@ export interface components {
             last4: string;
             /** @description Team member the key was issued for */
             member_id: string;
+            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
+            member_removed: boolean;
             revoked: boolean;
             /** @description RFC 3339 UTC */
             created_at: string;
@@ -1385,6 +1513,8 @@ export interface components {
             last4: string;
             /** @description Team member the key was issued for */
             member_id: string;
+            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
+            member_removed: boolean;
             revoked: boolean;
             /** @description RFC 3339 UTC */
             created_at: string;
@@ -1578,6 +1708,42 @@ export interface components {
             next_cursor: string;
             has_more: boolean;
         };
+        WatchlistMatchEvent: {
+            /** @description Event identifier; the same for every endpoint it reaches */
+            event_id: string;
+            /** @constant */
+            event_type: "watchlist.match";
+            /** @description RFC 3339 UTC timestamp */
+            occurred_at: string;
+            tenant_id: string;
+            watchlist: {
+                id: string;
+                name: string;
+            };
+            match: {
+                /** @description Parcel identifier */
+                folio: string;
+                /** @description Parcel address */
+                address: string;
+                /** @description Fractional score in [0, 1] */
+                score: number;
+                /** @description Names of the signals that fired */
+                signals_fired: string[];
+                owner: {
+                    name: string;
+                    /** @description USPS two-letter state abbreviation of the owner's mailing address; "" (empty) when the roll gives no state or the address is outside the US */
+                    mailing_state: string;
+                };
+                valuation: {
+                    /** @description Just (market) value, whole US dollars */
+                    just_value: number;
+                    /** @description Estimated equity, whole US dollars; negative when the modelled loan exceeds the value. 0 when the roll records no purchase that could carry a loan, so no estimate is made: 0 never claims equity. The lead (GET /v1/leads/{folio}) tells the two apart (its est_equity is null then) */
+                    est_equity: number;
+                };
+                /** @description RFC 3339 UTC timestamp */
+                observed_at: string;
+            };
+        };
         LeadSummary: {
             folio: string;
             county: {
@@ -1645,7 +1811,7 @@ export interface components {
             created_at: string;
             /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
             secret: string;
-            /** @description Until this instant deliveries carry a v1= signature under the old secret as well as the new one */
+            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
             previous_secret_expires_at: string;
         };
         WebhookDelivery: {
@@ -1721,7 +1887,20 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Per-minute request ceiling of the tenant (shared by all of its keys). On a response with no tenant: the per-client-IP ceiling of the public endpoints or of failed authentication where one applied, else 0. */
+        "X-RateLimit-Limit": number;
+        /** @description Requests left in the current rolling minute of the same window as X-RateLimit-Limit; 0 where no window applied. */
+        "X-RateLimit-Remaining": number;
+        /** @description Unix seconds when the rolling minute frees a request; the current second where no window applied. */
+        "X-RateLimit-Reset": number;
+        /** @description The tenant's monthly lead-view cap. 0 on a response with no tenant (no quota applies to it). */
+        "X-Quota-Lead-Views-Limit": number;
+        /** @description Lead-views left in the tenant's current billing month. 0 on a response with no tenant. */
+        "X-Quota-Lead-Views-Remaining": number;
+        /** @description RFC 3339 UTC time of the tenant's next billing anniversary, when the month's lead-views reset. On a response with no tenant: the current time (nothing to wait for). */
+        "X-Quota-Resets": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1738,6 +1917,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1747,6 +1932,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1756,6 +1947,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1765,6 +1962,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1774,6 +1977,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1794,6 +2003,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1803,6 +2018,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1812,6 +2033,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1821,6 +2048,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1845,6 +2078,12 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1854,6 +2093,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1863,6 +2108,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1872,6 +2123,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1881,6 +2138,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1890,6 +2153,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1899,6 +2168,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1908,6 +2183,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1928,6 +2209,12 @@ export interface operations {
             /** @description No content */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1935,6 +2222,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1944,6 +2237,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1953,6 +2252,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1962,6 +2267,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1982,6 +2293,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1991,6 +2308,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2000,6 +2323,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2009,6 +2338,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2018,6 +2353,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2027,6 +2368,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2051,6 +2398,12 @@ export interface operations {
             /** @description No content */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2058,6 +2411,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2067,6 +2426,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2076,6 +2441,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2085,6 +2456,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2094,6 +2471,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2103,6 +2486,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2112,6 +2501,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2136,6 +2531,12 @@ export interface operations {
             /** @description No content */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2143,6 +2544,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2152,6 +2559,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2161,6 +2574,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2170,6 +2589,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2179,6 +2604,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2188,6 +2619,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2210,6 +2647,12 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2219,6 +2662,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2228,6 +2677,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2237,6 +2692,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2246,6 +2707,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2255,6 +2722,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2264,6 +2737,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2298,6 +2777,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2310,6 +2795,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2319,6 +2810,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2328,6 +2825,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2337,6 +2840,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2346,6 +2855,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2366,6 +2881,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2375,6 +2896,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2384,6 +2911,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2393,6 +2926,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2402,6 +2941,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2426,6 +2971,12 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2435,6 +2986,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2444,6 +3001,12 @@ export interface operations {
             /** @description Default Response */
             402: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2453,6 +3016,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2462,6 +3031,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2471,6 +3046,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2480,6 +3061,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2504,6 +3091,12 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2513,6 +3106,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2522,6 +3121,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2531,6 +3136,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2540,6 +3151,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2549,6 +3166,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2569,6 +3192,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2578,6 +3207,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2587,6 +3222,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2596,6 +3237,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2605,6 +3252,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2629,6 +3282,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2638,6 +3297,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2647,6 +3312,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2656,6 +3327,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2665,6 +3342,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2674,6 +3357,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2683,6 +3372,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2692,6 +3387,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2701,6 +3402,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2721,6 +3428,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2730,6 +3443,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2739,6 +3458,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2748,6 +3473,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2757,6 +3488,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2766,6 +3503,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2786,6 +3529,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2797,6 +3546,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2806,6 +3561,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2815,6 +3576,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2824,6 +3591,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2833,6 +3606,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2857,6 +3636,12 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2866,6 +3651,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2875,6 +3666,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2884,6 +3681,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2893,6 +3696,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2902,6 +3711,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2911,6 +3726,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2920,6 +3741,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2942,6 +3769,12 @@ export interface operations {
             /** @description No content */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2949,6 +3782,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2958,6 +3797,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2967,6 +3812,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2976,6 +3827,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2985,6 +3842,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2994,6 +3857,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3014,6 +3883,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3023,6 +3898,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3032,6 +3913,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3041,6 +3928,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3050,6 +3943,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3059,6 +3958,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3079,6 +3984,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3090,6 +4001,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3099,6 +4016,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3108,6 +4031,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3117,6 +4046,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3126,6 +4061,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3150,6 +4091,12 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3159,6 +4106,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3168,6 +4121,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3177,6 +4136,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3186,6 +4151,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3195,6 +4166,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3204,6 +4181,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3213,6 +4196,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3222,6 +4211,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3232,7 +4227,10 @@ export interface operations {
     };
     removeMember: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: also revoke every active key this member issued. By default the keys stay active: they belong to the tenant, not to the member. */
+                revoke_keys?: "true" | "false";
+            };
             header?: never;
             path: {
                 member_id: string;
@@ -3244,6 +4242,12 @@ export interface operations {
             /** @description No content */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3251,6 +4255,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3260,6 +4270,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3269,6 +4285,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3278,6 +4300,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3287,6 +4315,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3296,6 +4330,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3305,6 +4345,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3327,6 +4373,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3336,6 +4388,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3345,6 +4403,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3354,6 +4418,12 @@ export interface operations {
             /** @description Default Response */
             402: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3363,6 +4433,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3372,6 +4448,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3381,6 +4463,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3390,6 +4478,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3399,6 +4493,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3423,6 +4523,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3432,6 +4538,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3441,6 +4553,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3450,6 +4568,12 @@ export interface operations {
             /** @description Default Response */
             402: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3459,6 +4583,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3468,6 +4598,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3477,6 +4613,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3486,6 +4628,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3495,6 +4643,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3531,6 +4685,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3548,6 +4708,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3557,6 +4723,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3566,6 +4738,12 @@ export interface operations {
             /** @description Default Response */
             402: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3575,6 +4753,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3584,6 +4768,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3593,6 +4783,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3602,6 +4798,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3625,6 +4827,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3634,6 +4842,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3643,6 +4857,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3652,6 +4872,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3661,6 +4887,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3670,6 +4902,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3694,6 +4932,12 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3703,6 +4947,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3712,6 +4962,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3721,6 +4977,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3730,6 +4992,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3739,6 +5007,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3748,6 +5022,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3757,6 +5037,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3766,6 +5052,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3788,6 +5080,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3797,6 +5095,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3806,6 +5110,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3815,6 +5125,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3824,6 +5140,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3833,6 +5155,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3842,6 +5170,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3864,6 +5198,12 @@ export interface operations {
             /** @description No content */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3871,6 +5211,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3880,6 +5226,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3889,6 +5241,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3898,6 +5256,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3907,6 +5271,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3916,6 +5286,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3942,6 +5318,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3951,6 +5333,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3960,6 +5348,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3969,6 +5363,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3978,6 +5378,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3987,6 +5393,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3996,6 +5408,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4005,6 +5423,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4014,6 +5438,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4036,6 +5466,12 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4045,6 +5481,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4054,6 +5496,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4063,6 +5511,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4072,6 +5526,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4081,6 +5541,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4090,6 +5556,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4099,6 +5571,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4122,6 +5600,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4131,6 +5615,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4140,6 +5630,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4149,6 +5645,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4158,6 +5660,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4167,6 +5675,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4176,6 +5690,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4202,6 +5722,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4211,6 +5737,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4220,6 +5752,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4229,6 +5767,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4238,6 +5782,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4247,6 +5797,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4256,6 +5812,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4276,6 +5838,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4285,6 +5853,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4294,6 +5868,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4303,6 +5883,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4312,6 +5898,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4321,6 +5913,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4343,6 +5941,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4354,6 +5958,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4363,6 +5973,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4372,6 +5988,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4381,6 +6003,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4390,6 +6018,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4399,6 +6033,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4430,6 +6070,12 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4439,6 +6085,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4448,6 +6100,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4457,6 +6115,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4466,6 +6130,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4475,6 +6145,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4484,6 +6160,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4493,6 +6175,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4502,6 +6190,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4511,6 +6205,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4534,6 +6234,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4543,6 +6249,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4552,6 +6264,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4561,6 +6279,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4570,6 +6294,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4579,6 +6309,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4588,6 +6324,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4597,6 +6339,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4620,6 +6368,12 @@ export interface operations {
             /** @description No content */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4627,6 +6381,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4636,6 +6396,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4645,6 +6411,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4654,6 +6426,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4663,6 +6441,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4672,6 +6456,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4681,6 +6471,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4704,6 +6500,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4713,6 +6515,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4722,6 +6530,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4731,6 +6545,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4740,6 +6560,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4749,6 +6575,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4758,6 +6590,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4767,6 +6605,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4794,6 +6638,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4806,6 +6656,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4815,6 +6671,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4824,6 +6686,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4833,6 +6701,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4842,6 +6716,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4851,6 +6731,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4860,6 +6746,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4884,6 +6776,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4893,6 +6791,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4902,6 +6806,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4911,6 +6821,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4920,6 +6836,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4929,6 +6851,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4938,6 +6866,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4947,6 +6881,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4971,6 +6911,12 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4980,6 +6926,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4989,6 +6941,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4998,6 +6956,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5007,6 +6971,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5016,6 +6986,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5025,6 +7001,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5034,6 +7016,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5043,6 +7031,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5078,6 +7072,12 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5090,6 +7090,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5099,6 +7105,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5108,6 +7120,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5117,6 +7135,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5126,6 +7150,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5135,6 +7165,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5144,6 +7180,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5153,6 +7195,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5162,6 +7210,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5186,6 +7240,12 @@ export interface operations {
             /** @description The JSON-RPC response (application/json), or an event stream of them */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5195,6 +7255,12 @@ export interface operations {
             /** @description JSON-RPC error: -32700 for a body that is not JSON, -32600 for any other bad request */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5212,6 +7278,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5221,6 +7293,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5230,6 +7308,12 @@ export interface operations {
             /** @description Default Response */
             413: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5239,6 +7323,12 @@ export interface operations {
             /** @description Default Response */
             415: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5248,6 +7338,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5257,6 +7353,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5290,6 +7392,12 @@ export interface operations {
             /** @description text/csv; header row, then one row per lead */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5299,6 +7407,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5308,6 +7422,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5317,6 +7437,12 @@ export interface operations {
             /** @description Default Response */
             402: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5326,6 +7452,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5335,6 +7467,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5344,6 +7482,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5353,6 +7497,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5377,6 +7527,12 @@ export interface operations {
             /** @description text/csv; header row, then one row per match */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5386,6 +7542,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5395,6 +7557,12 @@ export interface operations {
             /** @description Default Response */
             401: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5404,6 +7572,12 @@ export interface operations {
             /** @description Default Response */
             402: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5413,6 +7587,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5422,6 +7602,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5431,6 +7617,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5440,6 +7632,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
                     [name: string]: unknown;
                 };
                 content: {
