@@ -118,6 +118,15 @@ describe("the production image layout", () => {
         devOnly,
       ).toBe(false);
     }
+    // No production package reaches the dev broker: it is a test fixture's, never a service's.
+    for (const dir of ["packages", "services"]) {
+      for (const name of readdirSync(join(image, dir))) {
+        expect(
+          existsSync(join(image, dir, name, "node_modules", "@th", "dev-broker")),
+          `${dir}/${name}`,
+        ).toBe(false);
+      }
+    }
     expect(filesUnder(join(image, "packages", "contracts", "schemas")).length).toBeGreaterThan(0);
     const shipped = [
       ...filesUnder(join(image, "packages")),
