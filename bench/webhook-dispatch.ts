@@ -5,19 +5,18 @@
 // Needs Postgres and Redis (DATABASE_URL, REDIS_URL; the bootstrap's defaults otherwise). The dev
 // broker and each dispatcher run in their own processes; the receiver runs here.
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { contracts, deliveryRetryLadder, type MatchFound } from "@th/contracts";
-import { matchFound as sample } from "@th/contracts/samples";
 import { createTestHarness } from "@th/service-kit/testing";
 import { verifySignature } from "../packages/webhooks/src/index.ts";
 import { buildApp } from "../services/webhook-dispatcher/src/app.ts";
 import { readConfig } from "../services/webhook-dispatcher/src/config.ts";
 import { migrations } from "../services/webhook-dispatcher/src/db/migrations.ts";
 import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
+import { benchMatches } from "./support/matches.ts";
 
 const DELIVERIES = Number(process.argv[2] ?? 6_000);
 const LATENCY_RATE = 1_000;
@@ -153,17 +152,7 @@ for (const tenant of TENANTS) {
 }
 
 function matches(count: number): MatchFound[] {
-  return Array.from({ length: count }, (_, i) => {
-    const id = `m_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
-    return {
-      ...sample,
-      match_id: id,
-      tenant_id: TENANTS[i % TENANTS.length] as string,
-      watchlist: { id: "wl_bench", name: "Bench" },
-      match: { ...sample.match, folio: `23-${id}` },
-      occurred_at: new Date().toISOString(),
-    };
-  });
+  return benchMatches(count, TENANTS, { id: "wl_bench", name: "Bench" });
 }
 
 const running = new Set<ChildProcess>();

@@ -2,18 +2,18 @@
 // this process. The receiver also checks what scale-out must not break: duplicates, losses,
 // each tenant's concurrency cap, and the first retry's delay against the schedule.
 import type { ChildProcess } from "node:child_process";
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { contracts, deliveryRetryLadder, type MatchFound, type TenantChanged } from "@th/contracts";
-import { matchFound as sample } from "@th/contracts/samples";
 import { createTestHarness } from "@th/service-kit/testing";
 import { buildApp } from "../../services/webhook-dispatcher/src/app.ts";
 import { readConfig } from "../../services/webhook-dispatcher/src/config.ts";
 import { migrations } from "../../services/webhook-dispatcher/src/db/migrations.ts";
 import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
 import { startBrokerProcess } from "./broker-process.ts";
+import { benchMatches } from "./matches.ts";
 import { percentile, pidsOf, sleep, spawnUntilReady } from "./processes.ts";
 
 const CHILD = fileURLToPath(
@@ -46,17 +46,7 @@ function tenant(id: string): TenantChanged {
 }
 
 function matches(count: number): MatchFound[] {
-  return Array.from({ length: count }, (_, i) => {
-    const id = `m_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
-    return {
-      ...sample,
-      match_id: id,
-      tenant_id: TENANTS[i % TENANTS.length] as string,
-      watchlist: { id: "wl_scale", name: "Scale" },
-      match: { ...sample.match, folio: `23-${id}` },
-      occurred_at: new Date().toISOString(),
-    };
-  });
+  return benchMatches(count, TENANTS, { id: "wl_scale", name: "Scale" });
 }
 
 /** Whether the receiver refuses this delivery's first attempt: a stable pick by its id. */
