@@ -393,3 +393,35 @@ export async function startWebhookStack() {
 }
 
 export type WebhookStack = Awaited<ReturnType<typeof startWebhookStack>>;
+
+/**
+ * Waits until the receiver got every delivery of `tenant` (or `died()` says the dispatcher under
+ * test exited), then tallies what a fault test reports: delivery rows, the ids received, rows
+ * never received and sends of an id already received.
+ */
+export async function tallyDeliveries(
+  stack: WebhookStack,
+  receiver: Receiver,
+  tenant: string,
+  expected: number,
+  died: () => string | undefined,
+) {
+  const unique = () => new Set(receiver.received.map((r) => r.webhookId));
+  await waitFor(() => died() ?? unique().size >= expected, {
+    timeoutMs: 40_000,
+    what: "every webhook id",
+  });
+  const { rows } = await stack.pool.query<{ id: string }>(
+    "SELECT id FROM dispatcher.deliveries WHERE tenant_id = $1",
+    [tenant],
+  );
+  const ids = unique();
+  const missing = rows.filter((row) => !ids.has(row.id)).length;
+  return {
+    rows: rows.length,
+    received: ids.size,
+    missing,
+    duplicates: receiver.received.length - ids.size,
+    lost: missing + Math.max(0, expected - rows.length),
+  };
+}
