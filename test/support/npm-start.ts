@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serverUrl } from "@th/db/testing";
 import pg from "pg";
+import { startPrivateRedis } from "./private-stores.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const SERVICES = ["GATEWAY", "KEYS", "QUOTA_LEDGER", "PARCELS", "MATCHER", "WEBHOOK_DISPATCHER"];
@@ -40,11 +41,15 @@ export async function startNpmStart(extraEnv: Record<string, string> = {}): Prom
   const url = new URL(serverUrl());
   url.pathname = `/${database}`;
   await admin(`CREATE DATABASE ${database}`);
+  // A Redis of its own: stacks started side by side by the suite would otherwise rebuild each
+  // other's edge state (key index, windows) in the one shared server.
+  const redis = await startPrivateRedis();
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
     BROKER_DATA_DIR: mkdtempSync(join(tmpdir(), "th-npm-start-")),
     DATABASE_URL: url.toString(),
+    REDIS_URL: redis.url,
     LOG_LEVEL: "warn",
     ...extraEnv,
   };
@@ -65,6 +70,7 @@ export async function startNpmStart(extraEnv: Record<string, string> = {}): Prom
       clearTimeout(timer);
     }
     await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await redis.destroy();
   }
   try {
     await new Promise<void>((resolve, reject) => {
