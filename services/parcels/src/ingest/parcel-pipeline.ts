@@ -1,0 +1,204 @@
+// The store and publish lanes of a roll ingest. The next batch is parsed and diffed while this
+// one is stored and the one before it published, so Postgres and the ingest process each keep a
+// core busy; at most one batch waits for each lane, so memory stays flat.
+import type { Pool } from "@th/db";
+import {
+  advanceWatermark,
+  dropSecondaryIndexes,
+  insertNewParcels,
+  loadRecordedSales,
+  loadStates,
+  type PublishParcels,
+  upsertParcels,
+} from "../db/parcel-store.ts";
+import type { NalRow, RollSale, RowResult } from "../domain/nal-row.ts";
+import type { StoredParcelState } from "../domain/parcel.ts";
+import { type DiffOutcome, diffBatch, type FileContext, groupByFolio } from "./batch-diff.ts";
+
+export type Stage = "read" | "diff" | "store" | "publish" | "index" | "waitStore";
+
+/** What one ingest counted and how long each of its stages took (stages overlap). */
+export class IngestTally {
+  readonly counts = {
+    read: 0,
+    new: 0,
+    changed: 0,
+    unchanged: 0,
+    published: 0,
+    storedThrough: 0,
+  };
+  readonly stageMs: Record<Stage, number> = {
+    read: 0,
+    diff: 0,
+    store: 0,
+    publish: 0,
+    index: 0,
+    waitStore: 0,
+  };
+
+  async timed<T>(stage: Stage, work: () => Promise<T> | T): Promise<T> {
+    const begin = performance.now();
+    try {
+      return await work();
+    } finally {
+      this.stageMs[stage] += performance.now() - begin;
+    }
+  }
+
+  countOutcome(outcome: DiffOutcome): void {
+    this.counts.new += outcome.new;
+    this.counts.changed += outcome.updated;
+    this.counts.unchanged += outcome.unchanged;
+  }
+}
+
+export interface StoreState {
+  /**
+   * The store held no parcel (or none of this file's, says the caller): every parcel is new
+   * unless the file repeats it or the caller was wrong, which a failed copy reveals.
+   */
+  firstLoad: boolean;
+  /** Sales were recorded: rolls are enriched with them. */
+  sales: boolean;
+  /** The secondary indexes are dropped before the first batch and built after the last. */
+  deferIndexes: boolean;
+  /** The caller moves the watermark (files loaded side by side). */
+  watermarkByCaller: boolean;
+}
+
+export class ParcelPipeline {
+  #storing: Promise<void> = Promise.resolve();
+  #publishing: Promise<void> = Promise.resolve();
+  #storingFolios: ReadonlyMap<string, NalRow> = new Map();
+  #storeError: unknown;
+  #indexesDropped = false;
+
+  readonly #pool: Pool;
+  readonly #publish: PublishParcels;
+  readonly #file: FileContext;
+  readonly #tally: IngestTally;
+  readonly #state: StoreState;
+
+  constructor(
+    pool: Pool,
+    publish: PublishParcels,
+    file: FileContext,
+    tally: IngestTally,
+    state: StoreState,
+  ) {
+    this.#pool = pool;
+    this.#publish = publish;
+    this.#file = file;
+    this.#tally = tally;
+    this.#state = state;
+  }
+
+  /** The secondary indexes were dropped for this load and are still to be built. */
+  get indexesDropped(): boolean {
+    return this.#indexesDropped;
+  }
+
+  /** Groups and diffs one batch of rows, then hands it to the store lane. */
+  async accept(results: readonly RowResult<NalRow>[]): Promise<void> {
+    if (this.#storeError !== undefined) {
+      throw this.#storeError;
+    }
+    this.#tally.counts.read += results.length;
+    const byFolio = await this.#tally.timed("diff", () => groupByFolio(this.#file, results));
+    if (byFolio.size === 0) {
+      return;
+    }
+    const folios = [...byFolio.keys()];
+    // A parcel of the batch being stored must be diffed against what that batch stores.
+    if (!this.#state.firstLoad && folios.some((folio) => this.#storingFolios.has(folio))) {
+      await this.#storing;
+    }
+    const diffed = await this.#lookUpAndDiff(byFolio, folios, this.#state.firstLoad);
+    await this.#tally.timed("waitStore", () => this.#storing);
+    this.#storingFolios = byFolio;
+    this.#storing = this.#store(byFolio, folios, diffed);
+    this.#storing.catch((error: unknown) => {
+      this.#storeError ??= error;
+    });
+  }
+
+  /** Waits until every accepted batch is stored. */
+  stored(): Promise<void> {
+    return this.#storing;
+  }
+
+  /** Waits until every stored batch is on the topic. */
+  published(): Promise<void> {
+    return this.#tally.timed("publish", () => this.#publishing);
+  }
+
+  /** Lets outstanding work settle after a failure, whatever it ends in. */
+  async settle(): Promise<void> {
+    await this.#storing.catch(() => {});
+    await this.#publishing.catch(() => {});
+  }
+
+  async #lookUpAndDiff(
+    byFolio: ReadonlyMap<string, NalRow>,
+    folios: readonly string[],
+    skipStates: boolean,
+  ): Promise<DiffOutcome> {
+    const [states, sales] = await this.#tally.timed("read", () =>
+      Promise.all([
+        skipStates ? new Map<string, StoredParcelState>() : loadStates(this.#pool, folios),
+        this.#state.sales ? loadRecordedSales(this.#pool, folios) : new Map<string, RollSale[]>(),
+      ]),
+    );
+    return this.#tally.timed("diff", () => diffBatch(this.#file, byFolio, states, sales));
+  }
+
+  /**
+   * Stores a diffed batch once every earlier batch is stored, then hands its events to the
+   * publisher. On a first load every parcel is taken for new without a lookup; should the file
+   * repeat a parcel of an earlier batch, nothing of the batch is stored and it is looked up and
+   * diffed again against what is stored now.
+   */
+  async #store(
+    byFolio: ReadonlyMap<string, NalRow>,
+    folios: readonly string[],
+    diffed: DiffOutcome,
+  ): Promise<void> {
+    let outcome = diffed;
+    if (outcome.batch.size > 0) {
+      if (this.#state.deferIndexes && !this.#indexesDropped) {
+        this.#indexesDropped = true;
+        await dropSecondaryIndexes(this.#pool);
+      }
+      let maxSeq = await this.#tally.timed("store", () =>
+        this.#state.firstLoad
+          ? insertNewParcels(this.#pool, outcome.batch)
+          : upsertParcels(this.#pool, outcome.batch),
+      );
+      if (maxSeq === null) {
+        outcome = await this.#lookUpAndDiff(byFolio, folios, false);
+        maxSeq = await this.#tally.timed("store", () => upsertParcels(this.#pool, outcome.batch));
+      }
+      await this.#publishAfterEarlier(outcome, maxSeq);
+    }
+    this.#tally.countOutcome(outcome);
+  }
+
+  /**
+   * This batch's publish runs while later batches are read, diffed and stored. At most one
+   * publish is outstanding (memory stays flat), publishes go out in store order, and the
+   * watermark only moves past a batch once it and every earlier one are on the topic.
+   */
+  async #publishAfterEarlier(outcome: DiffOutcome, through: number): Promise<void> {
+    await this.#tally.timed("publish", () => this.#publishing);
+    const records = outcome.batch.records();
+    const counts = this.#tally.counts;
+    counts.storedThrough = Math.max(counts.storedThrough, through);
+    this.#publishing = this.#publish(records).then(async () => {
+      if (!this.#state.watermarkByCaller) {
+        await advanceWatermark(this.#pool, through);
+      }
+      counts.published += records.values.length;
+    });
+    this.#publishing.catch(() => {});
+  }
+}
