@@ -36,6 +36,8 @@ const ports = {
 const internalPorts = Object.entries(ports)
   .filter(([name]) => name.endsWith("_INTERNAL_PORT"))
   .map(([, port]) => port);
+// The gateway owns no Postgres schema, so its readiness does not wait on Postgres.
+const storelessPorts = new Set([ports.GATEWAY_INTERNAL_PORT]);
 
 let supervisor: ChildProcess | undefined;
 let output = "";
@@ -183,9 +185,12 @@ describe("npm start", () => {
         throw new Error(`port ${port} did not answer (${error.message}); the run said:\n${output}`);
       });
       expect(ready.status).toBe(200);
-      expect(await ready.json()).toMatchObject({
-        checks: { postgres: "ok", redis: "ok", kafka: "ok" },
-      });
+      const { checks } = (await ready.json()) as { checks: Record<string, string> };
+      expect(checks).toEqual(
+        storelessPorts.has(port)
+          ? { redis: "ok", kafka: "ok" }
+          : { postgres: "ok", redis: "ok", kafka: "ok" },
+      );
     }
     const health = await fetch(`http://127.0.0.1:${ports.GATEWAY_PORT}/v1/health`, {
       headers: { authorization: "Bearer whatever" },

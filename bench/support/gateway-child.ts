@@ -1,12 +1,11 @@
 // A gateway in its own process, as it runs in production: its own heap and event loop, its own
-// consumers, Redis and Postgres connections, its metrics (logging at fatal, as the baseline has
+// consumers, Redis and Kafka connections (the gateway owns no Postgres schema), its metrics (logging at fatal, as the baseline has
 // none). It shares the parent's database, Redis prefix and
 // dev broker, and calls the parent's services on a cache miss; everything comes from the
 // environment. Prints "ready <port>" once it listens.
 import type { AddressInfo } from "node:net";
 import { Bus } from "@th/bus";
 import { kafkaConnection } from "@th/config";
-import { createPool } from "@th/db";
 import { buildApp } from "@th/gateway/app";
 import { readConfig } from "@th/gateway/config";
 import { tuneHeapForRequests } from "@th/gateway/heap";
@@ -18,7 +17,6 @@ const config = readConfig(process.env);
 tuneHeapForRequests();
 const logger = createLogger({ service: "gateway-child", level: "fatal" });
 const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });
-const pool = createPool({ url: config.DATABASE_URL, schema: "gateway", max: 10 });
 // The consumers poll with the service runner's timings, not the tests' short ones.
 const bus = new Bus({
   ...kafkaConnection(config),
@@ -26,7 +24,7 @@ const bus = new Bus({
   logger,
 });
 const metrics = createMetrics("gateway");
-const app = await buildApp({ config, logger, pool, redis, bus, metrics });
+const app = await buildApp({ config, logger, redis, bus, metrics });
 const http = app.http;
 if (!http) {
   throw new Error("the gateway has no HTTP app");
@@ -40,7 +38,6 @@ process.on("SIGTERM", async () => {
   await http.close();
   await app.stop();
   await bus.close();
-  await pool.end();
   redis.disconnect();
   process.exit(0);
 });

@@ -5,7 +5,6 @@ import { join } from "node:path";
 import { contracts } from "@th/contracts";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import { readConfig as readGatewayConfig } from "@th/gateway/config";
-import { migrations as gatewayMigrations } from "@th/gateway/migrations";
 import { buildApp as buildKeys } from "@th/keys/app";
 import { readConfig as readKeysConfig } from "@th/keys/config";
 import { migrations as keysMigrations } from "@th/keys/migrations";
@@ -48,13 +47,7 @@ export async function startEdgeStack(
 ) {
   const harness = await createTestHarness({
     config: readGatewayConfig({}),
-    migrations: [
-      gatewayMigrations,
-      keysMigrations,
-      parcelsMigrations,
-      ledgerMigrations,
-      matcherMigrations,
-    ],
+    migrations: [keysMigrations, parcelsMigrations, ledgerMigrations, matcherMigrations],
     topics: [
       contracts.tenantChanged,
       contracts.keyIssued,

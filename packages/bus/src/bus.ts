@@ -236,8 +236,6 @@ export interface ReplayOptions<T> {
    * partition's in offset order; the next slice waits for this call.
    */
   onBatch(records: readonly ReplayedRecord<T>[]): Promise<void>;
-  /** Ignored: every partition is read at once, one connection per partition leader. */
-  partitionsConsumedConcurrently?: number;
 }
 
 export interface ReplayedRecord<T> {

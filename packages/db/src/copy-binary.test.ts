@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from "./testing.ts";
 let db: TestDatabase;
 beforeAll(async () => {
   db = await createTestDatabase([
-    { schema: "events", dir: join(import.meta.dirname, "fixtures", "events") },
+    { schema: "widgets_v1", dir: join(import.meta.dirname, "fixtures", "v1") },
   ]);
 });
 afterAll(() => db.drop());

@@ -16,4 +16,3 @@ export {
   type PoolOptions,
   pingDatabase,
 } from "./pool.ts";
-export { claimEvent } from "./processed-events.ts";

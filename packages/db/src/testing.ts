@@ -100,7 +100,7 @@ let youngGenerationProbe: ((value: unknown) => boolean) | undefined;
  * Whether V8 allocated `value` in the young generation (it was just created and has not yet
  * survived two young collections). The tests of the patched ioredis and pg use it: each patch
  * keeps a function those libraries create per call out of the old generation (see
- * docs/decisions.md, "ioredis and pg: per-call functions allocated young").
+ * docs/decisions/0018-ioredis-and-pg-functions-allocated-young.md).
  */
 export function inYoungGeneration(value: unknown): boolean {
   if (!youngGenerationProbe) {

@@ -32,4 +32,5 @@ export {
   type ServiceApp,
   type ServiceDeps,
   type ServiceSpec,
+  type StorelessServiceDeps,
 } from "./run-service.ts";

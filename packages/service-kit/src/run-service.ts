@@ -12,10 +12,14 @@ import { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
 export type CommonConfig = z.infer<z.ZodObject<typeof commonShape>>;
 
 /** What every service is handed: its config and its connections, never globals. */
-export interface ServiceDeps<Config extends CommonConfig> {
+export interface ServiceDeps<Config extends CommonConfig> extends StorelessServiceDeps<Config> {
+  pool: Pool;
+}
+
+/** What a service that owns no Postgres schema (the gateway) is handed: no pool. */
+export interface StorelessServiceDeps<Config extends CommonConfig> {
   config: Config;
   logger: Logger;
-  pool: Pool;
   redis: Redis;
   bus: Bus;
   /** The process's Prometheus registry; tests may leave it out. */
@@ -31,17 +35,25 @@ export interface ServiceApp {
   stop(): Promise<void>;
 }
 
-export interface ServiceSpec<Config extends CommonConfig> {
+interface ServiceSpecBase<Config extends CommonConfig> {
   name: string;
   config: Config;
-  migrations: MigrationSet;
   /** Topics this service produces or consumes; it refuses to start when one is missing. */
   topics: readonly AnyTopicContract[];
   /** Public (or service-to-service) HTTP port; omitted for services without routes. */
   port?: number;
   host?: string;
-  build(deps: ServiceDeps<Config>): Promise<ServiceApp>;
 }
+
+/**
+ * A service either owns a Postgres schema (its migrations, and a pool on it) or owns none and
+ * gets no pool, so its readiness never waits on Postgres.
+ */
+export type ServiceSpec<Config extends CommonConfig> = ServiceSpecBase<Config> &
+  (
+    | { migrations: MigrationSet; build(deps: ServiceDeps<Config>): Promise<ServiceApp> }
+    | { migrations?: undefined; build(deps: StorelessServiceDeps<Config>): Promise<ServiceApp> }
+  );
 
 /**
  * How every service's Redis connection meets an outage: a command waits at most 1.5 s (queued
@@ -99,6 +111,10 @@ export async function runService<Config extends CommonConfig>(
   const logger = createLogger({ service: spec.name, level: config.LOG_LEVEL });
   routeProcessWarnings(logger);
   if (argv[0] === "migrate") {
+    if (!spec.migrations) {
+      logger.info("no Postgres schema to migrate");
+      return;
+    }
     const result = await migrate(config.DATABASE_URL, spec.migrations);
     logger.info({ schema: result.schema, applied: result.applied }, "migrations applied");
     return;
@@ -108,12 +124,14 @@ export async function runService<Config extends CommonConfig>(
     enabled: config.OTEL_ENABLED,
     endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
   });
-  const pool = createPool({
-    url: config.DATABASE_URL,
-    schema: spec.migrations.schema,
-    applicationName: spec.name,
-    onConnectionError: (error) => logger.warn({ err: error }, "postgres connection lost"),
-  });
+  const pool = spec.migrations
+    ? createPool({
+        url: config.DATABASE_URL,
+        schema: spec.migrations.schema,
+        applicationName: spec.name,
+        onConnectionError: (error) => logger.warn({ err: error }, "postgres connection lost"),
+      })
+    : undefined;
   const redis = new Redis(config.REDIS_URL, { ...REDIS_OPTIONS, lazyConnect: false });
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const bus = new Bus({
@@ -132,7 +150,7 @@ export async function runService<Config extends CommonConfig>(
     logger.fatal({ setting: kafkaProblem.setting }, kafkaProblem.line);
     await bus.close();
     redis.disconnect();
-    await Promise.allSettled([pool.end(), telemetry.shutdown()]);
+    await Promise.allSettled([pool?.end(), telemetry.shutdown()]);
     process.exitCode = 1;
     return;
   }
@@ -171,7 +189,12 @@ export async function runService<Config extends CommonConfig>(
       }
     },
   );
-  const app = await spec.build({ config, logger, pool, redis, bus, metrics });
+  const base = { config, logger, redis, bus, metrics };
+  // The pool exists exactly when the spec has migrations.
+  const app =
+    spec.migrations === undefined
+      ? await spec.build(base)
+      : await spec.build({ ...base, pool: pool as Pool });
   if (app.http) {
     observeHttpRequests(app.http, metrics);
   }
@@ -193,7 +216,7 @@ export async function runService<Config extends CommonConfig>(
     port: config.INTERNAL_PORT,
     metrics,
     checks: {
-      postgres: () => pingDatabase(pool),
+      ...(pool ? { postgres: () => pingDatabase(pool) } : {}),
       redis: async () => (await redis.ping()) === "PONG",
       kafka: () => bus.ping(),
     },
@@ -216,7 +239,7 @@ export async function runService<Config extends CommonConfig>(
         await bus.close();
         await Promise.allSettled([
           redis.quit(),
-          pool.end(),
+          pool?.end(),
           internal.close(),
           telemetry.shutdown(),
         ]);

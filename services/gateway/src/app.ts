@@ -2,7 +2,7 @@ import { pepperKey, rememberingKeyHasher } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
 import { createLeadViewMeter } from "@th/quota";
-import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
+import { createHttpApp, type ServiceApp, type StorelessServiceDeps } from "@th/service-kit";
 import { createKeysClient, createUpstream } from "./clients/keys-client.ts";
 import { ledgerUsageLoader } from "./clients/ledger-client.ts";
 import { type Config, pepperOf } from "./config.ts";
@@ -35,7 +35,7 @@ export interface GatewayOptions {
 }
 
 /** Builds the gateway without listening, so tests can `inject` requests. */
-export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOptions = {}) {
+export async function buildApp(deps: StorelessServiceDeps<Config>, options: GatewayOptions = {}) {
   const { config } = deps;
   const now = options.now ?? (() => Date.now());
   const http = await createHttpApp({

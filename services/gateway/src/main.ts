@@ -3,7 +3,6 @@ import { contracts } from "@th/contracts";
 import { runService } from "@th/service-kit";
 import { buildApp } from "./app.ts";
 import { readConfig } from "./config.ts";
-import { migrations } from "./db/migrations.ts";
 import { tuneHeapForRequests } from "./heap.ts";
 
 const config = configOrExit(() => readConfig());
@@ -13,7 +12,6 @@ await runService(
   {
     name: "gateway",
     config,
-    migrations,
     topics: [
       contracts.leadViewRecorded,
       contracts.tenantChanged,

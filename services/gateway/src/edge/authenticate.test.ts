@@ -7,7 +7,6 @@ import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, pepperOf, readConfig } from "../config.ts";
-import { migrations } from "../db/migrations.ts";
 
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;
@@ -15,7 +14,7 @@ let app: Awaited<ReturnType<typeof buildApp>>;
 let clock = Date.parse("2026-03-20T10:00:00Z");
 
 beforeAll(async () => {
-  harness = await createTestHarness({ config: readConfig({}), migrations: [migrations] });
+  harness = await createTestHarness({ config: readConfig({}), migrations: [] });
   app = await buildApp(harness, { now: () => clock });
 });
 afterAll(async () => {

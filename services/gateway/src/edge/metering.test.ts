@@ -6,7 +6,6 @@ import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Config, readConfig } from "../config.ts";
-import { migrations } from "../db/migrations.ts";
 import type { QuotaState } from "./authenticate.ts";
 import { createMetering } from "./metering.ts";
 
@@ -15,7 +14,7 @@ let harness: TestHarness<Config>;
 beforeAll(async () => {
   harness = await createTestHarness({
     config: readConfig({}),
-    migrations: [migrations],
+    migrations: [],
     topics: [contracts.leadViewRecorded],
   });
 });

@@ -10,7 +10,6 @@ import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, pepperOf, readConfig } from "../config.ts";
-import { migrations } from "../db/migrations.ts";
 
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;
@@ -29,7 +28,7 @@ const SIX = [
 beforeAll(async () => {
   // Port 1 refuses connections: a key the cache does not know cannot be looked up.
   const config = { ...readConfig({}), KEYS_URL: "http://127.0.0.1:1" };
-  harness = await createTestHarness({ config, migrations: [migrations] });
+  harness = await createTestHarness({ config, migrations: [] });
   app = await buildApp(harness, { now: () => clock });
   const http = app.http as NonNullable<typeof app.http>;
   await http.listen({ port: 0, host: "127.0.0.1" });

@@ -2,13 +2,12 @@ import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
-import { migrations } from "../db/migrations.ts";
 
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;
 
 beforeAll(async () => {
-  harness = await createTestHarness({ config: readConfig({}), migrations: [migrations] });
+  harness = await createTestHarness({ config: readConfig({}), migrations: [] });
   app = await buildApp(harness);
 });
 afterAll(async () => {

@@ -10,9 +10,9 @@ export const TENANTS_GROUP = "quota-ledger.tenants";
 /**
  * Lead-views go into the ledger a fetched batch at a time, in one statement: each row is
  * idempotent on its own (the dedupe key is the primary key), so at-least-once delivery needs no
- * processed_events row, and a redelivered batch changes nothing. All of a tenant's views share a
- * partition, so partitions run side by side without two writers ever racing for one tenant's
- * counter.
+ * record of processed events, and a redelivered batch changes nothing. All of a tenant's views
+ * share a partition, so partitions run side by side without two writers ever racing for one
+ * tenant's counter.
  */
 export function consumeLeadViews(
   bus: Bus,
