@@ -13,7 +13,7 @@ export function newWatchlistId(): string {
   return `wl_${randomBytes(10).toString("hex")}`;
 }
 
-interface WatchlistRow {
+export interface WatchlistRow {
   id: string;
   tenant_id: string;
   name: string;
@@ -101,47 +101,187 @@ export function decodeListCursor(cursor: string): { createdAt: string; id: strin
   return isUtcInstant(createdAt) ? { createdAt, id } : null;
 }
 
+async function getRow(
+  client: Pool | PoolClient,
+  tenantId: string,
+  id: string,
+): Promise<WatchlistRow | undefined> {
+  const { rows } = await client.query<WatchlistRow>(
+    `${SELECT_WATCHLIST} WHERE w.id = $1 AND w.tenant_id = $2 AND w.deleted_at IS NULL`,
+    [id, tenantId],
+  );
+  return rows[0];
+}
+
+/** The version a watchlist row is at, as the recipe history records it. */
+export function rowVersion(row: WatchlistRow): RecipeVersion {
+  return {
+    watchlist_id: row.id,
+    version: row.current_version,
+    recipe: row.recipe,
+    fingerprint: row.fingerprint,
+    effective_from: row.effective_from.toISOString(),
+  };
+}
+
+/** The first `limit` rows of a page read one row long, and whether more follow. */
+export function pageOf<T>(rows: T[], limit: number): { shown: T[]; more: boolean } {
+  return { shown: rows.slice(0, limit), more: rows.length > limit };
+}
+
+/** Refuses a new watchlist once the tenant has `max`; serialized per tenant so it cannot race. */
+async function enforceWatchlistCap(client: PoolClient, tenantId: string, max: number) {
+  // One transaction per tenant at a time past this point, so the cap cannot be raced.
+  await client.query("SELECT pg_advisory_xact_lock(hashtext('watchlists:' || $1))", [tenantId]);
+  const { rows } = await client.query<{ count: string }>(
+    "SELECT count(*) FROM watchlists WHERE tenant_id = $1 AND deleted_at IS NULL",
+    [tenantId],
+  );
+  if (Number(rows[0]?.count ?? 0) >= max) {
+    throw new ApiError("conflict", `a tenant keeps at most ${max} watchlists; delete one first`);
+  }
+}
+
+async function insertWatchlist(
+  client: PoolClient,
+  id: string,
+  input: { tenantId: string; name: string; recipe: Recipe },
+  maxPerTenant: number,
+): Promise<void> {
+  const now = await beginWrite(client);
+  const { version } = nextRecipeVersion(undefined, id, input.recipe, now);
+  await enforceWatchlistCap(client, input.tenantId, maxPerTenant);
+  await client.query(
+    `INSERT INTO watchlists (id, tenant_id, name, current_version, created_at, updated_at)
+     VALUES ($1, $2, $3, 1, $4, $4)`,
+    [id, input.tenantId, input.name, now],
+  );
+  await insertVersion(client, version);
+  await notify(client, id);
+}
+
+/** Locks a live watchlist of the tenant for a change and reads it; 404 when there is none. */
+async function lockLiveRow(client: PoolClient, tenantId: string, id: string) {
+  const locked = await client.query<{ id: string }>(
+    `SELECT id FROM watchlists
+      WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR UPDATE`,
+    [id, tenantId],
+  );
+  if (locked.rowCount === 0) {
+    throw notFound(id);
+  }
+  const row = await getRow(client, tenantId, id);
+  if (!row) {
+    throw notFound(id);
+  }
+  return row;
+}
+
+/** The version number after a recipe change: a new version only when the recipe differs. */
+async function versionAfter(
+  client: PoolClient,
+  row: WatchlistRow,
+  recipe: Recipe | undefined,
+  now: string,
+): Promise<number> {
+  if (recipe === undefined) {
+    return row.current_version;
+  }
+  const next = nextRecipeVersion(rowVersion(row), row.id, recipe, now);
+  if (!next.changed) {
+    return row.current_version;
+  }
+  await insertVersion(client, next.version);
+  return next.version.version;
+}
+
+async function applyChange(
+  client: PoolClient,
+  tenantId: string,
+  id: string,
+  change: { name?: string | undefined; recipe?: Recipe | undefined },
+): Promise<void> {
+  const now = await beginWrite(client);
+  const row = await lockLiveRow(client, tenantId, id);
+  const version = await versionAfter(client, row, change.recipe, now);
+  const name = change.name ?? row.name;
+  if (version === row.current_version && name === row.name) {
+    return;
+  }
+  await client.query(
+    `UPDATE watchlists
+        SET name = $3, current_version = $4, updated_at = $5,
+            change_seq = nextval('watchlist_change_seq')
+      WHERE id = $1 AND tenant_id = $2`,
+    [id, tenantId, name, version, now],
+  );
+  await notify(client, id);
+}
+
+async function softDelete(client: PoolClient, tenantId: string, id: string): Promise<void> {
+  const now = await beginWrite(client);
+  const result = await client.query(
+    `UPDATE watchlists SET deleted_at = $3, change_seq = nextval('watchlist_change_seq')
+      WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL`,
+    [id, tenantId, now],
+  );
+  if (result.rowCount === 0) {
+    throw notFound(id);
+  }
+  await notify(client, id);
+}
+
+/** The position a list continues after; a cursor this API did not issue is a 400. */
+function listPosition(cursor: string | undefined): { createdAt: string; id: string } | null {
+  if (cursor === undefined) {
+    return null;
+  }
+  const after = decodeListCursor(cursor);
+  if (after === null) {
+    throw new ApiError("invalid_request", "cursor is not one this API issued", {
+      fields: [{ path: "querystring.cursor", message: "is not a cursor this API issued" }],
+    });
+  }
+  return after;
+}
+
+async function listPage(
+  pool: Pool,
+  tenantId: string,
+  page: { cursor?: string | undefined; limit: number },
+): Promise<{ data: Watchlist[]; next_cursor: string | null }> {
+  const after = listPosition(page.cursor);
+  const { rows } = await pool.query<WatchlistRow>(
+    `${SELECT_WATCHLIST}
+      WHERE w.tenant_id = $1 AND w.deleted_at IS NULL
+        AND ($2::timestamptz IS NULL OR (w.created_at, w.id) > ($2::timestamptz, $3::text))
+      ORDER BY w.created_at, w.id
+      LIMIT $4`,
+    [tenantId, after?.createdAt ?? null, after?.id ?? "", page.limit + 1],
+  );
+  const { shown, more } = pageOf(rows, page.limit);
+  const last = shown[shown.length - 1];
+  return {
+    data: shown.map(toWatchlist),
+    next_cursor: more && last ? encodeListCursor(last.created_at, last.id) : null,
+  };
+}
+
 export function createWatchlistStore(pool: Pool, options: { maxPerTenant: number }) {
-  async function getRow(
-    client: Pool | PoolClient,
-    tenantId: string,
-    id: string,
-  ): Promise<WatchlistRow | undefined> {
-    const { rows } = await client.query<WatchlistRow>(
-      `${SELECT_WATCHLIST} WHERE w.id = $1 AND w.tenant_id = $2 AND w.deleted_at IS NULL`,
-      [id, tenantId],
-    );
-    return rows[0];
+  async function liveRow(tenantId: string, id: string): Promise<WatchlistRow> {
+    const row = await getRow(pool, tenantId, id);
+    if (!row) {
+      throw notFound(id);
+    }
+    return row;
   }
 
   return {
     async create(input: { tenantId: string; name: string; recipe: Recipe }): Promise<Watchlist> {
       const id = newWatchlistId();
-      await inTransaction(pool, async (client) => {
-        const now = await beginWrite(client);
-        const { version } = nextRecipeVersion(undefined, id, input.recipe, now);
-        // One transaction per tenant at a time past this point, so the cap cannot be raced.
-        await client.query("SELECT pg_advisory_xact_lock(hashtext('watchlists:' || $1))", [
-          input.tenantId,
-        ]);
-        const { rows } = await client.query<{ count: string }>(
-          "SELECT count(*) FROM watchlists WHERE tenant_id = $1 AND deleted_at IS NULL",
-          [input.tenantId],
-        );
-        if (Number(rows[0]?.count ?? 0) >= options.maxPerTenant) {
-          throw new ApiError(
-            "conflict",
-            `a tenant keeps at most ${options.maxPerTenant} watchlists; delete one first`,
-          );
-        }
-        await client.query(
-          `INSERT INTO watchlists (id, tenant_id, name, current_version, created_at, updated_at)
-           VALUES ($1, $2, $3, 1, $4, $4)`,
-          [id, input.tenantId, input.name, now],
-        );
-        await insertVersion(client, version);
-        await notify(client, id);
-      });
+      await inTransaction(pool, (client) =>
+        insertWatchlist(client, id, input, options.maxPerTenant),
+      );
       const created = await getRow(pool, input.tenantId, id);
       if (!created) {
         throw new Error(`watchlist ${id} vanished after insert`);
@@ -150,11 +290,7 @@ export function createWatchlistStore(pool: Pool, options: { maxPerTenant: number
     },
 
     async get(tenantId: string, id: string): Promise<Watchlist> {
-      const row = await getRow(pool, tenantId, id);
-      if (!row) {
-        throw notFound(id);
-      }
-      return toWatchlist(row);
+      return toWatchlist(await liveRow(tenantId, id));
     },
 
     /** Throws 404 unless the watchlist is the tenant's and live. */
@@ -170,48 +306,15 @@ export function createWatchlistStore(pool: Pool, options: { maxPerTenant: number
 
     /** The current recipe version of a live watchlist of the tenant. */
     async currentVersion(tenantId: string, id: string): Promise<RecipeVersion & { name: string }> {
-      const row = await getRow(pool, tenantId, id);
-      if (!row) {
-        throw notFound(id);
-      }
-      return {
-        watchlist_id: row.id,
-        name: row.name,
-        version: row.current_version,
-        recipe: row.recipe,
-        fingerprint: row.fingerprint,
-        effective_from: row.effective_from.toISOString(),
-      };
+      const row = await liveRow(tenantId, id);
+      return { ...rowVersion(row), name: row.name };
     },
 
     async list(
       tenantId: string,
       page: { cursor?: string | undefined; limit: number },
     ): Promise<{ data: Watchlist[]; next_cursor: string | null }> {
-      let after: { createdAt: string; id: string } | null = null;
-      if (page.cursor !== undefined) {
-        after = decodeListCursor(page.cursor);
-        if (after === null) {
-          throw new ApiError("invalid_request", "cursor is not one this API issued", {
-            fields: [{ path: "querystring.cursor", message: "is not a cursor this API issued" }],
-          });
-        }
-      }
-      const { rows } = await pool.query<WatchlistRow>(
-        `${SELECT_WATCHLIST}
-          WHERE w.tenant_id = $1 AND w.deleted_at IS NULL
-            AND ($2::timestamptz IS NULL OR (w.created_at, w.id) > ($2::timestamptz, $3::text))
-          ORDER BY w.created_at, w.id
-          LIMIT $4`,
-        [tenantId, after?.createdAt ?? null, after?.id ?? "", page.limit + 1],
-      );
-      const more = rows.length > page.limit;
-      const shown = rows.slice(0, page.limit);
-      const last = shown[shown.length - 1];
-      return {
-        data: shown.map(toWatchlist),
-        next_cursor: more && last ? encodeListCursor(last.created_at, last.id) : null,
-      };
+      return listPage(pool, tenantId, page);
     },
 
     async update(
@@ -219,64 +322,12 @@ export function createWatchlistStore(pool: Pool, options: { maxPerTenant: number
       id: string,
       change: { name?: string | undefined; recipe?: Recipe | undefined },
     ): Promise<Watchlist> {
-      await inTransaction(pool, async (client) => {
-        const now = await beginWrite(client);
-        const locked = await client.query<{ id: string }>(
-          `SELECT id FROM watchlists
-            WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR UPDATE`,
-          [id, tenantId],
-        );
-        if (locked.rowCount === 0) {
-          throw notFound(id);
-        }
-        const row = await getRow(client, tenantId, id);
-        if (!row) {
-          throw notFound(id);
-        }
-        let version = row.current_version;
-        if (change.recipe !== undefined) {
-          const current: RecipeVersion = {
-            watchlist_id: id,
-            version: row.current_version,
-            recipe: row.recipe,
-            fingerprint: row.fingerprint,
-            effective_from: row.effective_from.toISOString(),
-          };
-          const next = nextRecipeVersion(current, id, change.recipe, now);
-          if (next.changed) {
-            await insertVersion(client, next.version);
-            version = next.version.version;
-          }
-        }
-        const name = change.name ?? row.name;
-        if (version === row.current_version && name === row.name) {
-          return;
-        }
-        await client.query(
-          `UPDATE watchlists
-              SET name = $3, current_version = $4, updated_at = $5,
-                  change_seq = nextval('watchlist_change_seq')
-            WHERE id = $1 AND tenant_id = $2`,
-          [id, tenantId, name, version, now],
-        );
-        await notify(client, id);
-      });
+      await inTransaction(pool, (client) => applyChange(client, tenantId, id, change));
       return this.get(tenantId, id);
     },
 
     async remove(tenantId: string, id: string): Promise<void> {
-      await inTransaction(pool, async (client) => {
-        const now = await beginWrite(client);
-        const result = await client.query(
-          `UPDATE watchlists SET deleted_at = $3, change_seq = nextval('watchlist_change_seq')
-            WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL`,
-          [id, tenantId, now],
-        );
-        if (result.rowCount === 0) {
-          throw notFound(id);
-        }
-        await notify(client, id);
-      });
+      await inTransaction(pool, (client) => softDelete(client, tenantId, id));
     },
   };
 }

@@ -1,0 +1,155 @@
+import { generateApiKey, hashApiKey, lastFour } from "@th/api-keys";
+import { contracts, type KeyRevokeReason } from "@th/contracts";
+import { inTransaction, type PoolClient } from "@th/db";
+import { ApiError, enqueueEvent } from "@th/service-kit";
+import { type KeyRow, keyIssuedEvent, keyRevokedEvent, keyView } from "../domain/api-keys.ts";
+import { newId } from "../domain/ids.ts";
+import { type TenantJson, tenantChangedEvent, tenantFromJson } from "../domain/tenants.ts";
+import { type AccountsDeps, type Caller, requireAdmin } from "./tenant-rows.ts";
+
+type KeyDeps = Pick<AccountsDeps, "pepper" | "now">;
+
+/** Issues a key to a member; the secret is returned once and only its hash is kept. */
+export async function insertKey(
+  deps: KeyDeps,
+  client: PoolClient,
+  tenantId: string,
+  memberId: string,
+  label: string,
+) {
+  const secret = generateApiKey();
+  const issuedAt = deps.now();
+  const row: KeyRow = {
+    id: newId("key"),
+    tenant_id: tenantId,
+    member_id: memberId,
+    label,
+    key_hash: hashApiKey(secret, deps.pepper),
+    last4: lastFour(secret),
+    created_at: issuedAt,
+    revoked_at: null,
+  };
+  await client.query(
+    `INSERT INTO api_keys (id, tenant_id, member_id, label, key_hash, last4, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [row.id, tenantId, memberId, label, row.key_hash, row.last4, issuedAt],
+  );
+  await enqueueEvent(client, contracts.keyIssued, keyIssuedEvent(row));
+  return { ...keyView(row, issuedAt), secret };
+}
+
+/** Revokes the given keys and announces each revocation with its reason. */
+export async function revokeRows(
+  deps: Pick<AccountsDeps, "now">,
+  client: PoolClient,
+  rows: KeyRow[],
+  caller: Caller | null,
+  reason: KeyRevokeReason,
+): Promise<void> {
+  const revokedAt = deps.now();
+  const revokedBy = caller?.memberId ?? null;
+  for (const row of rows) {
+    await client.query(
+      "UPDATE api_keys SET revoked_at = $2, revoked_by = $3, revoke_reason = $4 WHERE id = $1",
+      [row.id, revokedAt, revokedBy, reason],
+    );
+    await enqueueEvent(
+      client,
+      contracts.keyRevoked,
+      keyRevokedEvent(row, revokedBy, reason, revokedAt),
+    );
+  }
+}
+
+/** API keys: lookup for the gateway, and listing, issuing and revoking for admins. */
+export function createKeys(deps: AccountsDeps) {
+  const { pool, now } = deps;
+
+  return {
+    /** What the gateway needs to authorize a request carrying this key hash. */
+    async lookupKey(keyHash: string) {
+      const { rows } = await pool.query<KeyRow & { tenant: TenantJson }>(
+        `SELECT k.*, row_to_json(t) AS tenant FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+         WHERE k.key_hash = $1`,
+        [keyHash],
+      );
+      const row = rows[0];
+      if (!row) {
+        return null;
+      }
+      return {
+        key_id: row.id,
+        tenant_id: row.tenant_id,
+        member_id: row.member_id,
+        revoked: row.revoked_at !== null,
+        tenant: tenantChangedEvent(tenantFromJson(row.tenant), now()),
+      };
+    },
+
+    async listKeys(caller: Caller) {
+      await requireAdmin(pool, caller);
+      const { rows } = await pool.query<KeyRow & { member_removed_at: Date | null }>(
+        `SELECT k.*, m.removed_at AS member_removed_at
+           FROM api_keys k JOIN members m ON m.id = k.member_id
+          WHERE k.tenant_id = $1 ORDER BY k.created_at, k.id`,
+        [caller.tenantId],
+      );
+      const at = now();
+      return rows.map((row) => keyView(row, at, row.member_removed_at));
+    },
+
+    async issueKey(caller: Caller, label: string) {
+      return inTransaction(pool, async (client) => {
+        await requireAdmin(client, caller);
+        return insertKey(deps, client, caller.tenantId, caller.memberId, label);
+      });
+    },
+
+    /** Revokes one key of the caller's tenant; another tenant's key is not found. Idempotent. */
+    async revokeKey(caller: Caller, keyId: string): Promise<{ keyHash: string }> {
+      return inTransaction(pool, async (client) => {
+        await requireAdmin(client, caller);
+        const { rows } = await client.query<KeyRow>(
+          "SELECT * FROM api_keys WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
+          [keyId, caller.tenantId],
+        );
+        const row = rows[0];
+        if (!row) {
+          throw new ApiError("not_found", `no API key ${keyId}`);
+        }
+        if (row.revoked_at === null) {
+          await revokeRows(deps, client, [row], caller, "manual");
+        }
+        return { keyHash: row.key_hash };
+      });
+    },
+
+    /**
+     * Suspected compromise: every active key of the tenant is revoked, a fresh key is issued to
+     * the caller so they are not locked out, and the revocations carry reason `compromise`,
+     * which tells the webhook dispatcher to rotate every signing secret of the tenant.
+     */
+    async revokeAllForCompromise(caller: Caller) {
+      return inTransaction(pool, async (client) => {
+        await requireAdmin(client, caller);
+        const { rows } = await client.query<KeyRow>(
+          "SELECT * FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL FOR UPDATE",
+          [caller.tenantId],
+        );
+        await revokeRows(deps, client, rows, caller, "compromise");
+        const apiKey = await insertKey(
+          deps,
+          client,
+          caller.tenantId,
+          caller.memberId,
+          "issued after compromise",
+        );
+        return {
+          revokedKeyIds: rows.map((row) => row.id),
+          revokedKeyHashes: rows.map((row) => row.key_hash),
+          apiKey,
+        };
+      });
+    },
+  };
+}
