@@ -28,10 +28,7 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "services/gateway/src/routes/team.ts registerTeamRoutes": 212,
   "services/gateway/src/routes/watchlists.ts registerWatchlistRoutes": 217,
   "services/gateway/src/routes/webhooks.ts registerWebhookRoutes": 195,
-  "services/keys/src/db/accounts.ts createAccounts": 645,
   "services/keys/src/routes/internal-accounts.ts registerInternalAccountRoutes": 199,
-  "services/matcher/src/db/watchlists.ts createWatchlistStore": 179,
-  "services/matcher/src/matching/manual-runs.ts createManualRuns": 163,
   "services/parcels/src/ingest/cli.ts main": 180,
   "services/parcels/src/ingest/generate-nal.ts generateNalLines": 194,
   "services/quota-ledger/src/db/shadow-ledger.ts createShadowLedger": 174,
@@ -39,7 +36,7 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "services/webhook-dispatcher/src/delivery/worker.ts createWorker": 872,
   "services/webhook-dispatcher/src/domain/endpoints.ts createEndpointService": 315,
   "services/webhook-dispatcher/src/routes/webhooks.ts registerWebhookRoutes": 157,
-  "test/support/edge-stack.ts startEdgeStack": 242,
+  "test/support/edge-stack.ts startEdgeStack": 236,
   "test/support/webhook-stack.ts startWebhookStack": 242,
 };
 
