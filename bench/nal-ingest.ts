@@ -12,7 +12,8 @@
  * once for each W of --workers: each county's parcels taken for new, indexes built once after the
  * last file, the files side by side on W worker threads; the figure a statewide first load is
  * projected from. `--rows 700000 --counties 15 --workers 2` loads a statewide roll's 10.5M rows
- * (about 25 GB of disk for files, store and topic).
+ * (about 25 GB of disk for files, store and topic). --files-dir D keeps the county files in D and
+ * reuses them in later runs.
  *
  * The first lines name the machine: CPU model, cores and load average. CPU per row depends on
  * both, so the parse-only pass's CPU per row is printed too, as the reference a figure from
@@ -22,8 +23,8 @@
  * process with its log in a throwaway directory, so the memory figures are the ingest's alone
  * (an in-process broker would hold every published record in this heap).
  */
-import { createReadStream } from "node:fs";
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { createReadStream, existsSync } from "node:fs";
+import { mkdir, mkdtemp, rename, rm, stat } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -58,6 +59,7 @@ const { values } = parseArgs({
     "keep-indexes": { type: "boolean", default: false },
     counties: { type: "string", default: "1" },
     workers: { type: "string", default: "1,2" },
+    "files-dir": { type: "string" },
   },
 });
 const rows = Number(values.rows);
@@ -151,9 +153,16 @@ async function severalCounties(
     .map(Number)
     .filter((countyNo) => !detailed.includes(countyNo));
   const numbers = [...detailed, ...others].slice(0, counties);
-  const files = numbers.map((countyNo) => join(dir, nalFileName(countyNo, "F", 2025)));
+  // Kept files are reused: writing a statewide roll takes longer than loading it.
+  const filesDir = values["files-dir"] === undefined ? dir : join(values["files-dir"], `${rows}`);
+  await mkdir(filesDir, { recursive: true });
+  const files = numbers.map((countyNo) => join(filesDir, nalFileName(countyNo, "F", 2025)));
   for (const [index, countyNo] of numbers.entries()) {
-    await writeNalFile(files[index] as string, { rows, seed: 43 + index, countyNo });
+    const file = files[index] as string;
+    if (values["files-dir"] === undefined || !existsSync(file)) {
+      await writeNalFile(`${file}.part`, { rows, seed: 43 + index, countyNo });
+      await rename(`${file}.part`, file);
+    }
   }
   const rates = new Map<number, number>();
   for (const count of workerCounts) {
