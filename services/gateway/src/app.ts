@@ -1,5 +1,6 @@
 import { pepperKey, rememberingKeyHasher } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
+import { pepperOf } from "@th/config";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
 import { createLeadViewMeter, ledgerUsageLoader } from "@th/quota";
 import {
@@ -9,7 +10,7 @@ import {
   type StorelessServiceDeps,
 } from "@th/service-kit";
 import { createKeysClient, createUpstream } from "./clients/keys-client.ts";
-import { type Config, pepperOf } from "./config.ts";
+import type { Config } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
 import { registerEdge } from "./edge/authenticate.ts";
 import { createEdgeStore, EDGE_REDIS_OPTIONS } from "./edge/edge-store.ts";
