@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   ConfigError,
   commonShape,
@@ -59,11 +59,11 @@ describe("defineConfig", () => {
 
   it("reads the process's environment when given none", () => {
     const own = defineConfig({ TH_CONFIG_TEST_PEPPER: vars.secretKey() });
-    process.env.TH_CONFIG_TEST_PEPPER = pepper;
+    vi.stubEnv("TH_CONFIG_TEST_PEPPER", pepper);
     try {
       expect(own.load().TH_CONFIG_TEST_PEPPER).toBe(pepper);
     } finally {
-      delete process.env.TH_CONFIG_TEST_PEPPER;
+      vi.unstubAllEnvs();
     }
   });
 });
