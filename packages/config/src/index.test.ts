@@ -1,10 +1,11 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   ConfigError,
   commonShape,
   DEV_SECRETS,
   decodeKey,
   defineConfig,
+  pepperOf,
   refuseDevDefaultsInProduction,
   vars,
   z,
@@ -54,6 +55,24 @@ describe("defineConfig", () => {
   it("accepts 32-byte secrets as hex or base64 and refuses shorter ones", () => {
     expect(config.load({ PEPPER: Buffer.alloc(32, 7).toString("base64") }).PEPPER).toBeTruthy();
     expect(() => config.load({ PEPPER: "short" })).toThrow(/PEPPER: must be 32 bytes/);
+  });
+
+  it("reads the process's environment when given none", () => {
+    const own = defineConfig({ TH_CONFIG_TEST_PEPPER: vars.secretKey() });
+    vi.stubEnv("TH_CONFIG_TEST_PEPPER", pepper);
+    try {
+      expect(own.load().TH_CONFIG_TEST_PEPPER).toBe(pepper);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+});
+
+describe("pepperOf", () => {
+  it("gives the pepper's 32 bytes, written as hex or base64", () => {
+    const bytes = Buffer.alloc(32, 7);
+    expect(pepperOf({ KEY_PEPPER: bytes.toString("hex") })).toEqual(bytes);
+    expect(pepperOf({ KEY_PEPPER: bytes.toString("base64") })).toEqual(bytes);
   });
 });
 

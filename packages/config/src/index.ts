@@ -52,7 +52,8 @@ export function defineConfig<Shape extends z.ZodRawShape>(
   });
   return {
     schema,
-    load(env: Environment): z.infer<typeof schema> {
+    /** Parses the environment (the process's unless given), the one read of it a service makes. */
+    load(env: Environment = process.env): z.infer<typeof schema> {
       // Empty strings mean "unset" so that `FOO= npm start` falls back to the default.
       const present = Object.fromEntries(
         Object.entries(env).filter(([, value]) => value !== undefined && value !== ""),
@@ -134,6 +135,11 @@ export function decodeKey(value: string): Buffer | undefined {
   }
   const decoded = Buffer.from(value, "base64");
   return decoded.length === 32 ? decoded : undefined;
+}
+
+/** The API-key pepper as bytes: `vars.secretKey()` already refused a value that does not decode. */
+export function pepperOf(config: { KEY_PEPPER: string }): Buffer {
+  return decodeKey(config.KEY_PEPPER) as Buffer;
 }
 
 /** The settings every service shares: stores, broker, logging, telemetry, deployment mode. */

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 
+export { type LedgerGet, ledgerUsageLoader } from "./ledger-seed.ts";
+
 /**
  * Lead-view metering in Redis. A lead-view is one unique (tenant, folio, UTC day); the cap counts
  * lead-views per billing period. Layout, under the `th:` prefix:

@@ -15,8 +15,4 @@ export const configSchema = defineConfig({
 export type Config = ReturnType<typeof configSchema.load>;
 
 /** The only read of the environment in this command. */
-export function readConfig(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): Config {
-  return configSchema.load(env);
-}
+export const readConfig = configSchema.load;

@@ -1,11 +1,16 @@
 import { pepperKey, rememberingKeyHasher } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
+import { pepperOf } from "@th/config";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
-import { createLeadViewMeter } from "@th/quota";
-import { createHttpApp, type ServiceApp, type StorelessServiceDeps } from "@th/service-kit";
+import { createLeadViewMeter, ledgerUsageLoader } from "@th/quota";
+import {
+  ApiError,
+  createHttpApp,
+  type ServiceApp,
+  type StorelessServiceDeps,
+} from "@th/service-kit";
 import { createKeysClient, createUpstream } from "./clients/keys-client.ts";
-import { ledgerUsageLoader } from "./clients/ledger-client.ts";
-import { type Config, pepperOf } from "./config.ts";
+import type { Config } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
 import { registerEdge } from "./edge/authenticate.ts";
 import { createEdgeStore, EDGE_REDIS_OPTIONS } from "./edge/edge-store.ts";
@@ -75,7 +80,12 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
   const ledgerUpstream = upstreamOf(config.LEDGER_URL);
   const parcelsUpstream = upstreamOf(config.PARCELS_URL);
   const matcherUpstream = upstreamOf(config.MATCHER_URL);
-  const meter = createLeadViewMeter(deps.redis, { loadUsage: ledgerUsageLoader(ledgerUpstream) });
+  const meter = createLeadViewMeter(deps.redis, {
+    loadUsage: ledgerUsageLoader({
+      get: (path, tenantId) => ledgerUpstream.send("GET", path, { requestId: `seed_${tenantId}` }),
+      unavailable: (detail) => new ApiError("unavailable", detail),
+    }),
+  });
   const leadViewsRecorded = deps.metrics?.counter(
     "th_lead_views_recorded_total",
     "Lead-views consumed and recorded, by surface",

@@ -1,4 +1,4 @@
-import { commonShape, DEV_SECRETS, decodeKey, defineConfig, vars, z } from "@th/config";
+import { commonShape, DEV_SECRETS, defineConfig, vars, z } from "@th/config";
 
 const DEV_SESSION_SECRET = "dev-session-secret-not-for-production-0000";
 
@@ -46,12 +46,4 @@ export const configSchema = defineConfig(
 export type Config = ReturnType<typeof configSchema.load>;
 
 /** The only read of the environment in this service. */
-export function readConfig(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): Config {
-  return configSchema.load(env);
-}
-
-export function pepperOf(config: Config): Buffer {
-  return decodeKey(config.KEY_PEPPER) as Buffer;
-}
+export const readConfig = configSchema.load;

@@ -1,3 +1,4 @@
+import { pepperOf } from "@th/config";
 import {
   createHttpApp,
   createOutboxRelay,
@@ -5,7 +6,7 @@ import {
   type ServiceApp,
   type ServiceDeps,
 } from "@th/service-kit";
-import { type Config, pepperOf } from "./config.ts";
+import type { Config } from "./config.ts";
 import { createAccounts } from "./db/accounts.ts";
 import { LocalPaymentProvider, type PaymentProvider } from "./domain/payment-provider.ts";
 import { registerInternalAccountRoutes } from "./routes/internal-accounts.ts";

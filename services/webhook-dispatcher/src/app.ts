@@ -1,6 +1,6 @@
 import { Bus, type RunningConsumer } from "@th/bus";
 import { kafkaConnection } from "@th/config";
-import { createLeadViewMeter, type UsageLoader } from "@th/quota";
+import { createLeadViewMeter, ledgerUsageLoader, type UsageLoader } from "@th/quota";
 import {
   createHttpApp,
   createOutboxRelay,
@@ -9,11 +9,7 @@ import {
   type ServiceDeps,
   unavailableStore,
 } from "@th/service-kit";
-import {
-  ledgerUsageLoader,
-  matcherWatchlists,
-  type WatchlistDirectory,
-} from "./clients/internal.ts";
+import { getInternal, matcherWatchlists, type WatchlistDirectory } from "./clients/internal.ts";
 import type { Config } from "./config.ts";
 import { matchSubscriptions, retrySubscriptions, tenantSubscriptions } from "./consumers/index.ts";
 import { createTenantSlots } from "./delivery/concurrency.ts";
@@ -97,7 +93,11 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     secrets,
     meter: createLeadViewMeter(workerRedis, {
       loadUsage:
-        options.loadUsage ?? ledgerUsageLoader({ ...internal, baseUrl: config.LEDGER_URL }),
+        options.loadUsage ??
+        ledgerUsageLoader({
+          get: (path) => getInternal({ ...internal, baseUrl: config.LEDGER_URL }, path),
+          unavailable: (detail) => new Error(detail),
+        }),
     }),
     relay,
     leaseMs: config.LEASE_MS,

@@ -10,14 +10,7 @@ import { SetPasswordPage, SignInPage } from "./pages/sign-in.tsx";
 import { TeamPage } from "./pages/team.tsx";
 import { WatchlistsPage } from "./pages/watchlists.tsx";
 import { WebhooksPage } from "./pages/webhooks.tsx";
-
-export interface Session {
-  member: { id: string; email: string; role: "admin" | "member" };
-  tenant: { id: string; company: string; tier: "starter" | "operator" | "team" | "custom" };
-  csrf_token: string;
-  expires_at: string;
-  refresh_expires_at: string;
-}
+import { type Session, TIER_LABELS } from "./session.ts";
 
 const NAV = [
   { to: "/overview", label: "Overview" },
@@ -29,13 +22,6 @@ const NAV = [
   { to: "/plan", label: "Plan" },
   { to: "/integrations", label: "MCP & exports" },
 ];
-
-export const TIER_LABELS = {
-  starter: "Starter",
-  operator: "Operator",
-  team: "Team",
-  custom: "Custom",
-} as const;
 
 function LimitsBar() {
   const [limits, setLimits] = useState<Limits | null>(null);

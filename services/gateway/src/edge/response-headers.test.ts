@@ -5,11 +5,12 @@ import { randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { generateApiKey, hashApiKey } from "@th/api-keys";
+import { pepperOf } from "@th/config";
 import { tenantChanged } from "@th/contracts/samples";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
-import { type Config, pepperOf, readConfig } from "../config.ts";
+import { type Config, readConfig } from "../config.ts";
 
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;

@@ -1,11 +1,12 @@
 import { hashApiKey, isWellFormedApiKey } from "@th/api-keys";
 import { on } from "@th/bus";
+import { pepperOf } from "@th/config";
 import { contracts, type KeyRevoked, type TenantChanged } from "@th/contracts";
 import { INTERNAL_HEADERS } from "@th/service-kit";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../app.ts";
-import { type Config, pepperOf, readConfig } from "../config.ts";
+import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
 import { LocalPaymentProvider } from "../domain/payment-provider.ts";
 

@@ -1,3 +1,4 @@
+import { LEAD_SIGNALS } from "@th/api-schemas";
 import { describe, expect, it } from "vitest";
 import { estimateEquity } from "./equity.ts";
 import type { RollSale } from "./nal-row.ts";
@@ -14,6 +15,7 @@ import {
   negativeEquity,
   outOfStateOwner,
   recentSale,
+  SIGNAL_NAMES,
   type SignalInput,
   tiredLandlord,
   trustOwner,
@@ -53,6 +55,10 @@ const base: SignalInput = {
 const withInput = (changes: Partial<SignalInput>): SignalInput => ({ ...base, ...changes });
 
 describe("signal catalogue", () => {
+  it("is exactly the shared catalogue recipes name, in its order", () => {
+    expect([...SIGNAL_NAMES]).toEqual([...LEAD_SIGNALS]);
+  });
+
   it("fires nothing for an owner-occupied, recently financed house", () => {
     expect(evaluateSignals(base)).toEqual([]);
   });

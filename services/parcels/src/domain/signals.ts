@@ -1,3 +1,4 @@
+import type { LeadSignal } from "@th/api-schemas";
 import type { UseClass } from "@th/contracts";
 import type { EquityEstimate } from "./equity.ts";
 import type { RollSale } from "./nal-row.ts";
@@ -213,9 +214,13 @@ export function tiredLandlord(input: SignalInput): string | null {
     : null;
 }
 
-/** The catalogue, in the order reasons are listed. Names are the `signals_fired` vocabulary. */
+/**
+ * The catalogue, in the order reasons are listed. Names are the `signals_fired` vocabulary, which
+ * recipes share through `@th/api-schemas`: a name outside it does not compile, and a test holds
+ * the two lists equal, so no recipe waits for a signal that never fires.
+ */
 export const SIGNAL_CATALOGUE: readonly {
-  name: string;
+  name: LeadSignal;
   evaluate: (input: SignalInput) => string | null;
 }[] = [
   { name: "absentee_owner", evaluate: absenteeOwner },

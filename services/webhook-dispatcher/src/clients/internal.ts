@@ -1,5 +1,3 @@
-import type { Period, UsageLoader } from "@th/quota";
-import { utcDay } from "@th/quota";
 import { ApiError, INTERNAL_HEADERS, type InternalCaller } from "@th/service-kit";
 
 export interface InternalClientOptions {
@@ -8,7 +6,8 @@ export interface InternalClientOptions {
   timeoutMs: number;
 }
 
-async function get(
+/** A GET of another service's internal API, answered as status and parsed body. */
+export async function getInternal(
   options: InternalClientOptions,
   path: string,
   headers: Record<string, string> = {},
@@ -27,25 +26,6 @@ async function get(
   return { status: response.status, body };
 }
 
-/** The quota ledger's figures for seeding lead-view counters, as the gateway loads them. */
-export function ledgerUsageLoader(options: InternalClientOptions): UsageLoader {
-  return async (tenantId: string, period: Period, day: string) => {
-    const query = new URLSearchParams({ period_start: utcDay(period.start), day });
-    const reply = await get(
-      options,
-      `/internal/v1/usage/${encodeURIComponent(tenantId)}/seed?${query}`,
-    );
-    if (reply.status !== 200) {
-      throw new Error(`lead-view usage unavailable (ledger answered ${reply.status})`);
-    }
-    const body = reply.body as { used: number; folios_today: string[]; caught_up: boolean };
-    if (!body.caught_up) {
-      throw new Error("the ledger has not caught up; lead-view usage is being recovered");
-    }
-    return { used: body.used, foliosToday: body.folios_today };
-  };
-}
-
 /**
  * Whether a watchlist belongs to a tenant. The matcher owns watchlists; the dispatcher asks it
  * once, when an endpoint is subscribed (never on the delivery path).
@@ -60,11 +40,15 @@ export function matcherWatchlists(options: InternalClientOptions): WatchlistDire
     async owns(caller, watchlistId) {
       let reply: { status: number; body: unknown };
       try {
-        reply = await get(options, `/internal/v1/watchlists/${encodeURIComponent(watchlistId)}`, {
-          [INTERNAL_HEADERS.tenant]: caller.tenantId,
-          [INTERNAL_HEADERS.member]: caller.memberId,
-          [INTERNAL_HEADERS.key]: caller.keyId,
-        });
+        reply = await getInternal(
+          options,
+          `/internal/v1/watchlists/${encodeURIComponent(watchlistId)}`,
+          {
+            [INTERNAL_HEADERS.tenant]: caller.tenantId,
+            [INTERNAL_HEADERS.member]: caller.memberId,
+            [INTERNAL_HEADERS.key]: caller.keyId,
+          },
+        );
       } catch {
         throw new ApiError(
           "unavailable",

@@ -1,6 +1,5 @@
 import { useState } from "react";
 import { ApiFailure, api } from "../api.ts";
-import type { Session } from "../app.tsx";
 import {
   Card,
   DataTable,
@@ -14,6 +13,7 @@ import {
   useLoad,
 } from "../components.tsx";
 import { formatAge, formatDate, rotationReminder } from "../logic.ts";
+import type { Session } from "../session.ts";
 
 interface ApiKey {
   id: string;

@@ -1,6 +1,5 @@
 import { useEffect, useState } from "react";
 import { api, subscribeLimits } from "../api.ts";
-import { type Session, TIER_LABELS } from "../app.tsx";
 import { Card, Loading, Page, Problem, useLoad } from "../components.tsx";
 import {
   dailySeries,
@@ -10,11 +9,12 @@ import {
   type Limits,
   trialDaysLeft,
 } from "../logic.ts";
+import { type Session, TIER_LABELS, type Tier } from "../session.ts";
 
 export interface Tenant {
   id: string;
   company: string;
-  tier: keyof typeof TIER_LABELS;
+  tier: Tier;
   status: "trialing" | "active" | "cancelled";
   seats: number;
   lead_views_per_month: number;

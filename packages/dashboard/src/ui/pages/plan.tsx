@@ -1,6 +1,5 @@
 import { useState } from "react";
 import { api } from "../api.ts";
-import { type Session, TIER_LABELS } from "../app.tsx";
 import { Card, CopyButton, Loading, Page, Problem, useAttempt, useLoad } from "../components.tsx";
 import {
   claudeDesktopSnippet,
@@ -9,6 +8,7 @@ import {
   mcpSnippet,
   trialDaysLeft,
 } from "../logic.ts";
+import { type Session, TIER_LABELS } from "../session.ts";
 import type { Tenant } from "./overview.tsx";
 
 const TIERS = ["starter", "operator", "team", "custom"] as const;

@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { ApiFailure, api } from "../api.ts";
-import type { Session } from "../app.tsx";
 import { Field, navigate, Problem, TextField } from "../components.tsx";
+import type { Session } from "../session.ts";
 
 type Account = { tenant_id: string; company: string };
 

@@ -1,6 +1,5 @@
 import { useState } from "react";
 import { api } from "../api.ts";
-import type { Session } from "../app.tsx";
 import {
   Card,
   CopyButton,
@@ -14,6 +13,7 @@ import {
   useLoad,
 } from "../components.tsx";
 import { formatDate } from "../logic.ts";
+import type { Session } from "../session.ts";
 import type { Tenant } from "./overview.tsx";
 
 interface Member {
