@@ -1,4 +1,4 @@
-import createFetchClient from "openapi-fetch";
+import createFetchClient, { type Client } from "openapi-fetch";
 import { errorFor } from "./errors.ts";
 import type { components, operations, paths } from "./generated/openapi.ts";
 import { parseLimits } from "./limits.ts";
@@ -67,7 +67,32 @@ function queryOf(query: Record<string, unknown>): Record<string, string> {
 
 type Outcome<T> = { data?: T; error?: unknown; response: Response };
 
-export function createClient(options: ClientOptions = {}) {
+type Api = Client<paths>;
+
+/**
+ * The body of a successful call with its limit headers; a refusal becomes a typed error
+ * (QuotaExceededError, RateLimitedError, TierRequiredError, else TerminalHouseError).
+ */
+async function unwrap<T>(call: Promise<Outcome<T>>): Promise<Result<NonNullable<T>>> {
+  const { data, error, response } = await call;
+  const limits = parseLimits(response.headers);
+  if (!response.ok) {
+    throw errorFor(response, error, limits);
+  }
+  return { data: data as NonNullable<T>, limits, response };
+}
+
+/** One page of a paged call: its items and the cursor of the next page. */
+async function page<T, B>(
+  call: Promise<Outcome<B>>,
+  items: (body: NonNullable<B>) => { items: T[]; nextCursor: string | null },
+): Promise<Result<Page<T>>> {
+  const result = await unwrap(call);
+  return { ...result, data: items(result.data) };
+}
+
+/** The openapi-fetch client for the key and base URL, retrying 429s when asked to. */
+function connect(options: ClientOptions): Api {
   const apiKey = options.apiKey ?? environmentKey();
   if (!apiKey) {
     throw new Error("no API key: pass apiKey or set TERMINAL_HOUSE_API_KEY");
@@ -75,34 +100,16 @@ export function createClient(options: ClientOptions = {}) {
   const baseUrl = (options.baseUrl ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
   const baseFetch = options.fetch ?? globalThis.fetch;
   const retry = options.retry === true ? {} : options.retry || undefined;
-  const api = createFetchClient<paths>({
+  return createFetchClient<paths>({
     baseUrl,
     headers: { authorization: `Bearer ${apiKey}` },
     fetch: retry ? retryingFetch(baseFetch, retry, options.sleep) : baseFetch,
   });
+}
 
-  /**
-   * The body of a successful call with its limit headers; a refusal becomes a typed error
-   * (QuotaExceededError, RateLimitedError, TierRequiredError, else TerminalHouseError).
-   */
-  async function unwrap<T>(call: Promise<Outcome<T>>): Promise<Result<NonNullable<T>>> {
-    const { data, error, response } = await call;
-    const limits = parseLimits(response.headers);
-    if (!response.ok) {
-      throw errorFor(response, error, limits);
-    }
-    return { data: data as NonNullable<T>, limits, response };
-  }
-
-  async function page<T, B>(
-    call: Promise<Outcome<B>>,
-    items: (body: NonNullable<B>) => { items: T[]; nextCursor: string | null },
-  ): Promise<Result<Page<T>>> {
-    const result = await unwrap(call);
-    return { ...result, data: items(result.data) };
-  }
-
-  const leads = {
+/** Leads: by folio, in batches, by search, and as CSV (each lead returned is a lead-view). */
+function leadCalls(api: Api) {
+  return {
     /** One lead (one lead-view, once per parcel per UTC day). */
     get: (folio: string) => unwrap(api.GET("/v1/leads/{folio}", { params: { path: { folio } } })),
     /** Several leads by folio in one call (one lead-view per new folio). */
@@ -129,8 +136,11 @@ export function createClient(options: ClientOptions = {}) {
         }) as Promise<Outcome<string>>,
       ),
   };
+}
 
-  const watchlists = {
+/** Watchlists, their manual runs, and their matches by polling or as CSV. */
+function watchlistCalls(api: Api) {
+  return {
     create: (body: WatchlistCreate) => unwrap(api.POST("/v1/watchlists", { body })),
     get: (id: string) => unwrap(api.GET("/v1/watchlists/{id}", { params: { path: { id } } })),
     update: (id: string, body: WatchlistUpdate) =>
@@ -186,8 +196,11 @@ export function createClient(options: ClientOptions = {}) {
         }) as Promise<Outcome<string>>,
       ),
   };
+}
 
-  const webhooks = {
+/** Webhook endpoints of a watchlist, their secrets and their deliveries. */
+function webhookCalls(api: Api) {
+  return {
     /** Subscribes an HTTPS endpoint; the answer holds its signing secret, shown this once. */
     create: (watchlistId: string, body: { url: string; events?: string[] }) =>
       unwrap(
@@ -246,7 +259,10 @@ export function createClient(options: ClientOptions = {}) {
         }),
       ),
   };
+}
 
+export function createClient(options: ClientOptions = {}) {
+  const api = connect(options);
   return {
     /**
      * The underlying openapi-fetch client: a typed call for every operation of the API. Pass its
@@ -254,9 +270,9 @@ export function createClient(options: ClientOptions = {}) {
      */
     api,
     unwrap,
-    leads,
-    watchlists,
-    webhooks,
+    leads: leadCalls(api),
+    watchlists: watchlistCalls(api),
+    webhooks: webhookCalls(api),
     /** This month's lead-view usage (free). */
     usage: () => unwrap(api.GET("/v1/usage")),
     /** The key's tenant, member and tier (free). */

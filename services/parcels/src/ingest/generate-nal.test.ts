@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { capturedConsole } from "../testing/console.ts";
-import { main } from "./generate-nal.ts";
+import { dice, main } from "./generate-nal.ts";
 
 let dir: string;
 
@@ -35,5 +35,34 @@ describe("the roll generator's command line", () => {
     const printed = capturedConsole("info");
     expect(await main(["--help"])).toBe(0);
     expect(printed[0]).toMatch(/^usage: generate-nal.ts/);
+  });
+});
+
+describe("the roll generator's draws", () => {
+  it("give the same sequence for the same seed and another for another seed", () => {
+    const draws = (seed: number) => {
+      const d = dice(seed);
+      return Array.from({ length: 20 }, () => d.between(1, 1_000_000));
+    };
+    expect(draws(3)).toEqual(draws(3));
+    expect(draws(3)).not.toEqual(draws(4));
+  });
+
+  it("stay within both bounds of a range, reaching each", () => {
+    const d = dice(9);
+    const seen = new Set(Array.from({ length: 2_000 }, () => d.between(1, 6)));
+    expect([...seen].sort()).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it("pick weighted codes in proportion to their weights", () => {
+    const d = dice(11);
+    const items: [string, number][] = [
+      ["a", 3],
+      ["b", 1],
+    ];
+    const picks = Array.from({ length: 8_000 }, () => d.weighted(items, 4));
+    const share = picks.filter((code) => code === "a").length / picks.length;
+    expect(share).toBeGreaterThan(0.72);
+    expect(share).toBeLessThan(0.78);
   });
 });

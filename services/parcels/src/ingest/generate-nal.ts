@@ -339,199 +339,327 @@ export interface GenerateOptions {
   rollYear?: number;
 }
 
+/** Seeded draws; every helper takes its numbers from one sequence, so a seed gives one file. */
+export function dice(seed: number) {
+  const random = seededRandom(seed);
+  return {
+    random,
+    pick: <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T,
+    chance: (p: number) => random() < p,
+    between: (from: number, to: number) => from + Math.floor(random() * (to - from + 1)),
+    weighted(items: readonly [string, number][], total: number): string {
+      let roll = random() * total;
+      for (const [code, weight] of items) {
+        roll -= weight;
+        if (roll <= 0) {
+          return code;
+        }
+      }
+      return items[0]?.[0] ?? "";
+    },
+  };
+}
+
+type Dice = ReturnType<typeof dice>;
+
+/** What one generated parcel is, drawn before its columns are. */
+interface Draft {
+  index: number;
+  county: County;
+  rollYear: number;
+  city: string;
+  zip: string;
+  useCode: string;
+  residential: boolean;
+  vacant: boolean;
+  house: string;
+  situs: string;
+  jv: number;
+  landValue: number;
+  homestead: boolean;
+}
+
+interface Mailing {
+  line1: string;
+  city: string;
+  state: string;
+  zip: string;
+}
+
+interface Sales {
+  sold: boolean;
+  saleYear: number;
+  qual: string;
+  salePrice: number;
+  secondSale: boolean;
+  secondYear: number;
+}
+
+/** The parcel's place, use and value. */
+function draftParcel(d: Dice, county: County, rollYear: number, index: number): Draft {
+  const [city, zipFrom, zipTo] = d.pick(county.cities);
+  const zip = String(d.between(zipFrom, zipTo)).padStart(5, "0");
+  const useCode = d.weighted(USE_CODES, USE_WEIGHT_TOTAL);
+  const residential = Number(useCode) <= 9;
+  const vacant = ["000", "010", "040", "070", "080"].includes(useCode);
+  const house = `${d.between(100, 29999)} ${d.pick(STREETS)}`;
+  const situs =
+    vacant && d.chance(0.5)
+      ? ""
+      : useCode === "004"
+        ? `${house} UNIT ${d.between(1, 40)}${d.pick(["", "A", "B"])}`
+        : house;
+  const base = residential ? d.between(90, 900) * 1000 : d.between(150, 6000) * 1000;
+  const jv = vacant ? Math.round(base / 4) : base;
+  const landValue = Math.round(jv * (vacant ? 1 : 0.25 + d.random() * 0.3));
+  const homestead = residential && !vacant && d.chance(0.5);
+  return {
+    index,
+    county,
+    rollYear,
+    city,
+    zip,
+    useCode,
+    residential,
+    vacant,
+    house,
+    situs,
+    jv,
+    landValue,
+    homestead,
+  };
+}
+
+/** An owner name in the shapes the rolls use: entities, trusts, estates, couples, people. */
+function ownerName(d: Dice, homestead: boolean): string {
+  const ownerKind = d.random();
+  const surname = d.pick(SURNAMES);
+  const given = d.pick(GIVEN);
+  if (!homestead && ownerKind < 0.22) {
+    return d.chance(0.1)
+      ? `"${d.pick(ENTITY_WORDS)}" ${d.pick(ENTITY_KINDS)}`
+      : `${d.pick(ENTITY_WORDS)} ${d.pick(ENTITY_WORDS)} ${d.pick(ENTITY_KINDS)}`;
+  }
+  if (ownerKind < 0.3) {
+    return d.chance(0.5) ? `${surname} ${given} TR` : `${surname} FAMILY TRUST`;
+  }
+  if (ownerKind < 0.33) {
+    return d.chance(0.5) ? `ESTATE OF ${surname} ${given}` : `${surname} ${given} EST`;
+  }
+  if (ownerKind < 0.45) {
+    return `${surname}, ${given} & ${d.pick(GIVEN)}`;
+  }
+  return `${surname} ${given}${d.chance(0.3) ? ` & ${d.pick(GIVEN)}` : ""}`;
+}
+
+/** Where the owner gets mail: the parcel, elsewhere in Florida, another state or abroad. */
+function mailingAddress(d: Dice, parcel: Draft): Mailing {
+  const where = d.random();
+  if (parcel.homestead || (where < 0.35 && parcel.situs !== "")) {
+    return {
+      line1: parcel.situs || parcel.house,
+      city: parcel.city === "UNINCORPORATED" ? "MIAMI" : parcel.city,
+      state: d.chance(0.85) ? "FL" : "FLORIDA",
+      zip: parcel.zip,
+    };
+  }
+  if (where < 0.7) {
+    const [otherCity, from, to] = d.pick(d.pick(GENERATOR_COUNTIES).cities);
+    return {
+      line1: d.chance(0.15)
+        ? `PO BOX ${d.between(1, 99999)}`
+        : `${d.between(100, 29999)} ${d.pick(STREETS)}`,
+      city: otherCity === "UNINCORPORATED" ? "MIAMI" : otherCity,
+      state: d.chance(0.8) ? "FL" : "FLORIDA",
+      zip: String(d.between(from, to)).padStart(5, "0"),
+    };
+  }
+  if (where < 0.97) {
+    const [code, name, otherCity, otherZip] = d.pick(OUT_OF_STATE);
+    return {
+      line1: `${d.between(1, 999)} ${d.pick(["ELM ST", "MAPLE AVE", "BROADWAY", "PARK PL"])}`,
+      city: otherCity,
+      state: d.chance(0.7) ? code : name,
+      zip: d.chance(0.2) ? `${otherZip}${d.between(1000, 9999)}` : otherZip,
+    };
+  }
+  const [foreignCity, state, foreignZip] = d.pick(FOREIGN);
+  return {
+    line1: `${d.between(1, 999)} RUE ${d.pick(SURNAMES)}`,
+    city: foreignCity,
+    state,
+    zip: foreignZip,
+  };
+}
+
+/** The last sale and, for some, the one before; nominal sales carry token prices. */
+function saleHistory(d: Dice, jv: number, rollYear: number): Sales {
+  const yearsOfAppreciation = (year: number) => 1.045 ** (rollYear - year);
+  const sold = d.chance(0.85);
+  const saleYear = sold ? (d.chance(0.6) ? d.between(2005, rollYear) : d.between(1972, 2004)) : 0;
+  const qual = sold ? d.weighted(QUAL_CODES, QUAL_WEIGHT_TOTAL) : "";
+  const nominal = qual === "11" || qual === "30";
+  const salePrice = sold
+    ? nominal
+      ? d.pick([0, 10, 100])
+      : Math.round(((jv / yearsOfAppreciation(saleYear)) * (0.8 + d.random() * 0.4)) / 100) * 100
+    : 0;
+  const secondSale = sold && saleYear > 1980 && d.chance(0.5);
+  const secondYear = secondSale ? d.between(1970, saleYear - 1) : 0;
+  return { sold, saleYear, qual, salePrice, secondSale, secondYear };
+}
+
+/** A legal description, now and then with a line break or quotes, as real rolls have. */
+function legalDescription(d: Dice): string {
+  const legalParts = [
+    `LOT ${d.between(1, 60)} BLK ${d.between(1, 30)}`,
+    `${d.pick(ENTITY_WORDS)} ${d.pick(["SUB", "ESTATES", "PARK", "HEIGHTS"])}`,
+    `PB ${d.between(1, 180)}-${d.between(1, 99)}`,
+  ];
+  return d.chance(0.02)
+    ? `${legalParts.join(", ")}\nLESS N 10 FT`
+    : d.chance(0.03)
+      ? `${legalParts[0]} "A" ${legalParts[1]}`
+      : legalParts.join(" ");
+}
+
+type NalValues = Partial<Record<NalColumn, string | number>>;
+
+function assessmentColumns(d: Dice, parcel: Draft, parcelId: string): NalValues {
+  const { jv, homestead, useCode, vacant } = parcel;
+  return {
+    CO_NO: parcel.county.no,
+    PARCEL_ID: parcelId,
+    FILE_T: "R",
+    ASMNT_YR: parcel.rollYear,
+    BAS_STRT: d.between(1, 9),
+    ATV_STRT: d.between(1, 9),
+    GRP_NO: d.between(1, 5),
+    DOR_UC: useCode,
+    PA_UC: `${useCode.slice(1)}${d.pick(["01", "02", "00"])}`,
+    JV: jv,
+    AV_SD: homestead ? Math.round(jv * 0.7) : jv,
+    AV_NSD: homestead ? Math.round(jv * 0.7) : Math.round(jv * 0.9),
+    TV_SD: homestead ? Math.max(0, Math.round(jv * 0.7) - 25000) : jv,
+    TV_NSD: homestead ? Math.max(0, Math.round(jv * 0.7) - 50000) : Math.round(jv * 0.9),
+    JV_HMSTD: homestead ? jv : 0,
+    AV_HMSTD: homestead ? Math.round(jv * 0.7) : 0,
+    JV_NON_HMSTD_RESD: parcel.residential && !homestead ? jv : 0,
+    LND_VAL: parcel.landValue,
+    LND_UNTS_CD: vacant && d.chance(0.3) ? 2 : 1,
+    NO_LND_UNTS: d.between(2000, 43560),
+    LND_SQFOOT: d.between(2000, 43560),
+  };
+}
+
+function buildingColumns(d: Dice, parcel: Draft, yearBuilt: number | ""): NalValues {
+  const { useCode, vacant } = parcel;
+  return {
+    DT_LAST_INSPT: `${String(d.between(1, 12)).padStart(2, "0")}${String(d.between(15, 24))}`,
+    IMP_QUAL: vacant ? "" : d.between(1, 6),
+    CONST_CLASS: vacant ? "" : d.between(1, 5),
+    EFF_YR_BLT: yearBuilt,
+    ACT_YR_BLT: yearBuilt,
+    TOT_LVG_AREA: vacant ? "" : d.between(600, 4800),
+    NO_BULDNG: vacant ? 0 : 1,
+    NO_RES_UNTS:
+      parcel.residential && !vacant
+        ? useCode === "003"
+          ? d.between(10, 80)
+          : useCode === "008"
+            ? d.between(2, 9)
+            : 1
+        : 0,
+  };
+}
+
+function saleColumns(d: Dice, parcel: Draft, sales: Sales): NalValues {
+  const { sold, saleYear, qual, secondSale, secondYear } = sales;
+  const yearsOfAppreciation = (year: number) => 1.045 ** (parcel.rollYear - year);
+  return {
+    MULTI_PAR_SAL1: sold && qual === "05" ? "M" : "",
+    QUAL_CD1: qual,
+    VI_CD1: sold ? (parcel.vacant ? "V" : "I") : "",
+    SALE_PRC1: sold ? sales.salePrice : "",
+    SALE_YR1: sold ? saleYear : "",
+    SALE_MO1: sold ? d.between(1, saleYear === parcel.rollYear ? 6 : 12) : "",
+    OR_BOOK1: sold ? d.between(1000, 35000) : "",
+    OR_PAGE1: sold ? d.between(1, 4999) : "",
+    CLERK_NO1: sold ? `${saleYear}${d.between(100000, 999999)}` : "",
+    QUAL_CD2: secondSale ? d.pick(["01", "01", "02", "11"]) : "",
+    VI_CD2: secondSale ? "I" : "",
+    SALE_PRC2: secondSale
+      ? Math.round(parcel.jv / yearsOfAppreciation(secondYear) / 100) * 100
+      : "",
+    SALE_YR2: secondSale ? secondYear : "",
+    SALE_MO2: secondSale ? d.between(1, 12) : "",
+  };
+}
+
+function ownerColumns(d: Dice, owner: string, mailing: Mailing): NalValues {
+  return {
+    OWN_NAME: owner,
+    OWN_ADDR1: mailing.line1,
+    OWN_ADDR2: d.chance(0.05) ? `APT ${d.between(1, 999)}` : "",
+    OWN_CITY: mailing.city,
+    OWN_STATE: mailing.state,
+    OWN_ZIPCD: mailing.zip,
+    OWN_STATE_DOM: mailing.state,
+    FIDU_NAME:
+      owner.includes("EST") && d.chance(0.5) ? `${d.pick(SURNAMES)} ${d.pick(GIVEN)} PERS REP` : "",
+  };
+}
+
+function locationColumns(d: Dice, parcel: Draft, parcelId: string, legal: string): NalValues {
+  const { county, situs, homestead, jv } = parcel;
+  return {
+    S_LEGAL: legal,
+    MKT_AR: d.between(1, 99),
+    NBRHD_CD: d.between(1000, 9999),
+    PUBLIC_LND: ["080", "082", "086"].includes(parcel.useCode) ? d.pick(["C", "M", "S", "W"]) : "",
+    TAX_AUTH_CD: d.between(100, 999),
+    TWN: `${d.between(40, 56)}S`,
+    RNG: `${d.between(37, 42)}E`,
+    SEC: d.between(1, 36),
+    CENSUS_BK: `12${String(county.no).padStart(3, "0")}${d.between(100000, 999999)}`,
+    PHY_ADDR1: situs,
+    PHY_CITY: parcel.city,
+    PHY_ZIPCD: situs === "" && d.chance(0.5) ? "" : parcel.zip,
+    ALT_KEY: d.between(1000000, 9999999),
+    EXMPT_01: homestead ? 25000 : "",
+    EXMPT_02: homestead && jv > 75000 ? 25000 : "",
+    SEQ_NO: parcel.index + 1,
+    STATE_PAR_ID: `C${county.no}-${parcelId.slice(0, 3)}-${parcelId.slice(3, 6)}-${parcelId.slice(6, 10)}-${parcelId.slice(10, 11) || "0"}`,
+  };
+}
+
+/** One data line. The draws happen in a fixed order, column group by column group. */
+function generateNalLine(d: Dice, county: County, rollYear: number, index: number): string {
+  const parcel = draftParcel(d, county, rollYear, index);
+  const owner = ownerName(d, parcel.homestead);
+  const mailing = mailingAddress(d, parcel);
+  const sales = saleHistory(d, parcel.jv, rollYear);
+  const yearBuilt = parcel.vacant ? "" : d.between(1925, rollYear);
+  const legal = legalDescription(d);
+  const parcelId = `${d.pick(["01", "02", "30", "31", "35"])}${d.between(1000, 9999)}${String(index).padStart(8, "0")}`;
+  return nalLine({
+    ...assessmentColumns(d, parcel, parcelId),
+    ...buildingColumns(d, parcel, yearBuilt),
+    ...saleColumns(d, parcel, sales),
+    ...ownerColumns(d, owner, mailing),
+    ...locationColumns(d, parcel, parcelId, legal),
+  });
+}
+
 /** Yields the header and then `rows` data lines (without line ends). */
 export function* generateNalLines(options: GenerateOptions): Generator<string> {
-  const random = seededRandom(options.seed);
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
-  const chance = (p: number) => random() < p;
-  const between = (from: number, to: number) => from + Math.floor(random() * (to - from + 1));
-  const weighted = (items: readonly [string, number][], total: number) => {
-    let roll = random() * total;
-    for (const [code, weight] of items) {
-      roll -= weight;
-      if (roll <= 0) {
-        return code;
-      }
-    }
-    return items[0]?.[0] ?? "";
-  };
+  const d = dice(options.seed);
   const county =
-    options.countyNo === undefined ? pick(GENERATOR_COUNTIES) : generatorCounty(options.countyNo);
+    options.countyNo === undefined ? d.pick(GENERATOR_COUNTIES) : generatorCounty(options.countyNo);
   const rollYear = options.rollYear ?? 2025;
-  const yearsOfAppreciation = (year: number) => 1.045 ** (rollYear - year);
   yield NAL_HEADER_LINE;
-
   for (let index = 0; index < options.rows; index++) {
-    const [city, zipFrom, zipTo] = pick(county.cities);
-    const zip = String(between(zipFrom, zipTo)).padStart(5, "0");
-    const useCode = weighted(USE_CODES, USE_WEIGHT_TOTAL);
-    const residential = Number(useCode) <= 9;
-    const vacant = ["000", "010", "040", "070", "080"].includes(useCode);
-    const house = `${between(100, 29999)} ${pick(STREETS)}`;
-    const situs =
-      vacant && chance(0.5)
-        ? ""
-        : useCode === "004"
-          ? `${house} UNIT ${between(1, 40)}${pick(["", "A", "B"])}`
-          : house;
-    const base = residential ? between(90, 900) * 1000 : between(150, 6000) * 1000;
-    const jv = vacant ? Math.round(base / 4) : base;
-    const landValue = Math.round(jv * (vacant ? 1 : 0.25 + random() * 0.3));
-    const homestead = residential && !vacant && chance(0.5);
-    const ownerKind = random();
-    const surname = pick(SURNAMES);
-    const given = pick(GIVEN);
-    let owner: string;
-    if (!homestead && ownerKind < 0.22) {
-      owner = chance(0.1)
-        ? `"${pick(ENTITY_WORDS)}" ${pick(ENTITY_KINDS)}`
-        : `${pick(ENTITY_WORDS)} ${pick(ENTITY_WORDS)} ${pick(ENTITY_KINDS)}`;
-    } else if (ownerKind < 0.3) {
-      owner = chance(0.5) ? `${surname} ${given} TR` : `${surname} FAMILY TRUST`;
-    } else if (ownerKind < 0.33) {
-      owner = chance(0.5) ? `ESTATE OF ${surname} ${given}` : `${surname} ${given} EST`;
-    } else if (ownerKind < 0.45) {
-      owner = `${surname}, ${given} & ${pick(GIVEN)}`;
-    } else {
-      owner = `${surname} ${given}${chance(0.3) ? ` & ${pick(GIVEN)}` : ""}`;
-    }
-    let mailing: { line1: string; city: string; state: string; zip: string };
-    const where = random();
-    if (homestead || (where < 0.35 && situs !== "")) {
-      mailing = {
-        line1: situs || house,
-        city: city === "UNINCORPORATED" ? "MIAMI" : city,
-        state: chance(0.85) ? "FL" : "FLORIDA",
-        zip,
-      };
-    } else if (where < 0.7) {
-      const [otherCity, from, to] = pick(pick(GENERATOR_COUNTIES).cities);
-      mailing = {
-        line1: chance(0.15)
-          ? `PO BOX ${between(1, 99999)}`
-          : `${between(100, 29999)} ${pick(STREETS)}`,
-        city: otherCity === "UNINCORPORATED" ? "MIAMI" : otherCity,
-        state: chance(0.8) ? "FL" : "FLORIDA",
-        zip: String(between(from, to)).padStart(5, "0"),
-      };
-    } else if (where < 0.97) {
-      const [code, name, otherCity, otherZip] = pick(OUT_OF_STATE);
-      mailing = {
-        line1: `${between(1, 999)} ${pick(["ELM ST", "MAPLE AVE", "BROADWAY", "PARK PL"])}`,
-        city: otherCity,
-        state: chance(0.7) ? code : name,
-        zip: chance(0.2) ? `${otherZip}${between(1000, 9999)}` : otherZip,
-      };
-    } else {
-      const [foreignCity, state, foreignZip] = pick(FOREIGN);
-      mailing = {
-        line1: `${between(1, 999)} RUE ${pick(SURNAMES)}`,
-        city: foreignCity,
-        state,
-        zip: foreignZip,
-      };
-    }
-    const sold = chance(0.85);
-    const saleYear = sold ? (chance(0.6) ? between(2005, rollYear) : between(1972, 2004)) : 0;
-    const qual = sold ? weighted(QUAL_CODES, QUAL_WEIGHT_TOTAL) : "";
-    const nominal = qual === "11" || qual === "30";
-    const salePrice = sold
-      ? nominal
-        ? pick([0, 10, 100])
-        : Math.round(((jv / yearsOfAppreciation(saleYear)) * (0.8 + random() * 0.4)) / 100) * 100
-      : 0;
-    const secondSale = sold && saleYear > 1980 && chance(0.5);
-    const secondYear = secondSale ? between(1970, saleYear - 1) : 0;
-    const yearBuilt = vacant ? "" : between(1925, rollYear);
-    const legalParts = [
-      `LOT ${between(1, 60)} BLK ${between(1, 30)}`,
-      `${pick(ENTITY_WORDS)} ${pick(["SUB", "ESTATES", "PARK", "HEIGHTS"])}`,
-      `PB ${between(1, 180)}-${between(1, 99)}`,
-    ];
-    const legal = chance(0.02)
-      ? `${legalParts.join(", ")}\nLESS N 10 FT`
-      : chance(0.03)
-        ? `${legalParts[0]} "A" ${legalParts[1]}`
-        : legalParts.join(" ");
-    const parcelId = `${pick(["01", "02", "30", "31", "35"])}${between(1000, 9999)}${String(index).padStart(8, "0")}`;
-    yield nalLine({
-      CO_NO: county.no,
-      PARCEL_ID: parcelId,
-      FILE_T: "R",
-      ASMNT_YR: rollYear,
-      BAS_STRT: between(1, 9),
-      ATV_STRT: between(1, 9),
-      GRP_NO: between(1, 5),
-      DOR_UC: useCode,
-      PA_UC: `${useCode.slice(1)}${pick(["01", "02", "00"])}`,
-      JV: jv,
-      AV_SD: homestead ? Math.round(jv * 0.7) : jv,
-      AV_NSD: homestead ? Math.round(jv * 0.7) : Math.round(jv * 0.9),
-      TV_SD: homestead ? Math.max(0, Math.round(jv * 0.7) - 25000) : jv,
-      TV_NSD: homestead ? Math.max(0, Math.round(jv * 0.7) - 50000) : Math.round(jv * 0.9),
-      JV_HMSTD: homestead ? jv : 0,
-      AV_HMSTD: homestead ? Math.round(jv * 0.7) : 0,
-      JV_NON_HMSTD_RESD: residential && !homestead ? jv : 0,
-      LND_VAL: landValue,
-      LND_UNTS_CD: vacant && chance(0.3) ? 2 : 1,
-      NO_LND_UNTS: between(2000, 43560),
-      LND_SQFOOT: between(2000, 43560),
-      DT_LAST_INSPT: `${String(between(1, 12)).padStart(2, "0")}${String(between(15, 24))}`,
-      IMP_QUAL: vacant ? "" : between(1, 6),
-      CONST_CLASS: vacant ? "" : between(1, 5),
-      EFF_YR_BLT: yearBuilt,
-      ACT_YR_BLT: yearBuilt,
-      TOT_LVG_AREA: vacant ? "" : between(600, 4800),
-      NO_BULDNG: vacant ? 0 : 1,
-      NO_RES_UNTS:
-        residential && !vacant
-          ? useCode === "003"
-            ? between(10, 80)
-            : useCode === "008"
-              ? between(2, 9)
-              : 1
-          : 0,
-      MULTI_PAR_SAL1: sold && qual === "05" ? "M" : "",
-      QUAL_CD1: qual,
-      VI_CD1: sold ? (vacant ? "V" : "I") : "",
-      SALE_PRC1: sold ? salePrice : "",
-      SALE_YR1: sold ? saleYear : "",
-      SALE_MO1: sold ? between(1, saleYear === rollYear ? 6 : 12) : "",
-      OR_BOOK1: sold ? between(1000, 35000) : "",
-      OR_PAGE1: sold ? between(1, 4999) : "",
-      CLERK_NO1: sold ? `${saleYear}${between(100000, 999999)}` : "",
-      QUAL_CD2: secondSale ? pick(["01", "01", "02", "11"]) : "",
-      VI_CD2: secondSale ? "I" : "",
-      SALE_PRC2: secondSale ? Math.round(jv / yearsOfAppreciation(secondYear) / 100) * 100 : "",
-      SALE_YR2: secondSale ? secondYear : "",
-      SALE_MO2: secondSale ? between(1, 12) : "",
-      OWN_NAME: owner,
-      OWN_ADDR1: mailing.line1,
-      OWN_ADDR2: chance(0.05) ? `APT ${between(1, 999)}` : "",
-      OWN_CITY: mailing.city,
-      OWN_STATE: mailing.state,
-      OWN_ZIPCD: mailing.zip,
-      OWN_STATE_DOM: mailing.state,
-      FIDU_NAME:
-        owner.includes("EST") && chance(0.5) ? `${pick(SURNAMES)} ${pick(GIVEN)} PERS REP` : "",
-      S_LEGAL: legal,
-      MKT_AR: between(1, 99),
-      NBRHD_CD: between(1000, 9999),
-      PUBLIC_LND: ["080", "082", "086"].includes(useCode) ? pick(["C", "M", "S", "W"]) : "",
-      TAX_AUTH_CD: between(100, 999),
-      TWN: `${between(40, 56)}S`,
-      RNG: `${between(37, 42)}E`,
-      SEC: between(1, 36),
-      CENSUS_BK: `12${String(county.no).padStart(3, "0")}${between(100000, 999999)}`,
-      PHY_ADDR1: situs,
-      PHY_CITY: city,
-      PHY_ZIPCD: situs === "" && chance(0.5) ? "" : zip,
-      ALT_KEY: between(1000000, 9999999),
-      EXMPT_01: homestead ? 25000 : "",
-      EXMPT_02: homestead && jv > 75000 ? 25000 : "",
-      SEQ_NO: index + 1,
-      STATE_PAR_ID: `C${county.no}-${parcelId.slice(0, 3)}-${parcelId.slice(3, 6)}-${parcelId.slice(6, 10)}-${parcelId.slice(10, 11) || "0"}`,
-    });
+    yield generateNalLine(d, county, rollYear, index);
   }
 }
 

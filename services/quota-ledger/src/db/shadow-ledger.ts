@@ -201,6 +201,109 @@ const WINDOW_SQL = `window_ AS (
 const ROW_TEXT = `concat_ws('|', folio, surface, request_id, coalesce(key_id, '-'),
   coalesce(member_id, '-'), to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'))`;
 
+/**
+ * The replayed window as query parameters: partitions, their low-water marks (0 where retention
+ * kept everything) and their high-water marks, in one order.
+ */
+export function windowParameters(
+  highWaterMarks: ReadonlyMap<number, string>,
+  lowWaterMarks: ReadonlyMap<number, string>,
+): [number[], string[], string[]] {
+  const partitions = [...highWaterMarks.keys()];
+  return [
+    partitions,
+    partitions.map((partition) => lowWaterMarks.get(partition) ?? "0"),
+    partitions.map((partition) => highWaterMarks.get(partition) ?? "0"),
+  ];
+}
+
+/** The (tenant, day) pairs whose live rows in the window differ from the rebuilt ones. */
+async function dayCorrections(client: PoolClient, window: unknown[]): Promise<DayCorrection[]> {
+  const { rows } = await client.query<DayCorrection>(
+    `WITH ${WINDOW_SQL},
+     live_days AS (
+       SELECT tenant_id, day, count(*)::int AS n, md5(string_agg(${ROW_TEXT}, E'\n' ORDER BY folio)) AS f
+         FROM live GROUP BY 1, 2),
+     rebuilt_days AS (
+       SELECT tenant_id, day, count(*)::int AS n, md5(string_agg(${ROW_TEXT}, E'\n' ORDER BY folio)) AS f
+         FROM rebuilt GROUP BY 1, 2)
+     SELECT coalesce(l.tenant_id, r.tenant_id) AS tenant_id,
+            to_char(coalesce(l.day, r.day), 'YYYY-MM-DD') AS day,
+            coalesce(l.n, 0) AS live_lead_views, coalesce(r.n, 0) AS rebuilt_lead_views
+       FROM live_days l FULL JOIN rebuilt_days r USING (tenant_id, day)
+      WHERE l.f IS DISTINCT FROM r.f
+      ORDER BY 1, 2`,
+    window,
+  );
+  return rows;
+}
+
+/** Replaces the live rows read in the window with the rebuilt ones. */
+async function replaceWindowRows(client: PoolClient, window: unknown[]): Promise<void> {
+  await client.query(
+    `WITH ${WINDOW_SQL}
+     DELETE FROM lead_views l USING window_ w
+      WHERE l.source_partition = w.partition
+        AND l.source_offset >= w.low AND l.source_offset < w.high`,
+    window,
+  );
+  await client.query(
+    `WITH ${WINDOW_SQL}
+     INSERT INTO lead_views (tenant_id, day, folio, billing_period_start, surface, request_id,
+                             key_id, member_id, recorded_at, source_partition, source_offset)
+     SELECT tenant_id, day, folio, billing_period_start, surface, request_id, key_id,
+            member_id, recorded_at, source_partition, source_offset
+       FROM rebuilt
+     ON CONFLICT DO NOTHING`,
+    window,
+  );
+}
+
+/** The counters are a function of the rows: recounted whole, so none can disagree. */
+async function recountPeriodUsage(client: PoolClient): Promise<void> {
+  await client.query(
+    `WITH counted AS (
+       SELECT tenant_id, billing_period_start AS period_start, count(*)::int AS n
+         FROM lead_views GROUP BY 1, 2)
+     MERGE INTO period_usage u USING counted c
+        ON u.tenant_id = c.tenant_id AND u.period_start = c.period_start
+      WHEN MATCHED AND u.lead_views <> c.n THEN UPDATE SET lead_views = c.n
+      WHEN NOT MATCHED THEN INSERT (tenant_id, period_start, lead_views)
+                            VALUES (c.tenant_id, c.period_start, c.n)`,
+  );
+  await client.query(
+    `DELETE FROM period_usage u WHERE NOT EXISTS (
+       SELECT 1 FROM lead_views l
+        WHERE l.tenant_id = u.tenant_id AND l.billing_period_start = u.period_start)`,
+  );
+}
+
+/** A writer over open lanes: rows go to the lane of their partition. */
+function laneWriter(opened: Lane[]): ShadowWriter {
+  const lanes = opened.length;
+  return {
+    async write(rows) {
+      for (const row of rows) {
+        const lane = opened[row.partition % lanes] as Lane;
+        const line = copyLine(row);
+        // Writers of different partitions may share a lane and refill it while this one
+        // waits for the connection, so the line is added again until it fits.
+        while (!lane.add(line)) {
+          await lane.send();
+        }
+      }
+    },
+    async close() {
+      await Promise.all(opened.map((lane) => lane.close()));
+    },
+    async abort() {
+      for (const lane of opened) {
+        lane.abort();
+      }
+    },
+  };
+}
+
 export function createShadowLedger(pool: Pool) {
   return {
     /**
@@ -213,63 +316,12 @@ export function createShadowLedger(pool: Pool) {
       highWaterMarks: ReadonlyMap<number, string>,
       lowWaterMarks: ReadonlyMap<number, string> = new Map(),
     ): Promise<DayCorrection[]> {
-      const partitions = [...highWaterMarks.keys()];
-      const values = [
-        partitions,
-        partitions.map((partition) => lowWaterMarks.get(partition) ?? "0"),
-        partitions.map((partition) => highWaterMarks.get(partition) ?? "0"),
-      ];
+      const window = windowParameters(highWaterMarks, lowWaterMarks);
       return inTransaction(pool, async (client) => {
         await client.query("LOCK TABLE lead_views, period_usage IN SHARE ROW EXCLUSIVE MODE");
-        const { rows: corrections } = await client.query<DayCorrection>(
-          `WITH ${WINDOW_SQL},
-           live_days AS (
-             SELECT tenant_id, day, count(*)::int AS n, md5(string_agg(${ROW_TEXT}, E'\n' ORDER BY folio)) AS f
-               FROM live GROUP BY 1, 2),
-           rebuilt_days AS (
-             SELECT tenant_id, day, count(*)::int AS n, md5(string_agg(${ROW_TEXT}, E'\n' ORDER BY folio)) AS f
-               FROM rebuilt GROUP BY 1, 2)
-           SELECT coalesce(l.tenant_id, r.tenant_id) AS tenant_id,
-                  to_char(coalesce(l.day, r.day), 'YYYY-MM-DD') AS day,
-                  coalesce(l.n, 0) AS live_lead_views, coalesce(r.n, 0) AS rebuilt_lead_views
-             FROM live_days l FULL JOIN rebuilt_days r USING (tenant_id, day)
-            WHERE l.f IS DISTINCT FROM r.f
-            ORDER BY 1, 2`,
-          values,
-        );
-        await client.query(
-          `WITH ${WINDOW_SQL}
-           DELETE FROM lead_views l USING window_ w
-            WHERE l.source_partition = w.partition
-              AND l.source_offset >= w.low AND l.source_offset < w.high`,
-          values,
-        );
-        await client.query(
-          `WITH ${WINDOW_SQL}
-           INSERT INTO lead_views (tenant_id, day, folio, billing_period_start, surface, request_id,
-                                   key_id, member_id, recorded_at, source_partition, source_offset)
-           SELECT tenant_id, day, folio, billing_period_start, surface, request_id, key_id,
-                  member_id, recorded_at, source_partition, source_offset
-             FROM rebuilt
-           ON CONFLICT DO NOTHING`,
-          values,
-        );
-        // The counters are a function of the rows: recounted whole, so none can disagree.
-        await client.query(
-          `WITH counted AS (
-             SELECT tenant_id, billing_period_start AS period_start, count(*)::int AS n
-               FROM lead_views GROUP BY 1, 2)
-           MERGE INTO period_usage u USING counted c
-              ON u.tenant_id = c.tenant_id AND u.period_start = c.period_start
-            WHEN MATCHED AND u.lead_views <> c.n THEN UPDATE SET lead_views = c.n
-            WHEN NOT MATCHED THEN INSERT (tenant_id, period_start, lead_views)
-                                  VALUES (c.tenant_id, c.period_start, c.n)`,
-        );
-        await client.query(
-          `DELETE FROM period_usage u WHERE NOT EXISTS (
-             SELECT 1 FROM lead_views l
-              WHERE l.tenant_id = u.tenant_id AND l.billing_period_start = u.period_start)`,
-        );
+        const corrections = await dayCorrections(client, window);
+        await replaceWindowRows(client, window);
+        await recountPeriodUsage(client);
         return corrections;
       });
     },
@@ -284,28 +336,7 @@ export function createShadowLedger(pool: Pool) {
      * on as many backends as there are lanes.
      */
     async openWriter(lanes = 2): Promise<ShadowWriter> {
-      const opened = await Promise.all(Array.from({ length: lanes }, () => openLane(pool)));
-      return {
-        async write(rows) {
-          for (const row of rows) {
-            const lane = opened[row.partition % lanes] as Lane;
-            const line = copyLine(row);
-            // Writers of different partitions may share a lane and refill it while this one
-            // waits for the connection, so the line is added again until it fits.
-            while (!lane.add(line)) {
-              await lane.send();
-            }
-          }
-        },
-        async close() {
-          await Promise.all(opened.map((lane) => lane.close()));
-        },
-        async abort() {
-          for (const lane of opened) {
-            lane.abort();
-          }
-        },
-      };
+      return laneWriter(await Promise.all(Array.from({ length: lanes }, () => openLane(pool))));
     },
 
     /** Appends rows with one COPY on one connection. */
@@ -329,9 +360,6 @@ export function createShadowLedger(pool: Pool) {
       highWaterMarks: ReadonlyMap<number, string>,
       lowWaterMarks: ReadonlyMap<number, string> = new Map(),
     ): Promise<PeriodDifference[]> {
-      const partitions = [...highWaterMarks.keys()];
-      const highs = partitions.map((partition) => highWaterMarks.get(partition) ?? "0");
-      const lows = partitions.map((partition) => lowWaterMarks.get(partition) ?? "0");
       const { rows } = await pool.query<PeriodDifference>(
         `WITH live AS (${fingerprintQuery("lead_views")}),
               shadow AS (${fingerprintQuery("lead_views_shadow")})
@@ -341,7 +369,7 @@ export function createShadowLedger(pool: Pool) {
          FROM live FULL JOIN shadow USING (tenant_id, period_start)
          WHERE live.fingerprint IS DISTINCT FROM shadow.fingerprint
          ORDER BY 1, 2`,
-        [partitions, lows, highs],
+        windowParameters(highWaterMarks, lowWaterMarks),
       );
       return rows;
     },
