@@ -14,7 +14,6 @@ const LIMIT = 150;
 const STILL_TO_SPLIT: Record<string, number> = {
   "bench/kafka-throughput.ts main": 173,
   "packages/bus/src/bus.ts consume": 406,
-  "packages/client/src/client.ts createClient": 196,
   "packages/dashboard/src/ui/pages/team.tsx TeamPage": 181,
   "packages/dev-broker/src/broker.ts startBroker": 248,
   "packages/service-kit/src/app.ts createHttpApp": 207,
@@ -29,9 +28,6 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "services/gateway/src/routes/watchlists.ts registerWatchlistRoutes": 217,
   "services/gateway/src/routes/webhooks.ts registerWebhookRoutes": 195,
   "services/keys/src/routes/internal-accounts.ts registerInternalAccountRoutes": 199,
-  "services/parcels/src/ingest/cli.ts main": 180,
-  "services/parcels/src/ingest/generate-nal.ts generateNalLines": 194,
-  "services/quota-ledger/src/db/shadow-ledger.ts createShadowLedger": 174,
   "services/webhook-dispatcher/src/delivery/sender.ts createSender": 192,
   "services/webhook-dispatcher/src/delivery/worker.ts createWorker": 872,
   "services/webhook-dispatcher/src/domain/endpoints.ts createEndpointService": 315,
