@@ -26,12 +26,7 @@ import {
   verdictOf,
 } from "../domain/schedule.ts";
 import type { TenantSlots } from "./concurrency.ts";
-import {
-  type AttemptRecord,
-  createAttemptRecorder,
-  type OutboxEvent,
-  outboxEvent,
-} from "./recorder.ts";
+import { type AttemptRecord, createAttemptRecorder, outboxEvent } from "./recorder.ts";
 import type { SecretStore } from "./secret-store.ts";
 import { type Sender, USER_AGENT } from "./sender.ts";
 
@@ -108,10 +103,11 @@ const RECORD_FLUSH_WINDOW_MS = 25;
 /**
  * Runs deliveries out of Postgres. Consumers only insert rows and commit, so a slow receiver
  * never holds a Kafka partition. Each instance claims due rows in batches with a lease (a token
- * and an expiry), takes the batch's tenant slots in Redis (one call per tenant), charges the
- * batch's lead-views (one reservation per tenant, one transaction), sends each delivery in its
- * own span of the delivery's trace, and records attempts in groups: the attempt, the new state and
- * the events (through the outbox) in one statement guarded by each delivery's lease token. A
+ * and an expiry), takes the batch's tenant slots in Redis (one call per tenant), reserves the
+ * batch's lead-views (one reservation per tenant), sends each delivery in its own span of the
+ * delivery's trace, and records attempts in groups: the attempt, the new state and the events
+ * (through the outbox; a delivered attempt's lead-view among them) in one statement guarded by
+ * each delivery's lease token. Views no attempt delivered go back to the quota. A
  * crashed instance's leases expire and another instance picks its rows up: at-least-once, and a
  * repeat carries the same webhook id.
  */
@@ -447,14 +443,14 @@ export function createWorker(options: WorkerOptions) {
     await release(unslotted, 0).catch(() => {});
     let ready: ClaimedRow[];
     try {
-      ready = await charge(slotted);
+      ready = await reserveViews(slotted);
     } catch (error) {
       releaseSlots(slotted);
       await release(slotted, 1000).catch(() => {});
       throw error;
     }
     const sending = new Set(ready);
-    // Rows that did not come back from the charge were parked or lost their lease.
+    // Rows that did not come back from the reservation were parked.
     releaseSlots(slotted.filter((row) => !sending.has(row)));
     await Promise.all(
       ready.map((row) =>
@@ -464,6 +460,8 @@ export function createWorker(options: WorkerOptions) {
             await release([row], 1000).catch(() => {});
           })
           .finally(() => {
+            // An attempt that ended before its outcome was recorded delivered nothing.
+            settleView(row, false);
             releaseSlots([row]);
             finished(row);
           }),
@@ -519,6 +517,10 @@ export function createWorker(options: WorkerOptions) {
     refused: ClaimedRow[];
     /** Folios whose views this claim records: charged by it, or still unsettled elsewhere. */
     folios: string[];
+    /** Attempts not over yet, by folio. */
+    open: Map<string, number>;
+    /** Folios an attempt delivered: never given back. */
+    kept: Set<string>;
   }
 
   /**
@@ -550,9 +552,18 @@ export function createWorker(options: WorkerOptions) {
           covered: rows,
           refused: [],
           folios: [...whole.charged, ...whole.unsettled],
+          open: new Map(),
+          kept: new Set(),
         };
       }
-      const reserved: Reserved = { ...quota, covered: [], refused: [], folios: [] };
+      const reserved: Reserved = {
+        ...quota,
+        covered: [],
+        refused: [],
+        folios: [],
+        open: new Map(),
+        kept: new Set(),
+      };
       for (const row of rows) {
         const one = await options.meter.reserve({ ...quota, cap, folios: [row.folio] });
         if (one.ok) {
@@ -572,11 +583,12 @@ export function createWorker(options: WorkerOptions) {
   }
 
   /**
-   * Charges the uncharged rows and records their views on `leadview.recorded` (through the
-   * outbox, in the one transaction that marks them charged) before any body leaves. Answers the
-   * rows that may be sent.
+   * Reserves the lead-views of the rows not charged yet, before any body leaves: a tenant over its
+   * quota does not receive the lead (its rows are parked until the reset). Nothing is charged
+   * here: a view is recorded with the attempt that delivers it (`record`), and given back when no
+   * attempt of its folio in this round delivered (`settleView`). Answers the rows that may be sent.
    */
-  async function charge(rows: ClaimedRow[]): Promise<ClaimedRow[]> {
+  async function reserveViews(rows: ClaimedRow[]): Promise<ClaimedRow[]> {
     const uncharged = new Map<string, ClaimedRow[]>();
     for (const row of rows) {
       if (!row.charged_at) {
@@ -595,117 +607,113 @@ export function createWorker(options: WorkerOptions) {
     const reservations = settled.flatMap((result) =>
       result.status === "fulfilled" ? [result.value] : [],
     );
-    const giveBack = (keep: (reserved: Reserved, folio: string) => boolean) =>
-      Promise.all(
-        reservations.map((reserved) =>
-          options.meter.release({
-            tenantId: reserved.tenantId,
-            period: reserved.period,
-            day: reserved.day,
-            reservation: reserved.reservation,
-            folios: reserved.folios.filter((folio) => !keep(reserved, folio)),
-          }),
-        ),
+    const giveBackAll = () =>
+      Promise.all(reservations.map((reserved) => giveBack(reserved, reserved.folios))).catch(
+        () => {},
       );
     const failed = settled.find((result) => result.status === "rejected");
     if (failed) {
-      // Another tenant's reservation failed: every view reserved here goes back, none recorded.
-      await giveBack(() => false).catch(() => {});
+      // Another tenant's reservation failed: every view reserved here goes back, none sent.
+      await giveBackAll();
       throw failed.reason;
     }
     try {
-      return await chargeReserved(rows, reservations, at, giveBack);
+      await parkEach(
+        reservations.flatMap((reserved) => reserved.refused),
+        "quota_exhausted",
+        reservations.flatMap((reserved) => reserved.refused.map(() => reserved.period.end)),
+      );
     } catch (error) {
-      await giveBack(() => false).catch(() => {});
+      await giveBackAll();
       throw error;
+    }
+    const covered = new Set<ClaimedRow>();
+    for (const reserved of reservations) {
+      const toRecord = new Set(reserved.folios);
+      for (const row of reserved.covered) {
+        holds.set(row, { reserved, view: toRecord.has(row.folio) });
+        reserved.open.set(row.folio, (reserved.open.get(row.folio) ?? 0) + 1);
+        covered.add(row);
+      }
+    }
+    return rows.filter((row) => row.charged_at || covered.has(row));
+  }
+
+  /** The reservation a claimed row's attempt carries, and whether it records the folio's view. */
+  const holds = new WeakMap<ClaimedRow, { reserved: Reserved; view: boolean }>();
+
+  /**
+   * A row's attempt is over. A folio's reservation is given back once every attempt of the round
+   * that carried it is over and none delivered it; a delivered one keeps it (its view was written
+   * with the attempt, or, when that write's outcome is unknown, will be by the redelivery).
+   */
+  function settleView(row: ClaimedRow, delivered: boolean) {
+    const hold = holds.get(row);
+    if (!hold) {
+      return;
+    }
+    holds.delete(row);
+    const { reserved } = hold;
+    if (delivered) {
+      reserved.kept.add(row.folio);
+    }
+    const left = (reserved.open.get(row.folio) ?? 1) - 1;
+    if (left > 0) {
+      reserved.open.set(row.folio, left);
+      return;
+    }
+    reserved.open.delete(row.folio);
+    if (hold.view && !reserved.kept.has(row.folio)) {
+      queueGiveBack(reserved, row.folio);
     }
   }
 
-  /** The rest of `charge` once views are reserved; a failure here gives them all back. */
-  async function chargeReserved(
-    rows: ClaimedRow[],
-    reservations: Reserved[],
-    at: Date,
-    giveBack: (keep: (reserved: Reserved, folio: string) => boolean) => Promise<unknown>,
-  ): Promise<ClaimedRow[]> {
-    const refused = reservations.flatMap((reserved) => reserved.refused);
-    await parkEach(
-      refused,
-      "quota_exhausted",
-      reservations.flatMap((reserved) => reserved.refused.map(() => reserved.period.end)),
-    );
-    const covered = reservations.flatMap((reserved) => reserved.covered);
-    // Every delivery of a charged folio is a candidate to carry its view, in order; the statement
-    // records the view against the first candidate it could still mark charged under its lease.
-    const candidates: (OutboxEvent & { folio_key: string; rank: number })[] = [];
-    for (const reserved of reservations) {
-      for (const folio of new Set(reserved.folios)) {
-        reserved.covered
-          .filter((row) => row.folio === folio)
-          .forEach((carrier, rank) => {
-            const view: LeadViewRecorded = {
-              tenant_id: carrier.tenant_id,
-              folio,
-              day: reserved.day,
-              billing_period_start: utcDay(reserved.period.start),
-              surface: "webhook",
-              request_id: carrier.id,
-              key_id: null,
-              member_id: null,
-              recorded_at: at.toISOString(),
-            };
-            const trace = carrier.trace_context ?? {};
-            candidates.push({
-              ...outboxEvent(carrier.id, contracts.leadViewRecorded, view, trace),
-              folio_key: `${carrier.tenant_id}/${folio}`,
-              rank,
-            });
+  const giveBacks = new Map<Reserved, string[]>();
+  /** Gives back views in one call per reservation for everything settled in this turn. */
+  function queueGiveBack(reserved: Reserved, folio: string) {
+    const wasEmpty = giveBacks.size === 0;
+    giveBacks.set(reserved, [...(giveBacks.get(reserved) ?? []), folio]);
+    if (wasEmpty) {
+      setImmediate(() => {
+        const pending = [...giveBacks];
+        giveBacks.clear();
+        for (const [owner, folios] of pending) {
+          giveBack(owner, folios).catch((error: unknown) => {
+            logger.warn({ err: error }, "giving back undelivered lead-views failed");
           });
-      }
+        }
+      });
     }
-    const { rows: marked } = await pool.query<{ id: string }>({
-      // Named: planned once per connection, as its plan does not depend on the values.
-      name: "dispatcher-charge",
-      text: `WITH input AS (
-           SELECT * FROM json_to_recordset($1::json) AS r(id uuid, lease_token uuid)
-         ), updated AS (
-           UPDATE deliveries d SET charged_at = $3
-             FROM input r
-            WHERE d.id = r.id AND d.lease_token = r.lease_token
-            RETURNING d.id
-         ), views AS (
-           INSERT INTO outbox (topic, payload, headers)
-           SELECT carrier.topic, carrier.payload, carrier.headers
-             FROM (SELECT DISTINCT ON (e.folio_key) e.*
-                     FROM json_to_recordset($2::json)
-                          AS e(delivery_id uuid, topic text, payload jsonb, headers jsonb,
-                               folio_key text, rank int)
-                     JOIN updated u ON u.id = e.delivery_id
-                    ORDER BY e.folio_key, e.rank) AS carrier
-         )
-         SELECT id FROM updated`,
-      values: [
-        JSON.stringify(covered.map((row) => ({ id: row.id, lease_token: row.lease_token }))),
-        JSON.stringify(candidates),
-        at,
-      ],
+  }
+
+  function giveBack(reserved: Reserved, folios: readonly string[]) {
+    return options.meter.release({
+      tenantId: reserved.tenantId,
+      period: reserved.period,
+      day: reserved.day,
+      reservation: reserved.reservation,
+      folios,
     });
-    const updated = new Set(marked.map((row) => row.id));
-    const lost = covered.filter((row) => !updated.has(row.id));
-    if (lost.length > 0) {
-      const kept = new Set(
-        covered.filter((row) => updated.has(row.id)).map((row) => `${row.tenant_id}/${row.folio}`),
-      );
-      await giveBack((reserved, folio) => kept.has(`${reserved.tenantId}/${folio}`)).catch(
-        () => {},
-      );
-      lost.forEach(finished);
-      logger.warn({ deliveries: lost.length }, "lease lost before the lead-view was recorded");
+  }
+
+  /** The `leadview.recorded` a delivered attempt writes with its record, if it carries one. */
+  function viewEvent(row: ClaimedRow, at: Date, trace: Record<string, string>) {
+    const hold = holds.get(row);
+    if (!hold?.view) {
+      return undefined;
     }
-    if (covered.length > 0) {
-      flushSoon();
-    }
-    return rows.filter((row) => row.charged_at || updated.has(row.id));
+    const view: LeadViewRecorded = {
+      tenant_id: row.tenant_id,
+      folio: row.folio,
+      day: hold.reserved.day,
+      billing_period_start: utcDay(hold.reserved.period.start),
+      surface: "webhook",
+      request_id: row.id,
+      key_id: null,
+      member_id: null,
+      recorded_at: at.toISOString(),
+    };
+    return { ...outboxEvent(row.id, contracts.leadViewRecorded, view, trace), view: true };
   }
 
   /**
@@ -827,24 +835,38 @@ export function createWorker(options: WorkerOptions) {
       });
       events.push(outboxEvent(row.id, contracts.deliveryDeadLetter, dead, trace));
     }
-    const committed = await recorder.record({
-      id: row.id,
-      leaseToken: row.lease_token,
-      replayNo: row.replay_no,
-      attempt: attemptNo,
-      attemptedAt: at,
-      durationMs: result.durationMs,
-      statusCode: status,
-      failure,
-      error,
-      excerpt: result.kind === "response" ? result.excerpt : null,
-      state,
-      dueAt,
-      deadLetterReason,
-      recordedAt: new Date(now),
-      holdUntil: new Date(now + HOLD_MS),
-      events,
-    });
+    const view = state === "complete" ? viewEvent(row, new Date(now), trace) : undefined;
+    if (view) {
+      events.push(view);
+    }
+    let committed: boolean;
+    try {
+      committed = await recorder.record({
+        id: row.id,
+        leaseToken: row.lease_token,
+        replayNo: row.replay_no,
+        attempt: attemptNo,
+        attemptedAt: at,
+        durationMs: result.durationMs,
+        statusCode: status,
+        failure,
+        error,
+        excerpt: result.kind === "response" ? result.excerpt : null,
+        state,
+        dueAt,
+        deadLetterReason,
+        recordedAt: new Date(now),
+        holdUntil: new Date(now + HOLD_MS),
+        charge: state === "complete" && holds.has(row),
+        events,
+      });
+    } catch (error) {
+      // Whether a delivered attempt's record committed is unknown: its view is kept reserved,
+      // and a redelivery (same webhook id) finds it unsettled and records it.
+      settleView(row, state === "complete");
+      throw error;
+    }
+    settleView(row, committed && state === "complete");
     if (committed) {
       options.onAttempt?.(state, attemptNo, result.durationMs);
       flushShortly();
