@@ -25,6 +25,7 @@ import {
   scaleLong,
   verdictOf,
 } from "../domain/schedule.ts";
+import { type Share, WHOLE } from "../domain/shard.ts";
 import type { TenantSlots } from "./concurrency.ts";
 import { type AttemptRecord, createAttemptRecorder, outboxEvent } from "./recorder.ts";
 import type { SecretStore } from "./secret-store.ts";
@@ -89,6 +90,8 @@ export interface WorkerOptions {
   longDelayScale: number;
   defaultConcurrency: number;
   now: () => number;
+  /** The tenants this instance claims first (all of them when alone). */
+  share?: () => Share;
   /** Called once per recorded attempt with its outcome (`complete`, `retrying`, ...). */
   /** After each recorded attempt: its outcome, number and how long the receiver took. */
   onAttempt?: (outcome: string, attempt: number, durationMs: number) => void;
@@ -99,6 +102,9 @@ const PARK_RECHECK_MS = 3_600_000;
 const CLAIM_BATCH = 256;
 const SATURATED_BACKOFF_MS = 20;
 const RECORD_FLUSH_WINDOW_MS = 25;
+const CLAIM_COALESCE_MS = 10;
+/** Tenants waiting per instance below which instances claim for every tenant (decision 0180). */
+const MIN_TENANTS_PER_SHARE = 4;
 
 /**
  * Runs deliveries out of Postgres. Consumers only insert rows and commit, so a slow receiver
@@ -169,7 +175,13 @@ export function createWorker(options: WorkerOptions) {
       const room = options.maxInFlight - claimed;
       if (room >= minRoom) {
         const limit = Math.min(room, CLAIM_BATCH);
-        const rows = await claim(limit);
+        const share = options.share?.() ?? WHOLE;
+        let rows = await claim(limit, share);
+        if (rows.length === 0 && claimed === 0 && share.count > 1) {
+          // Nothing of its own tenants is due and nothing is in flight: it helps with the
+          // others' (a burst that hashed unevenly, a member that left without a word).
+          rows = await claim(limit, WHOLE);
+        }
         claimedFull = rows.length === limit;
         if (rows.length > 0) {
           hold(rows);
@@ -204,13 +216,26 @@ export function createWorker(options: WorkerOptions) {
     }
     done.add(row);
     claimed--;
+    unhold(row);
+    wakeSoon();
+  }
+
+  const unheld = new WeakSet<ClaimedRow>();
+  /**
+   * The row no longer counts against its tenant's cap in this process's claims: finished, or
+   * answered (its slot is free while its record is written).
+   */
+  function unhold(row: ClaimedRow) {
+    if (unheld.has(row)) {
+      return;
+    }
+    unheld.add(row);
     const left = (claimedByTenant.get(row.tenant_id) ?? 1) - 1;
     if (left > 0) {
       claimedByTenant.set(row.tenant_id, left);
     } else {
       claimedByTenant.delete(row.tenant_id);
     }
-    wakeSoon();
   }
 
   let wakeQueued = false;
@@ -220,17 +245,20 @@ export function createWorker(options: WorkerOptions) {
       return;
     }
     wakeQueued = true;
-    setImmediate(() => {
+    // A claim costs about the same for one freed slot as for many: the slots freed within a
+    // short window share one.
+    setTimeout(() => {
       wakeQueued = false;
       wake();
-    });
+    }, CLAIM_COALESCE_MS);
   }
 
   /**
-   * Leases due rows, at most `cap` per tenant counting the ones this process already holds
-   * (slots held by other instances are found at acquire time).
+   * Leases due rows of the tenants in `share`, at most `cap` per tenant counting the ones this
+   * process already holds (slots held by other instances are found at acquire time). Instances
+   * claiming disjoint shares do not lease rows for the same slots.
    */
-  async function claim(limit: number): Promise<ClaimedRow[]> {
+  async function claim(limit: number, share: Share): Promise<ClaimedRow[]> {
     const now = options.now();
     const skip = [...saturated].filter(([, until]) => until > now).map(([tenant]) => tenant);
     for (const [tenant, until] of saturated) {
@@ -252,6 +280,11 @@ export function createWorker(options: WorkerOptions) {
                     AND d.tenant_id > a.tenant_id
                   ORDER BY d.tenant_id LIMIT 1)
            FROM active a WHERE a.tenant_id IS NOT NULL
+       ), sharded AS (
+         -- Shares apply while there are several waiting tenants per instance: with fewer, an
+         -- instance's share would leave it (and the others' spare capacity) with no work.
+         SELECT $9::int > 1 AND count(*) >= $9::int * ${MIN_TENANTS_PER_SHARE} AS yes
+           FROM active WHERE tenant_id IS NOT NULL
        ), due AS (
          SELECT x.* FROM active a
          LEFT JOIN tenants t ON t.tenant_id = a.tenant_id
@@ -281,12 +314,16 @@ export function createWorker(options: WorkerOptions) {
               GREATEST(ceil($2 * 4.0 / GREATEST((
                 SELECT count(*) FROM active w
                  WHERE w.tenant_id IS NOT NULL
+                   AND (NOT (SELECT yes FROM sharded)
+                        OR (hashtext(w.tenant_id) & 2147483647) % $9::int = $10::int)
                    AND EXISTS (SELECT FROM deliveries n
                                 WHERE n.tenant_id = w.tenant_id
                                   AND n.state IN ('pending', 'retrying', 'exhausted', 'parked')
                                   AND n.due_at <= $1)), 1)), 8))
          ) x
          WHERE a.tenant_id IS NOT NULL AND NOT (a.tenant_id = ANY($3::text[]))
+           AND (NOT (SELECT yes FROM sharded)
+                OR (hashtext(a.tenant_id) & 2147483647) % $9::int = $10::int)
          UNION ALL
          -- Exhausted deliveries need no slot: they are dead-lettered, not sent.
          SELECT d.id, d.state, d.endpoint_id, d.tenant_id, 0 AS rank FROM deliveries d
@@ -330,6 +367,8 @@ export function createWorker(options: WorkerOptions) {
         options.leaseMs,
         [...claimedByTenant.keys()],
         [...claimedByTenant.values()],
+        share.count,
+        share.index,
       ],
     });
     return rows;
@@ -427,34 +466,47 @@ export function createWorker(options: WorkerOptions) {
       return;
     }
     const all = tenants.flat();
-    const slotResults = await Promise.allSettled(tenants.map(acquireSlots));
+    // Slots and lead-views are asked for at once (one Redis round trip, not two, before a body
+    // leaves). The claim leased no more rows than the tenant's free slots as this process knows
+    // them, so views reserved for rows that then get no slot are few; they go back.
+    const [slotResults, reserved] = await Promise.all([
+      Promise.allSettled(tenants.map(acquireSlots)),
+      reserveViews(all).then(
+        (rows) => ({ ok: true as const, rows }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
+    ]);
     const slotted = slotResults.flatMap((result) =>
       result.status === "fulfilled" ? result.value : [],
     );
     const slotFailure = slotResults.find((result) => result.status === "rejected");
-    if (slotFailure) {
-      // Slots other tenants got in this round go back now rather than when their leases expire.
+    if (slotFailure || !reserved.ok) {
+      // Slots and views other tenants got in this round go back now rather than when their
+      // leases (or the meter's settle window) expire.
       releaseSlots(slotted);
+      for (const row of all) {
+        settleView(row, false);
+      }
       await release(all, 1000).catch(() => {});
-      throw slotFailure.reason;
+      throw slotFailure ? slotFailure.reason : (reserved as { error: unknown }).error;
     }
-    const unslotted = all.filter((row) => !slotted.includes(row));
-    // Left leased if this fails: due again when the lease expires.
-    await release(unslotted, 0).catch(() => {});
-    let ready: ClaimedRow[];
-    try {
-      ready = await reserveViews(slotted);
-    } catch (error) {
-      releaseSlots(slotted);
-      await release(slotted, 1000).catch(() => {});
-      throw error;
-    }
-    const sending = new Set(ready);
+    const sending = new Set(reserved.rows);
+    const ready = slotted.filter((row) => sending.has(row));
+    const slottedSet = new Set(slotted);
     // Rows that did not come back from the reservation were parked.
     releaseSlots(slotted.filter((row) => !sending.has(row)));
+    const unslotted = reserved.rows.filter((row) => !slottedSet.has(row));
+    for (const row of unslotted) {
+      settleView(row, false);
+    }
+    // Not awaited: the slotted rows' sends do not wait on it. Left leased if this fails: due
+    // again when the lease expires.
+    const givenBack = release(unslotted, 0).catch(() => {});
     await Promise.all(
       ready.map((row) =>
-        attempt(row)
+        // The slot bounds the receiver's concurrency: it is free once the receiver answered,
+        // not held through the record's write.
+        attempt(row, () => releaseSlots([row]))
           .catch(async (error: unknown) => {
             logger.error({ err: error, delivery_id: row.id }, "delivery attempt failed");
             await release([row], 1000).catch(() => {});
@@ -467,6 +519,7 @@ export function createWorker(options: WorkerOptions) {
           }),
       ),
     );
+    await givenBack;
   }
 
   /** Takes the tenant's slots for its rows in order; answers the rows that got one. */
@@ -485,11 +538,18 @@ export function createWorker(options: WorkerOptions) {
   }
 
   const slotReleases = new Map<string, string[]>();
-  /** Frees tenant slots in one call per tenant for everything finished in this turn. */
-  function releaseSlots(rows: readonly ClaimedRow[]) {
+  const slotFreed = new WeakSet<ClaimedRow>();
+  /** Frees tenant slots (once each) in one call per tenant for everything finished this turn. */
+  function releaseSlots(all: readonly ClaimedRow[]) {
+    const rows = all.filter((row) => !slotFreed.has(row));
     if (rows.length === 0) {
       return;
     }
+    for (const row of rows) {
+      slotFreed.add(row);
+      unhold(row);
+    }
+    wakeSoon();
     const wasEmpty = slotReleases.size === 0;
     for (const row of rows) {
       const list = slotReleases.get(row.tenant_id) ?? [];
@@ -721,7 +781,7 @@ export function createWorker(options: WorkerOptions) {
    * `match.found` record's); the receiver gets that span's `traceparent`, and the events the
    * attempt records are published in it.
    */
-  function attempt(row: ClaimedRow): Promise<void> {
+  function attempt(row: ClaimedRow, answered: () => void): Promise<void> {
     return withExtractedContext(row.trace_context ?? {}, () =>
       inSpan(
         "webhook POST",
@@ -742,14 +802,16 @@ export function createWorker(options: WorkerOptions) {
             Math.floor(startedAt.getTime() / 1000),
           );
           const trace = traceContextOf();
-          const result = await options.sender.send(row.url, row.body, {
-            ...trace,
-            "content-type": "application/json",
-            "user-agent": USER_AGENT,
-            "x-flpf-signature": signature,
-            "x-flpf-event-type": row.event_type,
-            "x-flpf-webhook-id": row.id,
-          });
+          const result = await options.sender
+            .send(row.url, row.body, {
+              ...trace,
+              "content-type": "application/json",
+              "user-agent": USER_AGENT,
+              "x-flpf-signature": signature,
+              "x-flpf-event-type": row.event_type,
+              "x-flpf-webhook-id": row.id,
+            })
+            .finally(answered);
           if (result.kind === "response") {
             span.setAttribute("http.response.status_code", result.status);
           } else {
