@@ -44,6 +44,7 @@ export interface ScaleOptions {
 }
 
 const TARGETS: Record<number, number> = { 2: 0.9, 4: 0.85 };
+const IDLE_MS = 3_000;
 
 function report(label: string, value: string): void {
   process.stdout.write(`${label.padEnd(56)} ${value}\n`);
@@ -133,6 +134,11 @@ export async function runScaleOut(driver: ScaleDriver, options: ScaleOptions): P
   for (const count of options.instances) {
     const { instances, quotas } = await startInstances(driver, count, options.cpuQuota);
     try {
+      // What an instance spends with no work (polls, consumer fetches, heartbeats): a cost
+      // every added instance pays, which the efficiency includes.
+      const idle = readCpu(driver, instances);
+      await sleep(IDLE_MS);
+      const idleAfter = readCpu(driver, instances);
       const before = readCpu(driver, instances);
       const started = performance.now();
       const round = await driver.round(instances);
@@ -154,6 +160,12 @@ export async function runScaleOut(driver: ScaleDriver, options: ScaleOptions): P
       report(
         `${count} instance(s)`,
         `${rate.toFixed(0)} ${driver.unit}/s over ${round.seconds.toFixed(1)} s; efficiency ${efficiency.toFixed(2)}${verdict}`,
+      );
+      report(
+        "  CPU of each instance while idle, before the round",
+        idleAfter.instances
+          .map((ms, i) => cpuPerSecond(ms - (idle.instances[i] ?? 0), IDLE_MS / 1000))
+          .join(", "),
       );
       reportCpu(driver, instances, before, wallSeconds, quotas);
       for (const [label, value] of round.notes) {

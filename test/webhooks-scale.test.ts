@@ -144,12 +144,20 @@ describe("lead-view quota", () => {
     });
     expect(new Set(receiver.received.map((r) => r.webhookId)).size).toBe(4);
 
+    // A view is recorded with its delivery's attempt and published from the outbox after it.
     const views: LeadViewRecorded[] = [];
-    await stack.harness.bus.replay(contracts.leadViewRecorded, {
-      onBatch: async (records) => {
-        views.push(...records.map((r) => r.value).filter((v) => v.tenant_id === tenant));
+    await waitFor(
+      async () => {
+        views.length = 0;
+        await stack.harness.bus.replay(contracts.leadViewRecorded, {
+          onBatch: async (records) => {
+            views.push(...records.map((r) => r.value).filter((v) => v.tenant_id === tenant));
+          },
+        });
+        return views.length >= 4;
       },
-    });
+      { what: "four lead-views recorded" },
+    );
     expect(views).toHaveLength(4);
     expect(new Set(views.map((v) => v.surface))).toEqual(new Set(["webhook"]));
     expect(new Set(views.map((v) => v.folio))).toEqual(new Set(matches.map((m) => m.match.folio)));

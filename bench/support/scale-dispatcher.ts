@@ -140,6 +140,26 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
   }
   const database = new URL(harness.db.url).pathname.slice(1);
 
+  /** The database's transaction and row counters: what the instances ask of Postgres. */
+  async function databaseStats() {
+    const { rows } = await harness.db.pool.query<{
+      transactions: string;
+      read: string;
+      written: string;
+    }>(
+      `SELECT xact_commit + xact_rollback AS transactions, tup_returned + tup_fetched AS read,
+              tup_inserted + tup_updated + tup_deleted AS written
+         FROM pg_stat_database WHERE datname = $1`,
+      [database],
+    );
+    const row = rows[0];
+    return {
+      transactions: Number(row?.transactions ?? 0),
+      read: Number(row?.read ?? 0),
+      written: Number(row?.written ?? 0),
+    };
+  }
+
   async function waitFor(done: () => boolean, timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (!done() && Date.now() < deadline) {
@@ -182,6 +202,7 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
       await sleep(3_000);
     },
     async round() {
+      const statsBefore = await databaseStats();
       receipts = new Receipts();
       const batch = matches(perRound);
       for (let i = 0; i < batch.length; i += 1_000) {
@@ -193,6 +214,11 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
       const seconds = (current.lastFirstTryAt - current.firstAt) / 1000;
       await waitFor(() => current.delivered.size >= perRound, 60_000);
       const schedule = deliveryRetryLadder[0]?.delayMs ?? Number.NaN;
+      // Backends report their counts within a second of going idle.
+      await sleep(1_200);
+      const stats = await databaseStats();
+      const per = (key: keyof typeof stats) =>
+        ((stats[key] - statsBefore[key]) / Math.max(1, current.delivered.size)).toFixed(1);
       return {
         completed: current.firstTryDelivered,
         seconds,
@@ -207,6 +233,10 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
           [
             `first retry delay, ms (${current.retryDelays.length} refused once)`,
             `p50 ${percentile(current.retryDelays, 50)}, max ${Math.max(...current.retryDelays)} (schedule ${schedule})`,
+          ],
+          [
+            "Postgres per delivery: transactions, rows read, rows written",
+            `${per("transactions")}, ${per("read")}, ${per("written")}`,
           ],
         ],
       };

@@ -31,7 +31,10 @@ const app = await buildApp(
   { config, logger, pool, redis, bus },
   {
     watchlists: { owns: async () => true },
-    loadUsage: async () => ({ used: 0, foliosToday: [] }),
+    // Seeded from the quota ledger at LEDGER_URL when the parent stack runs one.
+    ...(process.env.TEST_LEDGER_SEEDS === "1"
+      ? {}
+      : { loadUsage: async () => ({ used: 0, foliosToday: [] }) }),
   },
 );
 await app.start();

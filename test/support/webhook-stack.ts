@@ -17,6 +17,9 @@ import {
 import { matchFound as sampleMatch } from "@th/contracts/samples";
 import { createPool, type Pool } from "@th/db";
 import type { UsageLoader } from "@th/quota";
+import { buildApp as buildLedger } from "@th/quota-ledger/app";
+import { readConfig as readLedgerConfig } from "@th/quota-ledger/config";
+import { migrations as ledgerMigrations } from "@th/quota-ledger/migrations";
 import { createMetrics, INTERNAL_HEADERS, type Metrics, unavailableStore } from "@th/service-kit";
 import { createTestHarness, TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { buildApp } from "@th/webhook-dispatcher/app";
@@ -149,13 +152,34 @@ export const FOREIGN_WATCHLIST = "wl_someone_else";
 /** Watchlists the matcher no longer has (a test deletes one by adding it here). */
 export const DELETED_WATCHLISTS = new Set<string>();
 
-export async function startWebhookStack() {
+/**
+ * `ledger`: also runs the quota ledger on `leadview.recorded`, and dispatchers seed their
+ * lead-view counters from it (over its internal API) unless a test passes its own loader.
+ */
+export async function startWebhookStack(options: { ledger?: boolean } = {}) {
   const base = readConfig(TEST_DISPATCHER_ENV);
   const harness = await createTestHarness({
     config: base,
-    migrations: [migrations],
+    migrations: options.ledger ? [migrations, ledgerMigrations] : [migrations],
     topics: DISPATCHER_TOPICS,
   });
+  const ledger = options.ledger
+    ? await buildLedger({
+        ...harness,
+        config: {
+          ...readLedgerConfig({}),
+          DATABASE_URL: harness.db.url,
+          KAFKA_BROKERS: harness.brokers,
+        },
+        pool: harness.db.poolFor("quota_ledger"),
+      })
+    : undefined;
+  let ledgerUrl: string | undefined;
+  if (ledger?.http) {
+    await ledger.http.listen({ port: 0, host: "127.0.0.1" });
+    ledgerUrl = `http://127.0.0.1:${(ledger.http.server.address() as AddressInfo).port}`;
+    await ledger.start();
+  }
   const pools: Pool[] = [];
   const registries: Metrics[] = [];
   const instances: Awaited<ReturnType<typeof buildApp>>[] = [];
@@ -168,7 +192,11 @@ export async function startWebhookStack() {
     overrides: { loadUsage?: UsageLoader } = {},
   ) {
     const config = {
-      ...readConfig({ ...TEST_DISPATCHER_ENV, ...env }),
+      ...readConfig({
+        ...TEST_DISPATCHER_ENV,
+        ...(ledgerUrl ? { LEDGER_URL: ledgerUrl } : {}),
+        ...env,
+      }),
       DATABASE_URL: harness.db.url,
       REDIS_URL: harness.config.REDIS_URL,
       KAFKA_BROKERS: harness.brokers,
@@ -192,7 +220,9 @@ export async function startWebhookStack() {
           owns: async (_caller, watchlistId) =>
             watchlistId !== FOREIGN_WATCHLIST && !DELETED_WATCHLISTS.has(watchlistId),
         },
-        loadUsage: overrides.loadUsage ?? (async () => ({ used: 0, foliosToday: [] })),
+        ...(overrides.loadUsage || !ledger
+          ? { loadUsage: overrides.loadUsage ?? (async () => ({ used: 0, foliosToday: [] })) }
+          : {}),
       },
     );
     await app.start();
@@ -259,6 +289,7 @@ export async function startWebhookStack() {
         env: {
           ...process.env,
           ...TEST_DISPATCHER_ENV,
+          ...(ledgerUrl ? { LEDGER_URL: ledgerUrl, TEST_LEDGER_SEEDS: "1" } : {}),
           ...env,
           DATABASE_URL: harness.db.url,
           REDIS_URL: harness.config.REDIS_URL,
@@ -350,6 +381,8 @@ export async function startWebhookStack() {
 
   return {
     harness,
+    /** The quota ledger's internal API, when the stack runs one. */
+    ledgerUrl,
     pool: harness.db.pool,
     metricsText,
     startDispatcher,
@@ -387,6 +420,8 @@ export async function startWebhookStack() {
       }
       await Promise.allSettled(buses.map((bus) => bus.close()));
       await Promise.allSettled(pools.map((pool) => pool.end()));
+      await ledger?.stop().catch(() => {});
+      await ledger?.http?.close().catch(() => {});
       await harness.close();
     },
   };

@@ -110,6 +110,86 @@ describe("outbox", () => {
     expect(await relay.flush()).toBe(1);
   });
 
+  it("publishes each row once when several replicas relay the same table at once", async () => {
+    await harness.pool.query("DELETE FROM outbox");
+    await inTransaction(harness.pool, async (client) => {
+      for (let i = 0; i < 40; i++) {
+        await enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: `replica-${i}` });
+      }
+    });
+    const replicas = [0, 1, 2].map(() =>
+      createOutboxRelay({
+        pool: harness.pool,
+        bus: harness.bus,
+        logger: harness.logger,
+        batchSize: 5,
+      }),
+    );
+    const published = await Promise.all(replicas.map((relay) => relay.flush()));
+    await vi.waitFor(async () => {
+      const { rows } = await harness.pool.query(
+        "SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL",
+      );
+      expect(rows[0].n).toBe(0);
+    });
+    const again = await Promise.all(replicas.map((relay) => relay.flush()));
+    expect([...published, ...again].reduce((sum, n) => sum + n, 0)).toBeLessThanOrEqual(40);
+    await Promise.all(replicas.map((relay) => relay.stop()));
+  });
+
+  it("holds no transaction or row lock while the broker is down, and loses nothing", async () => {
+    await harness.pool.query("DELETE FROM outbox");
+    // A real client whose broker is gone, retrying for a few seconds before it gives up.
+    const downBus = new Bus({
+      brokers: ["127.0.0.1:1"],
+      clientId: "outbox-outage-test",
+      logger: harness.logger,
+      retries: 4,
+    });
+    await inTransaction(harness.pool, async (client) => {
+      for (const keyId of ["outage-1", "outage-2"]) {
+        await enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: keyId });
+      }
+    });
+    const relay = createOutboxRelay({ pool: harness.pool, bus: downBus, logger: harness.logger });
+    let settled = false;
+    const failing = relay.flush().finally(() => {
+      settled = true;
+    });
+    failing.catch(() => {});
+    // While the broker's retries run: no session of this database sits in a transaction, and the
+    // rows are free for any writer.
+    const deadline = Date.now() + 1_500;
+    let checks = 0;
+    while (Date.now() < deadline && !settled) {
+      const { rows } = await harness.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND state LIKE 'idle in transaction%'`,
+      );
+      expect(rows[0]?.n).toBe(0);
+      await inTransaction(harness.pool, async (client) => {
+        await client.query("SET LOCAL lock_timeout = '200ms'");
+        await client.query("SELECT id FROM outbox WHERE published_at IS NULL FOR UPDATE NOWAIT");
+      });
+      checks++;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(settled).toBe(false);
+    expect(checks).toBeGreaterThan(3);
+    await expect(failing).rejects.toThrow();
+    await downBus.close();
+    const { rows } = await harness.pool.query(
+      "SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL",
+    );
+    expect(rows[0].n).toBe(2);
+    const healthy = createOutboxRelay({
+      pool: harness.pool,
+      bus: harness.bus,
+      logger: harness.logger,
+    });
+    expect(await healthy.flush()).toBe(2);
+  });
+
   it("publishes each event in the trace of the work that enqueued it, not the relay's", async () => {
     const received: { keyId: string; traceparent: string | undefined }[] = [];
     const consumer = await harness.bus.consume({

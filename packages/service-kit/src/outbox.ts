@@ -55,64 +55,105 @@ export function createOutboxRelay(options: {
   let running: Promise<number> | undefined;
   let stopped = false;
 
-  async function publishBatch(): Promise<number> {
-    const client = await pool.connect();
-    try {
-      await client.query("BEGIN");
-      // SKIP LOCKED lets several replicas relay at once without publishing a row twice.
-      const { rows } = await client.query<{
-        id: string;
-        topic: string;
-        payload: unknown;
-        headers: Record<string, string> | null;
-      }>(
-        `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL
-         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [options.batchSize ?? 500],
-      );
-      // Consecutive rows of one topic go in one request; order across rows is kept.
-      let index = 0;
-      while (index < rows.length) {
-        const topic = rows[index]?.topic as string;
-        const run: PublishedRecord<unknown>[] = [];
-        while (index < rows.length && rows[index]?.topic === topic) {
-          const row = rows[index] as (typeof rows)[number];
-          run.push(
-            row.headers ? { value: row.payload, headers: row.headers } : { value: row.payload },
-          );
-          index++;
-        }
-        const contract = contractForTopic(topic) as AnyTopicContract | undefined;
-        if (!contract) {
-          throw new Error(`outbox row for unknown topic ${topic}`);
-        }
-        // A row written outside any trace must not join whichever trace asked for this flush.
-        await outsideAnyTrace(() => bus.publishRecords(contract, run as PublishedRecord<never>[]));
+  type OutboxRow = {
+    id: string;
+    topic: string;
+    payload: unknown;
+    headers: Record<string, string> | null;
+  };
+
+  /** Publishes rows in id order; consecutive rows of one topic go in one request. */
+  async function publishRows(rows: readonly OutboxRow[]): Promise<void> {
+    let index = 0;
+    while (index < rows.length) {
+      const topic = rows[index]?.topic as string;
+      const run: PublishedRecord<unknown>[] = [];
+      while (index < rows.length && rows[index]?.topic === topic) {
+        const row = rows[index] as OutboxRow;
+        run.push(
+          row.headers ? { value: row.payload, headers: row.headers } : { value: row.payload },
+        );
+        index++;
       }
-      if (rows.length > 0) {
-        await client.query("UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])", [
-          rows.map((row) => row.id),
-        ]);
+      const contract = contractForTopic(topic) as AnyTopicContract | undefined;
+      if (!contract) {
+        throw new Error(`outbox row for unknown topic ${topic}`);
       }
-      await client.query("COMMIT");
-      return rows.length;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
+      // A row written outside any trace must not join whichever trace asked for this flush.
+      await outsideAnyTrace(() => bus.publishRecords(contract, run as PublishedRecord<never>[]));
     }
   }
 
-  async function drain(): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const published = await publishBatch();
-      total += published;
-      if (published === 0) {
-        return total;
+  /**
+   * Relays run one at a time per schema, under a session advisory lock: each statement (read a
+   * batch, mark it published once the broker acknowledged it) is its own short transaction, so
+   * no transaction and no row lock stays open while the broker's retries run, however long. A
+   * crash between publish and mark publishes the batch again (at-least-once); a relay that dies
+   * drops its connection, and with it the lock. Answers how many rows were published, or
+   * undefined when another relay holds the lock.
+   */
+  async function drainLocked(): Promise<number | undefined> {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      const { rows: lock } = await client.query<{ locked: boolean }>(
+        `SELECT pg_try_advisory_lock(hashtext(current_schema() || '.outbox-relay')) AS locked`,
+      );
+      if (!lock[0]?.locked) {
+        return undefined;
       }
+      try {
+        let total = 0;
+        for (;;) {
+          const { rows } = await client.query<OutboxRow>(
+            `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL
+             ORDER BY id LIMIT $1`,
+            [options.batchSize ?? 500],
+          );
+          if (rows.length === 0) {
+            return total;
+          }
+          await publishRows(rows);
+          await client.query(
+            "UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])",
+            [rows.map((row) => row.id)],
+          );
+          total += rows.length;
+        }
+      } finally {
+        await client
+          .query(`SELECT pg_advisory_unlock(hashtext(current_schema() || '.outbox-relay'))`)
+          .catch((error: Error) => {
+            broken = error;
+          });
+      }
+    } catch (error) {
+      broken ??= error as Error;
+      throw error;
+    } finally {
+      // A connection that failed mid-way may still hold the lock: it is closed, not reused.
+      client.release(broken);
     }
+  }
+
+  const BUSY_RETRY_MS = 25;
+  let busyTimer: NodeJS.Timeout | undefined;
+  async function drain(): Promise<number> {
+    const published = await drainLocked();
+    if (published === undefined) {
+      // Another relay is draining and may have read past rows committed a moment ago.
+      if (!busyTimer && !stopped) {
+        busyTimer = setTimeout(() => {
+          busyTimer = undefined;
+          flush().catch((error: unknown) =>
+            logger.warn({ err: error }, "outbox relay failed; will retry"),
+          );
+        }, BUSY_RETRY_MS);
+        busyTimer.unref();
+      }
+      return 0;
+    }
+    return published;
   }
 
   let pending: Promise<number> | undefined;
@@ -204,6 +245,7 @@ export function createOutboxRelay(options: {
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      clearTimeout(busyTimer);
       clearTimeout(purgeTimer);
       await running?.catch(() => {});
     },

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { Bus, type RunningConsumer } from "@th/bus";
 import { kafkaConnection } from "@th/config";
 import { createLeadViewMeter, ledgerUsageLoader, type UsageLoader } from "@th/quota";
@@ -13,6 +14,7 @@ import { getInternal, matcherWatchlists, type WatchlistDirectory } from "./clien
 import type { Config } from "./config.ts";
 import { matchSubscriptions, retrySubscriptions, tenantSubscriptions } from "./consumers/index.ts";
 import { createTenantSlots } from "./delivery/concurrency.ts";
+import { createMembership } from "./delivery/membership.ts";
 import { createSecretStore } from "./delivery/secret-store.ts";
 import { createSender } from "./delivery/sender.ts";
 import { createWorker } from "./delivery/worker.ts";
@@ -81,7 +83,13 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
   const workerRedis = deps.redis.duplicate({ enableAutoPipelining: true });
   workerRedis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const slots = createTenantSlots(workerRedis, { leaseMs: config.SLOT_LEASE_MS });
+  const membership = createMembership(workerRedis, {
+    instanceId: randomUUID(),
+    beatMs: Math.max(50, Math.floor(config.SLOT_LEASE_MS / 3)),
+    ttlMs: config.SLOT_LEASE_MS,
+  });
   const worker = createWorker({
+    share: () => membership.share(),
     onAttempt: (outcome, attempt, durationMs) => {
       attemptsByOutcome?.inc({ outcome, attempt: String(attempt) });
       attemptSeconds?.observe({ outcome }, durationMs / 1000);
@@ -135,6 +143,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     endpoints,
     async start() {
       relay.start();
+      await membership.start();
       worker.start();
       consumers.push(
         await deps.bus.consume({
@@ -157,6 +166,8 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     async stop() {
       await Promise.allSettled(consumers.map((consumer) => consumer.stop()));
       consumers.length = 0;
+      // Leaving first: the others take this instance's tenants over while it drains.
+      await membership.stop();
       await worker.stop();
       slots.close();
       await relay.stop();

@@ -8,6 +8,11 @@ export interface OutboxEvent {
   payload: unknown;
   /** The trace context the relay publishes the event in, or null. */
   headers: Record<string, string> | null;
+  /**
+   * A lead-view (`leadview.recorded`): written only by the attempt that marks its delivery
+   * charged, so a delivery is charged once however often it is delivered.
+   */
+  view?: boolean;
 }
 
 export function outboxEvent<T>(
@@ -41,6 +46,8 @@ export interface AttemptRecord {
   deadLetterReason: string | null;
   recordedAt: Date;
   holdUntil: Date;
+  /** The attempt delivered the lead (2xx): the delivery is marked charged with its view. */
+  charge: boolean;
   events: OutboxEvent[];
 }
 
@@ -57,6 +64,8 @@ export function storableText(text: string): string {
  * for the next group, and each group is one statement (one round trip, one commit) that updates
  * the deliveries still leased by the caller's token, inserts their attempt rows and their outbox
  * events, and answers which deliveries it updated. An attempt whose lease was lost writes nothing.
+ * A delivered attempt's lead-view (`leadview.recorded`) is written by the same statement that
+ * marks the delivery complete and charged, so the charge and the delivered state commit together.
  */
 export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }) {
   const maxGroup = options.maxGroup ?? 500;
@@ -114,8 +123,11 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
       dead_letter_reason: r.deadLetterReason,
       recorded_at: r.recordedAt,
       hold_until: r.holdUntil,
+      charge: r.charge,
     }));
-    const events = records.flatMap((record) => record.events).map((e, ord) => ({ ...e, ord }));
+    const events = records
+      .flatMap((record) => record.events)
+      .map((e, ord) => ({ ...e, view: e.view === true, ord }));
     const { rows } = await options.pool.query<{ id: string }>({
       // Named, so each connection parses and plans it once: its plan does not depend on the
       // values (the input's size is not known to the planner), and parse and plan cost about as
@@ -126,7 +138,11 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
            AS i(id uuid, lease_token uuid, replay_no int, attempt int, attempted_at timestamptz,
                 duration_ms int, status_code int, failure text, error text, excerpt text,
                 state text, due_at timestamptz, dead_letter_reason text,
-                recorded_at timestamptz, hold_until timestamptz)
+                recorded_at timestamptz, hold_until timestamptz, charge boolean)
+       ), prior AS (
+         -- The rows as they were before this statement (its snapshot): a lead-view is written
+         -- only for a delivery not charged before, so a redelivery never charges twice.
+         SELECT d.id, d.charged_at FROM deliveries d JOIN input i ON i.id = d.id
        ), updated AS (
          UPDATE deliveries d SET
            state = i.state, attempts = i.attempt,
@@ -138,7 +154,9 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
            dead_lettered_at = CASE WHEN i.state = 'dead_letter' THEN i.recorded_at ELSE d.dead_lettered_at END,
            dead_letter_reason = CASE WHEN i.state = 'dead_letter' THEN i.dead_letter_reason ELSE d.dead_letter_reason END,
            hold_until = CASE WHEN i.state IN ('complete', 'dead_letter') THEN i.hold_until ELSE d.hold_until END,
-           parked_reason = NULL
+           parked_reason = NULL,
+           charged_at = CASE WHEN i.charge THEN COALESCE(d.charged_at, i.recorded_at)
+                             ELSE d.charged_at END
          FROM input i
          WHERE d.id = i.id AND d.lease_token = i.lease_token
          RETURNING d.id
@@ -153,8 +171,11 @@ export function createAttemptRecorder(options: { pool: Pool; maxGroup?: number }
          INSERT INTO outbox (topic, payload, headers)
          SELECT e.topic, e.payload, e.headers
            FROM json_to_recordset($2::json)
-                AS e(delivery_id uuid, topic text, payload jsonb, headers jsonb, ord int)
+                AS e(delivery_id uuid, topic text, payload jsonb, headers jsonb, view boolean,
+                     ord int)
            JOIN updated u ON u.id = e.delivery_id
+           JOIN prior p ON p.id = e.delivery_id
+          WHERE NOT e.view OR p.charged_at IS NULL
           ORDER BY e.ord
        )
        SELECT id FROM updated`,

@@ -25,13 +25,9 @@ import {
   scaleLong,
   verdictOf,
 } from "../domain/schedule.ts";
+import { type Share, WHOLE } from "../domain/shard.ts";
 import type { TenantSlots } from "./concurrency.ts";
-import {
-  type AttemptRecord,
-  createAttemptRecorder,
-  type OutboxEvent,
-  outboxEvent,
-} from "./recorder.ts";
+import { type AttemptRecord, createAttemptRecorder, outboxEvent } from "./recorder.ts";
 import type { SecretStore } from "./secret-store.ts";
 import { type Sender, USER_AGENT } from "./sender.ts";
 
@@ -94,6 +90,8 @@ export interface WorkerOptions {
   longDelayScale: number;
   defaultConcurrency: number;
   now: () => number;
+  /** The tenants this instance claims first (all of them when alone). */
+  share?: () => Share;
   /** Called once per recorded attempt with its outcome (`complete`, `retrying`, ...). */
   /** After each recorded attempt: its outcome, number and how long the receiver took. */
   onAttempt?: (outcome: string, attempt: number, durationMs: number) => void;
@@ -104,14 +102,18 @@ const PARK_RECHECK_MS = 3_600_000;
 const CLAIM_BATCH = 256;
 const SATURATED_BACKOFF_MS = 20;
 const RECORD_FLUSH_WINDOW_MS = 25;
+const CLAIM_COALESCE_MS = 10;
+/** Tenants waiting per instance below which instances claim for every tenant (decision 0180). */
+const MIN_TENANTS_PER_SHARE = 4;
 
 /**
  * Runs deliveries out of Postgres. Consumers only insert rows and commit, so a slow receiver
  * never holds a Kafka partition. Each instance claims due rows in batches with a lease (a token
- * and an expiry), takes the batch's tenant slots in Redis (one call per tenant), charges the
- * batch's lead-views (one reservation per tenant, one transaction), sends each delivery in its
- * own span of the delivery's trace, and records attempts in groups: the attempt, the new state and
- * the events (through the outbox) in one statement guarded by each delivery's lease token. A
+ * and an expiry), takes the batch's tenant slots in Redis (one call per tenant), reserves the
+ * batch's lead-views (one reservation per tenant), sends each delivery in its own span of the
+ * delivery's trace, and records attempts in groups: the attempt, the new state and the events
+ * (through the outbox; a delivered attempt's lead-view among them) in one statement guarded by
+ * each delivery's lease token. Views no attempt delivered go back to the quota. A
  * crashed instance's leases expire and another instance picks its rows up: at-least-once, and a
  * repeat carries the same webhook id.
  */
@@ -173,7 +175,13 @@ export function createWorker(options: WorkerOptions) {
       const room = options.maxInFlight - claimed;
       if (room >= minRoom) {
         const limit = Math.min(room, CLAIM_BATCH);
-        const rows = await claim(limit);
+        const share = options.share?.() ?? WHOLE;
+        let rows = await claim(limit, share);
+        if (rows.length === 0 && claimed === 0 && share.count > 1) {
+          // Nothing of its own tenants is due and nothing is in flight: it helps with the
+          // others' (a burst that hashed unevenly, a member that left without a word).
+          rows = await claim(limit, WHOLE);
+        }
         claimedFull = rows.length === limit;
         if (rows.length > 0) {
           hold(rows);
@@ -208,13 +216,26 @@ export function createWorker(options: WorkerOptions) {
     }
     done.add(row);
     claimed--;
+    unhold(row);
+    wakeSoon();
+  }
+
+  const unheld = new WeakSet<ClaimedRow>();
+  /**
+   * The row no longer counts against its tenant's cap in this process's claims: finished, or
+   * answered (its slot is free while its record is written).
+   */
+  function unhold(row: ClaimedRow) {
+    if (unheld.has(row)) {
+      return;
+    }
+    unheld.add(row);
     const left = (claimedByTenant.get(row.tenant_id) ?? 1) - 1;
     if (left > 0) {
       claimedByTenant.set(row.tenant_id, left);
     } else {
       claimedByTenant.delete(row.tenant_id);
     }
-    wakeSoon();
   }
 
   let wakeQueued = false;
@@ -224,17 +245,20 @@ export function createWorker(options: WorkerOptions) {
       return;
     }
     wakeQueued = true;
-    setImmediate(() => {
+    // A claim costs about the same for one freed slot as for many: the slots freed within a
+    // short window share one.
+    setTimeout(() => {
       wakeQueued = false;
       wake();
-    });
+    }, CLAIM_COALESCE_MS);
   }
 
   /**
-   * Leases due rows, at most `cap` per tenant counting the ones this process already holds
-   * (slots held by other instances are found at acquire time).
+   * Leases due rows of the tenants in `share`, at most `cap` per tenant counting the ones this
+   * process already holds (slots held by other instances are found at acquire time). Instances
+   * claiming disjoint shares do not lease rows for the same slots.
    */
-  async function claim(limit: number): Promise<ClaimedRow[]> {
+  async function claim(limit: number, share: Share): Promise<ClaimedRow[]> {
     const now = options.now();
     const skip = [...saturated].filter(([, until]) => until > now).map(([tenant]) => tenant);
     for (const [tenant, until] of saturated) {
@@ -256,6 +280,11 @@ export function createWorker(options: WorkerOptions) {
                     AND d.tenant_id > a.tenant_id
                   ORDER BY d.tenant_id LIMIT 1)
            FROM active a WHERE a.tenant_id IS NOT NULL
+       ), sharded AS (
+         -- Shares apply while there are several waiting tenants per instance: with fewer, an
+         -- instance's share would leave it (and the others' spare capacity) with no work.
+         SELECT $9::int > 1 AND count(*) >= $9::int * ${MIN_TENANTS_PER_SHARE} AS yes
+           FROM active WHERE tenant_id IS NOT NULL
        ), due AS (
          SELECT x.* FROM active a
          LEFT JOIN tenants t ON t.tenant_id = a.tenant_id
@@ -285,12 +314,16 @@ export function createWorker(options: WorkerOptions) {
               GREATEST(ceil($2 * 4.0 / GREATEST((
                 SELECT count(*) FROM active w
                  WHERE w.tenant_id IS NOT NULL
+                   AND (NOT (SELECT yes FROM sharded)
+                        OR (hashtext(w.tenant_id) & 2147483647) % $9::int = $10::int)
                    AND EXISTS (SELECT FROM deliveries n
                                 WHERE n.tenant_id = w.tenant_id
                                   AND n.state IN ('pending', 'retrying', 'exhausted', 'parked')
                                   AND n.due_at <= $1)), 1)), 8))
          ) x
          WHERE a.tenant_id IS NOT NULL AND NOT (a.tenant_id = ANY($3::text[]))
+           AND (NOT (SELECT yes FROM sharded)
+                OR (hashtext(a.tenant_id) & 2147483647) % $9::int = $10::int)
          UNION ALL
          -- Exhausted deliveries need no slot: they are dead-lettered, not sent.
          SELECT d.id, d.state, d.endpoint_id, d.tenant_id, 0 AS rank FROM deliveries d
@@ -334,6 +367,8 @@ export function createWorker(options: WorkerOptions) {
         options.leaseMs,
         [...claimedByTenant.keys()],
         [...claimedByTenant.values()],
+        share.count,
+        share.index,
       ],
     });
     return rows;
@@ -431,44 +466,60 @@ export function createWorker(options: WorkerOptions) {
       return;
     }
     const all = tenants.flat();
-    const slotResults = await Promise.allSettled(tenants.map(acquireSlots));
+    // Slots and lead-views are asked for at once (one Redis round trip, not two, before a body
+    // leaves). The claim leased no more rows than the tenant's free slots as this process knows
+    // them, so views reserved for rows that then get no slot are few; they go back.
+    const [slotResults, reserved] = await Promise.all([
+      Promise.allSettled(tenants.map(acquireSlots)),
+      reserveViews(all).then(
+        (rows) => ({ ok: true as const, rows }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
+    ]);
     const slotted = slotResults.flatMap((result) =>
       result.status === "fulfilled" ? result.value : [],
     );
     const slotFailure = slotResults.find((result) => result.status === "rejected");
-    if (slotFailure) {
-      // Slots other tenants got in this round go back now rather than when their leases expire.
+    if (slotFailure || !reserved.ok) {
+      // Slots and views other tenants got in this round go back now rather than when their
+      // leases (or the meter's settle window) expire.
       releaseSlots(slotted);
+      for (const row of all) {
+        settleView(row, false);
+      }
       await release(all, 1000).catch(() => {});
-      throw slotFailure.reason;
+      throw slotFailure ? slotFailure.reason : (reserved as { error: unknown }).error;
     }
-    const unslotted = all.filter((row) => !slotted.includes(row));
-    // Left leased if this fails: due again when the lease expires.
-    await release(unslotted, 0).catch(() => {});
-    let ready: ClaimedRow[];
-    try {
-      ready = await charge(slotted);
-    } catch (error) {
-      releaseSlots(slotted);
-      await release(slotted, 1000).catch(() => {});
-      throw error;
-    }
-    const sending = new Set(ready);
-    // Rows that did not come back from the charge were parked or lost their lease.
+    const sending = new Set(reserved.rows);
+    const ready = slotted.filter((row) => sending.has(row));
+    const slottedSet = new Set(slotted);
+    // Rows that did not come back from the reservation were parked.
     releaseSlots(slotted.filter((row) => !sending.has(row)));
+    const unslotted = reserved.rows.filter((row) => !slottedSet.has(row));
+    for (const row of unslotted) {
+      settleView(row, false);
+    }
+    // Not awaited: the slotted rows' sends do not wait on it. Left leased if this fails: due
+    // again when the lease expires.
+    const givenBack = release(unslotted, 0).catch(() => {});
     await Promise.all(
       ready.map((row) =>
-        attempt(row)
+        // The slot bounds the receiver's concurrency: it is free once the receiver answered,
+        // not held through the record's write.
+        attempt(row, () => releaseSlots([row]))
           .catch(async (error: unknown) => {
             logger.error({ err: error, delivery_id: row.id }, "delivery attempt failed");
             await release([row], 1000).catch(() => {});
           })
           .finally(() => {
+            // An attempt that ended before its outcome was recorded delivered nothing.
+            settleView(row, false);
             releaseSlots([row]);
             finished(row);
           }),
       ),
     );
+    await givenBack;
   }
 
   /** Takes the tenant's slots for its rows in order; answers the rows that got one. */
@@ -487,11 +538,18 @@ export function createWorker(options: WorkerOptions) {
   }
 
   const slotReleases = new Map<string, string[]>();
-  /** Frees tenant slots in one call per tenant for everything finished in this turn. */
-  function releaseSlots(rows: readonly ClaimedRow[]) {
+  const slotFreed = new WeakSet<ClaimedRow>();
+  /** Frees tenant slots (once each) in one call per tenant for everything finished this turn. */
+  function releaseSlots(all: readonly ClaimedRow[]) {
+    const rows = all.filter((row) => !slotFreed.has(row));
     if (rows.length === 0) {
       return;
     }
+    for (const row of rows) {
+      slotFreed.add(row);
+      unhold(row);
+    }
+    wakeSoon();
     const wasEmpty = slotReleases.size === 0;
     for (const row of rows) {
       const list = slotReleases.get(row.tenant_id) ?? [];
@@ -519,6 +577,10 @@ export function createWorker(options: WorkerOptions) {
     refused: ClaimedRow[];
     /** Folios whose views this claim records: charged by it, or still unsettled elsewhere. */
     folios: string[];
+    /** Attempts not over yet, by folio. */
+    open: Map<string, number>;
+    /** Folios an attempt delivered: never given back. */
+    kept: Set<string>;
   }
 
   /**
@@ -550,9 +612,18 @@ export function createWorker(options: WorkerOptions) {
           covered: rows,
           refused: [],
           folios: [...whole.charged, ...whole.unsettled],
+          open: new Map(),
+          kept: new Set(),
         };
       }
-      const reserved: Reserved = { ...quota, covered: [], refused: [], folios: [] };
+      const reserved: Reserved = {
+        ...quota,
+        covered: [],
+        refused: [],
+        folios: [],
+        open: new Map(),
+        kept: new Set(),
+      };
       for (const row of rows) {
         const one = await options.meter.reserve({ ...quota, cap, folios: [row.folio] });
         if (one.ok) {
@@ -572,11 +643,12 @@ export function createWorker(options: WorkerOptions) {
   }
 
   /**
-   * Charges the uncharged rows and records their views on `leadview.recorded` (through the
-   * outbox, in the one transaction that marks them charged) before any body leaves. Answers the
-   * rows that may be sent.
+   * Reserves the lead-views of the rows not charged yet, before any body leaves: a tenant over its
+   * quota does not receive the lead (its rows are parked until the reset). Nothing is charged
+   * here: a view is recorded with the attempt that delivers it (`record`), and given back when no
+   * attempt of its folio in this round delivered (`settleView`). Answers the rows that may be sent.
    */
-  async function charge(rows: ClaimedRow[]): Promise<ClaimedRow[]> {
+  async function reserveViews(rows: ClaimedRow[]): Promise<ClaimedRow[]> {
     const uncharged = new Map<string, ClaimedRow[]>();
     for (const row of rows) {
       if (!row.charged_at) {
@@ -595,117 +667,113 @@ export function createWorker(options: WorkerOptions) {
     const reservations = settled.flatMap((result) =>
       result.status === "fulfilled" ? [result.value] : [],
     );
-    const giveBack = (keep: (reserved: Reserved, folio: string) => boolean) =>
-      Promise.all(
-        reservations.map((reserved) =>
-          options.meter.release({
-            tenantId: reserved.tenantId,
-            period: reserved.period,
-            day: reserved.day,
-            reservation: reserved.reservation,
-            folios: reserved.folios.filter((folio) => !keep(reserved, folio)),
-          }),
-        ),
+    const giveBackAll = () =>
+      Promise.all(reservations.map((reserved) => giveBack(reserved, reserved.folios))).catch(
+        () => {},
       );
     const failed = settled.find((result) => result.status === "rejected");
     if (failed) {
-      // Another tenant's reservation failed: every view reserved here goes back, none recorded.
-      await giveBack(() => false).catch(() => {});
+      // Another tenant's reservation failed: every view reserved here goes back, none sent.
+      await giveBackAll();
       throw failed.reason;
     }
     try {
-      return await chargeReserved(rows, reservations, at, giveBack);
+      await parkEach(
+        reservations.flatMap((reserved) => reserved.refused),
+        "quota_exhausted",
+        reservations.flatMap((reserved) => reserved.refused.map(() => reserved.period.end)),
+      );
     } catch (error) {
-      await giveBack(() => false).catch(() => {});
+      await giveBackAll();
       throw error;
+    }
+    const covered = new Set<ClaimedRow>();
+    for (const reserved of reservations) {
+      const toRecord = new Set(reserved.folios);
+      for (const row of reserved.covered) {
+        holds.set(row, { reserved, view: toRecord.has(row.folio) });
+        reserved.open.set(row.folio, (reserved.open.get(row.folio) ?? 0) + 1);
+        covered.add(row);
+      }
+    }
+    return rows.filter((row) => row.charged_at || covered.has(row));
+  }
+
+  /** The reservation a claimed row's attempt carries, and whether it records the folio's view. */
+  const holds = new WeakMap<ClaimedRow, { reserved: Reserved; view: boolean }>();
+
+  /**
+   * A row's attempt is over. A folio's reservation is given back once every attempt of the round
+   * that carried it is over and none delivered it; a delivered one keeps it (its view was written
+   * with the attempt, or, when that write's outcome is unknown, will be by the redelivery).
+   */
+  function settleView(row: ClaimedRow, delivered: boolean) {
+    const hold = holds.get(row);
+    if (!hold) {
+      return;
+    }
+    holds.delete(row);
+    const { reserved } = hold;
+    if (delivered) {
+      reserved.kept.add(row.folio);
+    }
+    const left = (reserved.open.get(row.folio) ?? 1) - 1;
+    if (left > 0) {
+      reserved.open.set(row.folio, left);
+      return;
+    }
+    reserved.open.delete(row.folio);
+    if (hold.view && !reserved.kept.has(row.folio)) {
+      queueGiveBack(reserved, row.folio);
     }
   }
 
-  /** The rest of `charge` once views are reserved; a failure here gives them all back. */
-  async function chargeReserved(
-    rows: ClaimedRow[],
-    reservations: Reserved[],
-    at: Date,
-    giveBack: (keep: (reserved: Reserved, folio: string) => boolean) => Promise<unknown>,
-  ): Promise<ClaimedRow[]> {
-    const refused = reservations.flatMap((reserved) => reserved.refused);
-    await parkEach(
-      refused,
-      "quota_exhausted",
-      reservations.flatMap((reserved) => reserved.refused.map(() => reserved.period.end)),
-    );
-    const covered = reservations.flatMap((reserved) => reserved.covered);
-    // Every delivery of a charged folio is a candidate to carry its view, in order; the statement
-    // records the view against the first candidate it could still mark charged under its lease.
-    const candidates: (OutboxEvent & { folio_key: string; rank: number })[] = [];
-    for (const reserved of reservations) {
-      for (const folio of new Set(reserved.folios)) {
-        reserved.covered
-          .filter((row) => row.folio === folio)
-          .forEach((carrier, rank) => {
-            const view: LeadViewRecorded = {
-              tenant_id: carrier.tenant_id,
-              folio,
-              day: reserved.day,
-              billing_period_start: utcDay(reserved.period.start),
-              surface: "webhook",
-              request_id: carrier.id,
-              key_id: null,
-              member_id: null,
-              recorded_at: at.toISOString(),
-            };
-            const trace = carrier.trace_context ?? {};
-            candidates.push({
-              ...outboxEvent(carrier.id, contracts.leadViewRecorded, view, trace),
-              folio_key: `${carrier.tenant_id}/${folio}`,
-              rank,
-            });
+  const giveBacks = new Map<Reserved, string[]>();
+  /** Gives back views in one call per reservation for everything settled in this turn. */
+  function queueGiveBack(reserved: Reserved, folio: string) {
+    const wasEmpty = giveBacks.size === 0;
+    giveBacks.set(reserved, [...(giveBacks.get(reserved) ?? []), folio]);
+    if (wasEmpty) {
+      setImmediate(() => {
+        const pending = [...giveBacks];
+        giveBacks.clear();
+        for (const [owner, folios] of pending) {
+          giveBack(owner, folios).catch((error: unknown) => {
+            logger.warn({ err: error }, "giving back undelivered lead-views failed");
           });
-      }
+        }
+      });
     }
-    const { rows: marked } = await pool.query<{ id: string }>({
-      // Named: planned once per connection, as its plan does not depend on the values.
-      name: "dispatcher-charge",
-      text: `WITH input AS (
-           SELECT * FROM json_to_recordset($1::json) AS r(id uuid, lease_token uuid)
-         ), updated AS (
-           UPDATE deliveries d SET charged_at = $3
-             FROM input r
-            WHERE d.id = r.id AND d.lease_token = r.lease_token
-            RETURNING d.id
-         ), views AS (
-           INSERT INTO outbox (topic, payload, headers)
-           SELECT carrier.topic, carrier.payload, carrier.headers
-             FROM (SELECT DISTINCT ON (e.folio_key) e.*
-                     FROM json_to_recordset($2::json)
-                          AS e(delivery_id uuid, topic text, payload jsonb, headers jsonb,
-                               folio_key text, rank int)
-                     JOIN updated u ON u.id = e.delivery_id
-                    ORDER BY e.folio_key, e.rank) AS carrier
-         )
-         SELECT id FROM updated`,
-      values: [
-        JSON.stringify(covered.map((row) => ({ id: row.id, lease_token: row.lease_token }))),
-        JSON.stringify(candidates),
-        at,
-      ],
+  }
+
+  function giveBack(reserved: Reserved, folios: readonly string[]) {
+    return options.meter.release({
+      tenantId: reserved.tenantId,
+      period: reserved.period,
+      day: reserved.day,
+      reservation: reserved.reservation,
+      folios,
     });
-    const updated = new Set(marked.map((row) => row.id));
-    const lost = covered.filter((row) => !updated.has(row.id));
-    if (lost.length > 0) {
-      const kept = new Set(
-        covered.filter((row) => updated.has(row.id)).map((row) => `${row.tenant_id}/${row.folio}`),
-      );
-      await giveBack((reserved, folio) => kept.has(`${reserved.tenantId}/${folio}`)).catch(
-        () => {},
-      );
-      lost.forEach(finished);
-      logger.warn({ deliveries: lost.length }, "lease lost before the lead-view was recorded");
+  }
+
+  /** The `leadview.recorded` a delivered attempt writes with its record, if it carries one. */
+  function viewEvent(row: ClaimedRow, at: Date, trace: Record<string, string>) {
+    const hold = holds.get(row);
+    if (!hold?.view) {
+      return undefined;
     }
-    if (covered.length > 0) {
-      flushSoon();
-    }
-    return rows.filter((row) => row.charged_at || updated.has(row.id));
+    const view: LeadViewRecorded = {
+      tenant_id: row.tenant_id,
+      folio: row.folio,
+      day: hold.reserved.day,
+      billing_period_start: utcDay(hold.reserved.period.start),
+      surface: "webhook",
+      request_id: row.id,
+      key_id: null,
+      member_id: null,
+      recorded_at: at.toISOString(),
+    };
+    return { ...outboxEvent(row.id, contracts.leadViewRecorded, view, trace), view: true };
   }
 
   /**
@@ -713,7 +781,7 @@ export function createWorker(options: WorkerOptions) {
    * `match.found` record's); the receiver gets that span's `traceparent`, and the events the
    * attempt records are published in it.
    */
-  function attempt(row: ClaimedRow): Promise<void> {
+  function attempt(row: ClaimedRow, answered: () => void): Promise<void> {
     return withExtractedContext(row.trace_context ?? {}, () =>
       inSpan(
         "webhook POST",
@@ -734,14 +802,16 @@ export function createWorker(options: WorkerOptions) {
             Math.floor(startedAt.getTime() / 1000),
           );
           const trace = traceContextOf();
-          const result = await options.sender.send(row.url, row.body, {
-            ...trace,
-            "content-type": "application/json",
-            "user-agent": USER_AGENT,
-            "x-flpf-signature": signature,
-            "x-flpf-event-type": row.event_type,
-            "x-flpf-webhook-id": row.id,
-          });
+          const result = await options.sender
+            .send(row.url, row.body, {
+              ...trace,
+              "content-type": "application/json",
+              "user-agent": USER_AGENT,
+              "x-flpf-signature": signature,
+              "x-flpf-event-type": row.event_type,
+              "x-flpf-webhook-id": row.id,
+            })
+            .finally(answered);
           if (result.kind === "response") {
             span.setAttribute("http.response.status_code", result.status);
           } else {
@@ -827,24 +897,38 @@ export function createWorker(options: WorkerOptions) {
       });
       events.push(outboxEvent(row.id, contracts.deliveryDeadLetter, dead, trace));
     }
-    const committed = await recorder.record({
-      id: row.id,
-      leaseToken: row.lease_token,
-      replayNo: row.replay_no,
-      attempt: attemptNo,
-      attemptedAt: at,
-      durationMs: result.durationMs,
-      statusCode: status,
-      failure,
-      error,
-      excerpt: result.kind === "response" ? result.excerpt : null,
-      state,
-      dueAt,
-      deadLetterReason,
-      recordedAt: new Date(now),
-      holdUntil: new Date(now + HOLD_MS),
-      events,
-    });
+    const view = state === "complete" ? viewEvent(row, new Date(now), trace) : undefined;
+    if (view) {
+      events.push(view);
+    }
+    let committed: boolean;
+    try {
+      committed = await recorder.record({
+        id: row.id,
+        leaseToken: row.lease_token,
+        replayNo: row.replay_no,
+        attempt: attemptNo,
+        attemptedAt: at,
+        durationMs: result.durationMs,
+        statusCode: status,
+        failure,
+        error,
+        excerpt: result.kind === "response" ? result.excerpt : null,
+        state,
+        dueAt,
+        deadLetterReason,
+        recordedAt: new Date(now),
+        holdUntil: new Date(now + HOLD_MS),
+        charge: state === "complete" && holds.has(row),
+        events,
+      });
+    } catch (error) {
+      // Whether a delivered attempt's record committed is unknown: its view is kept reserved,
+      // and a redelivery (same webhook id) finds it unsettled and records it.
+      settleView(row, state === "complete");
+      throw error;
+    }
+    settleView(row, committed && state === "complete");
     if (committed) {
       options.onAttempt?.(state, attemptNo, result.durationMs);
       flushShortly();
