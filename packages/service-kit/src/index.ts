@@ -19,6 +19,14 @@ export {
   requireInternalToken,
 } from "./internal-api.ts";
 export {
+  createInternalClient,
+  type InternalCall,
+  type InternalClient,
+  type InternalClientOptions,
+  type InternalIdentity,
+  type InternalReply,
+} from "./internal-client.ts";
+export {
   type InternalServer,
   type ReadinessCheck,
   startInternalServer,

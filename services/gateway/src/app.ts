@@ -2,8 +2,14 @@ import { pepperKey, rememberingKeyHasher } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
 import { createLeadViewMeter } from "@th/quota";
-import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
-import { createKeysClient, createUpstream } from "./clients/keys-client.ts";
+import {
+  createHttpApp,
+  createInternalClient,
+  type InternalClient,
+  type ServiceApp,
+  type ServiceDeps,
+} from "@th/service-kit";
+import { createKeysClient } from "./clients/keys-client.ts";
 import { ledgerUsageLoader } from "./clients/ledger-client.ts";
 import { type Config, pepperOf } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
@@ -65,12 +71,19 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
     tenantTtlSeconds: config.TENANT_CACHE_SECONDS,
     onAuthorizeBatch: () => authorizeCalls?.inc(),
   });
-  const upstreamOf = (baseUrl: string) =>
-    createUpstream({
+  const upstreams: InternalClient[] = [];
+  const upstreamOf = (baseUrl: string) => {
+    const client = createInternalClient({
       baseUrl,
       internalToken: config.INTERNAL_TOKEN,
       timeoutMs: config.UPSTREAM_TIMEOUT_MS,
     });
+    upstreams.push(client);
+    return client;
+  };
+  http.addHook("onClose", async () => {
+    await Promise.all(upstreams.map((client) => client.close()));
+  });
   const keysUpstream = upstreamOf(config.KEYS_URL);
   const ledgerUpstream = upstreamOf(config.LEDGER_URL);
   const parcelsUpstream = upstreamOf(config.PARCELS_URL);

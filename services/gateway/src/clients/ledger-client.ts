@@ -1,10 +1,9 @@
 import type { Period, UsageLoader } from "@th/quota";
 import { utcDay } from "@th/quota";
-import { ApiError } from "@th/service-kit";
-import type { Upstream } from "./keys-client.ts";
+import { ApiError, type InternalClient } from "@th/service-kit";
 
 /** The ledger's figures for re-seeding the lead-view counters when Redis has lost them. */
-export function ledgerUsageLoader(upstream: Upstream): UsageLoader {
+export function ledgerUsageLoader(upstream: InternalClient): UsageLoader {
   return async (tenantId: string, period: Period, day: string) => {
     const query = new URLSearchParams({ period_start: utcDay(period.start), day });
     const reply = await upstream.send(

@@ -1,15 +1,15 @@
+import type { InternalClient, InternalReply } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Upstream, UpstreamReply } from "../clients/keys-client.ts";
 import { tenancyOf } from "../edge/authenticate.ts";
 
 /** Calls the owning service as the authenticated caller. */
 export async function callAs(
-  upstream: Upstream,
+  upstream: InternalClient,
   request: FastifyRequest,
   method: string,
   path: string,
   body?: unknown,
-): Promise<UpstreamReply> {
+): Promise<InternalReply> {
   const tenancy = tenancyOf(request);
   return upstream.send(method, path, {
     identity: tenancy,
@@ -19,6 +19,6 @@ export async function callAs(
 }
 
 /** Replies with the owning service's status and body; both already follow the public shapes. */
-export function relay(reply: FastifyReply, upstream: UpstreamReply) {
+export function relay(reply: FastifyReply, upstream: InternalReply) {
   return reply.status(upstream.status).send(upstream.body);
 }

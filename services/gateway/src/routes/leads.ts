@@ -9,10 +9,9 @@ import {
   type MatchSummaryPage,
   matchSummarySchema,
 } from "@th/api-schemas";
-import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import type { Metering } from "../edge/metering.ts";
 import { callAs, relay } from "./forward.ts";
 
@@ -60,7 +59,7 @@ const SEARCH_FILTERS = [
  */
 export function registerLeadRoutes(
   app: HttpApp,
-  deps: { parcels: Upstream; matcher: Upstream; metering: Metering },
+  deps: { parcels: InternalClient; matcher: InternalClient; metering: Metering },
 ): void {
   app.get(
     "/v1/leads/:folio",

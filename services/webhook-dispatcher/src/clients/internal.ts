@@ -1,6 +1,6 @@
 import type { Period, UsageLoader } from "@th/quota";
 import { utcDay } from "@th/quota";
-import { ApiError, INTERNAL_HEADERS, type InternalCaller } from "@th/service-kit";
+import { ApiError, createInternalClient, type InternalCaller } from "@th/service-kit";
 
 export interface InternalClientOptions {
   baseUrl: string;
@@ -8,31 +8,13 @@ export interface InternalClientOptions {
   timeoutMs: number;
 }
 
-async function get(
-  options: InternalClientOptions,
-  path: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${options.baseUrl}${path}`, {
-    headers: { [INTERNAL_HEADERS.token]: options.internalToken, ...headers },
-    signal: AbortSignal.timeout(options.timeoutMs),
-  });
-  const text = await response.text();
-  let body: unknown;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = undefined;
-  }
-  return { status: response.status, body };
-}
-
 /** The quota ledger's figures for seeding lead-view counters, as the gateway loads them. */
 export function ledgerUsageLoader(options: InternalClientOptions): UsageLoader {
+  const ledger = createInternalClient(options);
   return async (tenantId: string, period: Period, day: string) => {
     const query = new URLSearchParams({ period_start: utcDay(period.start), day });
-    const reply = await get(
-      options,
+    const reply = await ledger.send(
+      "GET",
       `/internal/v1/usage/${encodeURIComponent(tenantId)}/seed?${query}`,
     );
     if (reply.status !== 200) {
@@ -56,15 +38,16 @@ export interface WatchlistDirectory {
 
 /** Asks `GET /internal/v1/watchlists/:id` as the caller (tenant-scoped there): 200 yes, 404 no. */
 export function matcherWatchlists(options: InternalClientOptions): WatchlistDirectory {
+  const matcher = createInternalClient(options);
   return {
     async owns(caller, watchlistId) {
       let reply: { status: number; body: unknown };
       try {
-        reply = await get(options, `/internal/v1/watchlists/${encodeURIComponent(watchlistId)}`, {
-          [INTERNAL_HEADERS.tenant]: caller.tenantId,
-          [INTERNAL_HEADERS.member]: caller.memberId,
-          [INTERNAL_HEADERS.key]: caller.keyId,
-        });
+        reply = await matcher.send(
+          "GET",
+          `/internal/v1/watchlists/${encodeURIComponent(watchlistId)}`,
+          { identity: caller },
+        );
       } catch {
         throw new ApiError(
           "unavailable",
