@@ -25,6 +25,8 @@ export {
   type InternalClientOptions,
   type InternalIdentity,
   type InternalReply,
+  type InternalText,
+  parseInternalJson,
 } from "./internal-client.ts";
 export {
   type InternalServer,

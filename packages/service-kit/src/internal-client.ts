@@ -36,8 +36,15 @@ export interface InternalClientOptions {
   connections?: number;
 }
 
+/** An answer as the service wrote it, for a caller that passes a body through unchanged. */
+export interface InternalText {
+  status: number;
+  text: string;
+}
+
 export interface InternalClient {
   send<T = unknown>(method: string, path: string, call?: InternalCall): Promise<InternalReply<T>>;
+  sendText(method: string, path: string, call?: InternalCall): Promise<InternalText>;
   /** Closes the pool's connections once the calls in flight have their answers. */
   close(): Promise<void>;
 }
@@ -85,33 +92,40 @@ export function createInternalClient(options: InternalClientOptions): InternalCl
     return injectContext(headers);
   }
 
+  async function sendText(method: string, path: string, call: InternalCall = {}) {
+    const hasBody = call.body !== undefined;
+    try {
+      const response = await pool.request({
+        method: method as "GET",
+        path: `${prefix}${path}`,
+        headers: headersOf(call, hasBody),
+        body: hasBody ? JSON.stringify(call.body) : null,
+      });
+      return { status: response.statusCode, text: await response.body.text() };
+    } catch {
+      throw new ApiError("unavailable", "a backing service did not answer; try again shortly");
+    }
+  }
+
   return {
+    sendText,
     async send<T>(method: string, path: string, call: InternalCall = {}) {
-      const hasBody = call.body !== undefined;
-      let status: number;
-      let text: string;
-      try {
-        const response = await pool.request({
-          method: method as "GET",
-          path: `${prefix}${path}`,
-          headers: headersOf(call, hasBody),
-          body: hasBody ? JSON.stringify(call.body) : null,
-        });
-        status = response.statusCode;
-        text = await response.body.text();
-      } catch {
-        throw new ApiError("unavailable", "a backing service did not answer; try again shortly");
-      }
-      if (text.length === 0) {
-        return { status, body: undefined as T };
-      }
-      try {
-        return { status, body: JSON.parse(text) as T };
-      } catch {
-        // Internal APIs answer JSON only; anything else came from something in between.
-        throw new ApiError("unavailable", "a backing service gave no usable answer; try again");
-      }
+      const { status, text } = await sendText(method, path, call);
+      return { status, body: parseInternalJson<T>(text) };
     },
     close: () => pool.close(),
   };
+}
+
+/** An internal answer's JSON; undefined for an empty body. */
+export function parseInternalJson<T = unknown>(text: string): T {
+  if (text.length === 0) {
+    return undefined as T;
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    // Internal APIs answer JSON only; anything else came from something in between.
+    throw new ApiError("unavailable", "a backing service gave no usable answer; try again");
+  }
 }

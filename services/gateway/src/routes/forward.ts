@@ -1,4 +1,9 @@
-import type { InternalClient, InternalReply } from "@th/service-kit";
+import {
+  type InternalClient,
+  type InternalReply,
+  type InternalText,
+  parseInternalJson,
+} from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { tenancyOf } from "../edge/authenticate.ts";
 
@@ -16,6 +21,39 @@ export async function callAs(
     requestId: request.id,
     ...(body !== undefined ? { body } : {}),
   });
+}
+
+/**
+ * Calls the owning service as the authenticated caller and keeps its answer's text, for a route
+ * that passes a 200 through unchanged (`sendJsonText`).
+ */
+export async function callAsText(
+  upstream: InternalClient,
+  request: FastifyRequest,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<InternalText> {
+  const tenancy = tenancyOf(request);
+  return upstream.sendText(method, path, {
+    identity: tenancy,
+    requestId: request.id,
+    ...(body !== undefined ? { body } : {}),
+  });
+}
+
+/**
+ * Replies with JSON the owning service wrote through the same public schema this route
+ * declares: parsing it and writing it again would give the same bytes at a cost per read
+ * (decision 0200).
+ */
+export function sendJsonText(reply: FastifyReply, text: string) {
+  return reply.type("application/json; charset=utf-8").send(text);
+}
+
+/** Replies with the owning service's status and body, from its text. */
+export function relayText(reply: FastifyReply, upstream: InternalText) {
+  return reply.status(upstream.status).send(parseInternalJson(upstream.text));
 }
 
 /** Replies with the owning service's status and body; both already follow the public shapes. */

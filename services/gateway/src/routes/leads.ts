@@ -9,11 +9,17 @@ import {
   type MatchSummaryPage,
   matchSummarySchema,
 } from "@th/api-schemas";
-import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
+import {
+  ApiError,
+  errorResponses,
+  type HttpApp,
+  type InternalClient,
+  parseInternalJson,
+} from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Metering } from "../edge/metering.ts";
-import { callAs, relay } from "./forward.ts";
+import { callAs, callAsText, relay, relayText, sendJsonText } from "./forward.ts";
 
 const tags = ["leads"];
 const security = [{ bearerAuth: [] }];
@@ -75,18 +81,18 @@ export function registerLeadRoutes(
       },
     },
     async (request, reply) => {
-      const upstream = await callAs(
+      const upstream = await callAsText(
         deps.parcels,
         request,
         "GET",
         `/internal/v1/parcels/${encodeURIComponent(request.params.folio)}`,
       );
       if (upstream.status !== 200) {
-        return relay(reply, upstream);
+        return relayText(reply, upstream);
       }
-      const lead = upstream.body as Lead;
+      const lead = parseInternalJson<Lead>(upstream.text);
       await deps.metering.charge(request, [lead.folio], "rest");
-      return lead;
+      return sendJsonText(reply, upstream.text);
     },
   );
 
@@ -104,7 +110,7 @@ export function registerLeadRoutes(
       },
     },
     async (request, reply) => {
-      const upstream = await callAs(
+      const upstream = await callAsText(
         deps.parcels,
         request,
         "POST",
@@ -112,15 +118,15 @@ export function registerLeadRoutes(
         request.body,
       );
       if (upstream.status !== 200) {
-        return relay(reply, upstream);
+        return relayText(reply, upstream);
       }
-      const page = upstream.body as z.infer<typeof leadLookupResponseSchema>;
+      const page = parseInternalJson<z.infer<typeof leadLookupResponseSchema>>(upstream.text);
       await deps.metering.charge(
         request,
         page.leads.map((lead) => lead.folio),
         "rest",
       );
-      return page;
+      return sendJsonText(reply, upstream.text);
     },
   );
 
