@@ -13,6 +13,8 @@ export {
   unavailableStore,
 } from "./errors.ts";
 export {
+  foliosFromHeader,
+  foliosHeader,
   INTERNAL_HEADERS,
   type InternalCaller,
   internalCaller,

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiError } from "./errors.ts";
-import { INTERNAL_HEADERS } from "./internal-api.ts";
+import { foliosFromHeader, foliosHeader, INTERNAL_HEADERS } from "./internal-api.ts";
 import { createInternalClient } from "./internal-client.ts";
 
 let server: Server;
@@ -104,5 +104,16 @@ describe("the internal client", () => {
       .send("GET", "/html")
       .catch((caught: unknown) => caught);
     expect((error as ApiError).code).toBe("unavailable");
+  });
+});
+
+describe("the x-th-folios header", () => {
+  it("names any folio, commas and spaces included, and no folio at all", () => {
+    const folios = ["23-0101000000010", "16-A,B 7", "12-ÄÖ"];
+    const value = foliosHeader(folios);
+    expect(value).toMatch(/^[\x21-\x7e]*$/);
+    expect(foliosFromHeader(value)).toEqual(folios);
+    expect(foliosFromHeader(foliosHeader([]))).toEqual([]);
+    expect(foliosFromHeader(undefined)).toBeUndefined();
   });
 });

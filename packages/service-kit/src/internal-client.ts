@@ -39,6 +39,7 @@ export interface InternalClientOptions {
 /** An answer as the service wrote it, for a caller that passes a body through unchanged. */
 export interface InternalText {
   status: number;
+  headers: Record<string, string | string[] | undefined>;
   text: string;
 }
 
@@ -101,7 +102,8 @@ export function createInternalClient(options: InternalClientOptions): InternalCl
         headers: headersOf(call, hasBody),
         body: hasBody ? JSON.stringify(call.body) : null,
       });
-      return { status: response.statusCode, text: await response.body.text() };
+      const text = await response.body.text();
+      return { status: response.statusCode, headers: response.headers, text };
     } catch {
       throw new ApiError("unavailable", "a backing service did not answer; try again shortly");
     }

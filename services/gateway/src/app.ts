@@ -88,7 +88,9 @@ export async function buildApp(deps: ServiceDeps<Config>, options: GatewayOption
   const ledgerUpstream = upstreamOf(config.LEDGER_URL);
   const parcelsUpstream = upstreamOf(config.PARCELS_URL);
   const matcherUpstream = upstreamOf(config.MATCHER_URL);
-  const meter = createLeadViewMeter(deps.redis, { loadUsage: ledgerUsageLoader(ledgerUpstream) });
+  // On the edge's auto-pipelined connection: the reservations of reads that arrive together leave
+  // in one write.
+  const meter = createLeadViewMeter(edgeRedis, { loadUsage: ledgerUsageLoader(ledgerUpstream) });
   const leadViewsRecorded = deps.metrics?.counter(
     "th_lead_views_recorded_total",
     "Lead-views consumed and recorded, by surface",

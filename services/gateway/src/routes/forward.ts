@@ -1,4 +1,6 @@
 import {
+  foliosFromHeader,
+  INTERNAL_HEADERS,
   type InternalClient,
   type InternalReply,
   type InternalText,
@@ -49,6 +51,17 @@ export async function callAsText(
  */
 export function sendJsonText(reply: FastifyReply, text: string) {
   return reply.type("application/json; charset=utf-8").send(text);
+}
+
+/**
+ * The folios of the leads in a lead answer, from the header the parcels service sets; from the
+ * body when the answer has no such header.
+ */
+export function foliosOfLeads(upstream: InternalText, fromBody: (body: unknown) => string[]) {
+  return (
+    foliosFromHeader(upstream.headers[INTERNAL_HEADERS.folios]) ??
+    fromBody(parseInternalJson(upstream.text))
+  );
 }
 
 /** Replies with the owning service's status and body, from its text. */

@@ -9,17 +9,11 @@ import {
   type MatchSummaryPage,
   matchSummarySchema,
 } from "@th/api-schemas";
-import {
-  ApiError,
-  errorResponses,
-  type HttpApp,
-  type InternalClient,
-  parseInternalJson,
-} from "@th/service-kit";
+import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Metering } from "../edge/metering.ts";
-import { callAs, callAsText, relay, relayText, sendJsonText } from "./forward.ts";
+import { callAs, callAsText, foliosOfLeads, relay, relayText, sendJsonText } from "./forward.ts";
 
 const tags = ["leads"];
 const security = [{ bearerAuth: [] }];
@@ -90,8 +84,8 @@ export function registerLeadRoutes(
       if (upstream.status !== 200) {
         return relayText(reply, upstream);
       }
-      const lead = parseInternalJson<Lead>(upstream.text);
-      await deps.metering.charge(request, [lead.folio], "rest");
+      const folios = foliosOfLeads(upstream, (body) => [(body as Lead).folio]);
+      await deps.metering.charge(request, folios, "rest");
       return sendJsonText(reply, upstream.text);
     },
   );
@@ -120,12 +114,10 @@ export function registerLeadRoutes(
       if (upstream.status !== 200) {
         return relayText(reply, upstream);
       }
-      const page = parseInternalJson<z.infer<typeof leadLookupResponseSchema>>(upstream.text);
-      await deps.metering.charge(
-        request,
-        page.leads.map((lead) => lead.folio),
-        "rest",
+      const folios = foliosOfLeads(upstream, (body) =>
+        (body as z.infer<typeof leadLookupResponseSchema>).leads.map((lead) => lead.folio),
       );
+      await deps.metering.charge(request, folios, "rest");
       return sendJsonText(reply, upstream.text);
     },
   );
