@@ -86,11 +86,15 @@ interface Load {
   cpuMs: number;
 }
 
-/** CPU ms so far of the server, Redis, Postgres's backends of this database, and this process. */
+/**
+ * CPU ms so far of the server, Redis, Postgres's backends of this database, the broker, and this
+ * process (the parcels, keys and ledger services).
+ */
 function cpuNow(server: Server) {
   const self = process.cpuUsage();
   return {
     server: cpuMsOf(server.child.pid),
+    broker: cpuMsOf(setup.brokerPid),
     redis: pidsOf("redis-server").reduce((sum, pid) => sum + cpuMsOf(pid), 0),
     postgres: postgresCpuMsOf(database),
     self: (self.user + self.system) / 1000,
@@ -104,7 +108,8 @@ function cpuPerRequest(server: Server, before: ReturnType<typeof cpuNow>, reques
     `${server.name} ${us(after.server - before.server)}`,
     `redis ${us(after.redis - before.redis)}`,
     `postgres ${us(postgresCpuMsSince(database, before.postgres))}`,
-    `stack ${us(after.self - before.self)}`,
+    `broker ${us(after.broker - before.broker)}`,
+    `stack (parcels, keys, ledger) ${us(after.self - before.self)}`,
   ].join(", ");
 }
 
