@@ -11,8 +11,9 @@
 import type { ChildProcess } from "node:child_process";
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { promisify } from "node:util";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
@@ -86,11 +87,15 @@ interface Load {
   cpuMs: number;
 }
 
-/** CPU ms so far of the server, Redis, Postgres's backends of this database, and this process. */
+/**
+ * CPU ms so far of the server, Redis, Postgres's backends of this database, the broker, and this
+ * process (the parcels, keys and ledger services).
+ */
 function cpuNow(server: Server) {
   const self = process.cpuUsage();
   return {
     server: cpuMsOf(server.child.pid),
+    broker: cpuMsOf(setup.brokerPid),
     redis: pidsOf("redis-server").reduce((sum, pid) => sum + cpuMsOf(pid), 0),
     postgres: postgresCpuMsOf(database),
     self: (self.user + self.system) / 1000,
@@ -104,7 +109,8 @@ function cpuPerRequest(server: Server, before: ReturnType<typeof cpuNow>, reques
     `${server.name} ${us(after.server - before.server)}`,
     `redis ${us(after.redis - before.redis)}`,
     `postgres ${us(postgresCpuMsSince(database, before.postgres))}`,
-    `stack ${us(after.self - before.self)}`,
+    `broker ${us(after.broker - before.broker)}`,
+    `stack (parcels, keys, ledger) ${us(after.self - before.self)}`,
   ].join(", ");
 }
 
@@ -138,7 +144,13 @@ async function saturate(server: Server, batchSize: number): Promise<{ rate: numb
   };
 }
 
-async function paced(server: Server, rate: number): Promise<{ p99: number; non2xx: number }> {
+async function paced(
+  server: Server,
+  rate: number,
+): Promise<{ p99: number; non2xx: number; stackLoopP99: number }> {
+  // The parcels service answers from this process's event loop: its stalls are the gateway's too.
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
   const variants = join(dir, "variants.json");
   await writeFile(
     variants,
@@ -161,11 +173,19 @@ async function paced(server: Server, rate: number): Promise<{ p99: number; non2x
     ],
     { maxBuffer: 1024 * 1024 },
   );
+  loop.disable();
   const result = JSON.parse(stdout) as { p99: number; non2xx: number; errors: number };
-  return { p99: result.p99, non2xx: result.non2xx + result.errors };
+  return {
+    p99: result.p99,
+    non2xx: result.non2xx + result.errors,
+    stackLoopP99: loop.percentile(99) / 1e6,
+  };
 }
 
-report("machine", `${cpus().length} × ${cpus()[0]?.model ?? "?"}`);
+report(
+  "machine",
+  `${cpus().length} × ${cpus()[0]?.model ?? "?"}, load average ${loadavg()[0]?.toFixed(1)}`,
+);
 report("tenants / folios", `${keys.length} / ${folios.length}`);
 const edgeRates: number[] = [];
 const bareRates: number[] = [];
@@ -193,6 +213,10 @@ const bareLatency = await paced(bare, half);
 report(
   `p99 at half of the gateway's saturation (${half} req/s)`,
   `gateway ${edgeLatency.p99} ms, bare ${bareLatency.p99} ms (target < ${TARGET_P99_MS} ms: ${edgeLatency.p99 < TARGET_P99_MS && edgeLatency.non2xx === 0 ? "met" : "NOT met"})`,
+);
+report(
+  "  event-loop delay p99 of the stack (parcels, keys, ledger)",
+  `${edgeLatency.stackLoopP99.toFixed(1)} ms while the gateway was paced`,
 );
 
 for (const server of [gateway, bare]) {

@@ -1,16 +1,18 @@
 // The stack behind paid lead reads, for benches: keys, parcels and the ledger in this process (they
-// answer the gateways' lookups over HTTP), a generated roll in the parcel store, and Custom
-// tenants with caps no bench reaches. The gateways under test run in processes of their own
+// answer the gateways' lookups over HTTP), the dev broker in a process of its own (its CPU is read
+// apart), a generated roll in the parcel store, and Custom tenants with caps no bench reaches. The gateways under test run in processes of their own
 // (gateway-child.ts) with `gatewayEnv`.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nalFileName, writeNalFile } from "../../services/parcels/src/ingest/generate-nal.ts";
 import { startEdgeStack } from "../../test/support/edge-stack.ts";
+import { startBrokerProcess } from "./broker-process.ts";
 import { sleep } from "./processes.ts";
 
 export async function startPaidReadStack(options: { tenants: number; rows: number }) {
-  const stack = await startEdgeStack();
+  const broker = await startBrokerProcess(["--in-memory"]);
+  const stack = await startEdgeStack({ brokers: [broker.address] });
   const dir = await mkdtemp(join(tmpdir(), "th-paid-read-"));
   const roll = join(dir, nalFileName(23, "F", 2025));
   await writeNalFile(roll, { rows: options.rows, seed: 20261127, countyNo: 23 });
@@ -59,6 +61,10 @@ export async function startPaidReadStack(options: { tenants: number; rows: numbe
       REDIS_URL: stack.harness.config.REDIS_URL,
       REDIS_PREFIX: stack.harness.redis.options.keyPrefix ?? "",
     },
-    close: () => stack.close(),
+    brokerPid: broker.pid,
+    close: async () => {
+      await stack.close();
+      await broker.stop();
+    },
   };
 }

@@ -1,7 +1,7 @@
 // The gateway's scale-out work: paid lead reads (key, rate limit, lead-view reservation, parcel
 // lookup, leadview.recorded) from a closed-loop client in a process of its own, spread over the
 // instances. The parcels and keys services run in this process and answer the instances' cache
-// misses and lookups; their CPU is this process's.
+// misses and lookups; their CPU is this process's. The broker runs in a process of its own.
 import { type ChildProcess, execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -28,7 +28,7 @@ interface LoadResult {
 
 export async function gatewayDriver(options: ScaleOptions): Promise<ScaleDriver> {
   const seconds = options.work ?? 10;
-  const { keys, folios, gatewayEnv, close } = await startPaidReadStack({
+  const { keys, folios, gatewayEnv, brokerPid, close } = await startPaidReadStack({
     tenants: TENANTS,
     rows: 5_000,
   });
@@ -58,7 +58,10 @@ export async function gatewayDriver(options: ScaleOptions): Promise<ScaleDriver>
   return {
     unit: "reads",
     database: new URL(gatewayEnv.DATABASE_URL).pathname.slice(1),
-    shared: () => ({ redis: pidsOf("redis-server") }),
+    shared: () => ({
+      redis: pidsOf("redis-server"),
+      broker: brokerPid === undefined ? [] : [brokerPid],
+    }),
     async startInstance() {
       const started = await spawnUntilReady(
         [...GATEWAY_NODE_FLAGS, join(import.meta.dirname, "gateway-child.ts")],

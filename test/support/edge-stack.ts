@@ -43,7 +43,13 @@ export const SAMPLE_ROLL = join(
 );
 
 export async function startEdgeStack(
-  options: { logger?: Logger; now?: () => number; gatewayEnv?: Record<string, string> } = {},
+  options: {
+    logger?: Logger;
+    now?: () => number;
+    gatewayEnv?: Record<string, string>;
+    /** A broker already running (a bench's, in a process of its own); else one for this stack. */
+    brokers?: string[];
+  } = {},
 ) {
   const harness = await createTestHarness({
     config: readGatewayConfig({}),
@@ -57,6 +63,7 @@ export async function startEdgeStack(
       contracts.matchFound,
     ],
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.brokers ? { brokers: options.brokers } : {}),
   });
   const testNow = options.now;
   const keys = await buildKeys(

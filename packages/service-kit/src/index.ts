@@ -13,11 +13,23 @@ export {
   unavailableStore,
 } from "./errors.ts";
 export {
+  foliosFromHeader,
+  foliosHeader,
   INTERNAL_HEADERS,
   type InternalCaller,
   internalCaller,
   requireInternalToken,
 } from "./internal-api.ts";
+export {
+  createInternalClient,
+  type InternalCall,
+  type InternalClient,
+  type InternalClientOptions,
+  type InternalIdentity,
+  type InternalReply,
+  type InternalText,
+  parseInternalJson,
+} from "./internal-client.ts";
 export {
   type InternalServer,
   type ReadinessCheck,

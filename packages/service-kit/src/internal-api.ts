@@ -11,7 +11,22 @@ export const INTERNAL_HEADERS = {
   key: "x-th-key-id",
   tier: "x-th-tier",
   requestId: "x-th-request-id",
+  /** On a lead answer: the folios of its leads, so a caller that meters them need not parse it. */
+  folios: "x-th-folios",
 } as const;
+
+/** The `x-th-folios` value for these folios (each URI-encoded, comma-separated). */
+export function foliosHeader(folios: readonly string[]): string {
+  return folios.map(encodeURIComponent).join(",");
+}
+
+/** The folios an `x-th-folios` value names; undefined when the answer carries none. */
+export function foliosFromHeader(value: string | string[] | undefined): string[] | undefined {
+  if (typeof value !== "string") {
+    return undefined;
+  }
+  return value.length === 0 ? [] : value.split(",").map(decodeURIComponent);
+}
 
 /**
  * Refuses any call under `/internal/` that lacks the shared internal token. The internal port

@@ -6,10 +6,12 @@ import { createLeadViewMeter, ledgerUsageLoader } from "@th/quota";
 import {
   ApiError,
   createHttpApp,
+  createInternalClient,
+  type InternalClient,
   type ServiceApp,
   type StorelessServiceDeps,
 } from "@th/service-kit";
-import { createKeysClient, createUpstream } from "./clients/keys-client.ts";
+import { createKeysClient } from "./clients/keys-client.ts";
 import type { Config } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
 import { registerEdge } from "./edge/authenticate.ts";
@@ -70,17 +72,26 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     tenantTtlSeconds: config.TENANT_CACHE_SECONDS,
     onAuthorizeBatch: () => authorizeCalls?.inc(),
   });
-  const upstreamOf = (baseUrl: string) =>
-    createUpstream({
+  const upstreams: InternalClient[] = [];
+  const upstreamOf = (baseUrl: string) => {
+    const client = createInternalClient({
       baseUrl,
       internalToken: config.INTERNAL_TOKEN,
       timeoutMs: config.UPSTREAM_TIMEOUT_MS,
     });
+    upstreams.push(client);
+    return client;
+  };
+  http.addHook("onClose", async () => {
+    await Promise.all(upstreams.map((client) => client.close()));
+  });
   const keysUpstream = upstreamOf(config.KEYS_URL);
   const ledgerUpstream = upstreamOf(config.LEDGER_URL);
   const parcelsUpstream = upstreamOf(config.PARCELS_URL);
   const matcherUpstream = upstreamOf(config.MATCHER_URL);
-  const meter = createLeadViewMeter(deps.redis, {
+  // On the edge's auto-pipelined connection: the reservations of reads that arrive together leave
+  // in one write.
+  const meter = createLeadViewMeter(edgeRedis, {
     loadUsage: ledgerUsageLoader({
       get: (path, tenantId) => ledgerUpstream.send("GET", path, { requestId: `seed_${tenantId}` }),
       unavailable: (detail) => new ApiError("unavailable", detail),

@@ -10,7 +10,7 @@ import {
   type ServiceDeps,
   unavailableStore,
 } from "@th/service-kit";
-import { getInternal, matcherWatchlists, type WatchlistDirectory } from "./clients/internal.ts";
+import { internalGetter, matcherWatchlists, type WatchlistDirectory } from "./clients/internal.ts";
 import type { Config } from "./config.ts";
 import { matchSubscriptions, retrySubscriptions, tenantSubscriptions } from "./consumers/index.ts";
 import { createTenantSlots } from "./delivery/concurrency.ts";
@@ -103,7 +103,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       loadUsage:
         options.loadUsage ??
         ledgerUsageLoader({
-          get: (path) => getInternal({ ...internal, baseUrl: config.LEDGER_URL }, path),
+          get: internalGetter({ ...internal, baseUrl: config.LEDGER_URL }),
           unavailable: (detail) => new Error(detail),
         }),
     }),

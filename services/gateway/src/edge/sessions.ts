@@ -1,10 +1,9 @@
 import { randomBytes } from "node:crypto";
 import fastifyJwt from "@fastify/jwt";
 import type { TenantChanged } from "@th/contracts";
-import type { HttpApp } from "@th/service-kit";
+import type { HttpApp, InternalClient } from "@th/service-kit";
 import { parseCookie, stringifySetCookie } from "cookie";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Upstream } from "../clients/keys-client.ts";
 import type { EdgeSessions, SessionClaims } from "./authenticate.ts";
 
 /**
@@ -42,7 +41,7 @@ export interface SessionOptions {
   secret: string;
   accessSeconds: number;
   refreshSeconds: number;
-  keys: Upstream;
+  keys: InternalClient;
 }
 
 /**

@@ -1,6 +1,5 @@
 import { changeTierBodySchema, tenantSchema } from "@th/api-schemas";
-import { errorResponses, type HttpApp } from "@th/service-kit";
-import type { Upstream } from "../clients/keys-client.ts";
+import { errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import { tenancyOf } from "../edge/authenticate.ts";
 import type { EdgeStore } from "../edge/edge-store.ts";
 import { callAs, relay } from "./forward.ts";
@@ -11,7 +10,7 @@ const security = [{ bearerAuth: [] }];
 /** The tenant's own subscription; open on every tier so a Starter tenant can upgrade. */
 export function registerAccountRoutes(
   app: HttpApp,
-  deps: { keys: Upstream; store: EdgeStore },
+  deps: { keys: InternalClient; store: EdgeStore },
 ): void {
   app.get(
     "/v1/account",

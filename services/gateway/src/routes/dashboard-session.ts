@@ -6,10 +6,9 @@ import {
   setPasswordBodySchema,
   signInBodySchema,
 } from "@th/api-schemas";
-import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import { CSRF_HEADER, tenancyOf } from "../edge/authenticate.ts";
 import type { EdgeStore } from "../edge/edge-store.ts";
 import type { DashboardSessions, SessionMember } from "../edge/sessions.ts";
@@ -35,7 +34,7 @@ function sameToken(sent: unknown, expected: string): boolean {
 export function registerDashboardSessionRoutes(
   app: HttpApp,
   deps: {
-    keys: Upstream;
+    keys: InternalClient;
     store: EdgeStore;
     sessions: DashboardSessions;
     authFailureRatePerMinute: number;

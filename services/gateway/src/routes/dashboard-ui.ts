@@ -3,10 +3,9 @@ import { join } from "node:path";
 import fastifyStatic from "@fastify/static";
 import { type leadPageSchema, leadSearchQuerySchema } from "@th/api-schemas";
 import { DASHBOARD_ROUTES } from "@th/dashboard/routes";
-import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply } from "fastify";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import { tenancyOf } from "../edge/authenticate.ts";
 import { callAs, relay } from "./forward.ts";
 
@@ -78,7 +77,7 @@ const leadSummarySchema = z
  * when the member expands it (`GET /v1/leads/{folio}`). Dashboard sessions only: API clients
  * search with `GET /v1/leads`.
  */
-export function registerDashboardLeadRoutes(app: HttpApp, deps: { parcels: Upstream }): void {
+export function registerDashboardLeadRoutes(app: HttpApp, deps: { parcels: InternalClient }): void {
   app.get(
     "/v1/dashboard/leads",
     {

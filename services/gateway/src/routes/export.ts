@@ -1,9 +1,8 @@
 import { Readable } from "node:stream";
 import { type Lead, leadSearchQuerySchema, type MatchSummary, queryInteger } from "@th/api-schemas";
-import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import { leadCsvHeader, leadCsvRow, matchCsvHeader, matchCsvRow } from "../domain/csv.ts";
 import { quotaUpgradeUrlFor, tenancyOf } from "../edge/authenticate.ts";
 import { type Metering, refuseHeadOnMeteredRead } from "../edge/metering.ts";
@@ -60,7 +59,12 @@ function searchPath(query: URLSearchParams, cursor: string | null): string {
  */
 export function registerExportRoutes(
   app: HttpApp,
-  deps: { parcels: Upstream; matcher?: Upstream; metering: Metering; upgradeUrl: string },
+  deps: {
+    parcels: InternalClient;
+    matcher?: InternalClient;
+    metering: Metering;
+    upgradeUrl: string;
+  },
 ): void {
   app.get(
     "/v1/exports/leads.csv",
@@ -141,7 +145,7 @@ export function registerExportRoutes(
   if (!matcher) {
     return;
   }
-  const matcherUpstream: Upstream = matcher;
+  const matcherUpstream: InternalClient = matcher;
   app.get(
     "/v1/watchlists/:id/export.csv",
     {

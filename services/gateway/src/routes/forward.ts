@@ -1,15 +1,22 @@
+import {
+  foliosFromHeader,
+  INTERNAL_HEADERS,
+  type InternalClient,
+  type InternalReply,
+  type InternalText,
+  parseInternalJson,
+} from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Upstream, UpstreamReply } from "../clients/keys-client.ts";
 import { tenancyOf } from "../edge/authenticate.ts";
 
 /** Calls the owning service as the authenticated caller. */
 export async function callAs(
-  upstream: Upstream,
+  upstream: InternalClient,
   request: FastifyRequest,
   method: string,
   path: string,
   body?: unknown,
-): Promise<UpstreamReply> {
+): Promise<InternalReply> {
   const tenancy = tenancyOf(request);
   return upstream.send(method, path, {
     identity: tenancy,
@@ -18,7 +25,51 @@ export async function callAs(
   });
 }
 
+/**
+ * Calls the owning service as the authenticated caller and keeps its answer's text, for a route
+ * that passes a 200 through unchanged (`sendJsonText`).
+ */
+export async function callAsText(
+  upstream: InternalClient,
+  request: FastifyRequest,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<InternalText> {
+  const tenancy = tenancyOf(request);
+  return upstream.sendText(method, path, {
+    identity: tenancy,
+    requestId: request.id,
+    ...(body !== undefined ? { body } : {}),
+  });
+}
+
+/**
+ * Replies with JSON the owning service wrote through the same public schema this route
+ * declares: parsing it and writing it again would give the same bytes at a cost per read
+ * (decision 0200).
+ */
+export function sendJsonText(reply: FastifyReply, text: string) {
+  return reply.type("application/json; charset=utf-8").send(text);
+}
+
+/**
+ * The folios of the leads in a lead answer, from the header the parcels service sets; from the
+ * body when the answer has no such header.
+ */
+export function foliosOfLeads(upstream: InternalText, fromBody: (body: unknown) => string[]) {
+  return (
+    foliosFromHeader(upstream.headers[INTERNAL_HEADERS.folios]) ??
+    fromBody(parseInternalJson(upstream.text))
+  );
+}
+
+/** Replies with the owning service's status and body, from its text. */
+export function relayText(reply: FastifyReply, upstream: InternalText) {
+  return reply.status(upstream.status).send(parseInternalJson(upstream.text));
+}
+
 /** Replies with the owning service's status and body; both already follow the public shapes. */
-export function relay(reply: FastifyReply, upstream: UpstreamReply) {
+export function relay(reply: FastifyReply, upstream: InternalReply) {
   return reply.status(upstream.status).send(upstream.body);
 }

@@ -9,12 +9,11 @@ import {
   type MatchSummaryPage,
   matchSummarySchema,
 } from "@th/api-schemas";
-import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import type { Metering } from "../edge/metering.ts";
-import { callAs, relay } from "./forward.ts";
+import { callAs, callAsText, foliosOfLeads, relay, relayText, sendJsonText } from "./forward.ts";
 
 const tags = ["leads"];
 const security = [{ bearerAuth: [] }];
@@ -60,7 +59,7 @@ const SEARCH_FILTERS = [
  */
 export function registerLeadRoutes(
   app: HttpApp,
-  deps: { parcels: Upstream; matcher: Upstream; metering: Metering },
+  deps: { parcels: InternalClient; matcher: InternalClient; metering: Metering },
 ): void {
   app.get(
     "/v1/leads/:folio",
@@ -76,18 +75,18 @@ export function registerLeadRoutes(
       },
     },
     async (request, reply) => {
-      const upstream = await callAs(
+      const upstream = await callAsText(
         deps.parcels,
         request,
         "GET",
         `/internal/v1/parcels/${encodeURIComponent(request.params.folio)}`,
       );
       if (upstream.status !== 200) {
-        return relay(reply, upstream);
+        return relayText(reply, upstream);
       }
-      const lead = upstream.body as Lead;
-      await deps.metering.charge(request, [lead.folio], "rest");
-      return lead;
+      const folios = foliosOfLeads(upstream, (body) => [(body as Lead).folio]);
+      await deps.metering.charge(request, folios, "rest");
+      return sendJsonText(reply, upstream.text);
     },
   );
 
@@ -105,7 +104,7 @@ export function registerLeadRoutes(
       },
     },
     async (request, reply) => {
-      const upstream = await callAs(
+      const upstream = await callAsText(
         deps.parcels,
         request,
         "POST",
@@ -113,15 +112,13 @@ export function registerLeadRoutes(
         request.body,
       );
       if (upstream.status !== 200) {
-        return relay(reply, upstream);
+        return relayText(reply, upstream);
       }
-      const page = upstream.body as z.infer<typeof leadLookupResponseSchema>;
-      await deps.metering.charge(
-        request,
-        page.leads.map((lead) => lead.folio),
-        "rest",
+      const folios = foliosOfLeads(upstream, (body) =>
+        (body as z.infer<typeof leadLookupResponseSchema>).leads.map((lead) => lead.folio),
       );
-      return page;
+      await deps.metering.charge(request, folios, "rest");
+      return sendJsonText(reply, upstream.text);
     },
   );
 

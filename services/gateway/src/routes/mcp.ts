@@ -2,10 +2,15 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { type Lead, leadSchema, useClassSchema } from "@th/api-schemas";
-import { ApiError, errorResponses, type HttpApp, toApiError } from "@th/service-kit";
+import {
+  ApiError,
+  errorResponses,
+  type HttpApp,
+  type InternalClient,
+  toApiError,
+} from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import type { Metering } from "../edge/metering.ts";
 import { callAs } from "./forward.ts";
 
@@ -85,7 +90,7 @@ function quotaHeaders(request: FastifyRequest): Record<string, string> {
 /** One MCP server per request (stateless transport), acting as the request's tenant. */
 function serverFor(
   request: FastifyRequest,
-  deps: { parcels: Upstream; matcher: Upstream; metering: Metering },
+  deps: { parcels: InternalClient; matcher: InternalClient; metering: Metering },
 ) {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: "1.0.0" });
 
@@ -288,7 +293,7 @@ function notJsonRpc(body: unknown): string | null {
  */
 export function registerMcpRoutes(
   app: HttpApp,
-  deps: { parcels: Upstream; matcher: Upstream; metering: Metering },
+  deps: { parcels: InternalClient; matcher: InternalClient; metering: Metering },
 ): void {
   app.post(
     "/mcp",

@@ -4,15 +4,14 @@ import {
   startTrialBodySchema,
   startTrialResponseSchema,
 } from "@th/api-schemas";
-import { errorResponses, type HttpApp } from "@th/service-kit";
-import type { Upstream } from "../clients/keys-client.ts";
+import { errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import { relay } from "./forward.ts";
 
 const publicRoute = { edge: { public: true } };
 const tags = ["public"];
 
 /** Endpoints without a key: an Authorization header is ignored; each client IP has its own limit. */
-export function registerPublicRoutes(app: HttpApp, deps: { keys: Upstream }): void {
+export function registerPublicRoutes(app: HttpApp, deps: { keys: InternalClient }): void {
   app.post(
     "/v1/public/trials",
     {

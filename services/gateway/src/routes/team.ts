@@ -7,10 +7,9 @@ import {
   memberSchema,
   removeMemberQuerySchema,
 } from "@th/api-schemas";
-import { errorResponses, type HttpApp } from "@th/service-kit";
+import { errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import type { EdgeStore } from "../edge/edge-store.ts";
 import { callAs, relay } from "./forward.ts";
 
@@ -25,7 +24,7 @@ const security = [{ bearerAuth: [] }];
  */
 export function registerTeamRoutes(
   app: HttpApp,
-  deps: { keys: Upstream; store: EdgeStore; sessionSeconds: number },
+  deps: { keys: InternalClient; store: EdgeStore; sessionSeconds: number },
 ): void {
   async function refuseKeys(hashes: unknown) {
     for (const hash of Array.isArray(hashes) ? hashes : []) {

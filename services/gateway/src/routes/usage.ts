@@ -1,6 +1,5 @@
-import { errorResponses, type HttpApp } from "@th/service-kit";
+import { errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import { tenancyOf } from "../edge/authenticate.ts";
 import { relay } from "./forward.ts";
 
@@ -18,7 +17,7 @@ const usageSchema = z
   .meta({ id: "Usage" });
 
 /** The month's lead-view usage; free, so it keeps working when the quota is exhausted. */
-export function registerUsageRoute(app: HttpApp, deps: { ledger: Upstream }): void {
+export function registerUsageRoute(app: HttpApp, deps: { ledger: InternalClient }): void {
   app.get(
     "/v1/usage",
     {

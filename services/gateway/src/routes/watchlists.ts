@@ -8,10 +8,9 @@ import {
   watchlistSchema,
   watchlistUpdateSchema,
 } from "@th/api-schemas";
-import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
+import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import { callAs, relay } from "./forward.ts";
 
 const tags = ["watchlists"];
@@ -50,7 +49,7 @@ function queryOf(url: string): string {
  */
 export function registerWatchlistRoutes(
   app: HttpApp,
-  deps: { matcher: Upstream; dispatcher: Upstream },
+  deps: { matcher: InternalClient; dispatcher: InternalClient },
 ): void {
   const path = (id: string, rest = "") =>
     `/internal/v1/watchlists/${encodeURIComponent(id)}${rest}`;

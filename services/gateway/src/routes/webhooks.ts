@@ -1,7 +1,6 @@
-import { errorResponses, type HttpApp } from "@th/service-kit";
+import { errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { Upstream } from "../clients/keys-client.ts";
 import { callAs, relay } from "./forward.ts";
 
 // Webhook endpoints and deliveries: owned by the webhook-dispatcher, reached through its internal
@@ -108,7 +107,7 @@ const deliveryDetailSchema = webhookDeliverySchema
   })
   .meta({ id: "WebhookDeliveryDetail" });
 
-export function registerWebhookRoutes(app: HttpApp, deps: { dispatcher: Upstream }): void {
+export function registerWebhookRoutes(app: HttpApp, deps: { dispatcher: InternalClient }): void {
   const base = "/v1/watchlists/:id/webhooks";
   // The dispatcher serves the same paths (query string included) under /internal.
   const internal = (url: string) => `/internal${url}`;

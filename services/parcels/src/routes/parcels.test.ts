@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { leadSchema } from "@th/api-schemas";
+import { foliosFromHeader, INTERNAL_HEADERS } from "@th/service-kit";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
@@ -143,6 +144,10 @@ describe("GET /internal/v1/parcels/:folio", () => {
     const response = await get("/internal/v1/parcels/0101000000010");
     expect(response?.statusCode).toBe(200);
     expect(response?.json().folio).toBe("23-0101000000010");
+    // The gateway meters the lead by this header without parsing the body.
+    expect(foliosFromHeader(String(response?.headers[INTERNAL_HEADERS.folios]))).toEqual([
+      "23-0101000000010",
+    ]);
   });
 
   it("answers 409 with the candidate folios for a bare parcel id two counties share", async () => {
@@ -174,6 +179,10 @@ describe("POST /internal/v1/parcels/lookup", () => {
     ]);
     expect(body.missing).toEqual(["23-NOPE"]);
     expect(body.ambiguous).toEqual([]);
+    expect(foliosFromHeader(String(response?.headers[INTERNAL_HEADERS.folios]))).toEqual([
+      "23-P0001",
+      "16-SHARED01",
+    ]);
   });
 
   it("names the folios a bare parcel id two counties share could mean, apart from the missing ones", async () => {

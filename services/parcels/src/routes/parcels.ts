@@ -7,7 +7,14 @@ import {
   leadSearchQuerySchema,
 } from "@th/api-schemas";
 import type { Pool } from "@th/db";
-import { ApiError, errorResponses, type HttpApp, requireInternalToken } from "@th/service-kit";
+import {
+  ApiError,
+  errorResponses,
+  foliosHeader,
+  type HttpApp,
+  INTERNAL_HEADERS,
+  requireInternalToken,
+} from "@th/service-kit";
 import { z } from "zod";
 import {
   countParcels,
@@ -63,11 +70,12 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
         response: { 200: leadSchema, ...errorResponses("unauthorized", "not_found", "conflict") },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const parcel = await resolveOne(pool, request.params.folio);
       if (!parcel) {
         throw new ApiError("not_found", `no parcel ${request.params.folio}`);
       }
+      reply.header(INTERNAL_HEADERS.folios, foliosHeader([parcel.event.folio]));
       return leadOf(parcel);
     },
   );
@@ -83,7 +91,7 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
         response: { 200: leadLookupResponseSchema, ...errorResponses("unauthorized") },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const requested = [...new Set(request.body.folios)];
       const found = await findByFolios(pool, requested);
       const leads: Lead[] = [];
@@ -112,6 +120,7 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
           leads.push(leadOf(parcel));
         }
       }
+      reply.header(INTERNAL_HEADERS.folios, foliosHeader([...seen]));
       return { leads, missing, ambiguous };
     },
   );

@@ -1,29 +1,16 @@
-import { ApiError, INTERNAL_HEADERS, type InternalCaller } from "@th/service-kit";
+import {
+  ApiError,
+  createInternalClient,
+  type InternalCaller,
+  type InternalClientOptions,
+} from "@th/service-kit";
 
-export interface InternalClientOptions {
-  baseUrl: string;
-  internalToken: string;
-  timeoutMs: number;
-}
-
-/** A GET of another service's internal API, answered as status and parsed body. */
-export async function getInternal(
+/** A GET of another service's internal API on the one internal client, as status and parsed body. */
+export function internalGetter(
   options: InternalClientOptions,
-  path: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${options.baseUrl}${path}`, {
-    headers: { [INTERNAL_HEADERS.token]: options.internalToken, ...headers },
-    signal: AbortSignal.timeout(options.timeoutMs),
-  });
-  const text = await response.text();
-  let body: unknown;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = undefined;
-  }
-  return { status: response.status, body };
+): (path: string) => Promise<{ status: number; body: unknown }> {
+  const client = createInternalClient(options);
+  return (path) => client.send("GET", path);
 }
 
 /**
@@ -36,18 +23,15 @@ export interface WatchlistDirectory {
 
 /** Asks `GET /internal/v1/watchlists/:id` as the caller (tenant-scoped there): 200 yes, 404 no. */
 export function matcherWatchlists(options: InternalClientOptions): WatchlistDirectory {
+  const matcher = createInternalClient(options);
   return {
     async owns(caller, watchlistId) {
       let reply: { status: number; body: unknown };
       try {
-        reply = await getInternal(
-          options,
+        reply = await matcher.send(
+          "GET",
           `/internal/v1/watchlists/${encodeURIComponent(watchlistId)}`,
-          {
-            [INTERNAL_HEADERS.tenant]: caller.tenantId,
-            [INTERNAL_HEADERS.member]: caller.memberId,
-            [INTERNAL_HEADERS.key]: caller.keyId,
-          },
+          { identity: caller },
         );
       } catch {
         throw new ApiError(
