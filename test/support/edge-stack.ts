@@ -60,6 +60,7 @@ export async function startEdgeStack(
       contracts.keyIssued,
       contracts.keyRevoked,
       contracts.leadViewRecorded,
+      contracts.leadViewVoided,
       contracts.parcelIngested,
       contracts.matchFound,
     ],

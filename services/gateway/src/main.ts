@@ -16,6 +16,7 @@ await runService(
     migrations,
     topics: [
       contracts.leadViewRecorded,
+      contracts.leadViewVoided,
       contracts.tenantChanged,
       contracts.keyIssued,
       contracts.keyRevoked,
