@@ -14,6 +14,7 @@ const FAULT_TESTS = [
   "test/outage-postgres-restart.test.ts",
   "test/outage-postgres.test.ts",
   "test/outage-reads.test.ts",
+  "test/outage-stalled-acks.test.ts",
   "test/outage-redis.test.ts",
   "test/outage-dispatcher-slots.test.ts",
 ];
