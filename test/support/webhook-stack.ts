@@ -149,12 +149,19 @@ export const FOREIGN_WATCHLIST = "wl_someone_else";
 /** Watchlists the matcher no longer has (a test deletes one by adding it here). */
 export const DELETED_WATCHLISTS = new Set<string>();
 
-export async function startWebhookStack() {
-  const base = readConfig(TEST_DISPATCHER_ENV);
+/**
+ * `brokers` puts the stack on a broker the test runs (say one it kills), `env` on other stores
+ * (say a private REDIS_URL).
+ */
+export async function startWebhookStack(
+  options: { brokers?: string[]; env?: Record<string, string> } = {},
+) {
+  const base = readConfig({ ...TEST_DISPATCHER_ENV, ...options.env });
   const harness = await createTestHarness({
     config: base,
     migrations: [migrations],
     topics: DISPATCHER_TOPICS,
+    ...(options.brokers ? { brokers: options.brokers } : {}),
   });
   const pools: Pool[] = [];
   const registries: Metrics[] = [];
