@@ -63,10 +63,11 @@ ON CONFLICT DO NOTHING`;
  * Buckets, not tenants, so that a batch of many tenants holds a bounded number of locks.
  */
 const LOCK_SPACE = 190_001;
+/** A power of two: a bucket is the hash's low bits. */
 const LOCK_BUCKETS = 64;
 const lockBuckets = (mode: "shared" | "exclusive") => `
 SELECT ${mode === "shared" ? "pg_advisory_xact_lock_shared" : "pg_advisory_xact_lock"}(${LOCK_SPACE}, b)
-  FROM (SELECT DISTINCT abs(hashtext(t)) % ${LOCK_BUCKETS} AS b FROM unnest($1::text[]) AS t
+  FROM (SELECT DISTINCT hashtext(t) & ${LOCK_BUCKETS - 1} AS b FROM unnest($1::text[]) AS t
         ORDER BY 1) AS buckets`;
 
 /**
@@ -109,17 +110,18 @@ async function voidRead(client: PoolClient, event: LeadViewVoided): Promise<numb
       WHERE l.tenant_id = $1 AND l.day = $2 AND l.folio = next.folio`,
     key,
   );
-  const { rowCount } = await client.query(
+  const { rows } = await client.query<{ count: number }>(
     `WITH removed AS (
        DELETE FROM lead_views
         WHERE tenant_id = $1 AND day = $2 AND folio = ANY($3) AND request_id = $4
        RETURNING billing_period_start)
      UPDATE period_usage u SET lead_views = u.lead_views - n.count
        FROM (SELECT billing_period_start, count(*)::int AS count FROM removed GROUP BY 1) AS n
-      WHERE u.tenant_id = $1 AND u.period_start = n.billing_period_start`,
+      WHERE u.tenant_id = $1 AND u.period_start = n.billing_period_start
+     RETURNING n.count`,
     key,
   );
-  return rowCount ?? 0;
+  return rows.reduce((sum, row) => sum + row.count, 0);
 }
 
 export function createLedger(pool: Pool) {
