@@ -25,6 +25,7 @@ export function createVoidPublisher(deps: {
   let timer: NodeJS.Timeout | undefined;
   let flushing: Promise<void> | undefined;
   let failures = 0;
+  let closed = false;
 
   async function flushOnce(): Promise<void> {
     const batch = pending.slice(0, 500);
@@ -48,7 +49,7 @@ export function createVoidPublisher(deps: {
   }
 
   function schedule(delayMs: number): void {
-    if (timer || flushing) {
+    if (closed || timer || flushing) {
       return;
     }
     timer = setTimeout(() => {
@@ -85,12 +86,18 @@ export function createVoidPublisher(deps: {
     pending: () => pending.length,
     /** Tries to publish what is waiting before the process stops, for `waitMs` at most. */
     async close(waitMs = 5_000): Promise<void> {
+      closed = true;
       clearTimeout(timer);
       timer = undefined;
       const deadline = Date.now() + waitMs;
-      await flushing;
-      while (pending.length > 0 && Date.now() < deadline) {
-        await flushOnce().catch(() => new Promise((resolve) => setTimeout(resolve, 200)));
+      const left = () => new Promise((resolve) => setTimeout(resolve, deadline - Date.now()));
+      // A publish under way may wait on a broker that does not answer: never past the deadline.
+      await Promise.race([flushing, left()]);
+      while (!flushing && pending.length > 0 && Date.now() < deadline) {
+        await Promise.race([
+          flushOnce().catch(() => new Promise((resolve) => setTimeout(resolve, 200))),
+          left(),
+        ]);
       }
       if (pending.length > 0) {
         deps.logger.error(
