@@ -8,7 +8,9 @@ export default defineConfig({
       "services/*/src/**/*.test.ts",
       "test/**/*.test.ts",
     ],
-    exclude: ["**/node_modules/**"],
+    // The longer fault tests (test/chaos-*.test.ts: processes killed and whole stacks restarted)
+    // run only under `npm run chaos`, with vitest.chaos.config.ts; the short outage tests run here.
+    exclude: ["**/node_modules/**", "test/chaos-*.test.ts"],
     pool: "forks",
     // Which stores the suites use (this machine's or containers) is decided once, first.
     globalSetup: [

@@ -10,12 +10,22 @@ import { join } from "node:path";
 import type { FaultRow } from "../test/support/chaos-report.ts";
 
 const root = join(import.meta.dirname, "..");
+/**
+ * The faults, in the order they run. test/outage-*.test.ts run in `npm test` too; the longer
+ * test/chaos-*.test.ts only here (vitest.config.ts excludes them, vitest.chaos.config.ts has them).
+ */
 const FAULT_TESTS = [
   "test/outage-postgres-restart.test.ts",
   "test/outage-postgres.test.ts",
   "test/outage-reads.test.ts",
+  "test/outage-stalled-acks.test.ts",
   "test/outage-redis.test.ts",
   "test/outage-dispatcher-slots.test.ts",
+  "test/chaos-redis.test.ts",
+  "test/chaos-kill-broker.test.ts",
+  "test/chaos-kill-matcher.test.ts",
+  "test/chaos-kill-dispatcher.test.ts",
+  "test/chaos-whole-stack.test.ts",
 ];
 /** A read's bound: the 2 s publish deadline plus the request's own work. */
 const READ_BOUND_MS = 2_500;
@@ -25,7 +35,7 @@ const dir = mkdtempSync(join(tmpdir(), "th-chaos-"));
 const report = join(dir, "faults.jsonl");
 const result = spawnSync(
   join(root, "node_modules", ".bin", "vitest"),
-  ["run", "--no-file-parallelism", ...FAULT_TESTS],
+  ["run", "--config", "vitest.chaos.config.ts", "--no-file-parallelism", ...FAULT_TESTS],
   { cwd: root, stdio: "inherit", env: { ...process.env, CHAOS_REPORT: report } },
 );
 const rows: FaultRow[] = existsSync(report)

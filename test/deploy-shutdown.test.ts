@@ -60,7 +60,11 @@ beforeAll(async () => {
     logger: createLogger({ service: "shutdown-test", level: "warn" }),
   });
   // What the deploy's topics hook does before any service starts.
-  await bus.provision([contracts.leadViewRecorded, contracts.tenantChanged]);
+  await bus.provision([
+    contracts.leadViewRecorded,
+    contracts.leadViewVoided,
+    contracts.tenantChanged,
+  ]);
 });
 
 afterAll(async () => {

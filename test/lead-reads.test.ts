@@ -394,8 +394,13 @@ describe("Recording before answering: a concurrent read", () => {
     // A broker that accepts connections and never answers: the first read's publish waits
     // until the test cuts the connections, then fails.
     const sockets: Socket[] = [];
+    let cut = false;
     const silent = createServer((socket) => {
       sockets.push(socket);
+      // Once cut, it refuses at once: the failed read's void (decision 0190) is not left waiting.
+      if (cut) {
+        socket.destroy();
+      }
     });
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     const stalledBus = new Bus({
@@ -416,6 +421,7 @@ describe("Recording before answering: a concurrent read", () => {
       const second = await stack.request("GET", `/v1/leads/${folio}`, { key: tenant.key });
       expect(second.statusCode).toBe(200);
       expect(remaining(second)).toBe(4);
+      cut = true;
       for (const socket of sockets) {
         socket.destroy();
       }
@@ -428,6 +434,7 @@ describe("Recording before answering: a concurrent read", () => {
       });
     } finally {
       await stalled.http?.close();
+      await stalled.stop();
       await stalledBus.close();
       await new Promise((resolve) => silent.close(resolve));
     }

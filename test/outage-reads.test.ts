@@ -8,7 +8,7 @@ import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Bus } from "@th/bus";
-import { contracts, type LeadViewRecorded } from "@th/contracts";
+import { contracts, type LeadViewRecorded, type LeadViewVoided } from "@th/contracts";
 import { startBroker } from "@th/dev-broker";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
@@ -47,7 +47,7 @@ beforeAll(async () => {
     logger: stack.harness.logger,
     consumerTimings: TEST_CONSUMER_TIMINGS,
   });
-  await bus.provision([contracts.leadViewRecorded]);
+  await bus.provision([contracts.leadViewRecorded, contracts.leadViewVoided]);
   gateway = await buildGateway({ ...stack.harness, bus, config: stack.gatewayConfig });
   await gateway.http?.listen({ port: 0, host: "127.0.0.1" });
 });
@@ -81,6 +81,17 @@ async function read(key: string, folio: string, requestId: string) {
   });
   answers.push({ id: requestId, status: response.statusCode, ms: Date.now() - started });
   return response;
+}
+
+/** The request ids of every void on the private broker's topic. */
+async function voidedRequestIds(): Promise<string[]> {
+  const ids: string[] = [];
+  await bus.replay(contracts.leadViewVoided, {
+    onBatch: async (records) => {
+      ids.push(...records.map((record) => (record.value as LeadViewVoided).request_id));
+    },
+  });
+  return ids;
 }
 
 /** The request ids of every lead-view on the private broker's topic. */
@@ -194,6 +205,12 @@ describe("a lead read while the broker is down", () => {
     const ids = await recordedRequestIds();
     expect(ids).toContain("outage-read-ok-1");
     expect(ids).not.toContain("outage-read-refused-1");
+    // Its void, kept while the broker was away, is published once it is back (decision 0190).
+    const deadline = Date.now() + 20_000;
+    while (!(await voidedRequestIds()).includes("outage-read-refused-1")) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
     // Every read answered with a lead was charged once; no refused one was.
     const answered = answers.filter((answer) => answer.status === 200);
     const charged = ids.filter((id) => answers.some((answer) => answer.id === id));

@@ -58,11 +58,13 @@ describe("a service on a cluster without the topic plan", () => {
     expect(line.missing_topics).toEqual([
       "leadview.recorded",
       "leadview.recorded.parked",
+      "leadview.voided",
+      "leadview.voided.parked",
       "tenant.changed",
       "tenant.changed.parked",
     ]);
     expect(line.msg).toBe(
-      "Kafka lacks topics leadview.recorded, leadview.recorded.parked, tenant.changed, tenant.changed.parked: apply the topic plan first (`npm run topics -- --apply`; the Helm chart runs it as a hook)",
+      "Kafka lacks topics leadview.recorded, leadview.recorded.parked, leadview.voided, leadview.voided.parked, tenant.changed, tenant.changed.parked: apply the topic plan first (`npm run topics -- --apply`; the Helm chart runs it as a hook)",
     );
     expect(output).not.toMatch(/\n\s+at /);
 

@@ -59,6 +59,7 @@ export async function startEdgeStack(
       contracts.keyIssued,
       contracts.keyRevoked,
       contracts.leadViewRecorded,
+      contracts.leadViewVoided,
       contracts.parcelIngested,
       contracts.matchFound,
     ],

@@ -2,12 +2,12 @@
 // for tests that need the whole system as processes: the quickstarts and the metrics scrape.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serverUrl } from "@th/db/testing";
 import pg from "pg";
-import { startPrivateRedis } from "./private-stores.ts";
+import { type PrivateRedis, startPrivateRedis } from "./private-stores.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const SERVICES = ["GATEWAY", "KEYS", "QUOTA_LEDGER", "PARCELS", "MATCHER", "WEBHOOK_DISPATCHER"];
@@ -26,28 +26,63 @@ export interface RunningStart {
   /** Each service's probe and metrics port, by service name (gateway, keys, ...). */
   internalPorts: Record<string, number>;
   output: () => string;
+  /** The stores and ports of this run, for a restart on the same ones. */
+  stores: NpmStartStores;
   stop(): Promise<void>;
+  /**
+   * kill -9 of every process of the run (the supervisor, the broker and every service) at once,
+   * as a machine losing power would; the stores are kept for a restart.
+   */
+  kill9(): Promise<void>;
 }
 
-export async function startNpmStart(extraEnv: Record<string, string> = {}): Promise<RunningStart> {
+export interface NpmStartStores {
+  base: number;
+  database: string;
+  redis: PrivateRedis;
+  brokerDataDir: string;
+}
+
+/** The processes whose environment names this run's broker directory (every one it started). */
+function processesOf(brokerDataDir: string): number[] {
+  const marker = `BROKER_DATA_DIR=${brokerDataDir}`;
+  return readdirSync("/proc")
+    .filter((pid) => /^\d+$/.test(pid))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(marker);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+export async function startNpmStart(
+  extraEnv: Record<string, string> = {},
+  reuse?: NpmStartStores,
+): Promise<RunningStart> {
   // Below Linux's ephemeral range, so no outgoing connection of another test holds one of them.
-  const base = 20_000 + Math.floor(Math.random() * 12_000);
+  const base = reuse?.base ?? 20_000 + Math.floor(Math.random() * 12_000);
   const ports: Record<string, number> = { BROKER_PORT: base + 1 };
   SERVICES.forEach((service, index) => {
     ports[`${service}_PORT`] = base + 2 + index;
     ports[`${service}_INTERNAL_PORT`] = base + 10 + index;
   });
-  const database = `th_npm_start_${randomBytes(5).toString("hex")}`;
+  const database = reuse?.database ?? `th_npm_start_${randomBytes(5).toString("hex")}`;
   const url = new URL(serverUrl());
   url.pathname = `/${database}`;
-  await admin(`CREATE DATABASE ${database}`);
+  if (!reuse) {
+    await admin(`CREATE DATABASE ${database}`);
+  }
   // A Redis of its own: stacks started side by side by the suite would otherwise rebuild each
   // other's edge state (key index, windows) in the one shared server.
-  const redis = await startPrivateRedis();
+  const redis = reuse?.redis ?? (await startPrivateRedis());
+  const brokerDataDir = reuse?.brokerDataDir ?? mkdtempSync(join(tmpdir(), "th-npm-start-"));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
-    BROKER_DATA_DIR: mkdtempSync(join(tmpdir(), "th-npm-start-")),
+    BROKER_DATA_DIR: brokerDataDir,
     DATABASE_URL: url.toString(),
     REDIS_URL: redis.url,
     LOG_LEVEL: "warn",
@@ -71,6 +106,26 @@ export async function startNpmStart(extraEnv: Record<string, string> = {}): Prom
     }
     await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await redis.destroy();
+    rmSync(brokerDataDir, { recursive: true, force: true });
+  }
+  async function kill9() {
+    const exited =
+      supervisor.exitCode === null && supervisor.signalCode === null
+        ? new Promise((resolve) => supervisor.once("exit", resolve))
+        : Promise.resolve();
+    for (const pid of processesOf(brokerDataDir)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone already.
+      }
+    }
+    await exited;
+    // Every process, not only the supervisor, is gone before the stores are used again.
+    const deadline = Date.now() + 10_000;
+    while (processesOf(brokerDataDir).length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
   try {
     await new Promise<void>((resolve, reject) => {
@@ -105,6 +160,8 @@ export async function startNpmStart(extraEnv: Record<string, string> = {}): Prom
       ]),
     ),
     output: () => output,
+    stores: { base, database, redis, brokerDataDir },
     stop,
+    kill9,
   };
 }

@@ -155,13 +155,18 @@ export const DELETED_WATCHLISTS = new Set<string>();
 /**
  * `ledger`: also runs the quota ledger on `leadview.recorded`, and dispatchers seed their
  * lead-view counters from it (over its internal API) unless a test passes its own loader.
+ * `brokers` puts the stack on a broker the test runs (say one it kills), `env` on other stores
+ * (say a private REDIS_URL).
  */
-export async function startWebhookStack(options: { ledger?: boolean } = {}) {
-  const base = readConfig(TEST_DISPATCHER_ENV);
+export async function startWebhookStack(
+  options: { ledger?: boolean; brokers?: string[]; env?: Record<string, string> } = {},
+) {
+  const base = readConfig({ ...TEST_DISPATCHER_ENV, ...options.env });
   const harness = await createTestHarness({
     config: base,
     migrations: options.ledger ? [migrations, ledgerMigrations] : [migrations],
     topics: DISPATCHER_TOPICS,
+    ...(options.brokers ? { brokers: options.brokers } : {}),
   });
   const ledger = options.ledger
     ? await buildLedger({

@@ -16,7 +16,7 @@ import {
 } from "./index.ts";
 import * as samples from "./samples.ts";
 
-// The topic list of DESIGN.md's services table, in its words.
+// The topic list of DESIGN.md's services table, in its words, and leadview.voided (decision 0190).
 const DESIGN_TOPICS = [
   "parcel.ingested",
   "match.found",
@@ -27,6 +27,7 @@ const DESIGN_TOPICS = [
   "delivery.retry.5m",
   "delivery.dead-letter",
   "leadview.recorded",
+  "leadview.voided",
   "tenant.changed",
   "key.issued",
   "key.revoked",
@@ -60,6 +61,7 @@ describe("topic contracts", () => {
       "delivery.retry.5m": "th.delivery.DeliveryRetry",
       "delivery.dead-letter": "th.delivery.DeliveryDeadLetter",
       "leadview.recorded": "th.usage.LeadViewRecorded",
+      "leadview.voided": "th.usage.LeadViewVoided",
       "tenant.changed": "th.tenants.TenantChanged",
       "key.issued": "th.keys.KeyIssued",
       "key.revoked": "th.keys.KeyRevoked",

@@ -7,6 +7,7 @@ import type {
   KeyIssued,
   KeyRevoked,
   LeadViewRecorded,
+  LeadViewVoided,
   MatchFound,
   ParcelIngested,
   TenantChanged,
@@ -119,6 +120,13 @@ export const contracts = Object.freeze({
   leadViewRecorded: define<LeadViewRecorded>(
     "leadview.recorded",
     "th.usage.LeadViewRecorded",
+    400 * DAY_MS,
+    byTenant,
+  ),
+  // Replayed with leadview.recorded by the ledger rebuild, so kept as long.
+  leadViewVoided: define<LeadViewVoided>(
+    "leadview.voided",
+    "th.usage.LeadViewVoided",
     400 * DAY_MS,
     byTenant,
   ),
@@ -256,6 +264,7 @@ export type {
   KeyRevokeReason,
   LandUse,
   LeadViewRecorded,
+  LeadViewVoided,
   MailingAddress,
   Match,
   MatchFound,

@@ -8,6 +8,7 @@ import type {
   KeyIssued,
   KeyRevoked,
   LeadViewRecorded,
+  LeadViewVoided,
   MatchFound,
   ParcelIngested,
   TenantChanged,
@@ -225,6 +226,15 @@ export const leadViewRecordedSparse: LeadViewRecorded = {
   request_id: deliveryAttempted.delivery_id,
   key_id: null,
   member_id: null,
+};
+
+export const leadViewVoided: LeadViewVoided = {
+  tenant_id: leadViewRecorded.tenant_id,
+  request_id: leadViewRecorded.request_id,
+  day: leadViewRecorded.day,
+  folios: [leadViewRecorded.folio],
+  reason: "publish_timeout",
+  voided_at: "2025-10-14T15:04:07.010Z",
 };
 
 export const tenantChanged: TenantChanged = {

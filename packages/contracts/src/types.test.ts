@@ -35,6 +35,7 @@ const samplesFor: { [K in ContractName]: readonly ValueOf<(typeof contracts)[K]>
   deliveryRetry5m: [s.deliveryRetry, s.deliveryRetrySparse],
   deliveryDeadLetter: [s.deliveryDeadLetter, s.deliveryDeadLetterSparse],
   leadViewRecorded: [s.leadViewRecorded, s.leadViewRecordedSparse],
+  leadViewVoided: [s.leadViewVoided, { ...s.leadViewVoided, folios: [] }],
   tenantChanged: [s.tenantChanged, s.tenantChangedSparse],
   keyIssued: [s.keyIssued],
   keyRevoked: [s.keyRevoked, s.keyRevokedSparse],

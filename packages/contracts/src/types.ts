@@ -235,6 +235,19 @@ export interface LeadViewRecorded {
   recorded_at: Instant;
 }
 
+/**
+ * `leadview.voided`, key tenant_id. The views a read recorded (or tried to) and did not deliver:
+ * any of them in the log is not charged (docs/decisions/0190-lead-view-voided.md).
+ */
+export interface LeadViewVoided {
+  tenant_id: string;
+  request_id: string;
+  day: UtcDay;
+  folios: string[];
+  reason: string;
+  voided_at: Instant;
+}
+
 export const TIERS = ["starter", "operator", "team", "custom"] as const;
 export type Tier = (typeof TIERS)[number];
 

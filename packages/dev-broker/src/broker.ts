@@ -82,6 +82,12 @@ export interface BrokerOptions {
   /** Called for every request the broker reads (before it is checked or answered). */
   onRequest?: (entry: RequestLogEntry) => void;
   /**
+   * A test hook: milliseconds to hold each produce response after its records were appended
+   * (and flushed), asked per request. A broker that appends but acknowledges late, as a stalled
+   * one does.
+   */
+  produceAckDelayMs?: () => number;
+  /**
    * More listeners, as a Kafka broker may have (say an internal PLAINTEXT one next to SASL_SSL).
    * Metadata answers each client with the address of the listener it came through.
    */
@@ -198,6 +204,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
     settings,
     versions: (listenerSpecs[0] as (typeof listenerSpecs)[number]).versions,
     onRequest: options.onRequest ?? null,
+    produceAckDelayMs: options.produceAckDelayMs ?? null,
     topics,
     offsets,
     coordinator,

@@ -16,6 +16,7 @@ import type { Config } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
 import { registerEdge } from "./edge/authenticate.ts";
 import { createEdgeStore, EDGE_REDIS_OPTIONS } from "./edge/edge-store.ts";
+import { createVoidPublisher } from "./edge/lead-view-voids.ts";
 import { LIMIT_HEADER_DOCS, tenantlessHeaders } from "./edge/limit-headers.ts";
 import { createMetering } from "./edge/metering.ts";
 import { registerSessions } from "./edge/sessions.ts";
@@ -107,12 +108,14 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     "Requests refused with 429, by the window that refused them",
     ["scope"] as const,
   );
+  const voids = createVoidPublisher({ bus: deps.bus, logger: deps.logger });
   const metering = createMetering({
     meter,
     bus: deps.bus,
     upgradeUrl: config.UPGRADE_URL,
     publishTimeoutMs: config.LEAD_VIEW_PUBLISH_TIMEOUT_MS,
     onRecorded: (surface, count) => leadViewsRecorded?.inc({ surface }, count),
+    voids,
   });
   const sessions = await registerSessions(http, {
     secret: config.SESSION_SECRET,
@@ -184,6 +187,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     },
     async stop() {
       await consumer?.stop();
+      await voids.close();
     },
   };
   return app;

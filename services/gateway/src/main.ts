@@ -14,6 +14,7 @@ await runService(
     config,
     topics: [
       contracts.leadViewRecorded,
+      contracts.leadViewVoided,
       contracts.tenantChanged,
       contracts.keyIssued,
       contracts.keyRevoked,

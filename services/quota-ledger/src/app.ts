@@ -7,7 +7,11 @@ import {
   type ServiceDeps,
 } from "@th/service-kit";
 import type { Config } from "./config.ts";
-import { consumeLeadViews, consumeTenantChanges } from "./consumers/ledger.ts";
+import {
+  consumeLeadViews,
+  consumeLeadViewVoids,
+  consumeTenantChanges,
+} from "./consumers/ledger.ts";
 import { measureCounterDrift } from "./db/counter-drift.ts";
 import { createLedger } from "./db/ledger.ts";
 import { createTenants } from "./db/tenants.ts";
@@ -85,6 +89,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOp
     tenants,
     async start() {
       consumers.push(await consumeTenantChanges(deps.bus, tenants));
+      consumers.push(await consumeLeadViewVoids(deps.bus, ledger));
       leadViewConsumer = await consumeLeadViews(deps.bus, ledger, {
         partitionsConsumedConcurrently: deps.config.LEDGER_PARTITIONS_CONCURRENTLY,
       });

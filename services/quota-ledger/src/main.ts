@@ -41,7 +41,7 @@ async function rebuild(config: Config, apply: boolean): Promise<number> {
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 3 });
   const bus = new Bus({ ...kafkaConnection(config), clientId: "quota-ledger-rebuild", logger });
   try {
-    await bus.requireTopics([contracts.leadViewRecorded]);
+    await bus.requireTopics([contracts.leadViewRecorded, contracts.leadViewVoided]);
     const report = await rebuildLedger({
       pool,
       bus,
@@ -71,7 +71,7 @@ if (argv[0] === "rebuild") {
       name: "quota-ledger",
       config,
       migrations,
-      topics: [contracts.leadViewRecorded, contracts.tenantChanged],
+      topics: [contracts.leadViewRecorded, contracts.leadViewVoided, contracts.tenantChanged],
       port: config.PORT,
       host: config.HOST,
       build: buildApp,

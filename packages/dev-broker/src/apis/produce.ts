@@ -120,6 +120,10 @@ export const produceApi: ApiDefinition = {
     if (acks === 0) {
       return null;
     }
+    const delayMs = ctx.produceAckDelayMs?.() ?? 0;
+    if (delayMs > 0) {
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
     const w = new Writer();
     w.array(topics, (w, t) => {
       w.string(t.name);

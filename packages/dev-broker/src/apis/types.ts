@@ -55,6 +55,8 @@ export interface BrokerContext {
   /** Accepted and advertised versions per API key for this listener (floor applied). */
   versions: ReadonlyMap<number, VersionRange>;
   onRequest: ((entry: RequestLogEntry) => void) | null;
+  /** BrokerOptions.produceAckDelayMs: a test hook that holds produce responses. */
+  produceAckDelayMs: (() => number) | null;
   topics: TopicRegistry;
   offsets: OffsetsStore;
   coordinator: GroupCoordinator;

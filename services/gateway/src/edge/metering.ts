@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Bus } from "@th/bus";
-import { contracts, type LeadViewRecorded, type Surface } from "@th/contracts";
+import { contracts, type LeadViewRecorded, type LeadViewVoided, type Surface } from "@th/contracts";
 import { type LeadViewMeter, utcDay } from "@th/quota";
 import { ApiError } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
@@ -40,6 +40,11 @@ export function createMetering(deps: {
   publishTimeoutMs?: number;
   /** Counts lead-views recorded, by surface. */
   onRecorded?: (surface: Surface, count: number) => void;
+  /**
+   * Takes the void of a read whose views were not acknowledged in time: a produce request that
+   * reached the broker may still be appended, and the void keeps the ledger from charging it.
+   */
+  voids?: { void(event: LeadViewVoided): void };
 }) {
   return {
     async charge(
@@ -116,15 +121,25 @@ export function createMetering(deps: {
         recorded_at: at.toISOString(),
       }));
       const gone = clientGone(request);
+      const deadline = AbortSignal.timeout(deps.publishTimeoutMs ?? 2_000);
       try {
         await deps.bus.publish(contracts.leadViewRecorded, events, {
-          signal: AbortSignal.any([
-            AbortSignal.timeout(deps.publishTimeoutMs ?? 2_000),
-            gone.signal,
-          ]),
+          signal: AbortSignal.any([deadline, gone.signal]),
         });
         deps.onRecorded?.(surface, reservation.charged.length);
       } catch (error) {
+        deps.voids?.void({
+          tenant_id: tenancy.tenantId,
+          request_id: request.id,
+          day,
+          folios: recorded,
+          reason: gone.signal.aborted
+            ? "client_gone"
+            : deadline.aborted
+              ? "publish_timeout"
+              : "publish_failed",
+          voided_at: new Date().toISOString(),
+        });
         const released = await deps.meter
           .release({
             tenantId: tenancy.tenantId,

@@ -6,6 +6,7 @@ import type { Tenants } from "../db/tenants.ts";
 /** The live ledger's consumer group; its offsets say how far the ledger has read. */
 export const LEDGER_GROUP = "quota-ledger.ledger";
 export const TENANTS_GROUP = "quota-ledger.tenants";
+export const VOIDS_GROUP = "quota-ledger.voids";
 
 /**
  * Lead-views go into the ledger a fetched batch at a time, in one statement: each row is
@@ -30,6 +31,22 @@ export function consumeLeadViews(
             position: { partition, offset },
           })),
         );
+        return undefined;
+      }),
+    ],
+  });
+}
+
+/**
+ * Voided reads (leadview.voided): their views are taken out of the ledger, or kept out of it when
+ * the void is read first. Applying a void twice changes nothing, so a redelivered batch is safe.
+ */
+export function consumeLeadViewVoids(bus: Bus, ledger: Ledger): Promise<RunningConsumer> {
+  return bus.consume({
+    group: VOIDS_GROUP,
+    subscriptions: [
+      onBatch(contracts.leadViewVoided, async (records) => {
+        await ledger.voidBatch(records.map(({ value }) => value));
         return undefined;
       }),
     ],

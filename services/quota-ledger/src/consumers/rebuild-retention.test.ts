@@ -49,7 +49,7 @@ beforeAll(async () => {
   harness = await createTestHarness({
     config: readConfig({}),
     migrations: [migrations],
-    topics: [contracts.leadViewRecorded, contracts.tenantChanged],
+    topics: [contracts.leadViewRecorded, contracts.leadViewVoided, contracts.tenantChanged],
     brokers: broker.brokers,
   });
   app = await buildApp(harness, { now: () => now });

@@ -21,7 +21,7 @@ beforeAll(async () => {
   harness = await createTestHarness({
     config: readConfig({}),
     migrations: [migrations],
-    topics: [contracts.leadViewRecorded, contracts.tenantChanged],
+    topics: [contracts.leadViewRecorded, contracts.leadViewVoided, contracts.tenantChanged],
   });
   app = await buildApp(harness, { now: () => now });
   await app.start();

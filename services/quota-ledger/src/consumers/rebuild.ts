@@ -38,6 +38,8 @@ export interface RebuildReport {
   /** Distinct (tenant, day, folio) lead-views among them. */
   leadViews: number;
   duplicates: number;
+  /** Events skipped because leadview.voided voids their read. */
+  voided: number;
   tenants: number;
   periods: number;
   replayMs: number;
@@ -77,7 +79,7 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
       throw new Error("another ledger rebuild is running");
     }
     const replay = await replayIntoShadow(deps.bus, shadow);
-    const { events, replayMs, leadViews } = replay;
+    const { events, replayMs, leadViews, voided } = replay;
 
     const liveCaughtUp = await waitForLiveLedger(
       deps.bus,
@@ -101,7 +103,8 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
     return {
       events,
       leadViews,
-      duplicates: events - leadViews,
+      duplicates: events - leadViews - voided,
+      voided,
       tenants: summary.tenants,
       periods: summary.periods,
       replayMs,
@@ -134,14 +137,31 @@ const SLICE_PART = 512;
 export interface ShadowReplay {
   events: number;
   leadViews: number;
+  voided: number;
   replayMs: number;
   highWaterMarks: ReadonlyMap<number, string>;
   lowWaterMarks: ReadonlyMap<number, string>;
 }
 
+/** Every (tenant, day, folio, request) leadview.voided voids,. */
+async function replayVoids(bus: Bus): Promise<Set<string>> {
+  const voided = new Set<string>();
+  await bus.replay(contracts.leadViewVoided, {
+    onBatch: async (records) => {
+      for (const { value } of records) {
+        for (const folio of value.folios) {
+          voided.add(`${value.tenant_id}\u0000${value.day}\u0000${folio}\u0000${value.request_id}`);
+        }
+      }
+    },
+  });
+  return voided;
+}
+
 /**
  * Reads leadview.recorded from its first offset into an emptied shadow ledger, keeping the first
- * event of each (tenant, day, folio) as the live consumer does.
+ * event of each (tenant, day, folio) whose read was not voided, as the live consumer does. Voids
+ * are few (reads the broker did not acknowledge in time), so they are read whole first.
  */
 export async function replayIntoShadow(
   bus: Bus,
@@ -149,8 +169,10 @@ export async function replayIntoShadow(
   options: { lanes?: number } = {},
 ): Promise<ShadowReplay> {
   await shadow.reset();
+  const voids = await replayVoids(bus);
   const seen = new Set<string>();
   let events = 0;
+  let voided = 0;
   const started = performance.now();
   // COPY streams that stay open for the whole replay: the log is read and decoded while
   // Postgres stores what was read, instead of one connection and COPY per fetched batch.
@@ -169,7 +191,9 @@ export async function replayIntoShadow(
             const record = records[index] as ShadowRow;
             const { tenant_id, day, folio } = record.value;
             const key = `${tenant_id}\u0000${day}\u0000${folio}`;
-            if (!seen.has(key)) {
+            if (voids.size > 0 && voids.has(`${key}\u0000${record.value.request_id}`)) {
+              voided++;
+            } else if (!seen.has(key)) {
               seen.add(key);
               fresh.push(record);
             }
@@ -186,6 +210,7 @@ export async function replayIntoShadow(
   return {
     events,
     leadViews: seen.size,
+    voided,
     replayMs: performance.now() - started,
     highWaterMarks: replay.highWaterMarks,
     lowWaterMarks: replay.lowWaterMarks,
@@ -241,7 +266,7 @@ async function reseedMeters(pool: Pool, redis: Redis, at: Date): Promise<number>
 export function formatRebuildReport(report: RebuildReport): string[] {
   const lines = [
     `replayed ${report.events} leadview.recorded events in ${(report.replayMs / 1000).toFixed(2)} s (${report.eventsPerSecond} events/s)`,
-    `shadow ledger: ${report.leadViews} lead-views (${report.duplicates} duplicate events skipped), ${report.tenants} tenants, ${report.periods} tenant periods`,
+    `shadow ledger: ${report.leadViews} lead-views (${report.duplicates} duplicate events skipped, ${report.voided} voided), ${report.tenants} tenants, ${report.periods} tenant periods`,
     `live ledger caught up with the replay: ${report.liveCaughtUp ? "yes" : "no (still behind when compared)"}`,
   ];
   for (const difference of report.differences) {

@@ -1,5 +1,5 @@
-import type { LeadViewRecorded } from "@th/contracts";
-import type { Pool } from "@th/db";
+import type { LeadViewRecorded, LeadViewVoided } from "@th/contracts";
+import { inTransaction, type Pool, type PoolClient } from "@th/db";
 
 /** Where a lead-view event sits in leadview.recorded. */
 export interface EventPosition {
@@ -12,28 +12,21 @@ export interface DailyLeadViews {
   lead_views: number;
 }
 
-/**
- * One statement inserts the lead-view unless its (tenant, day, folio) is already in the ledger
- * and adds only the rows actually inserted to the period's counter, so the counter can never
- * drift from the rows, whatever is redelivered or duplicated.
- */
-const RECORD_SQL = `
-WITH inserted AS (
-  INSERT INTO lead_views (tenant_id, day, folio, billing_period_start, surface, request_id,
-    key_id, member_id, recorded_at, source_partition, source_offset)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-  ON CONFLICT DO NOTHING
-  RETURNING tenant_id, billing_period_start
-)
-INSERT INTO period_usage (tenant_id, period_start, lead_views)
-SELECT tenant_id, billing_period_start, 1 FROM inserted
-ON CONFLICT (tenant_id, period_start)
-DO UPDATE SET lead_views = period_usage.lead_views + EXCLUDED.lead_views`;
+/** The batch's events as a relation, in log order (`ord`). */
+const BATCH_VALUES = `unnest($1::text[], $2::date[], $3::text[], $4::date[], $5::text[], $6::text[],
+                $7::text[], $8::text[], $9::timestamptz[], $10::int[], $11::bigint[])
+         WITH ORDINALITY AS v(tenant_id, day, folio, billing_period_start, surface, request_id,
+                              key_id, member_id, recorded_at, source_partition, source_offset, ord)`;
+
+const NOT_VOIDED = `NOT EXISTS (SELECT 1 FROM lead_view_voids x
+                    WHERE x.tenant_id = v.tenant_id AND x.day = v.day AND x.folio = v.folio
+                      AND x.request_id = v.request_id)`;
 
 /**
- * RECORD_SQL for a whole batch in one statement (so one transaction): rows go in in log order,
- * so the first event of a (tenant, day, folio) wins as it does one at a time, a key twice in the
- * batch is inserted once, and each period's counter moves by the rows actually inserted.
+ * Inserts a batch's lead-views in one statement: rows go in in log order, so the first event of a
+ * (tenant, day, folio) wins as it does one at a time, a key twice in the batch is inserted once,
+ * each period's counter moves by the rows actually inserted, and an event whose read was voided
+ * is skipped.
  */
 const RECORD_BATCH_SQL = `
 WITH inserted AS (
@@ -41,10 +34,8 @@ WITH inserted AS (
     key_id, member_id, recorded_at, source_partition, source_offset)
   SELECT v.tenant_id, v.day, v.folio, v.billing_period_start, v.surface, v.request_id,
          v.key_id, v.member_id, v.recorded_at, v.source_partition, v.source_offset
-    FROM unnest($1::text[], $2::date[], $3::text[], $4::date[], $5::text[], $6::text[],
-                $7::text[], $8::text[], $9::timestamptz[], $10::int[], $11::bigint[])
-         WITH ORDINALITY AS v(tenant_id, day, folio, billing_period_start, surface, request_id,
-                              key_id, member_id, recorded_at, source_partition, source_offset, ord)
+    FROM ${BATCH_VALUES}
+   WHERE ${NOT_VOIDED}
    ORDER BY v.ord
   ON CONFLICT DO NOTHING
   RETURNING tenant_id, billing_period_start
@@ -55,6 +46,84 @@ SELECT tenant_id, billing_period_start, count(*) FROM inserted
 ON CONFLICT (tenant_id, period_start)
 DO UPDATE SET lead_views = period_usage.lead_views + EXCLUDED.lead_views`;
 
+/** The batch's events that lost to another request's event of their (tenant, day, folio). */
+const RUNNERS_UP_SQL = `
+INSERT INTO lead_view_runners_up (tenant_id, day, folio, billing_period_start, surface,
+  request_id, key_id, member_id, recorded_at, source_partition, source_offset)
+SELECT v.tenant_id, v.day, v.folio, v.billing_period_start, v.surface, v.request_id,
+       v.key_id, v.member_id, v.recorded_at, v.source_partition, v.source_offset
+  FROM ${BATCH_VALUES}
+  JOIN lead_views l ON l.tenant_id = v.tenant_id AND l.day = v.day AND l.folio = v.folio
+ WHERE l.request_id <> v.request_id AND ${NOT_VOIDED}
+ON CONFLICT DO NOTHING`;
+
+/**
+ * Recording and voiding one tenant's views are serialised, so neither misses the other: a record
+ * takes its tenants' buckets shared (batches record side by side), a void takes them exclusive.
+ * Buckets, not tenants, so that a batch of many tenants holds a bounded number of locks.
+ */
+const LOCK_SPACE = 190_001;
+/** A power of two: a bucket is the hash's low bits. */
+const LOCK_BUCKETS = 64;
+const lockBuckets = (mode: "shared" | "exclusive") => `
+SELECT ${mode === "shared" ? "pg_advisory_xact_lock_shared" : "pg_advisory_xact_lock"}(${LOCK_SPACE}, b)
+  FROM (SELECT DISTINCT hashtext(t) & ${LOCK_BUCKETS - 1} AS b FROM unnest($1::text[]) AS t
+        ORDER BY 1) AS buckets`;
+
+/**
+ * Voids one read's views of one (tenant, day): each voided folio's charge is taken back, unless
+ * another request's event of it was recorded too, which is then charged in its place.
+ */
+async function voidRead(client: PoolClient, event: LeadViewVoided): Promise<number> {
+  const key = [event.tenant_id, event.day, event.folios, event.request_id];
+  await client.query(
+    `INSERT INTO lead_view_voids (tenant_id, day, folio, request_id, voided_at)
+     SELECT $1, $2, folio, $4, $5 FROM unnest($3::text[]) AS folio
+     ON CONFLICT DO NOTHING`,
+    [...key, event.voided_at],
+  );
+  await client.query(
+    `DELETE FROM lead_view_runners_up
+      WHERE tenant_id = $1 AND day = $2 AND folio = ANY($3) AND request_id = $4`,
+    key,
+  );
+  // The runner-up of each voided charge takes its place; what has none is uncharged.
+  await client.query(
+    `WITH voided AS (
+       SELECT folio FROM lead_views
+        WHERE tenant_id = $1 AND day = $2 AND folio = ANY($3) AND request_id = $4 FOR UPDATE),
+     next AS (
+       DELETE FROM lead_view_runners_up r USING (
+         SELECT DISTINCT ON (r2.folio) r2.folio, r2.request_id FROM lead_view_runners_up r2
+           JOIN voided USING (folio)
+          WHERE r2.tenant_id = $1 AND r2.day = $2
+          ORDER BY r2.folio, r2.source_partition, r2.source_offset) AS first
+        WHERE r.tenant_id = $1 AND r.day = $2 AND r.folio = first.folio
+          AND r.request_id = first.request_id
+       RETURNING r.*)
+     UPDATE lead_views l
+        SET billing_period_start = next.billing_period_start, surface = next.surface,
+            request_id = next.request_id, key_id = next.key_id, member_id = next.member_id,
+            recorded_at = next.recorded_at, source_partition = next.source_partition,
+            source_offset = next.source_offset, ledgered_at = now()
+       FROM next
+      WHERE l.tenant_id = $1 AND l.day = $2 AND l.folio = next.folio`,
+    key,
+  );
+  const { rows } = await client.query<{ count: number }>(
+    `WITH removed AS (
+       DELETE FROM lead_views
+        WHERE tenant_id = $1 AND day = $2 AND folio = ANY($3) AND request_id = $4
+       RETURNING billing_period_start)
+     UPDATE period_usage u SET lead_views = u.lead_views - n.count
+       FROM (SELECT billing_period_start, count(*)::int AS count FROM removed GROUP BY 1) AS n
+      WHERE u.tenant_id = $1 AND u.period_start = n.billing_period_start
+     RETURNING n.count`,
+    key,
+  );
+  return rows.reduce((sum, row) => sum + row.count, 0);
+}
+
 export function createLedger(pool: Pool) {
   return {
     /** Records the lead-views of one batch at once, in log order. */
@@ -64,45 +133,46 @@ export function createLedger(pool: Pool) {
       if (views.length === 0) {
         return;
       }
-      await pool.query({
-        name: "quota-ledger.record-batch",
-        text: RECORD_BATCH_SQL,
-        values: [
-          views.map(({ view }) => view.tenant_id),
-          views.map(({ view }) => view.day),
-          views.map(({ view }) => view.folio),
-          views.map(({ view }) => view.billing_period_start),
-          views.map(({ view }) => view.surface),
-          views.map(({ view }) => view.request_id),
-          views.map(({ view }) => view.key_id),
-          views.map(({ view }) => view.member_id),
-          views.map(({ view }) => view.recorded_at),
-          views.map(({ position }) => position.partition),
-          views.map(({ position }) => position.offset),
-        ],
+      const values = [
+        views.map(({ view }) => view.tenant_id),
+        views.map(({ view }) => view.day),
+        views.map(({ view }) => view.folio),
+        views.map(({ view }) => view.billing_period_start),
+        views.map(({ view }) => view.surface),
+        views.map(({ view }) => view.request_id),
+        views.map(({ view }) => view.key_id),
+        views.map(({ view }) => view.member_id),
+        views.map(({ view }) => view.recorded_at),
+        views.map(({ position }) => position.partition),
+        views.map(({ position }) => position.offset),
+      ];
+      await inTransaction(pool, async (client) => {
+        await client.query({
+          name: "quota-ledger.lock-shared",
+          text: lockBuckets("shared"),
+          values: [values[0]],
+        });
+        await client.query({ name: "quota-ledger.record-batch", text: RECORD_BATCH_SQL, values });
+        await client.query({ name: "quota-ledger.runners-up", text: RUNNERS_UP_SQL, values });
       });
     },
 
-    /** Records one lead-view; true when it was new to the ledger. */
-    async record(view: LeadViewRecorded, position: EventPosition): Promise<boolean> {
-      const result = await pool.query({
-        name: "quota-ledger.record",
-        text: RECORD_SQL,
-        values: [
-          view.tenant_id,
-          view.day,
-          view.folio,
-          view.billing_period_start,
-          view.surface,
-          view.request_id,
-          view.key_id,
-          view.member_id,
-          view.recorded_at,
-          position.partition,
-          position.offset,
-        ],
+    /**
+     * Applies a batch of voids: each is idempotent, and a void read before the views it names
+     * keeps them from ever being charged. Answers how many charged views were taken back.
+     */
+    async voidBatch(events: readonly LeadViewVoided[]): Promise<number> {
+      if (events.length === 0) {
+        return 0;
+      }
+      return inTransaction(pool, async (client) => {
+        await client.query(lockBuckets("exclusive"), [events.map((event) => event.tenant_id)]);
+        let uncharged = 0;
+        for (const event of events) {
+          uncharged += await voidRead(client, event);
+        }
+        return uncharged;
       });
-      return result.rowCount === 1;
     },
 
     /** What the gateway's meter seeds Redis with: the period's count and today's folios. */

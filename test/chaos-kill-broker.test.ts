@@ -1,0 +1,100 @@
+// kill -9 of the broker while the dispatcher delivers, then the broker started again on its log
+// directory (the dev broker keeps its log, offsets and groups on disk and syncs an acks=all
+// write before acknowledging it): the dispatcher stays up, its consumers rejoin, matches
+// published after the restart are delivered, and every webhook id arrives.
+import type { ChildProcess } from "node:child_process";
+import { type BrokerProcess, startBrokerProcess } from "@th/dev-broker/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
+import {
+  type Receiver,
+  startReceiver,
+  startWebhookStack,
+  tallyDeliveries,
+  type WebhookStack,
+  waitFor,
+} from "./support/webhook-stack.ts";
+
+let broker: BrokerProcess;
+let stack: WebhookStack;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  broker = await startBrokerProcess();
+  stack = await startWebhookStack({ brokers: broker.brokers });
+  receiver = await startReceiver(() => ({ status: 200, delayMs: 10 }));
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await stack?.close().catch(() => {});
+  await broker?.destroy();
+});
+
+describe("kill -9 and restart of the broker during dispatch", () => {
+  it("leaves the dispatcher running; it rejoins, delivers what comes after, and none is lost", async () => {
+    const tenant = "tn_kill_broker";
+    await stack.publishTenant(tenant, "custom", {
+      concurrent_webhooks: 16,
+      lead_views_per_month: 100_000,
+    });
+    const api = await stack.startDispatcher();
+    await stack.tenantApplied(tenant);
+    await stack.subscribe(tenant, "wl_broker", receiver.url);
+    await stack.stopDispatcher(api);
+    const child: ChildProcess = await stack.spawnDispatcher({ LEASE_MS: "3000" });
+    let exited: string | undefined;
+    child.on("exit", (code, signal) => {
+      exited = `code ${code} signal ${signal}`;
+    });
+
+    const before = Array.from({ length: 500 }, () => stack.match(tenant, "wl_broker"));
+    await stack.publishMatches(before);
+    await waitFor(() => receiver.received.length >= 40, { what: "deliveries under way" });
+    await broker.kill();
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await broker.start();
+    const backAt = Date.now();
+    const after = Array.from({ length: 100 }, () => stack.match(tenant, "wl_broker"));
+    await waitFor(
+      () =>
+        stack.publishMatches(after).then(
+          () => true,
+          () => false,
+        ),
+      { timeoutMs: 20_000, intervalMs: 250, what: "a publish once the broker is back" },
+    );
+    const afterIds = new Set(after.map((match) => match.match_id));
+    await waitFor(
+      () =>
+        exited ??
+        receiver.received.some((request) =>
+          afterIds.has((JSON.parse(request.body) as { event_id: string }).event_id),
+        ),
+      { timeoutMs: 30_000, what: "a match published after the restart delivered" },
+    );
+    const recoveryMs = Date.now() - backAt;
+    expect(exited).toBeUndefined();
+
+    const total = before.length + after.length;
+    const tally = await tallyDeliveries(stack, receiver, tenant, total, () => exited);
+    expect(exited).toBeUndefined();
+    expect(tally.rows).toBe(total);
+    expect(tally.missing).toBe(0);
+    expect(recoveryMs).toBeLessThan(30_000);
+    recordFault({
+      fault: "kill -9 and restart of the broker during dispatch",
+      matches: total,
+      uniqueDeliveries: tally.received,
+      duplicates: tally.duplicates,
+      lost: tally.lost,
+      fiveHundreds: 0,
+      unavailable: 0,
+      slowestAnswerMs: null,
+      recoveryMs,
+      leadViewsCharged: null,
+      readsAnswered: null,
+    });
+    child.kill("SIGTERM");
+  }, 150_000);
+});

@@ -1,0 +1,162 @@
+// A restart of Redis (it comes back empty, as without persistence) and then a flush of it, on a
+// redis-server of this test's own, while a dispatcher process delivers and a gateway serves lead
+// reads: the dispatcher stays up and every webhook id arrives; every read is answered or refused
+// (503) within the bound, never a 5xx; reads and deliveries resume by themselves; and the
+// lead-views the ledger charged are exactly the reads answered with a lead.
+import type { ChildProcess } from "node:child_process";
+import { buildApp as buildGateway } from "@th/gateway/app";
+import { REDIS_OPTIONS } from "@th/service-kit";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
+import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import { type PrivateRedis, startPrivateRedis } from "./support/private-stores.ts";
+import {
+  type Receiver,
+  startReceiver,
+  startWebhookStack,
+  tallyDeliveries,
+  type WebhookStack,
+  waitFor,
+} from "./support/webhook-stack.ts";
+
+let redisServer: PrivateRedis;
+let webhooks: WebhookStack;
+let receiver: Receiver;
+let edge: EdgeStack;
+let folios: string[];
+let redis: Redis;
+let gateway: Awaited<ReturnType<typeof buildGateway>>;
+
+beforeAll(async () => {
+  redisServer = await startPrivateRedis();
+  webhooks = await startWebhookStack({ env: { REDIS_URL: redisServer.url } });
+  // The stack's own client sees the outage too; it reconnects by itself.
+  webhooks.harness.redis.on("error", () => {});
+  receiver = await startReceiver(() => ({ status: 200, delayMs: 10 }));
+  edge = await startEdgeStack();
+  folios = await edge.ingestSample();
+  redis = new Redis(redisServer.url, { ...REDIS_OPTIONS });
+  redis.on("error", () => {});
+  gateway = await buildGateway({ ...edge.harness, redis, config: edge.gatewayConfig });
+  await gateway.http?.ready();
+});
+
+afterAll(async () => {
+  await gateway?.http?.close();
+  redis?.disconnect();
+  await receiver?.close();
+  await webhooks?.close().catch(() => {});
+  await edge?.close();
+  await redisServer?.destroy();
+});
+
+describe("a Redis restart and a flush under deliveries and reads", () => {
+  it("keeps the dispatcher up and every read bounded; nothing lost, nothing charged unanswered", async () => {
+    const tenant = "tn_redis_chaos";
+    await webhooks.publishTenant(tenant, "custom", {
+      concurrent_webhooks: 16,
+      lead_views_per_month: 100_000,
+    });
+    const api = await webhooks.startDispatcher();
+    await webhooks.tenantApplied(tenant);
+    await webhooks.subscribe(tenant, "wl_redis", receiver.url);
+    await webhooks.stopDispatcher(api);
+    const child: ChildProcess = await webhooks.spawnDispatcher({ LEASE_MS: "3000" });
+    let exited: string | undefined;
+    child.on("exit", (code, signal) => {
+      exited = `code ${code} signal ${signal}`;
+    });
+
+    const trial = await edge.startTrial("custom");
+    await edge.setCustomLimits(trial.tenantId, {
+      lead_views_per_month: 10_000,
+      rate_per_minute: 100_000,
+    });
+    // Reads of folios never read before, one after another for the whole fault.
+    const answers: { folio: string; status: number; ms: number; at: number }[] = [];
+    let reading = true;
+    const reads = (async () => {
+      for (let next = 0; reading && next < folios.length; next++) {
+        const folio = folios[next] as string;
+        const started = Date.now();
+        const response = await edge.request("GET", `/v1/leads/${folio}`, {
+          key: trial.key,
+          via: gateway,
+        });
+        answers.push({ folio, status: response.statusCode, ms: Date.now() - started, at: started });
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    })();
+
+    const matches = Array.from({ length: 600 }, () => webhooks.match(tenant, "wl_redis"));
+    await webhooks.publishMatches(matches);
+    await waitFor(() => receiver.received.length >= 40, { what: "deliveries under way" });
+    await redisServer.stop();
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const seenWhileDown = receiver.received.length;
+    await redisServer.start();
+    const backAt = Date.now();
+    await waitFor(
+      () =>
+        exited ??
+        (receiver.received.length > seenWhileDown &&
+          answers.some((answer) => answer.at >= backAt && answer.status === 200)),
+      { timeoutMs: 30_000, what: "deliveries and reads after Redis returned" },
+    );
+    const recoveryMs = Date.now() - backAt;
+    // And a flush while everything runs.
+    const admin = new Redis(redisServer.url);
+    await admin.flushall();
+    admin.disconnect();
+    const flushedAt = Date.now();
+    await waitFor(() => answers.some((answer) => answer.at > flushedAt + 1_000), {
+      timeoutMs: 30_000,
+      what: "reads after the flush",
+    });
+    reading = false;
+    await reads;
+
+    const tally = await tallyDeliveries(webhooks, receiver, tenant, matches.length, () => exited);
+    expect(exited).toBeUndefined();
+    expect(tally.missing).toBe(0);
+    expect(tally.rows).toBe(matches.length);
+    const fiveHundreds = answers.filter((answer) => answer.status >= 500 && answer.status !== 503);
+    expect(fiveHundreds).toEqual([]);
+    expect(answers.filter((answer) => ![200, 503].includes(answer.status))).toEqual([]);
+    const slowest = Math.max(...answers.map((answer) => answer.ms));
+    expect(slowest).toBeLessThan(2_500);
+    expect(
+      answers.filter((answer) => answer.at > flushedAt && answer.status === 200).length,
+    ).toBeGreaterThan(0);
+    const answered = answers
+      .filter((answer) => answer.status === 200)
+      .map((answer) => answer.folio);
+    const charged = async () =>
+      (
+        await edge.harness.pool.query<{ folio: string }>(
+          "SELECT folio FROM quota_ledger.lead_views WHERE tenant_id = $1",
+          [trial.tenantId],
+        )
+      ).rows.map((row) => row.folio);
+    await vi.waitFor(async () => expect((await charged()).sort()).toEqual([...answered].sort()), {
+      timeout: 15_000,
+      interval: 200,
+    });
+    expect(recoveryMs).toBeLessThan(30_000);
+    recordFault({
+      fault: "Redis restart (back empty) and flush under deliveries and reads",
+      matches: matches.length,
+      uniqueDeliveries: tally.received,
+      duplicates: tally.duplicates,
+      lost: tally.lost,
+      fiveHundreds: fiveHundreds.length,
+      unavailable: answers.filter((answer) => answer.status === 503).length,
+      slowestAnswerMs: slowest,
+      recoveryMs,
+      leadViewsCharged: (await charged()).length,
+      readsAnswered: answered.length,
+    });
+    child.kill("SIGTERM");
+  }, 150_000);
+});

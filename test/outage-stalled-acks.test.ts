@@ -1,0 +1,162 @@
+// A broker that appends a read's lead-views but acknowledges them after the 2 s deadline (alive
+// but stalled): the read answers 503 and its reservation is released; the view is in the log all
+// the same, and the gateway's leadview.voided keeps the ledger from charging it. Afterwards the
+// ledger, the usage endpoint and the Redis counter agree on the reads answered with a lead.
+import { Bus } from "@th/bus";
+import { contracts, type LeadViewRecorded } from "@th/contracts";
+import { type RunningBroker, startBroker } from "@th/dev-broker";
+import { buildApp as buildGateway } from "@th/gateway/app";
+import { buildApp as buildLedger } from "@th/quota-ledger/app";
+import { readConfig as readLedgerConfig } from "@th/quota-ledger/config";
+import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { recordFault } from "./support/chaos-report.ts";
+import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+
+let stack: EdgeStack;
+let folios: string[];
+let broker: RunningBroker;
+let bus: Bus;
+let gateway: Awaited<ReturnType<typeof buildGateway>>;
+let ledger: Awaited<ReturnType<typeof buildLedger>>;
+/** How long the broker holds each produce response; 0 answers at once. */
+let stallMs = 0;
+
+beforeAll(async () => {
+  stack = await startEdgeStack();
+  folios = await stack.ingestSample();
+  // The gateway under test and a ledger of its own meet on a broker of their own, whose
+  // acknowledgements the test can hold back.
+  broker = await startBroker({ port: 0, logLevel: "error", produceAckDelayMs: () => stallMs });
+  bus = new Bus({
+    brokers: broker.brokers,
+    clientId: "stalled-acks",
+    logger: stack.harness.logger,
+    consumerTimings: TEST_CONSUMER_TIMINGS,
+  });
+  await bus.provision([
+    contracts.leadViewRecorded,
+    contracts.leadViewVoided,
+    contracts.tenantChanged,
+  ]);
+  ledger = await buildLedger({
+    ...stack.harness,
+    bus,
+    config: {
+      ...readLedgerConfig({}),
+      DATABASE_URL: stack.harness.db.url,
+      KAFKA_BROKERS: broker.brokers,
+    },
+    pool: stack.harness.db.poolFor("quota_ledger"),
+  });
+  await ledger.start();
+  gateway = await buildGateway({ ...stack.harness, bus, config: stack.gatewayConfig });
+  await gateway.http?.ready();
+});
+
+afterAll(async () => {
+  await gateway?.http?.close();
+  await gateway?.stop();
+  await ledger?.stop();
+  await bus?.close();
+  await broker?.stop();
+  await stack?.close();
+});
+
+/** The request ids of every lead-view in the private broker's log. */
+async function recordedRequestIds(): Promise<string[]> {
+  const ids: string[] = [];
+  await bus.replay(contracts.leadViewRecorded, {
+    onBatch: async (records) => {
+      ids.push(...records.map((record) => (record.value as LeadViewRecorded).request_id));
+    },
+  });
+  return ids;
+}
+
+const remaining = (response: { headers: Record<string, unknown> }) =>
+  Number(response.headers["x-quota-lead-views-remaining"]);
+
+describe("a lead read whose views the broker appends but acknowledges too late", () => {
+  it("answers 503, and the view that reached the log is voided: ledger, usage and counter agree on the reads answered", async () => {
+    const trial = await stack.startTrial("custom");
+    await stack.setCustomLimits(trial.tenantId, {
+      lead_views_per_month: 10,
+      rate_per_minute: 100_000,
+    });
+    const answers: { id: string; status: number; ms: number }[] = [];
+    const read = async (folio: string, requestId: string) => {
+      const started = Date.now();
+      const response = await stack.request("GET", `/v1/leads/${folio}`, {
+        key: trial.key,
+        via: gateway,
+        headers: { "x-request-id": requestId },
+      });
+      answers.push({ id: requestId, status: response.statusCode, ms: Date.now() - started });
+      return response;
+    };
+    expect((await read(folios[0] as string, "stalled-ok-1")).statusCode).toBe(200);
+
+    stallMs = 3_000;
+    const refused = await read(folios[1] as string, "stalled-refused-1");
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json().error).toBe("unavailable");
+    expect(answers.at(-1)?.ms).toBeLessThan(2_500);
+    expect(remaining(refused)).toBe(9);
+    stallMs = 0;
+
+    // The refused read's view did reach the log: the case the void exists for.
+    await vi.waitFor(
+      async () => expect(await recordedRequestIds()).toContain("stalled-refused-1"),
+      {
+        timeout: 10_000,
+        interval: 200,
+      },
+    );
+    const voided = async () =>
+      (
+        await stack.harness.pool.query(
+          "SELECT folio FROM quota_ledger.lead_view_voids WHERE tenant_id = $1 AND request_id = $2",
+          [trial.tenantId, "stalled-refused-1"],
+        )
+      ).rows;
+    await vi.waitFor(async () => expect(await voided()).toEqual([{ folio: folios[1] }]), {
+      timeout: 20_000,
+      interval: 200,
+    });
+    expect((await read(folios[2] as string, "stalled-ok-2")).statusCode).toBe(200);
+
+    const answered = answers.filter((answer) => answer.status === 200).map((answer) => answer.id);
+    const charged = async () =>
+      (
+        await stack.harness.pool.query<{ request_id: string }>(
+          "SELECT request_id FROM quota_ledger.lead_views WHERE tenant_id = $1 ORDER BY request_id",
+          [trial.tenantId],
+        )
+      ).rows.map((row) => row.request_id);
+    await vi.waitFor(async () => expect(await charged()).toEqual([...answered].sort()), {
+      timeout: 10_000,
+      interval: 100,
+    });
+    const usage = await stack.request("GET", "/v1/usage", { key: trial.key, via: gateway });
+    expect(usage.statusCode).toBe(200);
+    expect(usage.json().used).toBe(answered.length);
+    // The counter: a read of a folio already charged today is free and shows what remains.
+    const again = await read(folios[0] as string, "stalled-repeat");
+    expect(remaining(again)).toBe(10 - answered.length);
+    recordFault({
+      fault: "broker appends but acknowledges 3 s late during reads",
+      matches: null,
+      uniqueDeliveries: null,
+      duplicates: null,
+      lost: null,
+      fiveHundreds: answers.filter((answer) => answer.status >= 500 && answer.status !== 503)
+        .length,
+      unavailable: answers.filter((answer) => answer.status === 503).length,
+      slowestAnswerMs: Math.max(...answers.map((answer) => answer.ms)),
+      recoveryMs: null,
+      leadViewsCharged: (await charged()).length,
+      readsAnswered: answered.length,
+    });
+  }, 90_000);
+});
