@@ -165,7 +165,7 @@ export async function startWebhookStack(
   const harness = await createTestHarness({
     config: base,
     migrations: options.ledger ? [migrations, ledgerMigrations] : [migrations],
-    topics: DISPATCHER_TOPICS,
+    topics: options.ledger ? [...DISPATCHER_TOPICS, contracts.leadViewVoided] : DISPATCHER_TOPICS,
     ...(options.brokers ? { brokers: options.brokers } : {}),
   });
   const ledger = options.ledger
