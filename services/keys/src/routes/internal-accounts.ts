@@ -31,6 +31,15 @@ const revokedSchema = z.object({ key_hashes: z.array(z.string()) });
  * routes enforce what only this service knows: roles, seats, ownership of keys.
  */
 export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts): void {
+  registerSignUpRoutes(app, accounts);
+  registerKeyRoutes(app, accounts);
+  registerMemberRoutes(app, accounts);
+  registerSubscriptionRoutes(app, accounts);
+  registerPasswordRoutes(app, accounts);
+}
+
+/** The public site's forms: a trial and a contact message. */
+function registerSignUpRoutes(app: HttpApp, accounts: Accounts): void {
   app.post(
     "/internal/v1/trials",
     {
@@ -52,7 +61,10 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
     },
     async (request, reply) => reply.status(202).send(await accounts.recordContact(request.body)),
   );
+}
 
+/** API keys: the gateway's lookup by hash, and admins' listing, issuing and revoking. */
+function registerKeyRoutes(app: HttpApp, accounts: Accounts): void {
   app.get(
     "/internal/v1/keys/by-hash/:key_hash",
     {
@@ -141,7 +153,10 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
       };
     },
   );
+}
 
+/** The team: listing, adding within the seats, removing. */
+function registerMemberRoutes(app: HttpApp, accounts: Accounts): void {
   app.get(
     "/internal/v1/members",
     { schema: { response: { 200: z.object({ data: z.array(memberSchema) }) } } },
@@ -183,7 +198,10 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
       return { key_hashes: result.revokedKeyHashes };
     },
   );
+}
 
+/** The subscription: the tenant, its tier, an operator's negotiated caps, cancellation. */
+function registerSubscriptionRoutes(app: HttpApp, accounts: Accounts): void {
   app.get("/internal/v1/tenant", { schema: { response: { 200: tenantSchema } } }, async (request) =>
     accounts.getTenant(internalCaller(request)),
   );
@@ -226,8 +244,6 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
     { schema: { response: { 200: tenantSchema, ...errorResponses("forbidden") } } },
     async (request) => accounts.cancel(internalCaller(request)),
   );
-
-  registerPasswordRoutes(app, accounts);
 }
 
 /** Dashboard sign-in: credentials, session checks and one-time password links. */

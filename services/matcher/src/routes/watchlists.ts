@@ -46,12 +46,20 @@ function checkBody(request: FastifyRequest & { validationError?: Error }, schema
   }
 }
 
-export function registerWatchlistRoutes(
-  app: HttpApp,
-  deps: { pool: Pool; watchlists: WatchlistStore; runs: ManualRuns },
-): void {
-  const { watchlists, runs } = deps;
+interface WatchlistRouteDeps {
+  pool: Pool;
+  watchlists: WatchlistStore;
+  runs: ManualRuns;
+}
 
+export function registerWatchlistRoutes(app: HttpApp, deps: WatchlistRouteDeps): void {
+  registerWatchlistCrud(app, deps.watchlists);
+  registerRunRoutes(app, deps.runs);
+  registerMatchRoutes(app, deps);
+}
+
+/** Creating, listing, reading, changing and deleting the caller's watchlists. */
+function registerWatchlistCrud(app: HttpApp, store: WatchlistStore): void {
   app.post(
     "/internal/v1/watchlists",
     {
@@ -64,7 +72,7 @@ export function registerWatchlistRoutes(
     async (request, reply) => {
       checkBody(request, watchlistCreateSchema);
       const caller = internalCaller(request);
-      const created = await watchlists.create({
+      const created = await store.create({
         tenantId: caller.tenantId,
         name: request.body.name,
         recipe: request.body.recipe,
@@ -81,7 +89,7 @@ export function registerWatchlistRoutes(
         response: { 200: watchlistListSchema, ...errorResponses("unauthorized") },
       },
     },
-    async (request) => watchlists.list(internalCaller(request).tenantId, request.query),
+    async (request) => store.list(internalCaller(request).tenantId, request.query),
   );
 
   app.get(
@@ -92,7 +100,7 @@ export function registerWatchlistRoutes(
         response: { 200: watchlistSchema, ...errorResponses("unauthorized", "not_found") },
       },
     },
-    async (request) => watchlists.get(internalCaller(request).tenantId, request.params.id),
+    async (request) => store.get(internalCaller(request).tenantId, request.params.id),
   );
 
   app.patch(
@@ -107,7 +115,7 @@ export function registerWatchlistRoutes(
     },
     async (request) => {
       checkBody(request, watchlistUpdateSchema);
-      return watchlists.update(internalCaller(request).tenantId, request.params.id, request.body);
+      return store.update(internalCaller(request).tenantId, request.params.id, request.body);
     },
   );
 
@@ -120,11 +128,14 @@ export function registerWatchlistRoutes(
       },
     },
     async (request, reply) => {
-      await watchlists.remove(internalCaller(request).tenantId, request.params.id);
+      await store.remove(internalCaller(request).tenantId, request.params.id);
       return reply.status(204).send(null);
     },
   );
+}
 
+/** Manual runs: starting one and following its progress. */
+function registerRunRoutes(app: HttpApp, runs: ManualRuns): void {
   app.post(
     "/internal/v1/watchlists/:id/runs",
     {
@@ -153,7 +164,10 @@ export function registerWatchlistRoutes(
     async (request) =>
       runs.get(internalCaller(request).tenantId, request.params.id, request.params.run_id),
   );
+}
 
+/** Polling a watchlist's matches. */
+function registerMatchRoutes(app: HttpApp, deps: WatchlistRouteDeps): void {
   app.get(
     "/internal/v1/watchlists/:id/matches",
     {
@@ -165,7 +179,7 @@ export function registerWatchlistRoutes(
     },
     async (request) => {
       // The watchlist must be the caller's and live; its matches are then read by id.
-      await watchlists.assertOwned(internalCaller(request).tenantId, request.params.id);
+      await deps.watchlists.assertOwned(internalCaller(request).tenantId, request.params.id);
       return listMatches(deps.pool, request.params.id, request.query);
     },
   );

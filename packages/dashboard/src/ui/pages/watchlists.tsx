@@ -74,7 +74,89 @@ const RECIPE_TEXT_FIELDS = [
   },
 ] as const satisfies readonly TextFieldSpec<TextKeys<RecipeForm>>[];
 
-function RecipeEditor(props: {
+type EditorMode = "form" | "json";
+
+function EditorTabs(props: { mode: EditorMode; switchTo: (mode: EditorMode) => void }) {
+  return (
+    <fieldset className="tabs">
+      <legend className="visually-hidden">Recipe editor</legend>
+      <button
+        type="button"
+        className="button"
+        aria-pressed={props.mode === "form"}
+        onClick={() => props.switchTo("form")}
+      >
+        Form
+      </button>
+      <button
+        type="button"
+        className="button"
+        aria-pressed={props.mode === "json"}
+        onClick={() => props.switchTo("json")}
+      >
+        JSON
+      </button>
+    </fieldset>
+  );
+}
+
+/** The recipe as a form: text filters, use classes and required signals. */
+function RecipeFormFields(props: { form: RecipeForm; setForm: (form: RecipeForm) => void }) {
+  const { form, setForm } = props;
+  return (
+    <div className="filters">
+      <TextFields
+        fields={RECIPE_TEXT_FIELDS}
+        values={form}
+        onChange={(field, value) => setForm({ ...form, [field]: value })}
+      />
+      <CheckboxGroup
+        legend="Use classes"
+        options={USE_CLASSES}
+        selected={form.use_classes}
+        onChange={(use_classes) => setForm({ ...form, use_classes })}
+      />
+      <CheckboxGroup
+        legend="Required signals"
+        options={SIGNALS}
+        selected={form.required_signals}
+        onChange={(required_signals) => setForm({ ...form, required_signals })}
+        describe={(signal) => SIGNAL_DESCRIPTIONS[signal]}
+      />
+    </div>
+  );
+}
+
+/** The recipe as JSON, for the parts of the language the form does not offer. */
+function RecipeJsonField(props: { json: string; setJson: (json: string) => void }) {
+  return (
+    <Field
+      label="Recipe (JSON)"
+      hint="The full recipe language: filters, weighted signals, required and excluded signals, min_score."
+    >
+      {(id, hint) => (
+        <textarea
+          id={id}
+          className="code"
+          rows={14}
+          spellCheck={false}
+          aria-describedby={hint}
+          value={props.json}
+          onChange={(event) => props.setJson(event.target.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** Creates a watchlist, or saves a new recipe and name for an existing one. */
+function saveWatchlist(initial: Watchlist | undefined, name: string, recipe: unknown) {
+  return initial
+    ? api<Watchlist>("PATCH", `/v1/watchlists/${initial.id}`, { name, recipe })
+    : api<Watchlist>("POST", "/v1/watchlists", { name, recipe });
+}
+
+export function RecipeEditor(props: {
   initial?: Watchlist;
   onSaved: (watchlist: Watchlist) => void;
   onCancel?: () => void;
@@ -83,11 +165,11 @@ function RecipeEditor(props: {
   const [form, setForm] = useState<RecipeForm>(
     props.initial ? formFromRecipe(props.initial.recipe) : EMPTY_RECIPE_FORM,
   );
-  const [mode, setMode] = useState<"form" | "json">("form");
+  const [mode, setMode] = useState<EditorMode>("form");
   const [json, setJson] = useState(JSON.stringify(props.initial?.recipe ?? {}, null, 2));
   const [error, setError] = useState<unknown>(null);
 
-  function switchTo(next: "form" | "json") {
+  function switchTo(next: EditorMode) {
     setError(null);
     if (next === "json") {
       setJson(JSON.stringify(recipeFromForm(form), null, 2));
@@ -116,10 +198,7 @@ function RecipeEditor(props: {
           return;
         }
         try {
-          const saved = props.initial
-            ? await api<Watchlist>("PATCH", `/v1/watchlists/${props.initial.id}`, { name, recipe })
-            : await api<Watchlist>("POST", "/v1/watchlists", { name, recipe });
-          props.onSaved(saved);
+          props.onSaved(await saveWatchlist(props.initial, name, recipe));
         } catch (failure) {
           setError(failure);
         }
@@ -132,63 +211,11 @@ function RecipeEditor(props: {
         value={name}
         onChange={(event) => setName(event.target.value)}
       />
-      <fieldset className="tabs">
-        <legend className="visually-hidden">Recipe editor</legend>
-        <button
-          type="button"
-          className="button"
-          aria-pressed={mode === "form"}
-          onClick={() => switchTo("form")}
-        >
-          Form
-        </button>
-        <button
-          type="button"
-          className="button"
-          aria-pressed={mode === "json"}
-          onClick={() => switchTo("json")}
-        >
-          JSON
-        </button>
-      </fieldset>
+      <EditorTabs mode={mode} switchTo={switchTo} />
       {mode === "form" ? (
-        <div className="filters">
-          <TextFields
-            fields={RECIPE_TEXT_FIELDS}
-            values={form}
-            onChange={(field, value) => setForm({ ...form, [field]: value })}
-          />
-          <CheckboxGroup
-            legend="Use classes"
-            options={USE_CLASSES}
-            selected={form.use_classes}
-            onChange={(use_classes) => setForm({ ...form, use_classes })}
-          />
-          <CheckboxGroup
-            legend="Required signals"
-            options={SIGNALS}
-            selected={form.required_signals}
-            onChange={(required_signals) => setForm({ ...form, required_signals })}
-            describe={(signal) => SIGNAL_DESCRIPTIONS[signal]}
-          />
-        </div>
+        <RecipeFormFields form={form} setForm={setForm} />
       ) : (
-        <Field
-          label="Recipe (JSON)"
-          hint="The full recipe language: filters, weighted signals, required and excluded signals, min_score."
-        >
-          {(id, hint) => (
-            <textarea
-              id={id}
-              className="code"
-              rows={14}
-              spellCheck={false}
-              aria-describedby={hint}
-              value={json}
-              onChange={(event) => setJson(event.target.value)}
-            />
-          )}
-        </Field>
+        <RecipeJsonField json={json} setJson={setJson} />
       )}
       <Problem error={error} />
       <div className="form-actions">

@@ -1,4 +1,4 @@
-import { Fragment, useState } from "react";
+import { useState } from "react";
 import { api } from "../api.ts";
 import {
   Card,
@@ -90,6 +90,136 @@ function Attempts(props: { base: string; delivery: Delivery }) {
   );
 }
 
+/** The delivery log's path for a view ("" for every state), newest 50 first. */
+export function deliveriesPath(base: string, view: string): string {
+  return `${base}/deliveries?limit=50${view ? `&state=${view}` : ""}`;
+}
+
+/** What a bulk replay says it did; the count is shown when the API gives one. */
+export function bulkReplayNote(replayed: number | undefined): string {
+  return `Replay requested${replayed !== undefined ? ` for ${replayed} deliveries` : ""}.`;
+}
+
+type Act = (work: () => Promise<string>) => Promise<void>;
+
+function ViewTabs(props: { view: string; setView: (view: string) => void }) {
+  return (
+    <fieldset className="tabs">
+      <legend className="visually-hidden">Delivery log view</legend>
+      {VIEWS.map((each) => (
+        <button
+          key={each.state}
+          type="button"
+          className="button"
+          aria-pressed={props.view === each.state}
+          onClick={() => props.setView(each.state)}
+        >
+          {each.label}
+        </button>
+      ))}
+    </fieldset>
+  );
+}
+
+/** Replays every dead letter since a UTC time (a day ago unless changed). */
+function BulkReplayForm(props: {
+  base: string;
+  since: string;
+  setSince: (since: string) => void;
+  act: Act;
+}) {
+  return (
+    <form
+      className="inline-form"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void props.act(async () => {
+          const answer = await api<{ replayed?: number }>(
+            "POST",
+            `${props.base}/deliveries:replay`,
+            { since: new Date(`${props.since}:00Z`).toISOString() },
+          );
+          return bulkReplayNote(answer?.replayed);
+        });
+      }}
+    >
+      <TextField
+        label="Replay every dead letter since (UTC)"
+        type="datetime-local"
+        value={props.since}
+        onChange={(event) => props.setSince(event.target.value)}
+      />
+      <button type="submit" className="button primary">
+        Bulk replay
+      </button>
+    </form>
+  );
+}
+
+/** One delivery: its state and last attempt, its attempts on demand, a replay if dead. */
+export function DeliveryRow(props: {
+  base: string;
+  delivery: Delivery;
+  open: boolean;
+  toggle: () => void;
+  act: Act;
+}) {
+  const { base, delivery } = props;
+  return (
+    <>
+      <tr data-testid="delivery-row">
+        <td>
+          <code>{delivery.id}</code>
+        </td>
+        <td>{delivery.folio}</td>
+        <td>
+          <span className={`pill state-${delivery.state}`}>{delivery.state.replace("_", " ")}</span>
+          {delivery.parked_reason ? <p className="muted small">{delivery.parked_reason}</p> : null}
+          {delivery.dead_letter_reason ? (
+            <p className="muted small">{delivery.dead_letter_reason}</p>
+          ) : null}
+        </td>
+        <td>{delivery.attempts}</td>
+        <td>
+          {delivery.last_status_code ?? delivery.last_failure ?? "—"} ·{" "}
+          {formatDateTime(delivery.last_attempted_at)}
+        </td>
+        <td className="actions">
+          <button
+            type="button"
+            className="button"
+            aria-expanded={props.open}
+            onClick={props.toggle}
+          >
+            Attempts
+          </button>
+          {delivery.state === "dead_letter" ? (
+            <button
+              type="button"
+              className="button primary"
+              onClick={() =>
+                void props.act(async () => {
+                  await api("POST", `${base}/deliveries/${delivery.id}:replay`, {});
+                  return `Delivery ${delivery.id} queued for replay.`;
+                })
+              }
+            >
+              Replay
+            </button>
+          ) : null}
+        </td>
+      </tr>
+      {props.open ? (
+        <tr>
+          <td colSpan={6}>
+            <Attempts base={base} delivery={delivery} />
+          </td>
+        </tr>
+      ) : null}
+    </>
+  );
+}
+
 function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
   const base = `/v1/watchlists/${props.watchlistId}/webhooks/${props.endpoint.id}`;
   const [view, setView] = useState<string>("");
@@ -100,11 +230,7 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
   const [note, setNote] = useState<string | null>(null);
   const { error, attempt } = useAttempt();
   const list = useLoad(
-    () =>
-      api<{ data: Delivery[] }>(
-        "GET",
-        `${base}/deliveries?limit=50${view ? `&state=${view}` : ""}`,
-      ),
+    () => api<{ data: Delivery[] }>("GET", deliveriesPath(base, view)),
     `${base}|${view}`,
   );
   async function act(work: () => Promise<string>) {
@@ -116,43 +242,9 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
   }
   return (
     <div className="stack">
-      <fieldset className="tabs">
-        <legend className="visually-hidden">Delivery log view</legend>
-        {VIEWS.map((each) => (
-          <button
-            key={each.state}
-            type="button"
-            className="button"
-            aria-pressed={view === each.state}
-            onClick={() => setView(each.state)}
-          >
-            {each.label}
-          </button>
-        ))}
-      </fieldset>
+      <ViewTabs view={view} setView={setView} />
       {view === "dead_letter" ? (
-        <form
-          className="inline-form"
-          onSubmit={(event) => {
-            event.preventDefault();
-            void act(async () => {
-              const answer = await api<{ replayed?: number }>("POST", `${base}/deliveries:replay`, {
-                since: new Date(`${since}:00Z`).toISOString(),
-              });
-              return `Replay requested${answer?.replayed !== undefined ? ` for ${answer.replayed} deliveries` : ""}.`;
-            });
-          }}
-        >
-          <TextField
-            label="Replay every dead letter since (UTC)"
-            type="datetime-local"
-            value={since}
-            onChange={(event) => setSince(event.target.value)}
-          />
-          <button type="submit" className="button primary">
-            Bulk replay
-          </button>
-        </form>
+        <BulkReplayForm base={base} since={since} setSince={setSince} act={act} />
       ) : null}
       {note ? (
         <p className="notice" role="status">
@@ -167,61 +259,14 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
       ) : (
         <DataTable columns={["Delivery", "Folio", "State", "Attempts", "Last"]} actions>
           {list.data.data.map((delivery) => (
-            <Fragment key={delivery.id}>
-              <tr data-testid="delivery-row">
-                <td>
-                  <code>{delivery.id}</code>
-                </td>
-                <td>{delivery.folio}</td>
-                <td>
-                  <span className={`pill state-${delivery.state}`}>
-                    {delivery.state.replace("_", " ")}
-                  </span>
-                  {delivery.parked_reason ? (
-                    <p className="muted small">{delivery.parked_reason}</p>
-                  ) : null}
-                  {delivery.dead_letter_reason ? (
-                    <p className="muted small">{delivery.dead_letter_reason}</p>
-                  ) : null}
-                </td>
-                <td>{delivery.attempts}</td>
-                <td>
-                  {delivery.last_status_code ?? delivery.last_failure ?? "—"} ·{" "}
-                  {formatDateTime(delivery.last_attempted_at)}
-                </td>
-                <td className="actions">
-                  <button
-                    type="button"
-                    className="button"
-                    aria-expanded={open === delivery.id}
-                    onClick={() => setOpen(open === delivery.id ? null : delivery.id)}
-                  >
-                    Attempts
-                  </button>
-                  {delivery.state === "dead_letter" ? (
-                    <button
-                      type="button"
-                      className="button primary"
-                      onClick={() =>
-                        void act(async () => {
-                          await api("POST", `${base}/deliveries/${delivery.id}:replay`, {});
-                          return `Delivery ${delivery.id} queued for replay.`;
-                        })
-                      }
-                    >
-                      Replay
-                    </button>
-                  ) : null}
-                </td>
-              </tr>
-              {open === delivery.id ? (
-                <tr>
-                  <td colSpan={6}>
-                    <Attempts base={base} delivery={delivery} />
-                  </td>
-                </tr>
-              ) : null}
-            </Fragment>
+            <DeliveryRow
+              key={delivery.id}
+              base={base}
+              delivery={delivery}
+              open={open === delivery.id}
+              toggle={() => setOpen(open === delivery.id ? null : delivery.id)}
+              act={act}
+            />
           ))}
         </DataTable>
       )}

@@ -1,0 +1,71 @@
+import { renderToStaticMarkup } from "react-dom/server";
+import { describe, expect, it } from "vitest";
+import { ApiFailure } from "../api.ts";
+import type { Session } from "../session.ts";
+import { KeyRow, keysGated } from "./keys.tsx";
+
+const session: Session = {
+  member: { id: "mem_a", email: "ada@example.com", role: "admin" },
+  tenant: { id: "ten_1", company: "Acme", tier: "team" },
+  csrf_token: "c",
+  expires_at: "2026-01-01T00:00:00.000Z",
+  refresh_expires_at: "2026-01-02T00:00:00.000Z",
+};
+const apiKey: Parameters<typeof KeyRow>[0]["apiKey"] = {
+  id: "key_1",
+  label: "CRM sync",
+  last4: "a1b2",
+  member_id: "mem_a",
+  member_removed: false,
+  revoked: false,
+  created_at: "2026-01-01T00:00:00.000Z",
+  age_days: 12,
+  rotation_due: false,
+};
+
+function row(shown = apiKey) {
+  return renderToStaticMarkup(
+    <table>
+      <tbody>
+        <KeyRow apiKey={shown} session={session} onRevoke={() => {}} />
+      </tbody>
+    </table>,
+  );
+}
+
+describe("the API keys page", () => {
+  it("hides everything behind the refusal when the tier or the role does not allow keys", () => {
+    expect(keysGated(new ApiFailure(403, { error: "tier_required", detail: "x" }))).toBe(true);
+    expect(keysGated(new ApiFailure(403, { error: "forbidden", detail: "x" }))).toBe(true);
+    expect(keysGated(new ApiFailure(500, { error: "internal", detail: "x" }))).toBe(false);
+    expect(keysGated(undefined)).toBe(false);
+  });
+
+  it("shows an active key of the viewer's with its last four and a revoke button", () => {
+    const html = row();
+    expect(html).toContain("(yours)");
+    expect(html).toContain("th_live_…a1b2");
+    expect(html).toContain("Active");
+    expect(html).toContain('aria-label="Revoke CRM sync (…a1b2)"');
+    expect(html).not.toContain('role="note"');
+  });
+
+  it("shows a revoked old key of a removed member without a revoke button or reminder", () => {
+    const html = row({
+      ...apiKey,
+      member_id: "mem_b",
+      member_removed: true,
+      revoked: true,
+      age_days: 120,
+    });
+    expect(html).not.toContain("(yours)");
+    expect(html).toContain("(issued by a removed member)");
+    expect(html).toContain("Revoked");
+    expect(html).not.toContain("aria-label=");
+    expect(html).not.toContain('role="note"');
+  });
+
+  it("reminds to rotate an active key past ninety days", () => {
+    expect(row({ ...apiKey, age_days: 90 })).toContain('role="note"');
+  });
+});
