@@ -51,6 +51,7 @@ export function createOutboxRelay(options: {
 }): OutboxRelay {
   const { pool, bus, logger } = options;
   const retentionMs = options.retentionMs ?? OUTBOX_RETENTION_MS;
+  const batchSize = options.batchSize ?? 500;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
   let stopped = false;
@@ -85,14 +86,16 @@ export function createOutboxRelay(options: {
   }
 
   /**
-   * Relays run one at a time per schema, under a session advisory lock: each statement (read a
-   * batch, mark it published once the broker acknowledged it) is its own short transaction, so
-   * no transaction and no row lock stays open while the broker's retries run, however long. A
-   * crash between publish and mark publishes the batch again (at-least-once); a relay that dies
-   * drops its connection, and with it the lock. Answers how many rows were published, or
-   * undefined when another relay holds the lock.
+   * Relays take turns under a session advisory lock: each turn is one batch (read it, publish
+   * it, mark it published once the broker acknowledged it), and each statement is its own short
+   * transaction, so no transaction and no row lock stays open while the broker's retries run,
+   * however long. One relay at a time keeps the table's order on the wire; a turn of one batch
+   * lets every replica's relay take its share of the publishing rather than the first to lock
+   * doing all of it. A crash between publish and mark publishes the batch again
+   * (at-least-once); a relay that dies drops its connection, and with it the lock. Answers how
+   * many rows were published, or undefined when another relay holds the lock.
    */
-  async function drainLocked(): Promise<number | undefined> {
+  async function publishTurn(): Promise<number | undefined> {
     const client = await pool.connect();
     let broken: Error | undefined;
     try {
@@ -103,23 +106,19 @@ export function createOutboxRelay(options: {
         return undefined;
       }
       try {
-        let total = 0;
-        for (;;) {
-          const { rows } = await client.query<OutboxRow>(
-            `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL
-             ORDER BY id LIMIT $1`,
-            [options.batchSize ?? 500],
-          );
-          if (rows.length === 0) {
-            return total;
-          }
+        const { rows } = await client.query<OutboxRow>(
+          `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL
+           ORDER BY id LIMIT $1`,
+          [batchSize],
+        );
+        if (rows.length > 0) {
           await publishRows(rows);
           await client.query(
             "UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])",
             [rows.map((row) => row.id)],
           );
-          total += rows.length;
         }
+        return rows.length;
       } finally {
         await client
           .query(`SELECT pg_advisory_unlock(hashtext(current_schema() || '.outbox-relay'))`)
@@ -136,24 +135,20 @@ export function createOutboxRelay(options: {
     }
   }
 
-  const BUSY_RETRY_MS = 25;
-  let busyTimer: NodeJS.Timeout | undefined;
+  /**
+   * Publishes turn after turn until a batch comes back short. When another relay holds the
+   * lock, that relay goes on until the table is empty; a row committed after its last read is
+   * published by the next tick of whichever relay runs then.
+   */
   async function drain(): Promise<number> {
-    const published = await drainLocked();
-    if (published === undefined) {
-      // Another relay is draining and may have read past rows committed a moment ago.
-      if (!busyTimer && !stopped) {
-        busyTimer = setTimeout(() => {
-          busyTimer = undefined;
-          flush().catch((error: unknown) =>
-            logger.warn({ err: error }, "outbox relay failed; will retry"),
-          );
-        }, BUSY_RETRY_MS);
-        busyTimer.unref();
+    let total = 0;
+    for (;;) {
+      const published = await publishTurn();
+      total += published ?? 0;
+      if (published === undefined || published < batchSize) {
+        return total;
       }
-      return 0;
     }
-    return published;
   }
 
   let pending: Promise<number> | undefined;
@@ -245,7 +240,6 @@ export function createOutboxRelay(options: {
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      clearTimeout(busyTimer);
       clearTimeout(purgeTimer);
       await running?.catch(() => {});
     },
