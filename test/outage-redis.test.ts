@@ -63,6 +63,13 @@ describe("a lead read while Redis is down", () => {
       expect(body.error).toBe("unavailable");
       expect(body.request_id).toBe(refused.headers["x-request-id"]);
       expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+      // The tenant's windows are in Redis: the six carry the values that say nothing is known.
+      expect(refused.headers["x-ratelimit-limit"]).toBe("0");
+      expect(refused.headers["x-ratelimit-remaining"]).toBe("0");
+      expect(Number(refused.headers["x-ratelimit-reset"])).toBeGreaterThan(0);
+      expect(refused.headers["x-quota-lead-views-limit"]).toBe("0");
+      expect(refused.headers["x-quota-lead-views-remaining"]).toBe("0");
+      expect(Date.parse(String(refused.headers["x-quota-resets"]))).toBeGreaterThan(0);
     }
 
     // Back, and empty (a restart without persistence, or a flush).
