@@ -68,7 +68,10 @@ export interface BusOptions {
   sasl?: ConnectionSecurity["sasl"];
   clientId: string;
   logger: Logger;
-  /** Tests shorten these; production keeps Kafka's usual values. */
+  /**
+   * Tests shorten these. Production keeps kafkajs's heartbeat (3 s) and a 10 s session
+   * (docs/decisions/0191-consumer-session-timeout.md).
+   */
   consumerTimings?: {
     sessionTimeout?: number;
     heartbeatInterval?: number;
@@ -86,6 +89,13 @@ export interface BusOptions {
 
 /** Longest wait between two tries of a record whose store is unreachable. */
 const OUTAGE_BACKOFF_CAP_MS = 5_000;
+
+/**
+ * How long the group waits for a member that stopped heartbeating (a process killed or hung)
+ * before its partitions move: kafkajs's 30 s held a killed instance's partitions idle for longer
+ * than the 30 s in which work must resume, so 10 s, with a heartbeat every 3 s.
+ */
+const SESSION_TIMEOUT_MS = 10_000;
 
 export interface PublishOptions {
   headers?: Record<string, string>;
@@ -658,7 +668,7 @@ export class Bus {
   }
 
   async consume(options: ConsumeOptions): Promise<RunningConsumer> {
-    const timings = this.#options.consumerTimings ?? {};
+    const timings = { sessionTimeout: SESSION_TIMEOUT_MS, ...this.#options.consumerTimings };
     const consumer = this.#kafka.consumer({
       groupId: options.group,
       allowAutoTopicCreation: false,
