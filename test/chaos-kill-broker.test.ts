@@ -7,9 +7,11 @@ import { type BrokerProcess, startBrokerProcess } from "@th/dev-broker/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
 import {
+  exitOf,
   type Receiver,
   startReceiver,
   startWebhookStack,
+  subscribedTenant,
   tallyDeliveries,
   type WebhookStack,
   waitFor,
@@ -34,19 +36,9 @@ afterAll(async () => {
 describe("kill -9 and restart of the broker during dispatch", () => {
   it("leaves the dispatcher running; it rejoins, delivers what comes after, and none is lost", async () => {
     const tenant = "tn_kill_broker";
-    await stack.publishTenant(tenant, "custom", {
-      concurrent_webhooks: 16,
-      lead_views_per_month: 100_000,
-    });
-    const api = await stack.startDispatcher();
-    await stack.tenantApplied(tenant);
-    await stack.subscribe(tenant, "wl_broker", receiver.url);
-    await stack.stopDispatcher(api);
+    await subscribedTenant(stack, tenant, "wl_broker", receiver.url);
     const child: ChildProcess = await stack.spawnDispatcher({ LEASE_MS: "3000" });
-    let exited: string | undefined;
-    child.on("exit", (code, signal) => {
-      exited = `code ${code} signal ${signal}`;
-    });
+    const exited = exitOf(child);
 
     const before = Array.from({ length: 500 }, () => stack.match(tenant, "wl_broker"));
     await stack.publishMatches(before);
@@ -67,18 +59,18 @@ describe("kill -9 and restart of the broker during dispatch", () => {
     const afterIds = new Set(after.map((match) => match.match_id));
     await waitFor(
       () =>
-        exited ??
+        exited() ??
         receiver.received.some((request) =>
           afterIds.has((JSON.parse(request.body) as { event_id: string }).event_id),
         ),
       { timeoutMs: 30_000, what: "a match published after the restart delivered" },
     );
     const recoveryMs = Date.now() - backAt;
-    expect(exited).toBeUndefined();
+    expect(exited()).toBeUndefined();
 
     const total = before.length + after.length;
-    const tally = await tallyDeliveries(stack, receiver, tenant, total, () => exited);
-    expect(exited).toBeUndefined();
+    const tally = await tallyDeliveries(stack, receiver, tenant, total, exited);
+    expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(total);
     expect(tally.missing).toBe(0);
     expect(recoveryMs).toBeLessThan(30_000);

@@ -4,9 +4,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
 import {
+  exitOf,
   type Receiver,
   startReceiver,
   startWebhookStack,
+  subscribedTenant,
   tallyDeliveries,
   type WebhookStack,
   waitFor,
@@ -28,14 +30,7 @@ afterAll(async () => {
 describe("kill -9 of the dispatcher mid-delivery", () => {
   it("delivers every webhook id at least once after a new dispatcher starts", async () => {
     const tenant = "tn_kill_dispatcher";
-    await stack.publishTenant(tenant, "custom", {
-      concurrent_webhooks: 16,
-      lead_views_per_month: 100_000,
-    });
-    const api = await stack.startDispatcher();
-    await stack.tenantApplied(tenant);
-    await stack.subscribe(tenant, "wl_kill", receiver.url);
-    await stack.stopDispatcher(api);
+    await subscribedTenant(stack, tenant, "wl_kill", receiver.url);
     const env = { LEASE_MS: "3000" };
     const victim = await stack.spawnDispatcher(env);
     const matches = Array.from({ length: 600 }, () => stack.match(tenant, "wl_kill"));
@@ -53,13 +48,10 @@ describe("kill -9 of the dispatcher mid-delivery", () => {
       what: "deliveries from the new dispatcher",
     });
     const recoveryMs = (byTheNewOne()[0]?.at ?? Date.now()) - killedAt;
-    let exited: string | undefined;
-    successor.on("exit", (code, signal) => {
-      exited = `code ${code} signal ${signal}`;
-    });
+    const exited = exitOf(successor);
 
-    const tally = await tallyDeliveries(stack, receiver, tenant, matches.length, () => exited);
-    expect(exited).toBeUndefined();
+    const tally = await tallyDeliveries(stack, receiver, tenant, matches.length, exited);
+    expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(matches.length);
     expect(tally.missing).toBe(0);
     expect(recoveryMs).toBeLessThan(30_000);

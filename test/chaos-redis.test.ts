@@ -12,9 +12,11 @@ import { recordFault } from "./support/chaos-report.ts";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
 import { type PrivateRedis, startPrivateRedis } from "./support/private-stores.ts";
 import {
+  exitOf,
   type Receiver,
   startReceiver,
   startWebhookStack,
+  subscribedTenant,
   tallyDeliveries,
   type WebhookStack,
   waitFor,
@@ -54,19 +56,9 @@ afterAll(async () => {
 describe("a Redis restart and a flush under deliveries and reads", () => {
   it("keeps the dispatcher up and every read bounded; nothing lost, nothing charged unanswered", async () => {
     const tenant = "tn_redis_chaos";
-    await webhooks.publishTenant(tenant, "custom", {
-      concurrent_webhooks: 16,
-      lead_views_per_month: 100_000,
-    });
-    const api = await webhooks.startDispatcher();
-    await webhooks.tenantApplied(tenant);
-    await webhooks.subscribe(tenant, "wl_redis", receiver.url);
-    await webhooks.stopDispatcher(api);
+    await subscribedTenant(webhooks, tenant, "wl_redis", receiver.url);
     const child: ChildProcess = await webhooks.spawnDispatcher({ LEASE_MS: "3000" });
-    let exited: string | undefined;
-    child.on("exit", (code, signal) => {
-      exited = `code ${code} signal ${signal}`;
-    });
+    const exited = exitOf(child);
 
     const trial = await edge.startTrial("custom");
     await edge.setCustomLimits(trial.tenantId, {
@@ -99,7 +91,7 @@ describe("a Redis restart and a flush under deliveries and reads", () => {
     const backAt = Date.now();
     await waitFor(
       () =>
-        exited ??
+        exited() ??
         (receiver.received.length > seenWhileDown &&
           answers.some((answer) => answer.at >= backAt && answer.status === 200)),
       { timeoutMs: 30_000, what: "deliveries and reads after Redis returned" },
@@ -117,8 +109,8 @@ describe("a Redis restart and a flush under deliveries and reads", () => {
     reading = false;
     await reads;
 
-    const tally = await tallyDeliveries(webhooks, receiver, tenant, matches.length, () => exited);
-    expect(exited).toBeUndefined();
+    const tally = await tallyDeliveries(webhooks, receiver, tenant, matches.length, exited);
+    expect(exited()).toBeUndefined();
     expect(tally.missing).toBe(0);
     expect(tally.rows).toBe(matches.length);
     const fiveHundreds = answers.filter((answer) => answer.status >= 500 && answer.status !== 503);

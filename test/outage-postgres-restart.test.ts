@@ -6,9 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
 import { type PrivatePostgres, startPrivatePostgres } from "./support/private-stores.ts";
 import {
+  exitOf,
   type Receiver,
   startReceiver,
   startWebhookStack,
+  subscribedTenant,
   tallyDeliveries,
   type WebhookStack,
   waitFor,
@@ -36,19 +38,9 @@ afterAll(async () => {
 describe("a Postgres restart with the dispatcher mid-delivery", () => {
   it("leaves the dispatcher running; deliveries resume within seconds of Postgres's return and none is lost", async () => {
     const tenant = "tn_pg_restart";
-    await stack.publishTenant(tenant, "custom", {
-      concurrent_webhooks: 16,
-      lead_views_per_month: 100_000,
-    });
-    const api = await stack.startDispatcher();
-    await stack.tenantApplied(tenant);
-    await stack.subscribe(tenant, "wl_restart", receiver.url);
-    await stack.stopDispatcher(api);
+    await subscribedTenant(stack, tenant, "wl_restart", receiver.url);
     const child: ChildProcess = await stack.spawnDispatcher({ LEASE_MS: "3000" });
-    let exited: string | undefined;
-    child.on("exit", (code, signal) => {
-      exited = `code ${code} signal ${signal}`;
-    });
+    const exited = exitOf(child);
 
     const matches = Array.from({ length: 600 }, () => stack.match(tenant, "wl_restart"));
     await stack.publishMatches(matches);
@@ -58,16 +50,16 @@ describe("a Postgres restart with the dispatcher mid-delivery", () => {
     const seenWhileDown = receiver.received.length;
     await postgres.start();
     const backAt = Date.now();
-    await waitFor(() => exited ?? receiver.received.length > seenWhileDown, {
+    await waitFor(() => exited() ?? receiver.received.length > seenWhileDown, {
       timeoutMs: 30_000,
       what: "a delivery after Postgres returned",
     });
     const resumedMs = Date.now() - backAt;
-    expect(exited).toBeUndefined();
+    expect(exited()).toBeUndefined();
     expect(resumedMs).toBeLessThan(10_000);
 
-    const tally = await tallyDeliveries(stack, receiver, tenant, matches.length, () => exited);
-    expect(exited).toBeUndefined();
+    const tally = await tallyDeliveries(stack, receiver, tenant, matches.length, exited);
+    expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(matches.length);
     expect(tally.missing).toBe(0);
     recordFault({

@@ -5,9 +5,11 @@ import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
 import {
+  exitOf,
   type Receiver,
   startReceiver,
   startWebhookStack,
+  subscribedTenant,
   tallyDeliveries,
   type WebhookStack,
   waitFor,
@@ -39,19 +41,9 @@ async function terminateBackendsOf(child: ChildProcess): Promise<number> {
 describe("a Postgres connection loss mid-delivery", () => {
   it("leaves the dispatcher running, and every webhook id is delivered once Postgres answers again", async () => {
     const tenant = "tn_pg_outage";
-    await stack.publishTenant(tenant, "custom", {
-      concurrent_webhooks: 16,
-      lead_views_per_month: 100_000,
-    });
-    const api = await stack.startDispatcher();
-    await stack.tenantApplied(tenant);
-    await stack.subscribe(tenant, "wl_pg", receiver.url);
-    await stack.stopDispatcher(api); // only the child delivers
+    await subscribedTenant(stack, tenant, "wl_pg", receiver.url);
     const child = await stack.spawnDispatcher({ LEASE_MS: "2000" });
-    let exited: string | undefined;
-    child.on("exit", (code, signal) => {
-      exited = `code ${code} signal ${signal}`;
-    });
+    const exited = exitOf(child);
 
     const matches = Array.from({ length: 400 }, () => stack.match(tenant, "wl_pg"));
     await stack.publishMatches(matches);
@@ -62,8 +54,8 @@ describe("a Postgres connection loss mid-delivery", () => {
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     expect(terminated).toBeGreaterThan(0);
-    const tally = await tallyDeliveries(stack, receiver, tenant, matches.length, () => exited);
-    expect(exited).toBeUndefined();
+    const tally = await tallyDeliveries(stack, receiver, tenant, matches.length, exited);
+    expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(matches.length);
     expect(tally.missing).toBe(0);
     recordFault({
@@ -89,7 +81,7 @@ describe("a Postgres connection loss mid-delivery", () => {
         ).rowCount,
       { timeoutMs: 20_000, what: "every delivery recorded complete" },
     );
-    expect(exited).toBeUndefined();
+    expect(exited()).toBeUndefined();
     child.kill("SIGTERM");
   }, 90_000);
 });

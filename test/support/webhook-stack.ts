@@ -439,6 +439,35 @@ export type WebhookStack = Awaited<ReturnType<typeof startWebhookStack>>;
  * test exited), then tallies what a fault test reports: delivery rows, the ids received, rows
  * never received and sends of an id already received.
  */
+/** How a child process ended, once it has: undefined while it runs. */
+export function exitOf(child: ChildProcess): () => string | undefined {
+  let exited: string | undefined;
+  child.on("exit", (code, signal) => {
+    exited = `code ${code} signal ${signal}`;
+  });
+  return () => exited;
+}
+
+/**
+ * A Custom tenant with room for any burst, subscribed to `watchlistId` at `url`. An in-process
+ * dispatcher applies the tenant and is stopped again, so only the processes a test spawns deliver.
+ */
+export async function subscribedTenant(
+  stack: WebhookStack,
+  tenantId: string,
+  watchlistId: string,
+  url: string,
+): Promise<void> {
+  await stack.publishTenant(tenantId, "custom", {
+    concurrent_webhooks: 16,
+    lead_views_per_month: 100_000,
+  });
+  const api = await stack.startDispatcher();
+  await stack.tenantApplied(tenantId);
+  await stack.subscribe(tenantId, watchlistId, url);
+  await stack.stopDispatcher(api);
+}
+
 export async function tallyDeliveries(
   stack: WebhookStack,
   receiver: Receiver,
