@@ -104,7 +104,7 @@ export class ParcelPipeline {
       throw this.#storeError;
     }
     this.#tally.counts.read += results.length;
-    const byFolio = await this.#tally.timed("diff", () => groupByFolio(this.#file, results));
+    const byFolio = await groupByFolio(this.#file, results);
     if (byFolio.size === 0) {
       return;
     }
