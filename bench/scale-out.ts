@@ -134,6 +134,10 @@ export async function runScaleOut(driver: ScaleDriver, options: ScaleOptions): P
   for (const count of options.instances) {
     const { instances, quotas } = await startInstances(driver, count, options.cpuQuota);
     try {
+      // Instances in production run warm: one unmeasured round first, so every count is judged
+      // after its processes compiled their hot paths, not on who paid start-up the most times.
+      const warm = await driver.round(instances);
+      const warmRate = warm.completed / warm.seconds;
       // What an instance spends with no work (polls, consumer fetches, heartbeats): a cost
       // every added instance pays, which the efficiency includes.
       const idle = readCpu(driver, instances);
@@ -161,6 +165,7 @@ export async function runScaleOut(driver: ScaleDriver, options: ScaleOptions): P
         `${count} instance(s)`,
         `${rate.toFixed(0)} ${driver.unit}/s over ${round.seconds.toFixed(1)} s; efficiency ${efficiency.toFixed(2)}${verdict}`,
       );
+      report("  warm-up round, not counted", `${warmRate.toFixed(0)} ${driver.unit}/s`);
       report(
         "  CPU of each instance while idle, before the round",
         idleAfter.instances

@@ -103,9 +103,13 @@ export async function matcherDriver(options: ScaleOptions): Promise<ScaleDriver>
       const target = sum(await bus.highWaterMarks("parcel.ingested"));
       const deadline = Date.now() + 600_000;
       let found = 0n;
+      let judgedAfter: number | undefined;
       for (;;) {
         const committed = sum(await bus.committedOffsets(GROUP, "parcel.ingested"));
         found = sum(await bus.highWaterMarks("match.found")) - matchesBefore;
+        if (committed >= target && judgedAfter === undefined) {
+          judgedAfter = (performance.now() - started) / 1000;
+        }
         if ((committed >= target && found >= BigInt(expected)) || Date.now() > deadline) {
           break;
         }
@@ -114,7 +118,11 @@ export async function matcherDriver(options: ScaleOptions): Promise<ScaleDriver>
       return {
         completed: perRound,
         seconds: (performance.now() - started) / 1000,
-        notes: [["match.found produced / expected", `${found} / ${expected}`]],
+        notes: [
+          ["match.found produced / expected", `${found} / ${expected}`],
+          // Judged and committed before every match.found is out means the relay is what lags.
+          ["every parcel judged after", `${judgedAfter?.toFixed(1) ?? "-"} s`],
+        ],
       };
     },
     async close() {

@@ -28,6 +28,7 @@ export {
   park,
   retryLater,
 } from "./outcomes.ts";
+export { partitionOfKey } from "./partitioner.ts";
 export { ProduceError, PublishAbortedError } from "./producer.ts";
 export { awaitKafka, checkKafka, type KafkaProblem } from "./reachability.ts";
 export {

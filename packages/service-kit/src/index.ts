@@ -37,7 +37,7 @@ export {
 } from "./internal-server.ts";
 export { type Stoppable, stopOnSignals } from "./lifecycle.ts";
 export { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
-export { createOutboxRelay, enqueueEvent, type OutboxRelay } from "./outbox.ts";
+export { createOutboxRelay, enqueueEvent, type OutboxRelay, outboxShard } from "./outbox.ts";
 export {
   REDIS_OPTIONS,
   runService,

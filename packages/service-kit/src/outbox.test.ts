@@ -1,12 +1,12 @@
 import { join } from "node:path";
-import { Bus, on } from "@th/bus";
+import { Bus, on, partitionOfKey } from "@th/bus";
 import { commonShape, defineConfig } from "@th/config";
 import { contracts, type KeyIssued } from "@th/contracts";
 import { keyIssued } from "@th/contracts/samples";
 import { inTransaction } from "@th/db";
 import { inSpan, startTelemetry } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createOutboxRelay, enqueueEvent } from "./outbox.ts";
+import { createOutboxRelay, enqueueEvent, outboxShard, rotated } from "./outbox.ts";
 import { createTestHarness, type TestHarness } from "./testing.ts";
 
 const config = defineConfig(commonShape).load({});
@@ -265,5 +265,118 @@ describe("outbox", () => {
     );
     expect(rows.map((row) => row.key_id)).toEqual(["recent-published", "old-unpublished"]);
     expect(await relay.purge()).toBe(0);
+  });
+
+  it("lets replicas publish different shards at once while one shard's broker call hangs", async () => {
+    await harness.pool.query("DELETE FROM outbox");
+    // Four tenants whose events fall on four different shards.
+    const byShard = new Map<number, string>();
+    for (let n = 0; byShard.size < 4; n++) {
+      const tenant = `tn_shard_${n}`;
+      byShard.set(outboxShard(contracts.keyIssued, { ...keyIssued, tenant_id: tenant }), tenant);
+    }
+    const tenants = [...byShard.values()];
+    await inTransaction(harness.pool, async (client) => {
+      for (const tenant of tenants) {
+        await enqueueEvent(client, contracts.keyIssued, { ...keyIssued, tenant_id: tenant });
+      }
+    });
+    // The first relay's broker call hangs until released, holding its shard's lock.
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered = () => {};
+    const hanging = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const stalledBus = {
+      publishRecords: async (...args: Parameters<Bus["publishRecords"]>) => {
+        entered();
+        await released;
+        return harness.bus.publishRecords(...args);
+      },
+    } as unknown as Bus;
+    const stalled = createOutboxRelay({
+      pool: harness.pool,
+      bus: stalledBus,
+      logger: harness.logger,
+      batchSize: 1,
+    });
+    const stalledFlush = stalled.flush();
+    await hanging;
+    const healthy = createOutboxRelay({
+      pool: harness.pool,
+      bus: harness.bus,
+      logger: harness.logger,
+      batchSize: 1,
+    });
+    // Everything but the one row the stalled relay holds goes out meanwhile.
+    expect(await healthy.flush()).toBe(tenants.length - 1);
+    release();
+    expect(await stalledFlush).toBe(1);
+    const { rows } = await harness.pool.query(
+      "SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL",
+    );
+    expect(rows[0].n).toBe(0);
+  });
+
+  it("publishes one key's events in commit order when several replicas relay its table", async () => {
+    await harness.pool.query("DELETE FROM outbox");
+    const received: KeyIssued[] = [];
+    const consumer = await harness.bus.consume({
+      group: "outbox-order-test",
+      fromBeginning: false,
+      subscriptions: [
+        on(contracts.keyIssued, async (message) => {
+          received.push(message.value);
+          return undefined;
+        }),
+      ],
+    });
+    const tenants = ["tn_order_a", "tn_order_b", "tn_order_c"];
+    for (let round = 0; round < 10; round++) {
+      await inTransaction(harness.pool, async (client) => {
+        for (const tenant of tenants) {
+          const value = { ...keyIssued, tenant_id: tenant, key_id: `${tenant}-${round}` };
+          await enqueueEvent(client, contracts.keyIssued, value);
+        }
+      });
+    }
+    const replicas = [0, 1, 2].map(() =>
+      createOutboxRelay({
+        pool: harness.pool,
+        bus: harness.bus,
+        logger: harness.logger,
+        batchSize: 2,
+      }),
+    );
+    await Promise.all(replicas.map((relay) => relay.flush()));
+    await vi.waitFor(() => expect(received.length).toBeGreaterThanOrEqual(30), { timeout: 15_000 });
+    for (const tenant of tenants) {
+      const seen = received
+        .filter((event) => event.tenant_id === tenant)
+        .map((event) => event.key_id);
+      expect(seen).toEqual(Array.from({ length: 10 }, (_, round) => `${tenant}-${round}`));
+    }
+    await consumer.stop();
+  });
+});
+
+describe("outbox shards", () => {
+  it("puts an event in the shard of the partition its key falls on", () => {
+    for (const tenant of ["tn_a", "tn_b", "tn_01HZX3Q8M4"]) {
+      const value = { ...keyIssued, tenant_id: tenant };
+      expect(outboxShard(contracts.keyIssued, value)).toBe(
+        partitionOfKey(tenant, contracts.keyIssued.partitions),
+      );
+    }
+  });
+
+  it("starts a pass at any shard and wraps around", () => {
+    expect(rotated([1, 2, 3], 1)).toEqual([2, 3, 1]);
+    expect(rotated([1, 2, 3], 4)).toEqual([2, 3, 1]);
+    expect(rotated([1, 2, 3], -1)).toEqual([3, 1, 2]);
+    expect(rotated([], 5)).toEqual([]);
   });
 });

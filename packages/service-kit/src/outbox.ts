@@ -1,4 +1,5 @@
-import type { AnyTopicContract, Bus, PublishedRecord } from "@th/bus";
+import { randomInt } from "node:crypto";
+import { type AnyTopicContract, type Bus, type PublishedRecord, partitionOfKey } from "@th/bus";
 import { contractForTopic, type TopicContract } from "@th/contracts";
 import type { Pool, PoolClient } from "@th/db";
 import { type Logger, outsideAnyTrace, traceContextOf } from "@th/telemetry";
@@ -8,10 +9,10 @@ import { type Logger, outsideAnyTrace, traceContextOf } from "@th/telemetry";
  * the same transaction as the change, and the relay publishes them afterwards. A crash between
  * commit and publish only delays the event; it cannot lose it. Each service's migrations create
  * the table: `outbox (id bigserial PRIMARY KEY, topic text, payload jsonb, created_at timestamptz,
- * published_at timestamptz, headers jsonb)` with a partial index on unpublished ids; published
- * rows are deleted after `OUTBOX_RETENTION_MS`. `headers`
- * keeps the trace context of the work that wrote the row (the active one unless given), so the
- * event is published as part of that trace.
+ * published_at timestamptz, headers jsonb, shard smallint)` with partial indexes on unpublished
+ * ids and on unpublished (shard, id); published rows are deleted after `OUTBOX_RETENTION_MS`.
+ * `headers` keeps the trace context of the work that wrote the row (the active one unless
+ * given), so the event is published as part of that trace.
  */
 export async function enqueueEvent<T>(
   client: PoolClient,
@@ -19,11 +20,24 @@ export async function enqueueEvent<T>(
   value: T,
   traceContext: Record<string, string> = traceContextOf(),
 ): Promise<void> {
-  await client.query("INSERT INTO outbox (topic, payload, headers) VALUES ($1, $2, $3)", [
-    contract.topic,
-    JSON.stringify(value),
-    Object.keys(traceContext).length > 0 ? JSON.stringify(traceContext) : null,
-  ]);
+  await client.query(
+    "INSERT INTO outbox (topic, payload, headers, shard) VALUES ($1, $2, $3, $4)",
+    [
+      contract.topic,
+      JSON.stringify(value),
+      Object.keys(traceContext).length > 0 ? JSON.stringify(traceContext) : null,
+      outboxShard(contract, value),
+    ],
+  );
+}
+
+/**
+ * The relay shard of an event: the partition its key falls on under the topic's declared plan.
+ * Events of one key share a shard, and one relay at a time publishes a shard in table order, so
+ * each key's events reach the broker in the order they were committed (decision 0260).
+ */
+export function outboxShard<T>(contract: TopicContract<T>, value: T): number {
+  return partitionOfKey(contract.keyOf(value), contract.partitions);
 }
 
 export interface OutboxRelay {
@@ -48,7 +62,23 @@ type OutboxRow = {
   headers: Record<string, string> | null;
 };
 
-const RELAY_LOCK = `hashtext(current_schema() || '.outbox-relay')`;
+/** The relay lock of one shard: (this schema's relay, shard), in the two-key advisory space. */
+const RELAY_LOCK = `hashtext(current_schema() || '.outbox-relay'), $1::int`;
+
+/**
+ * The shards with unpublished rows, one index probe per shard (a loose index scan), so the
+ * question costs the same however long the backlog is.
+ */
+const PENDING_SHARDS_SQL = `
+WITH RECURSIVE pending AS (
+  (SELECT shard FROM outbox WHERE published_at IS NULL ORDER BY shard LIMIT 1)
+  UNION ALL
+  SELECT (SELECT o.shard FROM outbox o
+           WHERE o.published_at IS NULL AND o.shard > pending.shard
+           ORDER BY o.shard LIMIT 1)
+    FROM pending WHERE pending.shard IS NOT NULL
+)
+SELECT shard FROM pending WHERE shard IS NOT NULL`;
 
 /** Publishes rows in id order; consecutive rows of one topic go in one request. */
 async function publishRows(bus: Bus, rows: readonly OutboxRow[]): Promise<void> {
@@ -71,15 +101,20 @@ async function publishRows(bus: Bus, rows: readonly OutboxRow[]): Promise<void> 
 }
 
 /**
- * One batch under the relay lock, which the caller holds: read it, publish it, mark it published
- * once the broker acknowledged it. Each statement is its own short transaction, so no
+ * One batch of a shard under its lock, which the caller holds: read it, publish it, mark it
+ * published once the broker acknowledged it. Each statement is its own short transaction, so no
  * transaction and no row lock stays open while the broker's retries run, however long.
  */
-async function publishBatch(client: PoolClient, bus: Bus, batchSize: number): Promise<number> {
+async function publishBatch(
+  client: PoolClient,
+  bus: Bus,
+  shard: number,
+  batchSize: number,
+): Promise<number> {
   const { rows } = await client.query<OutboxRow>(
-    `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL
-     ORDER BY id LIMIT $1`,
-    [batchSize],
+    `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL AND shard = $1
+     ORDER BY id LIMIT $2`,
+    [shard, batchSize],
   );
   if (rows.length > 0) {
     await publishRows(bus, rows);
@@ -91,29 +126,37 @@ async function publishBatch(client: PoolClient, bus: Bus, batchSize: number): Pr
 }
 
 /**
- * Relays take turns under a session advisory lock: each turn is one batch. One relay at a time
- * keeps the table's order on the wire; a turn of one batch lets every replica's relay take its
- * share of the publishing rather than the first to lock doing all of it. A crash between publish
- * and mark publishes the batch again (at-least-once); a relay that dies drops its connection,
- * and with it the lock. Answers how many rows were published, or undefined when another relay
- * holds the lock.
+ * Relays take turns on each shard under a session advisory lock: each turn is one batch of one
+ * shard. One relay at a time per shard keeps each key's order on the wire, while relays of
+ * several replicas publish different shards at once; a turn of one batch lets every replica
+ * take its share. A crash between publish and mark publishes the batch again (at-least-once); a
+ * relay that dies drops its connection, and with it the lock. Answers how many rows were
+ * published, or undefined when another relay holds the shard.
  */
-async function publishTurn(pool: Pool, bus: Bus, batchSize: number): Promise<number | undefined> {
+async function publishTurn(
+  pool: Pool,
+  bus: Bus,
+  shard: number,
+  batchSize: number,
+): Promise<number | undefined> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
     const { rows: lock } = await client.query<{ locked: boolean }>(
       `SELECT pg_try_advisory_lock(${RELAY_LOCK}) AS locked`,
+      [shard],
     );
     if (!lock[0]?.locked) {
       return undefined;
     }
     try {
-      return await publishBatch(client, bus, batchSize);
+      return await publishBatch(client, bus, shard, batchSize);
     } finally {
-      await client.query(`SELECT pg_advisory_unlock(${RELAY_LOCK})`).catch((error: Error) => {
-        broken = error;
-      });
+      await client
+        .query(`SELECT pg_advisory_unlock(${RELAY_LOCK})`, [shard])
+        .catch((error: Error) => {
+          broken = error;
+        });
     }
   } catch (error) {
     broken ??= error as Error;
@@ -124,25 +167,45 @@ async function publishTurn(pool: Pool, bus: Bus, batchSize: number): Promise<num
   }
 }
 
+/** `items` starting at position `from` (modulo their count) and wrapping around. */
+export function rotated<T>(items: readonly T[], from: number): T[] {
+  if (items.length === 0) {
+    return [];
+  }
+  const start = ((from % items.length) + items.length) % items.length;
+  return [...items.slice(start), ...items.slice(0, start)];
+}
+
 /**
- * Publishes turn after turn until a batch comes back short. When another relay holds the lock,
- * that relay goes on until the table is empty; a row committed after its last read is published
- * by the next tick of whichever relay runs then.
+ * Publishes a turn on every pending shard, pass after pass, until no turn comes back full. Each
+ * relay starts its passes at a shard of its own, so replicas spread over the shards instead of
+ * queueing for the same lock. A shard another relay holds is that relay's to finish; a row
+ * committed after the last read is published by the next tick of whichever relay runs then.
  */
-async function drainOutbox(pool: Pool, bus: Bus, batchSize: number): Promise<number> {
+async function drainOutbox(
+  pool: Pool,
+  bus: Bus,
+  batchSize: number,
+  nextStart: () => number,
+): Promise<number> {
   let total = 0;
   for (;;) {
-    const published = await publishTurn(pool, bus, batchSize);
-    total += published ?? 0;
-    if (published === undefined || published < batchSize) {
+    const { rows } = await pool.query<{ shard: number }>(PENDING_SHARDS_SQL);
+    let full = false;
+    for (const { shard } of rotated(rows, nextStart())) {
+      const published = await publishTurn(pool, bus, shard, batchSize);
+      total += published ?? 0;
+      full ||= published === batchSize;
+    }
+    if (!full) {
       return total;
     }
   }
 }
 
 /**
- * Without it the table grows by every event ever sent. Rows are published in id order, so the
- * expired ones sit at the head of the table: each round deletes below the first row that is
+ * Without it the table grows by every event ever sent. Rows are published in id order within
+ * their shard and shards drain together, so the expired ones sit at the head of the table: each round deletes below the first row that is
  * unpublished or still within the retention, found by walking the primary key from the start,
  * and never scans the day of rows it keeps. A run deletes at most PURGE_ROUNDS batches.
  */
@@ -241,7 +304,8 @@ export function createOutboxRelay(options: {
   const { pool, bus, logger } = options;
   const retentionMs = options.retentionMs ?? OUTBOX_RETENTION_MS;
   const batchSize = options.batchSize ?? 500;
-  const drains = coalescedDrains(() => drainOutbox(pool, bus, batchSize));
+  let start = randomInt(1 << 16);
+  const drains = coalescedDrains(() => drainOutbox(pool, bus, batchSize, () => start++));
   const purge = () => purgeOutbox(pool, retentionMs);
   const publishing = repeatAfter(
     options.intervalMs ?? 250,

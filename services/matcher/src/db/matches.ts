@@ -7,7 +7,7 @@
 import type { MatchSummary } from "@th/api-schemas";
 import { contracts, type MatchFound } from "@th/contracts";
 import type { Pool, PoolClient } from "@th/db";
-import { ApiError } from "@th/service-kit";
+import { ApiError, outboxShard } from "@th/service-kit";
 import { traceContextOf } from "@th/telemetry";
 
 export interface NewMatch {
@@ -43,8 +43,8 @@ WITH inserted AS (
    WHERE (e.item -> 'p' ->> 'match_id')::uuid IN (SELECT match_id FROM inserted)
    ORDER BY e.item -> 'p' ->> 'match_id', e.ord
 ), queued AS (
-  INSERT INTO outbox (topic, payload, headers)
-  SELECT $13, item -> 'p', item -> 'h' FROM events ORDER BY ord
+  INSERT INTO outbox (topic, payload, headers, shard)
+  SELECT $13, item -> 'p', item -> 'h', (item ->> 's')::smallint FROM events ORDER BY ord
   RETURNING 1
 )
 SELECT count(*)::int AS queued FROM queued`;
@@ -60,7 +60,8 @@ export async function insertMatches(
   const active = matches.every((m) => m.traceContext) ? {} : traceContextOf();
   const events = matches.map((m) => {
     const headers = m.traceContext ?? active;
-    return Object.keys(headers).length > 0 ? { p: m.event, h: headers } : { p: m.event };
+    const s = outboxShard(contracts.matchFound, m.event);
+    return Object.keys(headers).length > 0 ? { p: m.event, h: headers, s } : { p: m.event, s };
   });
   const { rows } = await client.query<{ queued: number }>(INSERT_MATCHES_SQL, [
     matches.map((m) => m.event.match_id),
