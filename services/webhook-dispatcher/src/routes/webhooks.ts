@@ -1,6 +1,6 @@
 import { type HttpApp, internalCaller } from "@th/service-kit";
 import { z } from "zod";
-import type { EndpointService } from "../domain/endpoints.ts";
+import type { EndpointService } from "../endpoints/service.ts";
 
 const watchlistParams = z.object({ id: z.string().min(1).max(128) });
 const endpointParams = watchlistParams.extend({ endpoint_id: z.string().min(1).max(64) });
