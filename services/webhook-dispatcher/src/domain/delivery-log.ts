@@ -1,4 +1,5 @@
-import { isUtcInstant } from "@th/service-kit";
+// The cursor entry point alone: the package's index brings its HTTP and database clients.
+import { isUtcInstant } from "@th/service-kit/cursor";
 
 /** A delivery as stored (the columns its views read). */
 export interface DeliveryRow {
