@@ -18,8 +18,8 @@ import { createMembership } from "./delivery/membership.ts";
 import { createSecretStore } from "./delivery/secret-store.ts";
 import { createSender } from "./delivery/sender.ts";
 import { createWorker } from "./delivery/worker.ts";
-import { createEndpointService } from "./domain/endpoints.ts";
 import { createSecretBox } from "./domain/secrets.ts";
+import { createEndpointService } from "./endpoints/service.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
 
 export interface DispatcherOptions {

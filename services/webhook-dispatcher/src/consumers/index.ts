@@ -3,7 +3,7 @@ import { contracts, type DeliveryRetry, deliveryRetryLadder } from "@th/contract
 import type { Pool } from "@th/db";
 import type { Logger } from "@th/telemetry";
 import type { Worker } from "../delivery/worker.ts";
-import type { EndpointService } from "../domain/endpoints.ts";
+import type { EndpointService } from "../endpoints/service.ts";
 import { insertDeliveries } from "./intake.ts";
 
 /** Retry records are handed to the scheduler this long before they are due. */

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from "@th/db";
+import { insertSecret, retireSecrets, selectSigningSecret } from "../db/secrets.ts";
 import { generateSecret, type SecretBox } from "../domain/secrets.ts";
 
 const CACHE_MS = 1_000;
@@ -18,11 +19,7 @@ export function createSecretStore(options: { pool: Pool; box: SecretBox; now: ()
 
   async function insert(client: Pool | PoolClient, endpointId: string): Promise<string> {
     const secret = generateSecret();
-    const sealed = options.box.seal(endpointId, secret);
-    await client.query(
-      "INSERT INTO endpoint_secrets (endpoint_id, key_id, nonce, sealed) VALUES ($1, $2, $3, $4)",
-      [endpointId, sealed.keyId, sealed.nonce, sealed.sealed],
-    );
+    await insertSecret(client, endpointId, options.box.seal(endpointId, secret));
     forget(endpointId);
     return secret;
   }
@@ -33,21 +30,11 @@ export function createSecretStore(options: { pool: Pool; box: SecretBox; now: ()
   }
 
   async function load(endpointId: string, now: number): Promise<string> {
-    const { rows } = await options.pool.query<{ key_id: string; nonce: Buffer; sealed: Buffer }>(
-      `SELECT key_id, nonce, sealed FROM endpoint_secrets
-        WHERE endpoint_id = $1 AND (retires_at IS NULL OR retires_at > $2)
-        ORDER BY id DESC LIMIT 1`,
-      [endpointId, new Date(now)],
-    );
-    const row = rows[0];
-    if (!row) {
+    const sealed = await selectSigningSecret(options.pool, endpointId, new Date(now));
+    if (!sealed) {
       throw new Error(`endpoint ${endpointId} has no signing secret`);
     }
-    return options.box.open(endpointId, {
-      keyId: row.key_id,
-      nonce: row.nonce,
-      sealed: row.sealed,
-    });
+    return options.box.open(endpointId, sealed);
   }
 
   return {
@@ -63,11 +50,7 @@ export function createSecretStore(options: { pool: Pool; box: SecretBox; now: ()
       endpointId: string,
     ): Promise<{ secret: string; previousRetiresAt: Date }> {
       const retiresAt = new Date(options.now());
-      await client.query(
-        `UPDATE endpoint_secrets SET retires_at = $2
-          WHERE endpoint_id = $1 AND (retires_at IS NULL OR retires_at > $2)`,
-        [endpointId, retiresAt],
-      );
+      await retireSecrets(client, endpointId, retiresAt);
       const secret = await insert(client, endpointId);
       forget(endpointId);
       return { secret, previousRetiresAt: retiresAt };

@@ -1,7 +1,8 @@
 import { type HttpApp, internalCaller } from "@th/service-kit";
 import { z } from "zod";
-import type { EndpointService } from "../domain/endpoints.ts";
+import type { EndpointService } from "../endpoints/service.ts";
 
+const base = "/internal/v1/watchlists/:id/webhooks";
 const watchlistParams = z.object({ id: z.string().min(1).max(128) });
 const endpointParams = watchlistParams.extend({ endpoint_id: z.string().min(1).max(64) });
 const deliveryParams = endpointParams.extend({ delivery_id: z.string().min(1).max(64) });
@@ -14,7 +15,12 @@ const STATES = ["pending", "retrying", "exhausted", "parked", "complete", "dead_
  * parameter pattern that stops at the colon, so the action is a literal suffix.
  */
 export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService): void {
-  const base = "/internal/v1/watchlists/:id/webhooks";
+  requireWatchlistFirst(app, endpoints);
+  registerEndpointRoutes(app, endpoints);
+  registerDeliveryRoutes(app, endpoints);
+}
+
+function requireWatchlistFirst(app: HttpApp, endpoints: EndpointService): void {
   // Every call but the subscribe (which checks it with the rest of its input) and the delete
   // first asks whether the watchlist still exists: an endpoint can always be removed, which is
   // what stops the deliveries still queued for it.
@@ -32,7 +38,10 @@ export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService):
       (request.params as { id: string }).id,
     );
   });
+}
 
+/** Subscribe, list, read, remove and rotate endpoints. */
+function registerEndpointRoutes(app: HttpApp, endpoints: EndpointService): void {
   app.post(
     base,
     {
@@ -87,7 +96,10 @@ export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService):
         request.params.endpoint_id,
       ),
   );
+}
 
+/** An endpoint's delivery log and replay. */
+function registerDeliveryRoutes(app: HttpApp, endpoints: EndpointService): void {
   app.get(
     `${base}/:endpoint_id/deliveries`,
     {
