@@ -21,6 +21,8 @@ export interface CpuQuota {
 interface Layout {
   root: string;
   quotaFiles(dir: string, cores: number): Array<[string, string]>;
+  /** The highest CPU weight: the group is served before the neighbours in the root group. */
+  weightFile(dir: string): [string, string];
 }
 
 /** Where the cpu controller is mounted and how a quota is written there, or why it cannot be. */
@@ -33,6 +35,7 @@ export function cpuControllerLayout(): Layout | string {
         [join(dir, "cpu.cfs_period_us"), String(PERIOD_US)],
         [join(dir, "cpu.cfs_quota_us"), String(Math.round(cores * PERIOD_US))],
       ],
+      weightFile: (dir) => [join(dir, "cpu.shares"), "262144"],
     };
   }
   for (const v2 of ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]) {
@@ -43,6 +46,7 @@ export function cpuControllerLayout(): Layout | string {
         quotaFiles: (dir, cores) => [
           [join(dir, "cpu.max"), `${Math.round(cores * PERIOD_US)} ${PERIOD_US}`],
         ],
+        weightFile: (dir) => [join(dir, "cpu.weight"), "10000"],
       };
     }
   }
@@ -74,10 +78,27 @@ export function parseCpuStat(text: string): {
 }
 
 /**
- * Makes a cgroup with a CPU quota of `cores` of one core. Throws with the cause when the quota
- * cannot be set: a bench must never fall back to an unquota'd figure.
+ * Makes a cgroup with a CPU quota of `cores` of one core, at the highest CPU weight, so that a
+ * neighbour loading the machine cannot hold the group below its quota: the quota is what binds.
+ * Throws with the cause when the quota cannot be set: a bench must never fall back to an
+ * unquota'd figure.
  */
 export function createCpuQuota(name: string, cores: number): CpuQuota {
+  return { ...createGroup(name, (layout, path) => layout.quotaFiles(path, cores)), cores };
+}
+
+/**
+ * A cgroup at the highest CPU weight with no quota, for the processes every instance shares (the
+ * broker, the database backends, the load source), so they answer as on a quiet machine.
+ */
+export function createCpuPriority(name: string): Omit<CpuQuota, "cores"> {
+  return createGroup(name, () => []);
+}
+
+function createGroup(
+  name: string,
+  limits: (layout: Layout, path: string) => Array<[string, string]>,
+): Omit<CpuQuota, "cores"> {
   const layout = cpuControllerLayout();
   if (typeof layout === "string") {
     throw new Error(layout);
@@ -93,15 +114,14 @@ export function createCpuQuota(name: string, cores: number): CpuQuota {
   const path = join(layout.root, name);
   try {
     mkdirSync(path, { recursive: true });
-    for (const [file, value] of layout.quotaFiles(path, cores)) {
+    for (const [file, value] of [...limits(layout, path), layout.weightFile(path)]) {
       writeFileSync(file, value);
     }
   } catch (error) {
-    throw new Error(`cannot set a CPU quota in ${path}: ${(error as Error).message}`);
+    throw new Error(`cannot set CPU limits in ${path}: ${(error as Error).message}`);
   }
   return {
     path,
-    cores,
     add(pid) {
       writeFileSync(join(path, "cgroup.procs"), String(pid));
     },
@@ -109,6 +129,16 @@ export function createCpuQuota(name: string, cores: number): CpuQuota {
       return parseCpuStat(readFileSync(join(path, "cpu.stat"), "utf8"));
     },
     remove() {
+      // Whatever still runs in the group (a pooled database backend) goes back to the root.
+      for (const pid of readFileSync(join(path, "cgroup.procs"), "utf8").split("\n")) {
+        if (pid !== "") {
+          try {
+            writeFileSync(join(layout.root, "cgroup.procs"), pid);
+          } catch {
+            // Exited meanwhile.
+          }
+        }
+      }
       try {
         rmdirSync(path);
       } catch {
