@@ -18,7 +18,6 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "packages/dev-broker/src/broker.ts startBroker": 249,
   "packages/service-kit/src/app.ts createHttpApp": 207,
   "packages/service-kit/src/outbox.ts createOutboxRelay": 204,
-  "services/gateway/src/edge/edge-store.ts createEdgeStore": 250,
   "services/gateway/src/routes/dashboard-session.ts registerDashboardSessionRoutes": 248,
   "services/gateway/src/routes/export.ts registerExportRoutes": 182,
   "services/gateway/src/routes/leads.ts registerLeadRoutes": 176,
