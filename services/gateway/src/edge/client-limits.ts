@@ -3,7 +3,7 @@ import type { FastifyRequest } from "fastify";
 import type { EdgeOptions } from "./authenticate.ts";
 import { rateLimited } from "./rate-limit.ts";
 
-/** The per-client-IP answers of the edge: refusing a credential, and the public endpoints' limit. */
+/** The edge's per-client-IP answers: refusing a credential, and the public endpoints' limit. */
 export interface ClientLimits {
   /** Refuses the request with 401, or with 429 once the client has failed too often. */
   refuse(request: FastifyRequest, detail: string): Promise<never>;

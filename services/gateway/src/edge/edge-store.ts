@@ -68,7 +68,7 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
   const context = {
     // Keys built inside a script are not prefixed by ioredis, so the script is told the prefix.
     prefix: `${redis.options.keyPrefix ?? ""}th:`,
-    // A tenant record in its last third asks for a background refresh (see TENANT_WINDOW_LUA).
+    // A tenant record in its last third asks for a background refresh (store/authorization.ts).
     refreshBelowMs: Math.floor((options.tenantTtlSeconds * 1000) / 3),
     calendarOf: dailyCalendar(),
   };

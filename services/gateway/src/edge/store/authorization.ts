@@ -14,7 +14,7 @@ if (!/^[\w:.-]+$/.test(LEAD_VIEW_COUNTER_PREFIX)) {
  * bulk reply decodes for less than thirteen (every field is an id, an enum, a number or a date,
  * none can hold a line break, and the reader checks the count).
  */
-export const TENANT_WINDOW_LUA = `
+const TENANT_WINDOW_LUA = `
 local tenantById = {}
 local function tenantOf(id, prefix, calendar, refreshBelow)
   local cached = tenantById[id]

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 
-export const WINDOW_MS = 60_000;
+const WINDOW_MS = 60_000;
 
 /**
  * The rolling minute, exact to the millisecond (the clock's resolution) in bounded memory.
