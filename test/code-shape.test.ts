@@ -16,8 +16,6 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "bench/support/scale-dispatcher.ts dispatcherDriver": 152,
   "packages/bus/src/bus.ts consume": 406,
   "packages/dev-broker/src/broker.ts startBroker": 249,
-  "services/gateway/src/edge/authenticate.ts registerEdge": 337,
-  "services/gateway/src/edge/edge-store.ts createEdgeStore": 250,
   "services/gateway/src/routes/dashboard-session.ts registerDashboardSessionRoutes": 248,
   "services/gateway/src/routes/export.ts registerExportRoutes": 182,
   "services/gateway/src/routes/leads.ts registerLeadRoutes": 176,

@@ -1,3 +1,5 @@
+import type { QuotaState } from "./edge-context.ts";
+import type { RateWindow } from "./edge-store.ts";
 import { wholeNumberText } from "./number-text.ts";
 
 /**
@@ -42,8 +44,39 @@ export const LIMIT_HEADER_DOCS = {
   },
 } as const;
 
+/** The six headers of a tenant's request: its rolling minute and its month's lead-views. */
+export function tenantLimitHeaders(
+  window: RateWindow,
+  quota: QuotaState,
+  iso: (date: Date) => string,
+): Record<string, string> {
+  return {
+    "x-ratelimit-limit": wholeNumberText(window.limit),
+    "x-ratelimit-remaining": wholeNumberText(window.remaining),
+    "x-ratelimit-reset": wholeNumberText(Math.ceil(window.resetAtMs / 1000)),
+    "x-quota-lead-views-limit": wholeNumberText(quota.limit),
+    "x-quota-lead-views-remaining": wholeNumberText(Math.max(0, quota.remaining ?? quota.limit)),
+    "x-quota-resets": iso(quota.resetsAt),
+  };
+}
+
+/** The six headers of a request with no tenant: the client's window where one applied. */
+export function clientLimitHeaders(
+  window: RateWindow | undefined,
+  nowMs: number,
+): Record<string, string> {
+  const headers = window
+    ? {
+        "x-ratelimit-limit": wholeNumberText(window.limit),
+        "x-ratelimit-remaining": wholeNumberText(window.remaining),
+        "x-ratelimit-reset": wholeNumberText(Math.ceil(window.resetAtMs / 1000)),
+      }
+    : noWindowHeaders(nowMs);
+  return { ...headers, ...noQuotaHeaders(nowMs) };
+}
+
 /** The window's three headers where no rolling minute applied to the request. */
-export function noWindowHeaders(nowMs: number): Record<string, string> {
+function noWindowHeaders(nowMs: number): Record<string, string> {
   return {
     "x-ratelimit-limit": "0",
     "x-ratelimit-remaining": "0",
@@ -52,7 +85,7 @@ export function noWindowHeaders(nowMs: number): Record<string, string> {
 }
 
 /** The quota's three headers for a response with no tenant. */
-export function noQuotaHeaders(nowMs: number): Record<string, string> {
+function noQuotaHeaders(nowMs: number): Record<string, string> {
   return {
     "x-quota-lead-views-limit": "0",
     "x-quota-lead-views-remaining": "0",

@@ -4,7 +4,7 @@ import type { TenantChanged } from "@th/contracts";
 import type { HttpApp, InternalClient } from "@th/service-kit";
 import { parseCookie, stringifySetCookie } from "cookie";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { EdgeSessions, SessionClaims } from "./authenticate.ts";
+import type { EdgeSessions, SessionClaims } from "./edge-context.ts";
 
 /**
  * Dashboard sessions: a short-lived access token and a longer refresh token, both JWTs signed
