@@ -27,7 +27,7 @@ export interface AttemptRecord {
  * Text a receiver or its network sent us, fit for a Postgres text column, which cannot hold NUL
  * (a UTF-16 "OK" is `O\0K\0`).
  */
-export function storableText(text: string): string {
+function storableText(text: string): string {
   return text.includes("\u0000") ? text.replaceAll("\u0000", "") : text;
 }
 
