@@ -1,6 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 
+export {
+  foliosToRecord,
+  type Granted,
+  type LeadViewCharge,
+  type LeadViewReader,
+  openLeadViewCharge,
+} from "./charge.ts";
 export { type LedgerGet, ledgerUsageLoader } from "./ledger-seed.ts";
 
 /**

@@ -13,6 +13,7 @@ import {
 import { internalGetter, matcherWatchlists, type WatchlistDirectory } from "./clients/internal.ts";
 import type { Config } from "./config.ts";
 import { matchSubscriptions, retrySubscriptions, tenantSubscriptions } from "./consumers/index.ts";
+import { countWaiting } from "./db/deliveries.ts";
 import { createTenantSlots } from "./delivery/concurrency.ts";
 import { createMembership } from "./delivery/membership.ts";
 import { createSecretStore } from "./delivery/secret-store.ts";
@@ -68,13 +69,8 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     "Deliveries held in the dead-letter store (30 days) or parked for quota or tier",
     ["state"] as const,
     async (gauge) => {
-      const { rows } = await pool.query<{ state: string; n: string }>(
-        `SELECT 'parked' AS state, count(*) AS n FROM deliveries WHERE state = 'parked'
-         UNION ALL
-         SELECT 'dead_letter', count(*) FROM deliveries WHERE state = 'dead_letter' AND hold_until > now()`,
-      );
-      for (const row of rows) {
-        gauge.set({ state: row.state }, Number(row.n));
+      for (const row of await countWaiting(pool)) {
+        gauge.set({ state: row.state }, row.n);
       }
     },
   );

@@ -1,7 +1,6 @@
-import { randomUUID } from "node:crypto";
 import type { Bus } from "@th/bus";
 import { contracts, type LeadViewRecorded, type LeadViewVoided, type Surface } from "@th/contracts";
-import { type LeadViewMeter, utcDay } from "@th/quota";
+import { foliosToRecord, type LeadViewMeter, openLeadViewCharge, utcDay } from "@th/quota";
 import { ApiError } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import { quotaUpgradeUrlFor, tenancyOf } from "./authenticate.ts";
@@ -22,8 +21,9 @@ export function refuseHeadOnMeteredRead(request: FastifyRequest): void {
 }
 
 /**
- * Charges lead-views for the parcels a response is about to show. The reservation is one atomic
- * Redis script (all or nothing against the month's remaining views); the views are then recorded
+ * Charges lead-views for the parcels a response is about to show, by the lead-view charge every
+ * surface follows (`openLeadViewCharge`). The reservation is one atomic Redis script (all or
+ * nothing against the month's remaining views); the views are then recorded
  * on Kafka with acks from every replica before the response leaves. If they cannot be recorded
  * within `publishTimeoutMs`, or the client has gone before they are, the reservation is given
  * back, nothing more of the publish is sent, and the client gets 503: never a free read, never a
@@ -65,33 +65,15 @@ export function createMetering(deps: {
       const at = new Date(quota.admittedAt);
       const day = utcDay(at);
       const period = { start: quota.periodStart, end: quota.resetsAt };
-      // Named here so that a reservation whose reply was lost can still be given back.
-      const reservationId = randomUUID();
-      const reservation = await deps.meter
-        .reserve({
-          tenantId: tenancy.tenantId,
-          cap: quota.limit,
-          period,
-          day,
-          folios,
-          reservation: reservationId,
-        })
-        .catch(async (error: unknown) => {
-          await deps.meter
-            .release({
-              tenantId: tenancy.tenantId,
-              period,
-              day,
-              reservation: reservationId,
-              folios,
-            })
-            .catch(() => {});
-          request.log.error({ err: error }, "lead-views could not be reserved");
-          throw new ApiError(
-            "unavailable",
-            "the read could not be metered; nothing was charged, try again shortly",
-          );
-        });
+      // Named before the call, so that a reservation whose reply was lost is given back too.
+      const charge = openLeadViewCharge(deps.meter, { tenantId: tenancy.tenantId, period, day });
+      const reservation = await charge.reserve(quota.limit, folios).catch((error: unknown) => {
+        request.log.error({ err: error }, "lead-views could not be reserved");
+        throw new ApiError(
+          "unavailable",
+          "the read could not be metered; nothing was charged, try again shortly",
+        );
+      });
       if (!reservation.ok) {
         quota.remaining = reservation.remaining;
         throw new ApiError(
@@ -104,22 +86,20 @@ export function createMetering(deps: {
         );
       }
       quota.remaining = reservation.remaining;
-      const recorded = [...reservation.charged, ...reservation.unsettled];
+      const recorded = foliosToRecord(reservation);
       if (recorded.length === 0) {
         return;
       }
-      const events: LeadViewRecorded[] = recorded.map((folio) => ({
-        tenant_id: tenancy.tenantId,
-        folio,
-        day,
-        billing_period_start: utcDay(period.start),
-        // A dashboard session's reads are the web surface and carry no key.
-        surface: tenancy.sessionId && surface === "rest" ? "web" : surface,
-        request_id: request.id,
-        key_id: tenancy.sessionId ? null : tenancy.keyId,
-        member_id: tenancy.memberId,
-        recorded_at: at.toISOString(),
-      }));
+      const events: LeadViewRecorded[] = recorded.map((folio) =>
+        charge.view(folio, {
+          // A dashboard session's reads are the web surface and carry no key.
+          surface: tenancy.sessionId && surface === "rest" ? "web" : surface,
+          request_id: request.id,
+          key_id: tenancy.sessionId ? null : tenancy.keyId,
+          member_id: tenancy.memberId,
+          recorded_at: at.toISOString(),
+        }),
+      );
       const gone = clientGone(request);
       const deadline = AbortSignal.timeout(deps.publishTimeoutMs ?? 2_000);
       try {
@@ -140,14 +120,8 @@ export function createMetering(deps: {
               : "publish_failed",
           voided_at: new Date().toISOString(),
         });
-        const released = await deps.meter
-          .release({
-            tenantId: tenancy.tenantId,
-            period,
-            day,
-            reservation: reservation.reservation,
-            folios: reservation.charged,
-          })
+        const released = await charge
+          .giveBack(reservation.charged)
           .catch((releaseError: unknown) => {
             // Kept charged: the tenant loses these views until the counters are rebuilt from
             // the ledger, which is the safe side of a failure.

@@ -2,9 +2,11 @@ import { done, on, onBatch, retryLater, type Subscription } from "@th/bus";
 import { contracts, type DeliveryRetry, deliveryRetryLadder } from "@th/contracts";
 import type { Pool } from "@th/db";
 import type { Logger } from "@th/telemetry";
+import { pendRetry, unparkTenant } from "../db/deliveries.ts";
+import { applyTenantChange } from "../db/tenants.ts";
 import type { Worker } from "../delivery/worker.ts";
 import type { EndpointService } from "../endpoints/service.ts";
-import { insertDeliveries } from "./intake.ts";
+import { intakeMatches } from "./intake.ts";
 
 /** Retry records are handed to the scheduler this long before they are due. */
 export const RETRY_HANDOFF_LEAD_MS = 300;
@@ -18,7 +20,7 @@ export const RETRY_HANDOFF_LEAD_MS = 300;
 export function matchSubscriptions(deps: { pool: Pool; worker: Worker }): Subscription[] {
   return [
     onBatch(contracts.matchFound, async (records) => {
-      if ((await insertDeliveries(deps.pool, records)) > 0) {
+      if ((await intakeMatches(deps.pool, records)) > 0) {
         deps.worker.wake();
       }
       return undefined;
@@ -43,12 +45,13 @@ export function retrySubscriptions(deps: {
     if (wait > 0) {
       return retryLater(wait, "retry not due yet");
     }
-    const updated = await deps.pool.query(
-      `UPDATE deliveries SET state = 'pending', due_at = $4
-        WHERE id = $1 AND state = 'retrying' AND attempts = $2 AND replay_no = $3`,
-      [value.delivery_id, value.attempt - 1, value.replay_no, new Date(due)],
-    );
-    if ((updated.rowCount ?? 0) > 0) {
+    const pending = await pendRetry(deps.pool, {
+      id: value.delivery_id,
+      attempts: value.attempt - 1,
+      replayNo: value.replay_no,
+      dueAt: new Date(due),
+    });
+    if (pending) {
       deps.worker.wakeAt(due);
     }
     return done;
@@ -70,36 +73,11 @@ export function tenantSubscriptions(deps: {
 }): Subscription[] {
   return [
     on(contracts.tenantChanged, async ({ value }) => {
-      const applied = await deps.pool.query(
-        `INSERT INTO tenants (tenant_id, revision, tier, status, lead_views_per_month,
-                              concurrent_webhooks, billing_anniversary, changed_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (tenant_id) DO UPDATE SET
-           revision = EXCLUDED.revision, tier = EXCLUDED.tier, status = EXCLUDED.status,
-           lead_views_per_month = EXCLUDED.lead_views_per_month,
-           concurrent_webhooks = EXCLUDED.concurrent_webhooks,
-           billing_anniversary = EXCLUDED.billing_anniversary, changed_at = EXCLUDED.changed_at
-         WHERE tenants.revision < EXCLUDED.revision`,
-        [
-          value.tenant_id,
-          value.revision,
-          value.tier,
-          value.status,
-          value.limits.lead_views_per_month,
-          value.limits.concurrent_webhooks,
-          value.billing_anniversary,
-          value.changed_at,
-        ],
-      );
-      if ((applied.rowCount ?? 0) > 0) {
-        const released = await deps.pool.query(
-          `UPDATE deliveries SET state = 'pending', due_at = now(), parked_reason = NULL
-            WHERE tenant_id = $1 AND state = 'parked'`,
-          [value.tenant_id],
-        );
-        if ((released.rowCount ?? 0) > 0) {
-          deps.worker.wake();
-        }
+      if (
+        (await applyTenantChange(deps.pool, value)) &&
+        (await unparkTenant(deps.pool, value.tenant_id)) > 0
+      ) {
+        deps.worker.wake();
       }
       return done;
     }),

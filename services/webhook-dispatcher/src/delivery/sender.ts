@@ -2,19 +2,12 @@ import { type LookupAddress, lookup } from "node:dns";
 import { lookup as lookupAsync } from "node:dns/promises";
 import type { LookupFunction } from "node:net";
 import { Agent, type Dispatcher } from "undici";
-import { type AddressPolicy, isIpLiteral, refusalOf } from "../domain/address.ts";
+import { type AddressPolicy, isIpLiteral } from "../domain/address.ts";
 import type { AttemptResult } from "../domain/schedule.ts";
+import { parseTarget, refusalFor, type Target } from "../domain/target.ts";
 
 export const USER_AGENT = "terminal-house-webhooks/1.0";
 const EXCERPT_BYTES = 1024;
-
-/** Where an endpoint URL points, parsed once. */
-interface Target {
-  kind: "target";
-  protocol: "http:" | "https:";
-  origin: string;
-  path: string;
-}
 
 export class BlockedAddressError extends Error {
   readonly code = "EBLOCKED";
@@ -57,16 +50,131 @@ export async function refuseEndpointUrl(
   return null;
 }
 
-/** Plain HTTP is only ever allowed to loopback, and only with the development flag. */
-function refusalFor(protocol: string, address: string, policy: AddressPolicy): string | null {
-  const refusal = refusalOf(address, policy);
-  if (refusal) {
-    return refusal;
-  }
-  if (protocol === "http:" && refusalOf(address, { allowLoopback: false }) === null) {
-    return `${address} is not loopback; plain http is only allowed to loopback in development`;
-  }
-  return null;
+/**
+ * A DNS lookup that refuses a name resolving to an address the policy does not allow: run inside
+ * the socket's connect, so the address connected to is the address checked.
+ */
+function guardedLookup(protocol: string, policy: AddressPolicy): LookupFunction {
+  return ((
+    hostname: string,
+    lookupOptions: { all?: boolean },
+    callback: (...args: unknown[]) => void,
+  ) => {
+    lookup(hostname, { all: true, verbatim: true }, (error, addresses: LookupAddress[]) => {
+      if (error) {
+        callback(error);
+        return;
+      }
+      for (const address of addresses) {
+        const refusal = refusalFor(protocol, address.address, policy);
+        if (refusal) {
+          callback(
+            new BlockedAddressError(`${hostname} resolves to a refused address: ${refusal}`),
+          );
+          return;
+        }
+      }
+      if (lookupOptions?.all) {
+        callback(null, addresses);
+      } else {
+        const first = addresses[0] as LookupAddress;
+        callback(null, first.address, first.family);
+      }
+    });
+  }) as LookupFunction;
+}
+
+/**
+ * Posts one body to a target through `agent` and answers the attempt's result: the receiver's
+ * status with an excerpt of its body, or why it failed (a timeout, the network, a refused address).
+ */
+function post(
+  agent: Dispatcher,
+  target: Target,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<AttemptResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  return new Promise<AttemptResult>((resolve) => {
+    let settled = false;
+    let controller: Dispatcher.DispatchController | undefined;
+    const finish = (result: AttemptResult) => {
+      if (!settled) {
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
+      }
+    };
+    const timer = setTimeout(() => {
+      finish({
+        kind: "failure",
+        failure: "timeout",
+        error: `no response within ${timeoutMs} ms`,
+        durationMs: elapsed(),
+      });
+      // A request still waiting for a connection has no controller yet; it is aborted when it
+      // gets one.
+      controller?.abort(new Error("attempt timed out"));
+    }, timeoutMs);
+    let status = 0;
+    let excerpt: Buffer[] = [];
+    let kept = 0;
+    agent.dispatch(
+      { origin: target.origin, path: target.path, method: "POST", headers, body },
+      {
+        onRequestStart(started) {
+          controller = started;
+          if (settled) {
+            started.abort(new Error("attempt timed out"));
+          }
+        },
+        onResponseStart(_controller, statusCode) {
+          // Informational answers (1xx) come before the final one.
+          status = statusCode;
+          excerpt = [];
+          kept = 0;
+        },
+        onResponseData(_controller, chunk: Buffer) {
+          if (kept < EXCERPT_BYTES) {
+            excerpt.push(chunk);
+            kept += chunk.length;
+          }
+        },
+        onResponseEnd() {
+          finish({
+            kind: "response",
+            status,
+            durationMs: elapsed(),
+            excerpt: Buffer.concat(excerpt).subarray(0, EXCERPT_BYTES).toString("utf8"),
+          });
+        },
+        onResponseError(_controller, error: Error & { code?: string; cause?: unknown }) {
+          if (status !== 0) {
+            // The answer's status arrived and its body broke off: still the receiver's answer.
+            finish({
+              kind: "response",
+              status,
+              durationMs: elapsed(),
+              excerpt: Buffer.concat(excerpt).subarray(0, EXCERPT_BYTES).toString("utf8"),
+            });
+            return;
+          }
+          const blocked =
+            error instanceof BlockedAddressError ||
+            error.code === "EBLOCKED" ||
+            error.cause instanceof BlockedAddressError;
+          finish({
+            kind: "failure",
+            failure: blocked ? "blocked_address" : "network",
+            error: `${error.code ?? "error"}: ${error.message}`.slice(0, 500),
+            durationMs: elapsed(),
+          });
+        },
+      },
+    );
+  });
 }
 
 /**
@@ -82,41 +190,13 @@ export function createSender(options: {
   /** Connections per receiver origin; the tenants' concurrency caps bound them before this does. */
   maxSockets?: number;
 }) {
-  const guardedLookup = (protocol: string): LookupFunction =>
-    ((
-      hostname: string,
-      lookupOptions: { all?: boolean },
-      callback: (...args: unknown[]) => void,
-    ) => {
-      lookup(hostname, { all: true, verbatim: true }, (error, addresses: LookupAddress[]) => {
-        if (error) {
-          callback(error);
-          return;
-        }
-        for (const address of addresses) {
-          const refusal = refusalFor(protocol, address.address, options.policy);
-          if (refusal) {
-            callback(
-              new BlockedAddressError(`${hostname} resolves to a refused address: ${refusal}`),
-            );
-            return;
-          }
-        }
-        if (lookupOptions?.all) {
-          callback(null, addresses);
-        } else {
-          const first = addresses[0] as LookupAddress;
-          callback(null, first.address, first.family);
-        }
-      });
-    }) as LookupFunction;
   const agentFor = (protocol: "http:" | "https:") =>
     new Agent({
       connections: options.maxSockets ?? 256,
       // Receivers are HTTP/1.1 endpoints; one request per connection at a time.
       allowH2: false,
       pipelining: 1,
-      connect: { lookup: guardedLookup(protocol), timeout: options.timeoutMs },
+      connect: { lookup: guardedLookup(protocol, options.policy), timeout: options.timeoutMs },
       // The attempt's own timer bounds the whole request; these only must not fire first.
       headersTimeout: 0,
       bodyTimeout: 0,
@@ -130,7 +210,7 @@ export function createSender(options: {
     if (known) {
       return known;
     }
-    const target = parseTarget(rawUrl);
+    const target = parseTarget(rawUrl, options.policy);
     if (targets.size >= 10_000) {
       targets.clear();
     }
@@ -138,130 +218,14 @@ export function createSender(options: {
     return target;
   }
 
-  function parseTarget(rawUrl: string): Target | AttemptResult {
-    let url: URL;
-    try {
-      url = new URL(rawUrl);
-    } catch {
-      return { kind: "failure", failure: "other", error: "invalid url", durationMs: 0 };
-    }
-    const protocol = url.protocol as "http:" | "https:";
-    if (!agents[protocol] || (protocol === "http:" && !options.policy.allowLoopback)) {
-      return {
-        kind: "failure",
-        failure: "blocked_address",
-        error: "url must use https",
-        durationMs: 0,
-      };
-    }
-    const host = url.hostname.replace(/^\[|\]$/g, "");
-    if (isIpLiteral(host)) {
-      const refusal = refusalFor(protocol, host, options.policy);
-      if (refusal) {
-        return { kind: "failure", failure: "blocked_address", error: refusal, durationMs: 0 };
-      }
-    }
-    return {
-      kind: "target",
-      protocol,
-      origin: url.origin,
-      path: `${url.pathname}${url.search}`,
-    };
-  }
-
-  function send(
-    rawUrl: string,
-    body: string,
-    headers: Record<string, string>,
-  ): Promise<AttemptResult> {
-    const started = performance.now();
-    const elapsed = () => Math.round(performance.now() - started);
-    const target = targetOf(rawUrl);
-    if (target.kind !== "target") {
-      return Promise.resolve(target);
-    }
-    return new Promise<AttemptResult>((resolve) => {
-      let settled = false;
-      let controller: Dispatcher.DispatchController | undefined;
-      const finish = (result: AttemptResult) => {
-        if (!settled) {
-          settled = true;
-          clearTimeout(timer);
-          resolve(result);
-        }
-      };
-      const timer = setTimeout(() => {
-        finish({
-          kind: "failure",
-          failure: "timeout",
-          error: `no response within ${options.timeoutMs} ms`,
-          durationMs: elapsed(),
-        });
-        // A request still waiting for a connection has no controller yet; it is aborted when it
-        // gets one.
-        controller?.abort(new Error("attempt timed out"));
-      }, options.timeoutMs);
-      let status = 0;
-      let excerpt: Buffer[] = [];
-      let kept = 0;
-      agents[target.protocol].dispatch(
-        { origin: target.origin, path: target.path, method: "POST", headers, body },
-        {
-          onRequestStart(started) {
-            controller = started;
-            if (settled) {
-              started.abort(new Error("attempt timed out"));
-            }
-          },
-          onResponseStart(_controller, statusCode) {
-            // Informational answers (1xx) come before the final one.
-            status = statusCode;
-            excerpt = [];
-            kept = 0;
-          },
-          onResponseData(_controller, chunk: Buffer) {
-            if (kept < EXCERPT_BYTES) {
-              excerpt.push(chunk);
-              kept += chunk.length;
-            }
-          },
-          onResponseEnd() {
-            finish({
-              kind: "response",
-              status,
-              durationMs: elapsed(),
-              excerpt: Buffer.concat(excerpt).subarray(0, EXCERPT_BYTES).toString("utf8"),
-            });
-          },
-          onResponseError(_controller, error: Error & { code?: string; cause?: unknown }) {
-            if (status !== 0) {
-              // The answer's status arrived and its body broke off: still the receiver's answer.
-              finish({
-                kind: "response",
-                status,
-                durationMs: elapsed(),
-                excerpt: Buffer.concat(excerpt).subarray(0, EXCERPT_BYTES).toString("utf8"),
-              });
-              return;
-            }
-            const blocked =
-              error instanceof BlockedAddressError ||
-              error.code === "EBLOCKED" ||
-              error.cause instanceof BlockedAddressError;
-            finish({
-              kind: "failure",
-              failure: blocked ? "blocked_address" : "network",
-              error: `${error.code ?? "error"}: ${error.message}`.slice(0, 500),
-              durationMs: elapsed(),
-            });
-          },
-        },
-      );
-    });
-  }
-
   return {
-    send,
+    send(rawUrl: string, body: string, headers: Record<string, string>): Promise<AttemptResult> {
+      const target = targetOf(rawUrl);
+      if (target.kind !== "target") {
+        return Promise.resolve(target);
+      }
+      return post(agents[target.protocol], target, body, headers, options.timeoutMs);
+    },
     close() {
       agents["http:"].destroy().catch(() => {});
       agents["https:"].destroy().catch(() => {});
