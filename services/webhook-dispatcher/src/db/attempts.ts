@@ -1,4 +1,6 @@
+import { contractForTopic, type TopicContract } from "@th/contracts";
 import type { Pool } from "@th/db";
+import { outboxShard } from "@th/service-kit";
 import type { OutboxEvent } from "../domain/outcome.ts";
 
 /** What one attempt writes: the delivery's new state, the attempt row and its events. */
@@ -21,6 +23,15 @@ export interface AttemptRecord {
   /** The attempt delivered the lead (2xx): the delivery is marked charged with its view. */
   charge: boolean;
   events: OutboxEvent[];
+}
+
+/** The outbox shard of an event (decision 0260). */
+function shardOf(event: OutboxEvent): number {
+  const contract = contractForTopic(event.topic) as TopicContract<unknown> | undefined;
+  if (!contract) {
+    throw new Error(`outbox event for unknown topic ${event.topic}`);
+  }
+  return outboxShard(contract, event.payload);
 }
 
 /**
@@ -64,7 +75,7 @@ export async function writeAttempts(
   }));
   const events = records
     .flatMap((record) => record.events)
-    .map((e, ord) => ({ ...e, view: e.view === true, ord }));
+    .map((e, ord) => ({ ...e, view: e.view === true, ord, shard: shardOf(e) }));
   const { rows } = await pool.query<{ id: string }>({
     // Named, so each connection parses and plans it once: its plan does not depend on the
     // values (the input's size is not known to the planner), and parse and plan cost about as
@@ -105,11 +116,11 @@ export async function writeAttempts(
          FROM input i JOIN updated u ON u.id = i.id
        ON CONFLICT DO NOTHING
      ), events AS (
-       INSERT INTO outbox (topic, payload, headers)
-       SELECT e.topic, e.payload, e.headers
+       INSERT INTO outbox (topic, payload, headers, shard)
+       SELECT e.topic, e.payload, e.headers, e.shard
          FROM json_to_recordset($2::json)
               AS e(delivery_id uuid, topic text, payload jsonb, headers jsonb, view boolean,
-                   ord int)
+                   ord int, shard smallint)
          JOIN updated u ON u.id = e.delivery_id
          JOIN prior p ON p.id = e.delivery_id
         WHERE NOT e.view OR p.charged_at IS NULL
