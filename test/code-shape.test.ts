@@ -26,11 +26,9 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "services/gateway/src/routes/mcp.ts serverFor": 163,
   "services/gateway/src/routes/team.ts registerTeamRoutes": 212,
   "services/gateway/src/routes/watchlists.ts registerWatchlistRoutes": 217,
-  "services/gateway/src/routes/webhooks.ts registerWebhookRoutes": 195,
   "services/webhook-dispatcher/src/delivery/sender.ts createSender": 192,
   "services/webhook-dispatcher/src/delivery/worker.ts createWorker": 954,
   "services/webhook-dispatcher/src/domain/endpoints.ts createEndpointService": 315,
-  "services/webhook-dispatcher/src/routes/webhooks.ts registerWebhookRoutes": 157,
   "test/support/edge-stack.ts startEdgeStack": 244,
   "test/support/webhook-stack.ts startWebhookStack": 273,
 };

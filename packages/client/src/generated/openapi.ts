@@ -852,61 +852,6 @@ export interface components {
             /** @description Pass as cursor for the next page; null at the end */
             next_cursor: string | null;
         };
-        RecipeFiltersInput: {
-            counties?: number[];
-            cities?: string[];
-            zip_codes?: string[];
-            use_classes?: ("residential" | "commercial" | "industrial" | "agricultural" | "institutional" | "governmental" | "miscellaneous")[];
-            dor_use_codes?: string[];
-            just_value?: {
-                min?: number;
-                max?: number;
-            };
-            est_equity?: {
-                min?: number;
-                max?: number;
-            };
-            equity_ratio?: {
-                min?: number;
-                max?: number;
-            };
-            year_built?: {
-                min?: number;
-                max?: number;
-            };
-            living_area_sqft?: {
-                min?: number;
-                max?: number;
-            };
-            land_sqft?: {
-                min?: number;
-                max?: number;
-            };
-            last_sale_age_years?: {
-                min?: number;
-                max?: number;
-            };
-            last_qualified_sale_age_years?: {
-                min?: number;
-                max?: number;
-            };
-            owner_mailing_states?: {
-                include?: string[];
-                exclude?: string[];
-            };
-            homestead?: boolean;
-        };
-        /** @description Filters on parcel fields plus weighted lead signals. A parcel matches when every filter passes, every required signal fired, no excluded signal fired, and its score reaches min_score. */
-        RecipeInput: {
-            filters?: components["schemas"]["RecipeFiltersInput"];
-            signals?: {
-                [key: string]: number;
-            };
-            required_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
-            excluded_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
-            min_score?: number;
-            allow_match_all?: boolean;
-        };
         ApiKeyInput: {
             /** @description Identifier of the key */
             id: string;
@@ -1069,6 +1014,160 @@ export interface components {
             /** @description When the session ends and a new sign-in is needed */
             refresh_expires_at: string;
         };
+        WebhookEndpointInput: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+        };
+        WebhookEndpointWithSecretInput: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
+            secret: string;
+        };
+        RotatedWebhookEndpointInput: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
+            secret: string;
+            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
+            previous_secret_expires_at: string;
+        };
+        WebhookDeliveryInput: {
+            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
+            id: string;
+            endpoint_id: string;
+            watchlist_id: string;
+            match_id: string;
+            folio: string;
+            event_type: string;
+            /**
+             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
+             * @enum {string}
+             */
+            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
+            parked_reason: string | null;
+            attempts: number;
+            replay_no: number;
+            next_attempt_at: string | null;
+            first_attempted_at: string | null;
+            last_attempted_at: string | null;
+            last_status_code: number | null;
+            last_failure: string | null;
+            last_error: string | null;
+            completed_at: string | null;
+            dead_lettered_at: string | null;
+            dead_letter_reason: string | null;
+            hold_until: string | null;
+            created_at: string;
+        };
+        WebhookAttemptInput: {
+            replay_no: number;
+            attempt: number;
+            attempted_at: string;
+            duration_ms: number | null;
+            status_code: number | null;
+            failure: string | null;
+            error: string | null;
+            response_excerpt: string | null;
+            state: string;
+        };
+        WebhookDeliveryDetailInput: {
+            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
+            id: string;
+            endpoint_id: string;
+            watchlist_id: string;
+            match_id: string;
+            folio: string;
+            event_type: string;
+            /**
+             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
+             * @enum {string}
+             */
+            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
+            parked_reason: string | null;
+            attempts: components["schemas"]["WebhookAttemptInput"][];
+            replay_no: number;
+            next_attempt_at: string | null;
+            first_attempted_at: string | null;
+            last_attempted_at: string | null;
+            last_status_code: number | null;
+            last_failure: string | null;
+            last_error: string | null;
+            completed_at: string | null;
+            dead_lettered_at: string | null;
+            dead_letter_reason: string | null;
+            hold_until: string | null;
+            created_at: string;
+            /** @description The exact bytes sent on every attempt */
+            body: string;
+        };
+        RecipeFiltersInput: {
+            counties?: number[];
+            cities?: string[];
+            zip_codes?: string[];
+            use_classes?: ("residential" | "commercial" | "industrial" | "agricultural" | "institutional" | "governmental" | "miscellaneous")[];
+            dor_use_codes?: string[];
+            just_value?: {
+                min?: number;
+                max?: number;
+            };
+            est_equity?: {
+                min?: number;
+                max?: number;
+            };
+            equity_ratio?: {
+                min?: number;
+                max?: number;
+            };
+            year_built?: {
+                min?: number;
+                max?: number;
+            };
+            living_area_sqft?: {
+                min?: number;
+                max?: number;
+            };
+            land_sqft?: {
+                min?: number;
+                max?: number;
+            };
+            last_sale_age_years?: {
+                min?: number;
+                max?: number;
+            };
+            last_qualified_sale_age_years?: {
+                min?: number;
+                max?: number;
+            };
+            owner_mailing_states?: {
+                include?: string[];
+                exclude?: string[];
+            };
+            homestead?: boolean;
+        };
+        /** @description Filters on parcel fields plus weighted lead signals. A parcel matches when every filter passes, every required signal fired, no excluded signal fired, and its score reaches min_score. */
+        RecipeInput: {
+            filters?: components["schemas"]["RecipeFiltersInput"];
+            signals?: {
+                [key: string]: number;
+            };
+            required_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
+            excluded_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
+            min_score?: number;
+            allow_match_all?: boolean;
+        };
         WatchlistCreateInput: {
             name: string;
             recipe: components["schemas"]["RecipeInput"];
@@ -1206,105 +1305,6 @@ export interface components {
                 lead_views: number;
             }[];
         };
-        WebhookEndpointInput: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-        };
-        WebhookEndpointWithSecretInput: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
-            secret: string;
-        };
-        RotatedWebhookEndpointInput: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
-            secret: string;
-            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
-            previous_secret_expires_at: string;
-        };
-        WebhookDeliveryInput: {
-            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
-            id: string;
-            endpoint_id: string;
-            watchlist_id: string;
-            match_id: string;
-            folio: string;
-            event_type: string;
-            /**
-             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
-             * @enum {string}
-             */
-            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
-            parked_reason: string | null;
-            attempts: number;
-            replay_no: number;
-            next_attempt_at: string | null;
-            first_attempted_at: string | null;
-            last_attempted_at: string | null;
-            last_status_code: number | null;
-            last_failure: string | null;
-            last_error: string | null;
-            completed_at: string | null;
-            dead_lettered_at: string | null;
-            dead_letter_reason: string | null;
-            hold_until: string | null;
-            created_at: string;
-        };
-        WebhookAttemptInput: {
-            replay_no: number;
-            attempt: number;
-            attempted_at: string;
-            duration_ms: number | null;
-            status_code: number | null;
-            failure: string | null;
-            error: string | null;
-            response_excerpt: string | null;
-            state: string;
-        };
-        WebhookDeliveryDetailInput: {
-            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
-            id: string;
-            endpoint_id: string;
-            watchlist_id: string;
-            match_id: string;
-            folio: string;
-            event_type: string;
-            /**
-             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
-             * @enum {string}
-             */
-            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
-            parked_reason: string | null;
-            attempts: components["schemas"]["WebhookAttemptInput"][];
-            replay_no: number;
-            next_attempt_at: string | null;
-            first_attempted_at: string | null;
-            last_attempted_at: string | null;
-            last_status_code: number | null;
-            last_failure: string | null;
-            last_error: string | null;
-            completed_at: string | null;
-            dead_lettered_at: string | null;
-            dead_letter_reason: string | null;
-            hold_until: string | null;
-            created_at: string;
-            /** @description The exact bytes sent on every attempt */
-            body: string;
-        };
         Error: {
             /** @enum {string} */
             error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
@@ -1429,61 +1429,6 @@ export interface components {
             leads: components["schemas"]["Lead"][];
             /** @description Pass as cursor for the next page; null at the end */
             next_cursor: string | null;
-        };
-        RecipeFilters: {
-            counties?: number[];
-            cities?: string[];
-            zip_codes?: string[];
-            use_classes?: ("residential" | "commercial" | "industrial" | "agricultural" | "institutional" | "governmental" | "miscellaneous")[];
-            dor_use_codes?: string[];
-            just_value?: {
-                min?: number;
-                max?: number;
-            };
-            est_equity?: {
-                min?: number;
-                max?: number;
-            };
-            equity_ratio?: {
-                min?: number;
-                max?: number;
-            };
-            year_built?: {
-                min?: number;
-                max?: number;
-            };
-            living_area_sqft?: {
-                min?: number;
-                max?: number;
-            };
-            land_sqft?: {
-                min?: number;
-                max?: number;
-            };
-            last_sale_age_years?: {
-                min?: number;
-                max?: number;
-            };
-            last_qualified_sale_age_years?: {
-                min?: number;
-                max?: number;
-            };
-            owner_mailing_states?: {
-                include?: string[];
-                exclude?: string[];
-            };
-            homestead?: boolean;
-        };
-        /** @description Filters on parcel fields plus weighted lead signals. A parcel matches when every filter passes, every required signal fired, no excluded signal fired, and its score reaches min_score. */
-        Recipe: {
-            filters?: components["schemas"]["RecipeFilters"];
-            signals?: {
-                [key: string]: number;
-            };
-            required_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
-            excluded_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
-            min_score?: number;
-            allow_match_all?: boolean;
         };
         ApiKey: {
             /** @description Identifier of the key */
@@ -1647,6 +1592,160 @@ export interface components {
             /** @description When the session ends and a new sign-in is needed */
             refresh_expires_at: string;
         };
+        WebhookEndpoint: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+        };
+        WebhookEndpointWithSecret: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
+            secret: string;
+        };
+        RotatedWebhookEndpoint: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
+            secret: string;
+            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
+            previous_secret_expires_at: string;
+        };
+        WebhookDelivery: {
+            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
+            id: string;
+            endpoint_id: string;
+            watchlist_id: string;
+            match_id: string;
+            folio: string;
+            event_type: string;
+            /**
+             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
+             * @enum {string}
+             */
+            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
+            parked_reason: string | null;
+            attempts: number;
+            replay_no: number;
+            next_attempt_at: string | null;
+            first_attempted_at: string | null;
+            last_attempted_at: string | null;
+            last_status_code: number | null;
+            last_failure: string | null;
+            last_error: string | null;
+            completed_at: string | null;
+            dead_lettered_at: string | null;
+            dead_letter_reason: string | null;
+            hold_until: string | null;
+            created_at: string;
+        };
+        WebhookAttempt: {
+            replay_no: number;
+            attempt: number;
+            attempted_at: string;
+            duration_ms: number | null;
+            status_code: number | null;
+            failure: string | null;
+            error: string | null;
+            response_excerpt: string | null;
+            state: string;
+        };
+        WebhookDeliveryDetail: {
+            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
+            id: string;
+            endpoint_id: string;
+            watchlist_id: string;
+            match_id: string;
+            folio: string;
+            event_type: string;
+            /**
+             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
+             * @enum {string}
+             */
+            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
+            parked_reason: string | null;
+            attempts: components["schemas"]["WebhookAttempt"][];
+            replay_no: number;
+            next_attempt_at: string | null;
+            first_attempted_at: string | null;
+            last_attempted_at: string | null;
+            last_status_code: number | null;
+            last_failure: string | null;
+            last_error: string | null;
+            completed_at: string | null;
+            dead_lettered_at: string | null;
+            dead_letter_reason: string | null;
+            hold_until: string | null;
+            created_at: string;
+            /** @description The exact bytes sent on every attempt */
+            body: string;
+        };
+        RecipeFilters: {
+            counties?: number[];
+            cities?: string[];
+            zip_codes?: string[];
+            use_classes?: ("residential" | "commercial" | "industrial" | "agricultural" | "institutional" | "governmental" | "miscellaneous")[];
+            dor_use_codes?: string[];
+            just_value?: {
+                min?: number;
+                max?: number;
+            };
+            est_equity?: {
+                min?: number;
+                max?: number;
+            };
+            equity_ratio?: {
+                min?: number;
+                max?: number;
+            };
+            year_built?: {
+                min?: number;
+                max?: number;
+            };
+            living_area_sqft?: {
+                min?: number;
+                max?: number;
+            };
+            land_sqft?: {
+                min?: number;
+                max?: number;
+            };
+            last_sale_age_years?: {
+                min?: number;
+                max?: number;
+            };
+            last_qualified_sale_age_years?: {
+                min?: number;
+                max?: number;
+            };
+            owner_mailing_states?: {
+                include?: string[];
+                exclude?: string[];
+            };
+            homestead?: boolean;
+        };
+        /** @description Filters on parcel fields plus weighted lead signals. A parcel matches when every filter passes, every required signal fired, no excluded signal fired, and its score reaches min_score. */
+        Recipe: {
+            filters?: components["schemas"]["RecipeFilters"];
+            signals?: {
+                [key: string]: number;
+            };
+            required_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
+            excluded_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
+            min_score?: number;
+            allow_match_all?: boolean;
+        };
         WatchlistCreate: {
             name: string;
             recipe: components["schemas"]["Recipe"];
@@ -1783,105 +1882,6 @@ export interface components {
                 day: string;
                 lead_views: number;
             }[];
-        };
-        WebhookEndpoint: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-        };
-        WebhookEndpointWithSecret: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
-            secret: string;
-        };
-        RotatedWebhookEndpoint: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
-            secret: string;
-            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
-            previous_secret_expires_at: string;
-        };
-        WebhookDelivery: {
-            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
-            id: string;
-            endpoint_id: string;
-            watchlist_id: string;
-            match_id: string;
-            folio: string;
-            event_type: string;
-            /**
-             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
-             * @enum {string}
-             */
-            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
-            parked_reason: string | null;
-            attempts: number;
-            replay_no: number;
-            next_attempt_at: string | null;
-            first_attempted_at: string | null;
-            last_attempted_at: string | null;
-            last_status_code: number | null;
-            last_failure: string | null;
-            last_error: string | null;
-            completed_at: string | null;
-            dead_lettered_at: string | null;
-            dead_letter_reason: string | null;
-            hold_until: string | null;
-            created_at: string;
-        };
-        WebhookAttempt: {
-            replay_no: number;
-            attempt: number;
-            attempted_at: string;
-            duration_ms: number | null;
-            status_code: number | null;
-            failure: string | null;
-            error: string | null;
-            response_excerpt: string | null;
-            state: string;
-        };
-        WebhookDeliveryDetail: {
-            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
-            id: string;
-            endpoint_id: string;
-            watchlist_id: string;
-            match_id: string;
-            folio: string;
-            event_type: string;
-            /**
-             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
-             * @enum {string}
-             */
-            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
-            parked_reason: string | null;
-            attempts: components["schemas"]["WebhookAttempt"][];
-            replay_no: number;
-            next_attempt_at: string | null;
-            first_attempted_at: string | null;
-            last_attempted_at: string | null;
-            last_status_code: number | null;
-            last_failure: string | null;
-            last_error: string | null;
-            completed_at: string | null;
-            dead_lettered_at: string | null;
-            dead_letter_reason: string | null;
-            hold_until: string | null;
-            created_at: string;
-            /** @description The exact bytes sent on every attempt */
-            body: string;
         };
     };
     responses: never;

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from "@th/api-schemas";
 import { type Pool, type PoolClient, inTransaction as runInTransaction } from "@th/db";
 import { ApiError, type InternalCaller, isUtcInstant } from "@th/service-kit";
 import type { WatchlistDirectory } from "../clients/internal.ts";
@@ -7,49 +8,10 @@ import { refuseEndpointUrl } from "../delivery/sender.ts";
 import type { AddressPolicy } from "./address.ts";
 import { EVENT_TYPE } from "./payload.ts";
 
-export interface EndpointView {
-  id: string;
-  watchlist_id: string;
-  url: string;
-  events: string[];
-  created_at: string;
-}
-
-export interface DeliveryView {
-  id: string;
-  endpoint_id: string;
-  watchlist_id: string;
-  match_id: string;
-  folio: string;
-  event_type: string;
-  state: string;
-  parked_reason: string | null;
-  attempts: number;
-  replay_no: number;
-  next_attempt_at: string | null;
-  first_attempted_at: string | null;
-  last_attempted_at: string | null;
-  last_status_code: number | null;
-  last_failure: string | null;
-  last_error: string | null;
-  completed_at: string | null;
-  dead_lettered_at: string | null;
-  dead_letter_reason: string | null;
-  hold_until: string | null;
-  created_at: string;
-}
-
-export interface AttemptView {
-  replay_no: number;
-  attempt: number;
-  attempted_at: string;
-  duration_ms: number | null;
-  status_code: number | null;
-  failure: string | null;
-  error: string | null;
-  response_excerpt: string | null;
-  state: string;
-}
+// The public shapes of what the owner answers, from the operation table.
+export type EndpointView = WebhookEndpoint;
+export type DeliveryView = WebhookDelivery;
+export type AttemptView = WebhookAttempt;
 
 const iso = (value: Date | null | undefined) => (value ? value.toISOString() : null);
 
