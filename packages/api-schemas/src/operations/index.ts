@@ -1,9 +1,15 @@
 // The table of public operations: each is declared once, here. The gateway publishes and forwards
 // every entry; the owning service binds its handler to the same entry's request schemas.
+import { accountOperations, teamOperations } from "./team.ts";
 import { webhookOperations } from "./webhooks.ts";
 
 export * from "./operation.ts";
+export * from "./team.ts";
 export * from "./webhooks.ts";
 
 /** Every public operation that the gateway forwards to the service that owns it. */
-export const PUBLIC_OPERATIONS = [...webhookOperations] as const;
+export const PUBLIC_OPERATIONS = [
+  ...accountOperations,
+  ...teamOperations,
+  ...webhookOperations,
+] as const;
