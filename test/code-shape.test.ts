@@ -24,7 +24,6 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "services/gateway/src/routes/export.ts registerExportRoutes": 182,
   "services/gateway/src/routes/leads.ts registerLeadRoutes": 176,
   "services/gateway/src/routes/mcp.ts serverFor": 163,
-  "services/gateway/src/routes/watchlists.ts registerWatchlistRoutes": 217,
   "services/webhook-dispatcher/src/delivery/sender.ts createSender": 192,
   "services/webhook-dispatcher/src/delivery/worker.ts createWorker": 954,
   "services/webhook-dispatcher/src/domain/endpoints.ts createEndpointService": 315,

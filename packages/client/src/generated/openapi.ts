@@ -1014,105 +1014,6 @@ export interface components {
             /** @description When the session ends and a new sign-in is needed */
             refresh_expires_at: string;
         };
-        WebhookEndpointInput: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-        };
-        WebhookEndpointWithSecretInput: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
-            secret: string;
-        };
-        RotatedWebhookEndpointInput: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
-            secret: string;
-            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
-            previous_secret_expires_at: string;
-        };
-        WebhookDeliveryInput: {
-            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
-            id: string;
-            endpoint_id: string;
-            watchlist_id: string;
-            match_id: string;
-            folio: string;
-            event_type: string;
-            /**
-             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
-             * @enum {string}
-             */
-            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
-            parked_reason: string | null;
-            attempts: number;
-            replay_no: number;
-            next_attempt_at: string | null;
-            first_attempted_at: string | null;
-            last_attempted_at: string | null;
-            last_status_code: number | null;
-            last_failure: string | null;
-            last_error: string | null;
-            completed_at: string | null;
-            dead_lettered_at: string | null;
-            dead_letter_reason: string | null;
-            hold_until: string | null;
-            created_at: string;
-        };
-        WebhookAttemptInput: {
-            replay_no: number;
-            attempt: number;
-            attempted_at: string;
-            duration_ms: number | null;
-            status_code: number | null;
-            failure: string | null;
-            error: string | null;
-            response_excerpt: string | null;
-            state: string;
-        };
-        WebhookDeliveryDetailInput: {
-            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
-            id: string;
-            endpoint_id: string;
-            watchlist_id: string;
-            match_id: string;
-            folio: string;
-            event_type: string;
-            /**
-             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
-             * @enum {string}
-             */
-            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
-            parked_reason: string | null;
-            attempts: components["schemas"]["WebhookAttemptInput"][];
-            replay_no: number;
-            next_attempt_at: string | null;
-            first_attempted_at: string | null;
-            last_attempted_at: string | null;
-            last_status_code: number | null;
-            last_failure: string | null;
-            last_error: string | null;
-            completed_at: string | null;
-            dead_lettered_at: string | null;
-            dead_letter_reason: string | null;
-            hold_until: string | null;
-            created_at: string;
-            /** @description The exact bytes sent on every attempt */
-            body: string;
-        };
         RecipeFiltersInput: {
             counties?: number[];
             cities?: string[];
@@ -1228,6 +1129,105 @@ export interface components {
             matches: components["schemas"]["MatchSummaryInput"][];
             next_cursor: string;
             has_more: boolean;
+        };
+        WebhookEndpointInput: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+        };
+        WebhookEndpointWithSecretInput: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
+            secret: string;
+        };
+        RotatedWebhookEndpointInput: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
+            secret: string;
+            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
+            previous_secret_expires_at: string;
+        };
+        WebhookDeliveryInput: {
+            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
+            id: string;
+            endpoint_id: string;
+            watchlist_id: string;
+            match_id: string;
+            folio: string;
+            event_type: string;
+            /**
+             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
+             * @enum {string}
+             */
+            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
+            parked_reason: string | null;
+            attempts: number;
+            replay_no: number;
+            next_attempt_at: string | null;
+            first_attempted_at: string | null;
+            last_attempted_at: string | null;
+            last_status_code: number | null;
+            last_failure: string | null;
+            last_error: string | null;
+            completed_at: string | null;
+            dead_lettered_at: string | null;
+            dead_letter_reason: string | null;
+            hold_until: string | null;
+            created_at: string;
+        };
+        WebhookAttemptInput: {
+            replay_no: number;
+            attempt: number;
+            attempted_at: string;
+            duration_ms: number | null;
+            status_code: number | null;
+            failure: string | null;
+            error: string | null;
+            response_excerpt: string | null;
+            state: string;
+        };
+        WebhookDeliveryDetailInput: {
+            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
+            id: string;
+            endpoint_id: string;
+            watchlist_id: string;
+            match_id: string;
+            folio: string;
+            event_type: string;
+            /**
+             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
+             * @enum {string}
+             */
+            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
+            parked_reason: string | null;
+            attempts: components["schemas"]["WebhookAttemptInput"][];
+            replay_no: number;
+            next_attempt_at: string | null;
+            first_attempted_at: string | null;
+            last_attempted_at: string | null;
+            last_status_code: number | null;
+            last_failure: string | null;
+            last_error: string | null;
+            completed_at: string | null;
+            dead_lettered_at: string | null;
+            dead_letter_reason: string | null;
+            hold_until: string | null;
+            created_at: string;
+            /** @description The exact bytes sent on every attempt */
+            body: string;
         };
         WatchlistMatchEventInput: {
             /** @description Event identifier; the same for every endpoint it reaches */
@@ -1592,105 +1592,6 @@ export interface components {
             /** @description When the session ends and a new sign-in is needed */
             refresh_expires_at: string;
         };
-        WebhookEndpoint: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-        };
-        WebhookEndpointWithSecret: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
-            secret: string;
-        };
-        RotatedWebhookEndpoint: {
-            id: string;
-            watchlist_id: string;
-            /** @description HTTPS URL that receives deliveries */
-            url: string;
-            events: string[];
-            created_at: string;
-            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
-            secret: string;
-            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
-            previous_secret_expires_at: string;
-        };
-        WebhookDelivery: {
-            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
-            id: string;
-            endpoint_id: string;
-            watchlist_id: string;
-            match_id: string;
-            folio: string;
-            event_type: string;
-            /**
-             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
-             * @enum {string}
-             */
-            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
-            parked_reason: string | null;
-            attempts: number;
-            replay_no: number;
-            next_attempt_at: string | null;
-            first_attempted_at: string | null;
-            last_attempted_at: string | null;
-            last_status_code: number | null;
-            last_failure: string | null;
-            last_error: string | null;
-            completed_at: string | null;
-            dead_lettered_at: string | null;
-            dead_letter_reason: string | null;
-            hold_until: string | null;
-            created_at: string;
-        };
-        WebhookAttempt: {
-            replay_no: number;
-            attempt: number;
-            attempted_at: string;
-            duration_ms: number | null;
-            status_code: number | null;
-            failure: string | null;
-            error: string | null;
-            response_excerpt: string | null;
-            state: string;
-        };
-        WebhookDeliveryDetail: {
-            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
-            id: string;
-            endpoint_id: string;
-            watchlist_id: string;
-            match_id: string;
-            folio: string;
-            event_type: string;
-            /**
-             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
-             * @enum {string}
-             */
-            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
-            parked_reason: string | null;
-            attempts: components["schemas"]["WebhookAttempt"][];
-            replay_no: number;
-            next_attempt_at: string | null;
-            first_attempted_at: string | null;
-            last_attempted_at: string | null;
-            last_status_code: number | null;
-            last_failure: string | null;
-            last_error: string | null;
-            completed_at: string | null;
-            dead_lettered_at: string | null;
-            dead_letter_reason: string | null;
-            hold_until: string | null;
-            created_at: string;
-            /** @description The exact bytes sent on every attempt */
-            body: string;
-        };
         RecipeFilters: {
             counties?: number[];
             cities?: string[];
@@ -1806,6 +1707,105 @@ export interface components {
             matches: components["schemas"]["MatchSummary"][];
             next_cursor: string;
             has_more: boolean;
+        };
+        WebhookEndpoint: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+        };
+        WebhookEndpointWithSecret: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
+            secret: string;
+        };
+        RotatedWebhookEndpoint: {
+            id: string;
+            watchlist_id: string;
+            /** @description HTTPS URL that receives deliveries */
+            url: string;
+            events: string[];
+            created_at: string;
+            /** @description Signing secret (whsec_…); shown in this response only, never retrievable again */
+            secret: string;
+            /** @description When the old secret stopped signing: the moment of the rotation. From then on every delivery carries exactly one v1= signature, under the new secret; a receiver accepts both secrets while it cuts over (docs/webhooks.md) */
+            previous_secret_expires_at: string;
+        };
+        WebhookDelivery: {
+            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
+            id: string;
+            endpoint_id: string;
+            watchlist_id: string;
+            match_id: string;
+            folio: string;
+            event_type: string;
+            /**
+             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
+             * @enum {string}
+             */
+            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
+            parked_reason: string | null;
+            attempts: number;
+            replay_no: number;
+            next_attempt_at: string | null;
+            first_attempted_at: string | null;
+            last_attempted_at: string | null;
+            last_status_code: number | null;
+            last_failure: string | null;
+            last_error: string | null;
+            completed_at: string | null;
+            dead_lettered_at: string | null;
+            dead_letter_reason: string | null;
+            hold_until: string | null;
+            created_at: string;
+        };
+        WebhookAttempt: {
+            replay_no: number;
+            attempt: number;
+            attempted_at: string;
+            duration_ms: number | null;
+            status_code: number | null;
+            failure: string | null;
+            error: string | null;
+            response_excerpt: string | null;
+            state: string;
+        };
+        WebhookDeliveryDetail: {
+            /** @description The X-FLPF-Webhook-Id, the same on every attempt and replay */
+            id: string;
+            endpoint_id: string;
+            watchlist_id: string;
+            match_id: string;
+            folio: string;
+            event_type: string;
+            /**
+             * @description pending/retrying: attempts remain; exhausted: 5th attempt failed, dead-lettered 30 min later; parked: waiting for quota, tier or tenant; complete; dead_letter: held 30 days, replayable
+             * @enum {string}
+             */
+            state: "pending" | "retrying" | "exhausted" | "parked" | "complete" | "dead_letter";
+            parked_reason: string | null;
+            attempts: components["schemas"]["WebhookAttempt"][];
+            replay_no: number;
+            next_attempt_at: string | null;
+            first_attempted_at: string | null;
+            last_attempted_at: string | null;
+            last_status_code: number | null;
+            last_failure: string | null;
+            last_error: string | null;
+            completed_at: string | null;
+            dead_lettered_at: string | null;
+            dead_letter_reason: string | null;
+            hold_until: string | null;
+            created_at: string;
+            /** @description The exact bytes sent on every attempt */
+            body: string;
         };
         WatchlistMatchEvent: {
             /** @description Event identifier; the same for every endpoint it reaches */
