@@ -1,9 +1,11 @@
 // The table of public operations: each is declared once, here. The gateway publishes and forwards
 // every entry; the owning service binds its handler to the same entry's request schemas.
+import { leadOperations } from "./leads.ts";
 import { accountOperations, teamOperations } from "./team.ts";
 import { watchlistOperations } from "./watchlists.ts";
 import { webhookOperations } from "./webhooks.ts";
 
+export * from "./leads.ts";
 export * from "./operation.ts";
 export * from "./team.ts";
 export * from "./watchlists.ts";
@@ -13,6 +15,7 @@ export * from "./webhooks.ts";
 export const PUBLIC_OPERATIONS = [
   ...accountOperations,
   ...teamOperations,
+  ...leadOperations,
   ...watchlistOperations,
   ...webhookOperations,
 ] as const;

@@ -852,6 +852,122 @@ export interface components {
             /** @description Pass as cursor for the next page; null at the end */
             next_cursor: string | null;
         };
+        RecipeFiltersInput: {
+            counties?: number[];
+            cities?: string[];
+            zip_codes?: string[];
+            use_classes?: ("residential" | "commercial" | "industrial" | "agricultural" | "institutional" | "governmental" | "miscellaneous")[];
+            dor_use_codes?: string[];
+            just_value?: {
+                min?: number;
+                max?: number;
+            };
+            est_equity?: {
+                min?: number;
+                max?: number;
+            };
+            equity_ratio?: {
+                min?: number;
+                max?: number;
+            };
+            year_built?: {
+                min?: number;
+                max?: number;
+            };
+            living_area_sqft?: {
+                min?: number;
+                max?: number;
+            };
+            land_sqft?: {
+                min?: number;
+                max?: number;
+            };
+            last_sale_age_years?: {
+                min?: number;
+                max?: number;
+            };
+            last_qualified_sale_age_years?: {
+                min?: number;
+                max?: number;
+            };
+            owner_mailing_states?: {
+                include?: string[];
+                exclude?: string[];
+            };
+            homestead?: boolean;
+        };
+        /** @description Filters on parcel fields plus weighted lead signals. A parcel matches when every filter passes, every required signal fired, no excluded signal fired, and its score reaches min_score. */
+        RecipeInput: {
+            filters?: components["schemas"]["RecipeFiltersInput"];
+            signals?: {
+                [key: string]: number;
+            };
+            required_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
+            excluded_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
+            min_score?: number;
+            allow_match_all?: boolean;
+        };
+        WatchlistCreateInput: {
+            name: string;
+            recipe: components["schemas"]["RecipeInput"];
+        };
+        WatchlistUpdateInput: {
+            name?: string;
+            recipe?: components["schemas"]["RecipeInput"];
+        };
+        WatchlistInput: {
+            id: string;
+            name: string;
+            recipe: components["schemas"]["RecipeInput"];
+            recipe_version: number;
+            recipe_fingerprint: string;
+            /** Format: date-time */
+            recipe_effective_from: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            last_match_at: string | null;
+            match_count: number;
+        };
+        WatchlistListInput: {
+            data: components["schemas"]["WatchlistInput"][];
+            next_cursor: string | null;
+        };
+        ManualRunInput: {
+            id: string;
+            watchlist_id: string;
+            recipe_version: number;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed";
+            parcel_limit: number;
+            parcels_total: number | null;
+            parcels_scanned: number;
+            matches_found: number;
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            finished_at: string | null;
+        };
+        MatchSummaryInput: {
+            match_id: string;
+            folio: string;
+            score: number;
+            signals_fired: string[];
+            /** Format: date-time */
+            observed_at: string;
+            recipe_version: number;
+            /** @enum {string} */
+            trigger: "ingest" | "manual_run";
+            /** Format: date-time */
+            matched_at: string;
+        };
+        MatchSummaryPageInput: {
+            matches: components["schemas"]["MatchSummaryInput"][];
+            next_cursor: string;
+            has_more: boolean;
+        };
         ApiKeyInput: {
             /** @description Identifier of the key */
             id: string;
@@ -1013,122 +1129,6 @@ export interface components {
             expires_at: string;
             /** @description When the session ends and a new sign-in is needed */
             refresh_expires_at: string;
-        };
-        RecipeFiltersInput: {
-            counties?: number[];
-            cities?: string[];
-            zip_codes?: string[];
-            use_classes?: ("residential" | "commercial" | "industrial" | "agricultural" | "institutional" | "governmental" | "miscellaneous")[];
-            dor_use_codes?: string[];
-            just_value?: {
-                min?: number;
-                max?: number;
-            };
-            est_equity?: {
-                min?: number;
-                max?: number;
-            };
-            equity_ratio?: {
-                min?: number;
-                max?: number;
-            };
-            year_built?: {
-                min?: number;
-                max?: number;
-            };
-            living_area_sqft?: {
-                min?: number;
-                max?: number;
-            };
-            land_sqft?: {
-                min?: number;
-                max?: number;
-            };
-            last_sale_age_years?: {
-                min?: number;
-                max?: number;
-            };
-            last_qualified_sale_age_years?: {
-                min?: number;
-                max?: number;
-            };
-            owner_mailing_states?: {
-                include?: string[];
-                exclude?: string[];
-            };
-            homestead?: boolean;
-        };
-        /** @description Filters on parcel fields plus weighted lead signals. A parcel matches when every filter passes, every required signal fired, no excluded signal fired, and its score reaches min_score. */
-        RecipeInput: {
-            filters?: components["schemas"]["RecipeFiltersInput"];
-            signals?: {
-                [key: string]: number;
-            };
-            required_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
-            excluded_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
-            min_score?: number;
-            allow_match_all?: boolean;
-        };
-        WatchlistCreateInput: {
-            name: string;
-            recipe: components["schemas"]["RecipeInput"];
-        };
-        WatchlistUpdateInput: {
-            name?: string;
-            recipe?: components["schemas"]["RecipeInput"];
-        };
-        WatchlistInput: {
-            id: string;
-            name: string;
-            recipe: components["schemas"]["RecipeInput"];
-            recipe_version: number;
-            recipe_fingerprint: string;
-            /** Format: date-time */
-            recipe_effective_from: string;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            last_match_at: string | null;
-            match_count: number;
-        };
-        WatchlistListInput: {
-            data: components["schemas"]["WatchlistInput"][];
-            next_cursor: string | null;
-        };
-        ManualRunInput: {
-            id: string;
-            watchlist_id: string;
-            recipe_version: number;
-            /** @enum {string} */
-            status: "queued" | "running" | "succeeded" | "failed";
-            parcel_limit: number;
-            parcels_total: number | null;
-            parcels_scanned: number;
-            matches_found: number;
-            error: string | null;
-            /** Format: date-time */
-            created_at: string;
-            started_at: string | null;
-            finished_at: string | null;
-        };
-        MatchSummaryInput: {
-            match_id: string;
-            folio: string;
-            score: number;
-            signals_fired: string[];
-            /** Format: date-time */
-            observed_at: string;
-            recipe_version: number;
-            /** @enum {string} */
-            trigger: "ingest" | "manual_run";
-            /** Format: date-time */
-            matched_at: string;
-        };
-        MatchSummaryPageInput: {
-            matches: components["schemas"]["MatchSummaryInput"][];
-            next_cursor: string;
-            has_more: boolean;
         };
         WebhookEndpointInput: {
             id: string;
@@ -1430,6 +1430,122 @@ export interface components {
             /** @description Pass as cursor for the next page; null at the end */
             next_cursor: string | null;
         };
+        RecipeFilters: {
+            counties?: number[];
+            cities?: string[];
+            zip_codes?: string[];
+            use_classes?: ("residential" | "commercial" | "industrial" | "agricultural" | "institutional" | "governmental" | "miscellaneous")[];
+            dor_use_codes?: string[];
+            just_value?: {
+                min?: number;
+                max?: number;
+            };
+            est_equity?: {
+                min?: number;
+                max?: number;
+            };
+            equity_ratio?: {
+                min?: number;
+                max?: number;
+            };
+            year_built?: {
+                min?: number;
+                max?: number;
+            };
+            living_area_sqft?: {
+                min?: number;
+                max?: number;
+            };
+            land_sqft?: {
+                min?: number;
+                max?: number;
+            };
+            last_sale_age_years?: {
+                min?: number;
+                max?: number;
+            };
+            last_qualified_sale_age_years?: {
+                min?: number;
+                max?: number;
+            };
+            owner_mailing_states?: {
+                include?: string[];
+                exclude?: string[];
+            };
+            homestead?: boolean;
+        };
+        /** @description Filters on parcel fields plus weighted lead signals. A parcel matches when every filter passes, every required signal fired, no excluded signal fired, and its score reaches min_score. */
+        Recipe: {
+            filters?: components["schemas"]["RecipeFilters"];
+            signals?: {
+                [key: string]: number;
+            };
+            required_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
+            excluded_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
+            min_score?: number;
+            allow_match_all?: boolean;
+        };
+        WatchlistCreate: {
+            name: string;
+            recipe: components["schemas"]["Recipe"];
+        };
+        WatchlistUpdate: {
+            name?: string;
+            recipe?: components["schemas"]["Recipe"];
+        };
+        Watchlist: {
+            id: string;
+            name: string;
+            recipe: components["schemas"]["Recipe"];
+            recipe_version: number;
+            recipe_fingerprint: string;
+            /** Format: date-time */
+            recipe_effective_from: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            last_match_at: string | null;
+            match_count: number;
+        };
+        WatchlistList: {
+            data: components["schemas"]["Watchlist"][];
+            next_cursor: string | null;
+        };
+        ManualRun: {
+            id: string;
+            watchlist_id: string;
+            recipe_version: number;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed";
+            parcel_limit: number;
+            parcels_total: number | null;
+            parcels_scanned: number;
+            matches_found: number;
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            finished_at: string | null;
+        };
+        MatchSummary: {
+            match_id: string;
+            folio: string;
+            score: number;
+            signals_fired: string[];
+            /** Format: date-time */
+            observed_at: string;
+            recipe_version: number;
+            /** @enum {string} */
+            trigger: "ingest" | "manual_run";
+            /** Format: date-time */
+            matched_at: string;
+        };
+        MatchSummaryPage: {
+            matches: components["schemas"]["MatchSummary"][];
+            next_cursor: string;
+            has_more: boolean;
+        };
         ApiKey: {
             /** @description Identifier of the key */
             id: string;
@@ -1591,122 +1707,6 @@ export interface components {
             expires_at: string;
             /** @description When the session ends and a new sign-in is needed */
             refresh_expires_at: string;
-        };
-        RecipeFilters: {
-            counties?: number[];
-            cities?: string[];
-            zip_codes?: string[];
-            use_classes?: ("residential" | "commercial" | "industrial" | "agricultural" | "institutional" | "governmental" | "miscellaneous")[];
-            dor_use_codes?: string[];
-            just_value?: {
-                min?: number;
-                max?: number;
-            };
-            est_equity?: {
-                min?: number;
-                max?: number;
-            };
-            equity_ratio?: {
-                min?: number;
-                max?: number;
-            };
-            year_built?: {
-                min?: number;
-                max?: number;
-            };
-            living_area_sqft?: {
-                min?: number;
-                max?: number;
-            };
-            land_sqft?: {
-                min?: number;
-                max?: number;
-            };
-            last_sale_age_years?: {
-                min?: number;
-                max?: number;
-            };
-            last_qualified_sale_age_years?: {
-                min?: number;
-                max?: number;
-            };
-            owner_mailing_states?: {
-                include?: string[];
-                exclude?: string[];
-            };
-            homestead?: boolean;
-        };
-        /** @description Filters on parcel fields plus weighted lead signals. A parcel matches when every filter passes, every required signal fired, no excluded signal fired, and its score reaches min_score. */
-        Recipe: {
-            filters?: components["schemas"]["RecipeFilters"];
-            signals?: {
-                [key: string]: number;
-            };
-            required_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
-            excluded_signals?: ("absentee_owner" | "out_of_state_owner" | "corporate_owner" | "trust_owner" | "estate_owner" | "long_term_owner" | "high_equity" | "free_and_clear" | "negative_equity" | "homestead_dropped" | "value_jump" | "recent_sale" | "vacant_land" | "distressed_transfer" | "tired_landlord")[];
-            min_score?: number;
-            allow_match_all?: boolean;
-        };
-        WatchlistCreate: {
-            name: string;
-            recipe: components["schemas"]["Recipe"];
-        };
-        WatchlistUpdate: {
-            name?: string;
-            recipe?: components["schemas"]["Recipe"];
-        };
-        Watchlist: {
-            id: string;
-            name: string;
-            recipe: components["schemas"]["Recipe"];
-            recipe_version: number;
-            recipe_fingerprint: string;
-            /** Format: date-time */
-            recipe_effective_from: string;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            last_match_at: string | null;
-            match_count: number;
-        };
-        WatchlistList: {
-            data: components["schemas"]["Watchlist"][];
-            next_cursor: string | null;
-        };
-        ManualRun: {
-            id: string;
-            watchlist_id: string;
-            recipe_version: number;
-            /** @enum {string} */
-            status: "queued" | "running" | "succeeded" | "failed";
-            parcel_limit: number;
-            parcels_total: number | null;
-            parcels_scanned: number;
-            matches_found: number;
-            error: string | null;
-            /** Format: date-time */
-            created_at: string;
-            started_at: string | null;
-            finished_at: string | null;
-        };
-        MatchSummary: {
-            match_id: string;
-            folio: string;
-            score: number;
-            signals_fired: string[];
-            /** Format: date-time */
-            observed_at: string;
-            recipe_version: number;
-            /** @enum {string} */
-            trigger: "ingest" | "manual_run";
-            /** Format: date-time */
-            matched_at: string;
-        };
-        MatchSummaryPage: {
-            matches: components["schemas"]["MatchSummary"][];
-            next_cursor: string;
-            has_more: boolean;
         };
         WebhookEndpoint: {
             id: string;
