@@ -1,10 +1,12 @@
 // The table of public operations: each is declared once, here. The gateway publishes and forwards
 // every entry; the owning service binds its handler to the same entry's request schemas.
+import { exportOperations } from "./export.ts";
 import { leadOperations } from "./leads.ts";
 import { accountOperations, teamOperations } from "./team.ts";
 import { watchlistOperations } from "./watchlists.ts";
 import { webhookOperations } from "./webhooks.ts";
 
+export * from "./export.ts";
 export * from "./leads.ts";
 export * from "./operation.ts";
 export * from "./team.ts";
@@ -18,4 +20,5 @@ export const PUBLIC_OPERATIONS = [
   ...leadOperations,
   ...watchlistOperations,
   ...webhookOperations,
+  ...exportOperations,
 ] as const;
