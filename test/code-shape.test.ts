@@ -20,7 +20,6 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "packages/service-kit/src/outbox.ts createOutboxRelay": 204,
   "services/gateway/src/edge/authenticate.ts registerEdge": 337,
   "services/gateway/src/edge/edge-store.ts createEdgeStore": 250,
-  "services/gateway/src/routes/dashboard-session.ts registerDashboardSessionRoutes": 248,
   "services/webhook-dispatcher/src/delivery/sender.ts createSender": 192,
   "services/webhook-dispatcher/src/delivery/worker.ts createWorker": 954,
   "services/webhook-dispatcher/src/domain/endpoints.ts createEndpointService": 315,

@@ -27,6 +27,12 @@ export interface Operation<ErrorCode extends string = string, Surface extends st
   errors: readonly ErrorCode[];
   /** The surface a tier must open (billing's `Surface`); `rest` when not said. */
   surface?: Surface;
+  /**
+   * Who may call: `key` (the default) an API key or a dashboard session; `session` the same, but
+   * the operation belongs to the dashboard and documents no key; `public` anyone, limited per
+   * client IP, and the owner hears no caller.
+   */
+  access?: "key" | "session" | "public";
 }
 
 /** Declares an operation, keeping its schemas' exact types for the routes that bind it. */

@@ -1,7 +1,14 @@
-import { getWebhookEndpoint, listWebhookDeliveries, rotateWebhookSecret } from "@th/api-schemas";
+import {
+  changePassword,
+  getAccount,
+  getWebhookEndpoint,
+  listWebhookDeliveries,
+  rotateWebhookSecret,
+  startTrial,
+} from "@th/api-schemas";
 import type { FastifyRequest } from "fastify";
 import { describe, expect, it } from "vitest";
-import { internalUrl } from "./operation.ts";
+import { internalUrl, publicRoute } from "./operation.ts";
 
 const request = (url: string, params: Record<string, string>) =>
   ({ url, params }) as unknown as FastifyRequest;
@@ -35,5 +42,32 @@ describe("internalUrl", () => {
         }),
       ),
     ).toBe("/internal/v1/watchlists/a%20b/webhooks/ep/deliveries?state=parked&limit=5");
+  });
+});
+
+describe("publicRoute", () => {
+  it("gates an operation by its surface and documents the key it takes", () => {
+    const route = publicRoute(getWebhookEndpoint);
+    expect(route.config).toEqual({ edge: { surface: "webhooks" } });
+    expect(route.schema.security).toEqual([{ bearerAuth: [] }]);
+    expect(Object.keys(route.schema.response)).toEqual(
+      expect.arrayContaining(["200", "400", "401", "403", "404", "429", "500", "503"]),
+    );
+  });
+
+  it("leaves an operation open on every tier ungated", () => {
+    expect(publicRoute(getAccount)).not.toHaveProperty("config");
+  });
+
+  it("opens a public operation at the edge and documents no key", () => {
+    const route = publicRoute(startTrial);
+    expect(route.config).toEqual({ edge: { public: true } });
+    expect(route.schema).not.toHaveProperty("security");
+  });
+
+  it("documents no key for a dashboard operation, which the edge still authenticates", () => {
+    const route = publicRoute(changePassword);
+    expect(route).not.toHaveProperty("config");
+    expect(route.schema).not.toHaveProperty("security");
   });
 });

@@ -14,13 +14,18 @@ const security = [{ bearerAuth: [] }];
  * documented with, taken from the table.
  */
 export function publicRoute<const O extends PublicOperation>(operation: O) {
+  const access = operation.access ?? "key";
+  const edge =
+    access === "public"
+      ? { public: true }
+      : operation.surface !== undefined
+        ? { surface: operation.surface }
+        : undefined;
   return {
-    ...(operation.surface !== undefined
-      ? { config: { edge: { surface: operation.surface } } }
-      : {}),
+    ...(edge !== undefined ? { config: { edge } } : {}),
     schema: {
       tags: [...operation.tags],
-      security,
+      ...(access === "key" ? { security } : {}),
       operationId: operation.operationId,
       ...(operation.summary !== undefined ? { summary: operation.summary } : {}),
       ...requestSchemas(operation),
@@ -48,19 +53,24 @@ export function internalUrl(operation: PublicOperation, request: FastifyRequest)
   return query === -1 ? path : `${path}${request.url.slice(query)}`;
 }
 
-/** Calls the operation's owner as the authenticated caller, with the request's body if any. */
+/**
+ * Calls the operation's owner with the request's body if any: as the authenticated caller, or
+ * with no caller for a public operation.
+ */
 export async function callOwner(
   upstream: InternalClient,
   operation: PublicOperation,
   request: FastifyRequest,
 ) {
-  return callAs(
-    upstream,
-    request,
-    operation.method,
-    internalUrl(operation, request),
-    operation.body !== undefined ? request.body : undefined,
-  );
+  const url = internalUrl(operation, request);
+  const body = operation.body !== undefined ? request.body : undefined;
+  if (operation.access === "public") {
+    return upstream.send(operation.method, url, {
+      requestId: request.id,
+      ...(body !== undefined ? { body } : {}),
+    });
+  }
+  return callAs(upstream, request, operation.method, url, body);
 }
 
 /**

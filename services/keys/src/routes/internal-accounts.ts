@@ -2,14 +2,15 @@ import {
   addMember,
   apiKeySchema,
   cancelSubscription,
-  changePasswordBodySchema,
+  changePassword,
   changeTier,
-  contactBodySchema,
   contactResponseSchema,
+  contactSales,
   edgeTenantSchema,
   getAccount,
   issueApiKey,
   issuedApiKeySchema,
+  issuePasswordToken,
   listApiKeys,
   listMembers,
   memberSchema,
@@ -19,9 +20,9 @@ import {
   requestSchemas,
   revokeApiKey,
   sessionMemberSchema,
-  setPasswordBodySchema,
+  setPassword,
   signInBodySchema,
-  startTrialBodySchema,
+  startTrial,
   startTrialResponseSchema,
   tenantSchema,
 } from "@th/api-schemas";
@@ -50,10 +51,10 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
 /** The public site's forms: a trial and a contact message. */
 function registerSignUpRoutes(app: HttpApp, accounts: Accounts): void {
   app.post(
-    "/internal/v1/trials",
+    startTrial.internalPath,
     {
       schema: {
-        body: startTrialBodySchema,
+        ...requestSchemas(startTrial),
         response: { 201: startTrialResponseSchema, ...errorResponses("payment_declined") },
       },
     },
@@ -61,10 +62,10 @@ function registerSignUpRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.post(
-    "/internal/v1/contact",
+    contactSales.internalPath,
     {
       schema: {
-        body: contactBodySchema,
+        ...requestSchemas(contactSales),
         response: { 202: contactResponseSchema, ...errorResponses() },
       },
     },
@@ -305,10 +306,10 @@ function registerPasswordRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.post(
-    "/internal/v1/members/:member_id/password-token",
+    issuePasswordToken.internalPath,
     {
       schema: {
-        params: memberIdParams,
+        ...requestSchemas(issuePasswordToken),
         response: { 201: passwordTokenSchema, ...errorResponses("forbidden", "not_found") },
       },
     },
@@ -319,10 +320,10 @@ function registerPasswordRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.post(
-    "/internal/v1/password",
+    setPassword.internalPath,
     {
       schema: {
-        body: setPasswordBodySchema,
+        ...requestSchemas(setPassword),
         response: { 200: z.object({ member_id: z.string() }), ...errorResponses("not_found") },
       },
     },
@@ -330,10 +331,10 @@ function registerPasswordRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.put(
-    "/internal/v1/me/password",
+    changePassword.internalPath,
     {
       schema: {
-        body: changePasswordBodySchema,
+        ...requestSchemas(changePassword),
         response: { 204: z.null(), ...errorResponses("forbidden") },
       },
     },
