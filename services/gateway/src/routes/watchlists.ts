@@ -1,4 +1,5 @@
 import {
+  bodyIssues,
   createWatchlist,
   deleteWatchlist,
   getWatchlist,
@@ -7,7 +8,6 @@ import {
   listWebhookEndpoints,
   pollWatchlistMatches,
   runWatchlist,
-  toRecipeIssues,
   updateWatchlist,
 } from "@th/api-schemas";
 import { ApiError, type HttpApp, type InternalClient } from "@th/service-kit";
@@ -29,16 +29,11 @@ function refuseInvalidBody(request: FastifyRequest, schema: z.ZodType): void {
   if (!request.validationError) {
     return;
   }
-  const parsed = schema.safeParse(request.body);
-  if (parsed.success) {
+  const issues = bodyIssues(schema, request.body);
+  if (issues === undefined) {
     throw request.validationError;
   }
-  const fields = toRecipeIssues(parsed.error, "body");
-  throw new ApiError(
-    "invalid_request",
-    `invalid body: ${fields.map((field) => `${field.path} ${field.message}`).join("; ")}`,
-    { fields },
-  );
+  throw new ApiError("invalid_request", issues.message, { fields: issues.fields });
 }
 
 /**

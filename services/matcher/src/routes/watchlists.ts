@@ -2,6 +2,7 @@
 // headers of `internalCaller`). Every query is scoped to the caller's tenant: another tenant's
 // watchlist, run or matches answer 404, exactly like one that does not exist.
 import {
+  bodyIssues,
   createWatchlist,
   deleteWatchlist,
   getWatchlist,
@@ -10,7 +11,6 @@ import {
   pollWatchlistMatches,
   requestSchemas,
   runWatchlist,
-  toRecipeIssues,
   updateWatchlist,
 } from "@th/api-schemas";
 import type { Pool } from "@th/db";
@@ -23,16 +23,8 @@ import type { ManualRuns } from "../matching/manual-runs.ts";
 
 /** Re-validates a body with the shared schema and names each failing path (`body.recipe...`). */
 export function invalidBody(schema: z.ZodType, body: unknown): ApiError | undefined {
-  const parsed = schema.safeParse(body);
-  if (parsed.success) {
-    return undefined;
-  }
-  const fields = toRecipeIssues(parsed.error, "body");
-  return new ApiError(
-    "invalid_request",
-    `invalid body: ${fields.map((field) => `${field.path} ${field.message}`).join("; ")}`,
-    { fields },
-  );
+  const issues = bodyIssues(schema, body);
+  return issues && new ApiError("invalid_request", issues.message, { fields: issues.fields });
 }
 
 function checkBody(request: FastifyRequest & { validationError?: Error }, schema: z.ZodType) {
