@@ -5,7 +5,7 @@ import { defineOperation } from "./operation.ts";
 // CSV exports: the gateway prices an export up front, then pages through the owner's read and
 // writes each page as CSV rows, charging it as it goes.
 
-export const EXPORT_MAX_ROWS = 100_000;
+const EXPORT_MAX_ROWS = 100_000;
 
 export const exportLeadsCsv = defineOperation({
   operationId: "exportLeadsCsv",

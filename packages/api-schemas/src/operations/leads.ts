@@ -31,7 +31,7 @@ export const leadListQuerySchema = z.strictObject({
     ),
 });
 
-export const leadListPageSchema = leadPageSchema.extend({
+const leadListPageSchema = leadPageSchema.extend({
   matches: z
     .array(matchSummarySchema)
     .optional()

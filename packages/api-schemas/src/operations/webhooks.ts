@@ -47,7 +47,7 @@ const rotatedEndpointSchema = createdEndpointSchema
   })
   .meta({ id: "RotatedWebhookEndpoint" });
 
-export const deliveryStates = [
+const deliveryStates = [
   "pending",
   "retrying",
   "exhausted",
