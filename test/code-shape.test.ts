@@ -16,13 +16,6 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "bench/support/scale-dispatcher.ts dispatcherDriver": 152,
   "packages/bus/src/bus.ts consume": 406,
   "packages/dev-broker/src/broker.ts startBroker": 249,
-  "services/gateway/src/routes/dashboard-session.ts registerDashboardSessionRoutes": 248,
-  "services/gateway/src/routes/export.ts registerExportRoutes": 182,
-  "services/gateway/src/routes/leads.ts registerLeadRoutes": 176,
-  "services/gateway/src/routes/mcp.ts serverFor": 163,
-  "services/gateway/src/routes/team.ts registerTeamRoutes": 212,
-  "services/gateway/src/routes/watchlists.ts registerWatchlistRoutes": 217,
-  "services/gateway/src/routes/webhooks.ts registerWebhookRoutes": 195,
   "test/support/edge-stack.ts startEdgeStack": 244,
   "test/support/webhook-stack.ts startWebhookStack": 273,
 };

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
+  bodyIssues,
   formatIssuePath,
   LEAD_SIGNAL_DESCRIPTIONS,
   LEAD_SIGNALS,
@@ -424,5 +426,25 @@ describe("catalogue and helpers", () => {
   it("does not rewrite its input, so it describes responses as well as requests", () => {
     const recipe = { filters: { owner_mailing_states: { exclude: ["Florida"] } } };
     expect(recipeSchema.parse(recipe)).toEqual(recipe);
+  });
+});
+
+describe("bodyIssues", () => {
+  const schema = z.strictObject({ name: z.string(), recipe: z.strictObject({ size: z.number() }) });
+
+  it("is undefined for a body its schema accepts", () => {
+    expect(bodyIssues(schema, { name: "a", recipe: { size: 1 } })).toBeUndefined();
+  });
+
+  it("names every failing path from body, one unknown field per key", () => {
+    const issues = bodyIssues(schema, { name: 1, recipe: { size: 1, colour: "red", shape: 2 } });
+    expect(issues?.fields.map((field) => field.path)).toEqual([
+      "body.name",
+      "body.recipe.colour",
+      "body.recipe.shape",
+    ]);
+    expect(issues?.message).toMatch(
+      /^invalid body: body\.name .+; body\.recipe\.colour unknown field; body\.recipe\.shape unknown field$/,
+    );
   });
 });

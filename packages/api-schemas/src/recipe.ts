@@ -339,6 +339,25 @@ export function toRecipeIssues(error: z.ZodError, root = "recipe"): RecipeIssue[
   return issues;
 }
 
+/**
+ * Why a request body fails its schema, every failing path named from `body`
+ * (`body.recipe.filters.counties[1]`), unknown fields one per key; undefined when it passes.
+ */
+export function bodyIssues(
+  schema: z.ZodType,
+  body: unknown,
+): { message: string; fields: RecipeIssue[] } | undefined {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) {
+    return undefined;
+  }
+  const fields = toRecipeIssues(parsed.error, "body");
+  return {
+    message: `invalid body: ${fields.map((field) => `${field.path} ${field.message}`).join("; ")}`,
+    fields,
+  };
+}
+
 /** Validates an untrusted recipe; on failure every issue names its path. */
 export function validateRecipe(input: unknown, root = "recipe"): RecipeValidation {
   const parsed = recipeSchema.safeParse(input);

@@ -907,6 +907,67 @@ export interface components {
             min_score?: number;
             allow_match_all?: boolean;
         };
+        WatchlistCreateInput: {
+            name: string;
+            recipe: components["schemas"]["RecipeInput"];
+        };
+        WatchlistUpdateInput: {
+            name?: string;
+            recipe?: components["schemas"]["RecipeInput"];
+        };
+        WatchlistInput: {
+            id: string;
+            name: string;
+            recipe: components["schemas"]["RecipeInput"];
+            recipe_version: number;
+            recipe_fingerprint: string;
+            /** Format: date-time */
+            recipe_effective_from: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            last_match_at: string | null;
+            match_count: number;
+        };
+        WatchlistListInput: {
+            data: components["schemas"]["WatchlistInput"][];
+            next_cursor: string | null;
+        };
+        ManualRunInput: {
+            id: string;
+            watchlist_id: string;
+            recipe_version: number;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed";
+            parcel_limit: number;
+            parcels_total: number | null;
+            parcels_scanned: number;
+            matches_found: number;
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            finished_at: string | null;
+        };
+        MatchSummaryInput: {
+            match_id: string;
+            folio: string;
+            score: number;
+            signals_fired: string[];
+            /** Format: date-time */
+            observed_at: string;
+            recipe_version: number;
+            /** @enum {string} */
+            trigger: "ingest" | "manual_run";
+            /** Format: date-time */
+            matched_at: string;
+        };
+        MatchSummaryPageInput: {
+            matches: components["schemas"]["MatchSummaryInput"][];
+            next_cursor: string;
+            has_more: boolean;
+        };
         ApiKeyInput: {
             /** @description Identifier of the key */
             id: string;
@@ -1069,143 +1130,6 @@ export interface components {
             /** @description When the session ends and a new sign-in is needed */
             refresh_expires_at: string;
         };
-        WatchlistCreateInput: {
-            name: string;
-            recipe: components["schemas"]["RecipeInput"];
-        };
-        WatchlistUpdateInput: {
-            name?: string;
-            recipe?: components["schemas"]["RecipeInput"];
-        };
-        WatchlistInput: {
-            id: string;
-            name: string;
-            recipe: components["schemas"]["RecipeInput"];
-            recipe_version: number;
-            recipe_fingerprint: string;
-            /** Format: date-time */
-            recipe_effective_from: string;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            last_match_at: string | null;
-            match_count: number;
-        };
-        WatchlistListInput: {
-            data: components["schemas"]["WatchlistInput"][];
-            next_cursor: string | null;
-        };
-        ManualRunInput: {
-            id: string;
-            watchlist_id: string;
-            recipe_version: number;
-            /** @enum {string} */
-            status: "queued" | "running" | "succeeded" | "failed";
-            parcel_limit: number;
-            parcels_total: number | null;
-            parcels_scanned: number;
-            matches_found: number;
-            error: string | null;
-            /** Format: date-time */
-            created_at: string;
-            started_at: string | null;
-            finished_at: string | null;
-        };
-        MatchSummaryInput: {
-            match_id: string;
-            folio: string;
-            score: number;
-            signals_fired: string[];
-            /** Format: date-time */
-            observed_at: string;
-            recipe_version: number;
-            /** @enum {string} */
-            trigger: "ingest" | "manual_run";
-            /** Format: date-time */
-            matched_at: string;
-        };
-        MatchSummaryPageInput: {
-            matches: components["schemas"]["MatchSummaryInput"][];
-            next_cursor: string;
-            has_more: boolean;
-        };
-        WatchlistMatchEventInput: {
-            /** @description Event identifier; the same for every endpoint it reaches */
-            event_id: string;
-            /** @constant */
-            event_type: "watchlist.match";
-            /** @description RFC 3339 UTC timestamp */
-            occurred_at: string;
-            tenant_id: string;
-            watchlist: {
-                id: string;
-                name: string;
-            };
-            match: {
-                /** @description Parcel identifier */
-                folio: string;
-                /** @description Parcel address */
-                address: string;
-                /** @description Fractional score in [0, 1] */
-                score: number;
-                /** @description Names of the signals that fired */
-                signals_fired: string[];
-                owner: {
-                    name: string;
-                    /** @description USPS two-letter state abbreviation of the owner's mailing address; "" (empty) when the roll gives no state or the address is outside the US */
-                    mailing_state: string;
-                };
-                valuation: {
-                    /** @description Just (market) value, whole US dollars */
-                    just_value: number;
-                    /** @description Estimated equity, whole US dollars; negative when the modelled loan exceeds the value. 0 when the roll records no purchase that could carry a loan, so no estimate is made: 0 never claims equity. The lead (GET /v1/leads/{folio}) tells the two apart (its est_equity is null then) */
-                    est_equity: number;
-                };
-                /** @description RFC 3339 UTC timestamp */
-                observed_at: string;
-            };
-        };
-        LeadSummaryInput: {
-            folio: string;
-            county: {
-                number: number;
-                name: string | null;
-            };
-            city: string | null;
-            zip: string | null;
-            use_class: string | null;
-            roll_year: number;
-            signals_fired: string[];
-        };
-        HealthInput: {
-            /** @constant */
-            status: "ok";
-            service: string;
-            version: string;
-            /** @description Server time, RFC 3339 UTC */
-            time: string;
-        };
-        MeInput: {
-            tenant_id: string;
-            member_id: string;
-            key_id: string;
-            /** @enum {string} */
-            tier: "starter" | "operator" | "team" | "custom";
-        };
-        UsageInput: {
-            /** @description Start of the current billing month (UTC day of the anniversary) */
-            period_start: string;
-            /** @description The next billing anniversary, when lead-views reset */
-            period_end: string;
-            cap: number;
-            used: number;
-            remaining: number;
-            daily: {
-                day: string;
-                lead_views: number;
-            }[];
-        };
         WebhookEndpointInput: {
             id: string;
             watchlist_id: string;
@@ -1304,6 +1228,82 @@ export interface components {
             created_at: string;
             /** @description The exact bytes sent on every attempt */
             body: string;
+        };
+        WatchlistMatchEventInput: {
+            /** @description Event identifier; the same for every endpoint it reaches */
+            event_id: string;
+            /** @constant */
+            event_type: "watchlist.match";
+            /** @description RFC 3339 UTC timestamp */
+            occurred_at: string;
+            tenant_id: string;
+            watchlist: {
+                id: string;
+                name: string;
+            };
+            match: {
+                /** @description Parcel identifier */
+                folio: string;
+                /** @description Parcel address */
+                address: string;
+                /** @description Fractional score in [0, 1] */
+                score: number;
+                /** @description Names of the signals that fired */
+                signals_fired: string[];
+                owner: {
+                    name: string;
+                    /** @description USPS two-letter state abbreviation of the owner's mailing address; "" (empty) when the roll gives no state or the address is outside the US */
+                    mailing_state: string;
+                };
+                valuation: {
+                    /** @description Just (market) value, whole US dollars */
+                    just_value: number;
+                    /** @description Estimated equity, whole US dollars; negative when the modelled loan exceeds the value. 0 when the roll records no purchase that could carry a loan, so no estimate is made: 0 never claims equity. The lead (GET /v1/leads/{folio}) tells the two apart (its est_equity is null then) */
+                    est_equity: number;
+                };
+                /** @description RFC 3339 UTC timestamp */
+                observed_at: string;
+            };
+        };
+        LeadSummaryInput: {
+            folio: string;
+            county: {
+                number: number;
+                name: string | null;
+            };
+            city: string | null;
+            zip: string | null;
+            use_class: string | null;
+            roll_year: number;
+            signals_fired: string[];
+        };
+        HealthInput: {
+            /** @constant */
+            status: "ok";
+            service: string;
+            version: string;
+            /** @description Server time, RFC 3339 UTC */
+            time: string;
+        };
+        MeInput: {
+            tenant_id: string;
+            member_id: string;
+            key_id: string;
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+        };
+        UsageInput: {
+            /** @description Start of the current billing month (UTC day of the anniversary) */
+            period_start: string;
+            /** @description The next billing anniversary, when lead-views reset */
+            period_end: string;
+            cap: number;
+            used: number;
+            remaining: number;
+            daily: {
+                day: string;
+                lead_views: number;
+            }[];
         };
         Error: {
             /** @enum {string} */
@@ -1485,6 +1485,67 @@ export interface components {
             min_score?: number;
             allow_match_all?: boolean;
         };
+        WatchlistCreate: {
+            name: string;
+            recipe: components["schemas"]["Recipe"];
+        };
+        WatchlistUpdate: {
+            name?: string;
+            recipe?: components["schemas"]["Recipe"];
+        };
+        Watchlist: {
+            id: string;
+            name: string;
+            recipe: components["schemas"]["Recipe"];
+            recipe_version: number;
+            recipe_fingerprint: string;
+            /** Format: date-time */
+            recipe_effective_from: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            last_match_at: string | null;
+            match_count: number;
+        };
+        WatchlistList: {
+            data: components["schemas"]["Watchlist"][];
+            next_cursor: string | null;
+        };
+        ManualRun: {
+            id: string;
+            watchlist_id: string;
+            recipe_version: number;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed";
+            parcel_limit: number;
+            parcels_total: number | null;
+            parcels_scanned: number;
+            matches_found: number;
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            finished_at: string | null;
+        };
+        MatchSummary: {
+            match_id: string;
+            folio: string;
+            score: number;
+            signals_fired: string[];
+            /** Format: date-time */
+            observed_at: string;
+            recipe_version: number;
+            /** @enum {string} */
+            trigger: "ingest" | "manual_run";
+            /** Format: date-time */
+            matched_at: string;
+        };
+        MatchSummaryPage: {
+            matches: components["schemas"]["MatchSummary"][];
+            next_cursor: string;
+            has_more: boolean;
+        };
         ApiKey: {
             /** @description Identifier of the key */
             id: string;
@@ -1647,143 +1708,6 @@ export interface components {
             /** @description When the session ends and a new sign-in is needed */
             refresh_expires_at: string;
         };
-        WatchlistCreate: {
-            name: string;
-            recipe: components["schemas"]["Recipe"];
-        };
-        WatchlistUpdate: {
-            name?: string;
-            recipe?: components["schemas"]["Recipe"];
-        };
-        Watchlist: {
-            id: string;
-            name: string;
-            recipe: components["schemas"]["Recipe"];
-            recipe_version: number;
-            recipe_fingerprint: string;
-            /** Format: date-time */
-            recipe_effective_from: string;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            last_match_at: string | null;
-            match_count: number;
-        };
-        WatchlistList: {
-            data: components["schemas"]["Watchlist"][];
-            next_cursor: string | null;
-        };
-        ManualRun: {
-            id: string;
-            watchlist_id: string;
-            recipe_version: number;
-            /** @enum {string} */
-            status: "queued" | "running" | "succeeded" | "failed";
-            parcel_limit: number;
-            parcels_total: number | null;
-            parcels_scanned: number;
-            matches_found: number;
-            error: string | null;
-            /** Format: date-time */
-            created_at: string;
-            started_at: string | null;
-            finished_at: string | null;
-        };
-        MatchSummary: {
-            match_id: string;
-            folio: string;
-            score: number;
-            signals_fired: string[];
-            /** Format: date-time */
-            observed_at: string;
-            recipe_version: number;
-            /** @enum {string} */
-            trigger: "ingest" | "manual_run";
-            /** Format: date-time */
-            matched_at: string;
-        };
-        MatchSummaryPage: {
-            matches: components["schemas"]["MatchSummary"][];
-            next_cursor: string;
-            has_more: boolean;
-        };
-        WatchlistMatchEvent: {
-            /** @description Event identifier; the same for every endpoint it reaches */
-            event_id: string;
-            /** @constant */
-            event_type: "watchlist.match";
-            /** @description RFC 3339 UTC timestamp */
-            occurred_at: string;
-            tenant_id: string;
-            watchlist: {
-                id: string;
-                name: string;
-            };
-            match: {
-                /** @description Parcel identifier */
-                folio: string;
-                /** @description Parcel address */
-                address: string;
-                /** @description Fractional score in [0, 1] */
-                score: number;
-                /** @description Names of the signals that fired */
-                signals_fired: string[];
-                owner: {
-                    name: string;
-                    /** @description USPS two-letter state abbreviation of the owner's mailing address; "" (empty) when the roll gives no state or the address is outside the US */
-                    mailing_state: string;
-                };
-                valuation: {
-                    /** @description Just (market) value, whole US dollars */
-                    just_value: number;
-                    /** @description Estimated equity, whole US dollars; negative when the modelled loan exceeds the value. 0 when the roll records no purchase that could carry a loan, so no estimate is made: 0 never claims equity. The lead (GET /v1/leads/{folio}) tells the two apart (its est_equity is null then) */
-                    est_equity: number;
-                };
-                /** @description RFC 3339 UTC timestamp */
-                observed_at: string;
-            };
-        };
-        LeadSummary: {
-            folio: string;
-            county: {
-                number: number;
-                name: string | null;
-            };
-            city: string | null;
-            zip: string | null;
-            use_class: string | null;
-            roll_year: number;
-            signals_fired: string[];
-        };
-        Health: {
-            /** @constant */
-            status: "ok";
-            service: string;
-            version: string;
-            /** @description Server time, RFC 3339 UTC */
-            time: string;
-        };
-        Me: {
-            tenant_id: string;
-            member_id: string;
-            key_id: string;
-            /** @enum {string} */
-            tier: "starter" | "operator" | "team" | "custom";
-        };
-        Usage: {
-            /** @description Start of the current billing month (UTC day of the anniversary) */
-            period_start: string;
-            /** @description The next billing anniversary, when lead-views reset */
-            period_end: string;
-            cap: number;
-            used: number;
-            remaining: number;
-            daily: {
-                day: string;
-                lead_views: number;
-            }[];
-        };
         WebhookEndpoint: {
             id: string;
             watchlist_id: string;
@@ -1882,6 +1806,82 @@ export interface components {
             created_at: string;
             /** @description The exact bytes sent on every attempt */
             body: string;
+        };
+        WatchlistMatchEvent: {
+            /** @description Event identifier; the same for every endpoint it reaches */
+            event_id: string;
+            /** @constant */
+            event_type: "watchlist.match";
+            /** @description RFC 3339 UTC timestamp */
+            occurred_at: string;
+            tenant_id: string;
+            watchlist: {
+                id: string;
+                name: string;
+            };
+            match: {
+                /** @description Parcel identifier */
+                folio: string;
+                /** @description Parcel address */
+                address: string;
+                /** @description Fractional score in [0, 1] */
+                score: number;
+                /** @description Names of the signals that fired */
+                signals_fired: string[];
+                owner: {
+                    name: string;
+                    /** @description USPS two-letter state abbreviation of the owner's mailing address; "" (empty) when the roll gives no state or the address is outside the US */
+                    mailing_state: string;
+                };
+                valuation: {
+                    /** @description Just (market) value, whole US dollars */
+                    just_value: number;
+                    /** @description Estimated equity, whole US dollars; negative when the modelled loan exceeds the value. 0 when the roll records no purchase that could carry a loan, so no estimate is made: 0 never claims equity. The lead (GET /v1/leads/{folio}) tells the two apart (its est_equity is null then) */
+                    est_equity: number;
+                };
+                /** @description RFC 3339 UTC timestamp */
+                observed_at: string;
+            };
+        };
+        LeadSummary: {
+            folio: string;
+            county: {
+                number: number;
+                name: string | null;
+            };
+            city: string | null;
+            zip: string | null;
+            use_class: string | null;
+            roll_year: number;
+            signals_fired: string[];
+        };
+        Health: {
+            /** @constant */
+            status: "ok";
+            service: string;
+            version: string;
+            /** @description Server time, RFC 3339 UTC */
+            time: string;
+        };
+        Me: {
+            tenant_id: string;
+            member_id: string;
+            key_id: string;
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+        };
+        Usage: {
+            /** @description Start of the current billing month (UTC day of the anniversary) */
+            period_start: string;
+            /** @description The next billing anniversary, when lead-views reset */
+            period_end: string;
+            cap: number;
+            used: number;
+            remaining: number;
+            daily: {
+                day: string;
+                lead_views: number;
+            }[];
         };
     };
     responses: never;

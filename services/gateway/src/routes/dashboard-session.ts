@@ -1,9 +1,9 @@
 import { timingSafeEqual } from "node:crypto";
 import {
-  changePasswordBodySchema,
+  changePassword,
   dashboardSessionSchema,
-  passwordTokenSchema,
-  setPasswordBodySchema,
+  issuePasswordToken,
+  setPassword,
   signInBodySchema,
 } from "@th/api-schemas";
 import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
@@ -12,9 +12,10 @@ import { z } from "zod";
 import { CSRF_HEADER, tenancyOf } from "../edge/authenticate.ts";
 import type { EdgeStore } from "../edge/edge-store.ts";
 import type { DashboardSessions, SessionMember } from "../edge/sessions.ts";
-import { callAs, relay } from "./forward.ts";
+import { relay } from "./forward.ts";
+import { callOwner, forwardOperation, publicRoute } from "./operation.ts";
 
-const publicRoute = { edge: { public: true } };
+const publicAtEdge = { edge: { public: true } };
 const tags = ["dashboard"];
 
 function sameToken(sent: unknown, expected: string): boolean {
@@ -26,48 +27,58 @@ function sameToken(sent: unknown, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+interface SessionDeps {
+  keys: InternalClient;
+  store: EdgeStore;
+  sessions: DashboardSessions;
+  authFailureRatePerMinute: number;
+  refreshSeconds: number;
+  now: () => number;
+}
+
 /**
  * Sign-in for the web dashboard. The session routes are public at the edge (per-IP limit) so
  * an expired access cookie can still be refreshed or signed out; each checks its own token.
  * Wrong credentials count against the client IP's failed-authentication window, like bad keys.
  */
-export function registerDashboardSessionRoutes(
-  app: HttpApp,
-  deps: {
-    keys: InternalClient;
-    store: EdgeStore;
-    sessions: DashboardSessions;
-    authFailureRatePerMinute: number;
-    refreshSeconds: number;
-    now: () => number;
-  },
-): void {
-  const { sessions } = deps;
+export function registerDashboardSessionRoutes(app: HttpApp, deps: SessionDeps): void {
+  registerSignIn(app, deps);
+  registerSessionRead(app, deps);
+  registerRefresh(app, deps);
+  registerSignOut(app, deps);
+  registerPasswordRoutes(app, deps);
+}
 
-  async function refuseSignIn(request: FastifyRequest, detail: string): Promise<never> {
-    const window = await deps.store.limitIp(
-      "authfail",
-      request.ip,
-      deps.authFailureRatePerMinute,
-      deps.now(),
+/** Counts a failed sign-in against the client IP, then refuses it (429 once over the window). */
+async function refuseSignIn(
+  deps: SessionDeps,
+  request: FastifyRequest,
+  detail: string,
+): Promise<never> {
+  const window = await deps.store.limitIp(
+    "authfail",
+    request.ip,
+    deps.authFailureRatePerMinute,
+    deps.now(),
+  );
+  request.edge = { window };
+  if (!window.allowed) {
+    const seconds = Math.max(1, Math.ceil((window.retryAtMs - deps.now()) / 1000));
+    throw new ApiError(
+      "rate_limited",
+      `too many failed sign-ins from this client; wait ${seconds} s`,
+      { retry_after_seconds: seconds },
+      { "retry-after": String(seconds) },
     );
-    request.edge = { window };
-    if (!window.allowed) {
-      const seconds = Math.max(1, Math.ceil((window.retryAtMs - deps.now()) / 1000));
-      throw new ApiError(
-        "rate_limited",
-        `too many failed sign-ins from this client; wait ${seconds} s`,
-        { retry_after_seconds: seconds },
-        { "retry-after": String(seconds) },
-      );
-    }
-    throw new ApiError("unauthorized", detail);
   }
+  throw new ApiError("unauthorized", detail);
+}
 
+function registerSignIn(app: HttpApp, deps: SessionDeps): void {
   app.post(
     "/v1/dashboard/session",
     {
-      config: publicRoute,
+      config: publicAtEdge,
       schema: {
         tags,
         operationId: "signIn",
@@ -86,17 +97,20 @@ export function registerDashboardSessionRoutes(
         body: request.body,
       });
       if (answer.status === 401) {
-        return refuseSignIn(request, "email or password is not correct");
+        return refuseSignIn(deps, request, "email or password is not correct");
       }
       if (answer.status !== 200) {
         return relay(reply, answer);
       }
       const who = answer.body as SessionMember;
       await deps.store.putTenant(who.tenant);
-      return reply.status(201).send(sessions.issue(reply, who));
+      return reply.status(201).send(deps.sessions.issue(reply, who));
     },
   );
+}
 
+function registerSessionRead(app: HttpApp, deps: SessionDeps): void {
+  const { sessions } = deps;
   app.get(
     "/v1/dashboard/session",
     {
@@ -123,11 +137,14 @@ export function registerDashboardSessionRoutes(
       };
     },
   );
+}
 
+function registerRefresh(app: HttpApp, deps: SessionDeps): void {
+  const { sessions } = deps;
   app.post(
     "/v1/dashboard/session/refresh",
     {
-      config: publicRoute,
+      config: publicAtEdge,
       schema: {
         tags,
         operationId: "refreshDashboardSession",
@@ -162,11 +179,14 @@ export function registerDashboardSessionRoutes(
       });
     },
   );
+}
 
+function registerSignOut(app: HttpApp, deps: SessionDeps): void {
+  const { sessions } = deps;
   app.delete(
     "/v1/dashboard/session",
     {
-      config: publicRoute,
+      config: publicAtEdge,
       schema: {
         tags,
         operationId: "signOut",
@@ -189,93 +209,23 @@ export function registerDashboardSessionRoutes(
       return reply.status(204).send(null);
     },
   );
+}
 
-  app.put(
-    "/v1/dashboard/password",
-    {
-      schema: {
-        tags,
-        operationId: "changePassword",
-        summary: "Change the signed-in member's own password",
-        body: changePasswordBodySchema,
-        response: {
-          204: z.null().describe("No content"),
-          ...errorResponses("unauthorized", "forbidden", "rate_limited"),
-        },
-      },
-    },
-    async (request, reply) => {
-      if (!tenancyOf(request).sessionId) {
-        throw new ApiError("forbidden", "passwords are changed from a dashboard session");
-      }
-      const upstream = await callAs(
-        deps.keys,
-        request,
-        "PUT",
-        "/internal/v1/me/password",
-        request.body,
-      );
-      return upstream.status === 204 ? reply.status(204).send(null) : relay(reply, upstream);
-    },
-  );
+/** Passwords: the member's own change, a one-time token's redemption, an admin's invite link. */
+function registerPasswordRoutes(app: HttpApp, deps: SessionDeps): void {
+  app.put(changePassword.path, publicRoute(changePassword), async (request, reply) => {
+    if (!tenancyOf(request).sessionId) {
+      throw new ApiError("forbidden", "passwords are changed from a dashboard session");
+    }
+    const upstream = await callOwner(deps.keys, changePassword, request);
+    return upstream.status === 204 ? reply.status(204).send(null) : relay(reply, upstream);
+  });
 
-  app.post(
-    "/v1/public/password",
-    {
-      config: publicRoute,
-      schema: {
-        tags: ["public"],
-        operationId: "setPassword",
-        summary:
-          "Set a dashboard password with a one-time token (trial start, invite or reset by an admin)",
-        body: setPasswordBodySchema,
-        response: {
-          204: z.null().describe("No content"),
-          ...errorResponses("not_found", "rate_limited"),
-        },
-      },
-    },
-    async (request, reply) => {
-      const upstream = await deps.keys.send("POST", "/internal/v1/password", {
-        requestId: request.id,
-        body: request.body,
-      });
-      return upstream.status === 200 ? reply.status(204).send(null) : relay(reply, upstream);
-    },
-  );
+  app.post(setPassword.path, publicRoute(setPassword), async (request, reply) => {
+    const upstream = await callOwner(deps.keys, setPassword, request);
+    // The owner answers with the member whose password was set; the public answer is empty.
+    return upstream.status === 200 ? reply.status(204).send(null) : relay(reply, upstream);
+  });
 
-  app.post(
-    "/v1/team/members/:member_id/password-token",
-    {
-      config: { edge: { surface: "management" as const } },
-      schema: {
-        tags: ["team"],
-        security: [{ bearerAuth: [] }],
-        operationId: "issuePasswordToken",
-        summary:
-          "A one-time link token for a member to set a password: an invite, or a reset once one is set",
-        params: z.object({ member_id: z.string().min(1).max(64) }),
-        response: {
-          201: passwordTokenSchema,
-          ...errorResponses(
-            "unauthorized",
-            "forbidden",
-            "tier_required",
-            "not_found",
-            "rate_limited",
-          ),
-        },
-      },
-    },
-    async (request, reply) =>
-      relay(
-        reply,
-        await callAs(
-          deps.keys,
-          request,
-          "POST",
-          `/internal/v1/members/${encodeURIComponent(request.params.member_id)}/password-token`,
-        ),
-      ),
-  );
+  forwardOperation(app, issuePasswordToken, deps.keys);
 }

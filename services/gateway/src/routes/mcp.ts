@@ -1,7 +1,15 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { type Lead, leadSchema, useClassSchema } from "@th/api-schemas";
+import {
+  getLead,
+  type Lead,
+  leadSchema,
+  listWatchlists,
+  pollWatchlistMatches,
+  searchLeads,
+  useClassSchema,
+} from "@th/api-schemas";
 import {
   ApiError,
   errorResponses,
@@ -13,6 +21,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Metering } from "../edge/metering.ts";
 import { callAs } from "./forward.ts";
+import { ownerPath } from "./operation.ts";
 
 export const MCP_SERVER_NAME = "terminal-house";
 
@@ -87,13 +96,23 @@ function quotaHeaders(request: FastifyRequest): Record<string, string> {
     : { "x-quota-lead-views-remaining": String(Math.max(0, quota.remaining)) };
 }
 
-/** One MCP server per request (stateless transport), acting as the request's tenant. */
-function serverFor(
-  request: FastifyRequest,
-  deps: { parcels: InternalClient; matcher: InternalClient; metering: Metering },
-) {
-  const server = new McpServer({ name: MCP_SERVER_NAME, version: "1.0.0" });
+interface McpDeps {
+  parcels: InternalClient;
+  matcher: InternalClient;
+  metering: Metering;
+}
 
+/** One MCP server per request (stateless transport), acting as the request's tenant. */
+function serverFor(request: FastifyRequest, deps: McpDeps) {
+  const server = new McpServer({ name: MCP_SERVER_NAME, version: "1.0.0" });
+  registerGetLeadTool(server, request, deps);
+  registerSearchLeadsTool(server, request, deps);
+  registerListWatchlistsTool(server, request, deps);
+  registerListMatchesTool(server, request, deps);
+  return server;
+}
+
+function registerGetLeadTool(server: McpServer, request: FastifyRequest, deps: McpDeps): void {
   server.registerTool(
     "get_lead",
     {
@@ -105,12 +124,7 @@ function serverFor(
     },
     async ({ folio }) => {
       try {
-        const upstream = await callAs(
-          deps.parcels,
-          request,
-          "GET",
-          `/internal/v1/parcels/${encodeURIComponent(folio)}`,
-        );
+        const upstream = await callAs(deps.parcels, request, "GET", ownerPath(getLead, { folio }));
         if (upstream.status !== 200) {
           throw upstreamFailure(upstream.status, upstream.body);
         }
@@ -125,7 +139,9 @@ function serverFor(
       }
     },
   );
+}
 
+function registerSearchLeadsTool(server: McpServer, request: FastifyRequest, deps: McpDeps): void {
   server.registerTool(
     "search_leads",
     {
@@ -141,7 +157,7 @@ function serverFor(
           deps.parcels,
           request,
           "GET",
-          `/internal/v1/parcels?${searchQuery(input)}`,
+          `${searchLeads.internalPath}?${searchQuery(input)}`,
         );
         if (upstream.status !== 200) {
           throw upstreamFailure(upstream.status, upstream.body);
@@ -161,7 +177,13 @@ function serverFor(
       }
     },
   );
+}
 
+function registerListWatchlistsTool(
+  server: McpServer,
+  request: FastifyRequest,
+  deps: McpDeps,
+): void {
   server.registerTool(
     "list_watchlists",
     {
@@ -183,7 +205,7 @@ function serverFor(
           deps.matcher,
           request,
           "GET",
-          `/internal/v1/watchlists?${searchQuery({ cursor, limit })}`,
+          `${listWatchlists.internalPath}?${searchQuery({ cursor, limit })}`,
         );
         if (upstream.status !== 200) {
           throw upstreamFailure(upstream.status, upstream.body);
@@ -203,7 +225,9 @@ function serverFor(
       }
     },
   );
+}
 
+function registerListMatchesTool(server: McpServer, request: FastifyRequest, deps: McpDeps): void {
   server.registerTool(
     "list_matches",
     {
@@ -227,7 +251,7 @@ function serverFor(
           deps.matcher,
           request,
           "GET",
-          `/internal/v1/watchlists/${encodeURIComponent(watchlist_id)}/matches?${query}`,
+          `${ownerPath(pollWatchlistMatches, { id: watchlist_id })}?${query}`,
         );
         if (upstream.status !== 200) {
           throw upstreamFailure(upstream.status, upstream.body);
@@ -248,8 +272,6 @@ function serverFor(
       }
     },
   );
-
-  return server;
 }
 
 /** JSON-RPC 2.0's error codes for a body that is not JSON, and for JSON that is not a request. */
@@ -291,10 +313,7 @@ function notJsonRpc(body: unknown): string | null {
  * tenant's rolling minute and checked that the tier opens MCP; tools meter lead-views exactly as
  * REST reads do.
  */
-export function registerMcpRoutes(
-  app: HttpApp,
-  deps: { parcels: InternalClient; matcher: InternalClient; metering: Metering },
-): void {
+export function registerMcpRoutes(app: HttpApp, deps: McpDeps): void {
   app.post(
     "/mcp",
     {

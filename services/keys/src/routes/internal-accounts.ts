@@ -1,20 +1,28 @@
 import {
-  addMemberBodySchema,
+  addMember,
   apiKeySchema,
-  changePasswordBodySchema,
-  changeTierBodySchema,
-  contactBodySchema,
+  cancelSubscription,
+  changePassword,
+  changeTier,
   contactResponseSchema,
+  contactSales,
   edgeTenantSchema,
-  issueApiKeyBodySchema,
+  getAccount,
+  issueApiKey,
   issuedApiKeySchema,
+  issuePasswordToken,
+  listApiKeys,
+  listMembers,
   memberSchema,
   passwordTokenSchema,
-  removeMemberQuerySchema,
+  removeMember,
+  reportCompromise,
+  requestSchemas,
+  revokeApiKey,
   sessionMemberSchema,
-  setPasswordBodySchema,
+  setPassword,
   signInBodySchema,
-  startTrialBodySchema,
+  startTrial,
   startTrialResponseSchema,
   tenantSchema,
 } from "@th/api-schemas";
@@ -22,13 +30,15 @@ import { ApiError, errorResponses, type HttpApp, internalCaller } from "@th/serv
 import { z } from "zod";
 import type { Accounts } from "../db/accounts.ts";
 
-const keyIdParams = z.object({ key_id: z.string().min(1).max(64) });
 const memberIdParams = z.object({ member_id: z.string().min(1).max(64) });
 const revokedSchema = z.object({ key_hashes: z.array(z.string()) });
 
 /**
  * The keys service's internal API. The gateway authenticates the caller and forwards; these
- * routes enforce what only this service knows: roles, seats, ownership of keys.
+ * routes enforce what only this service knows: roles, seats, ownership of keys. A route behind a
+ * public operation binds to its entry in the operation table (`@th/api-schemas`): its internal
+ * path and request schemas. Where the gateway does more than relay the answer (a revocation
+ * names the key hashes it refuses at the edge), the internal answer has a shape of its own.
  */
 export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts): void {
   registerSignUpRoutes(app, accounts);
@@ -41,10 +51,10 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
 /** The public site's forms: a trial and a contact message. */
 function registerSignUpRoutes(app: HttpApp, accounts: Accounts): void {
   app.post(
-    "/internal/v1/trials",
+    startTrial.internalPath,
     {
       schema: {
-        body: startTrialBodySchema,
+        ...requestSchemas(startTrial),
         response: { 201: startTrialResponseSchema, ...errorResponses("payment_declined") },
       },
     },
@@ -52,10 +62,10 @@ function registerSignUpRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.post(
-    "/internal/v1/contact",
+    contactSales.internalPath,
     {
       schema: {
-        body: contactBodySchema,
+        ...requestSchemas(contactSales),
         response: { 202: contactResponseSchema, ...errorResponses() },
       },
     },
@@ -92,9 +102,10 @@ function registerKeyRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.get(
-    "/internal/v1/api-keys",
+    listApiKeys.internalPath,
     {
       schema: {
+        ...requestSchemas(listApiKeys),
         response: {
           200: z.object({ data: z.array(apiKeySchema) }),
           ...errorResponses("forbidden"),
@@ -105,10 +116,10 @@ function registerKeyRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.post(
-    "/internal/v1/api-keys",
+    issueApiKey.internalPath,
     {
       schema: {
-        body: issueApiKeyBodySchema,
+        ...requestSchemas(issueApiKey),
         response: { 201: issuedApiKeySchema, ...errorResponses("forbidden") },
       },
     },
@@ -117,10 +128,10 @@ function registerKeyRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.delete(
-    "/internal/v1/api-keys/:key_id",
+    revokeApiKey.internalPath,
     {
       schema: {
-        params: keyIdParams,
+        ...requestSchemas(revokeApiKey),
         response: { 200: revokedSchema, ...errorResponses("forbidden", "not_found") },
       },
     },
@@ -131,9 +142,10 @@ function registerKeyRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.post(
-    "/internal/v1/api-keys/revoke-all",
+    reportCompromise.internalPath,
     {
       schema: {
+        ...requestSchemas(reportCompromise),
         response: {
           200: z.object({
             revoked_key_ids: z.array(z.string()),
@@ -158,16 +170,21 @@ function registerKeyRoutes(app: HttpApp, accounts: Accounts): void {
 /** The team: listing, adding within the seats, removing. */
 function registerMemberRoutes(app: HttpApp, accounts: Accounts): void {
   app.get(
-    "/internal/v1/members",
-    { schema: { response: { 200: z.object({ data: z.array(memberSchema) }) } } },
+    listMembers.internalPath,
+    {
+      schema: {
+        ...requestSchemas(listMembers),
+        response: { 200: z.object({ data: z.array(memberSchema) }) },
+      },
+    },
     async (request) => ({ data: await accounts.listMembers(internalCaller(request)) }),
   );
 
   app.post(
-    "/internal/v1/members",
+    addMember.internalPath,
     {
       schema: {
-        body: addMemberBodySchema,
+        ...requestSchemas(addMember),
         response: {
           201: memberSchema,
           ...errorResponses("forbidden", "seat_limit_reached", "conflict"),
@@ -179,11 +196,10 @@ function registerMemberRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.delete(
-    "/internal/v1/members/:member_id",
+    removeMember.internalPath,
     {
       schema: {
-        params: memberIdParams,
-        querystring: removeMemberQuerySchema,
+        ...requestSchemas(removeMember),
         response: { 200: revokedSchema, ...errorResponses("forbidden", "not_found", "conflict") },
       },
     },
@@ -202,15 +218,17 @@ function registerMemberRoutes(app: HttpApp, accounts: Accounts): void {
 
 /** The subscription: the tenant, its tier, an operator's negotiated caps, cancellation. */
 function registerSubscriptionRoutes(app: HttpApp, accounts: Accounts): void {
-  app.get("/internal/v1/tenant", { schema: { response: { 200: tenantSchema } } }, async (request) =>
-    accounts.getTenant(internalCaller(request)),
+  app.get(
+    getAccount.internalPath,
+    { schema: { ...requestSchemas(getAccount), response: { 200: tenantSchema } } },
+    async (request) => accounts.getTenant(internalCaller(request)),
   );
 
   app.post(
-    "/internal/v1/tenant/tier",
+    changeTier.internalPath,
     {
       schema: {
-        body: changeTierBodySchema,
+        ...requestSchemas(changeTier),
         response: {
           200: tenantSchema,
           ...errorResponses("forbidden", "seat_limit_reached", "conflict"),
@@ -240,8 +258,13 @@ function registerSubscriptionRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.post(
-    "/internal/v1/tenant/cancel",
-    { schema: { response: { 200: tenantSchema, ...errorResponses("forbidden") } } },
+    cancelSubscription.internalPath,
+    {
+      schema: {
+        ...requestSchemas(cancelSubscription),
+        response: { 200: tenantSchema, ...errorResponses("forbidden") },
+      },
+    },
     async (request) => accounts.cancel(internalCaller(request)),
   );
 }
@@ -283,10 +306,10 @@ function registerPasswordRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.post(
-    "/internal/v1/members/:member_id/password-token",
+    issuePasswordToken.internalPath,
     {
       schema: {
-        params: memberIdParams,
+        ...requestSchemas(issuePasswordToken),
         response: { 201: passwordTokenSchema, ...errorResponses("forbidden", "not_found") },
       },
     },
@@ -297,10 +320,10 @@ function registerPasswordRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.post(
-    "/internal/v1/password",
+    setPassword.internalPath,
     {
       schema: {
-        body: setPasswordBodySchema,
+        ...requestSchemas(setPassword),
         response: { 200: z.object({ member_id: z.string() }), ...errorResponses("not_found") },
       },
     },
@@ -308,10 +331,10 @@ function registerPasswordRoutes(app: HttpApp, accounts: Accounts): void {
   );
 
   app.put(
-    "/internal/v1/me/password",
+    changePassword.internalPath,
     {
       schema: {
-        body: changePasswordBodySchema,
+        ...requestSchemas(changePassword),
         response: { 204: z.null(), ...errorResponses("forbidden") },
       },
     },

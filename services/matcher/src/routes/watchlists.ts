@@ -2,42 +2,29 @@
 // headers of `internalCaller`). Every query is scoped to the caller's tenant: another tenant's
 // watchlist, run or matches answer 404, exactly like one that does not exist.
 import {
-  manualRunSchema,
-  matchPageQuerySchema,
-  matchSummaryPageSchema,
-  toRecipeIssues,
-  watchlistCreateSchema,
-  watchlistListSchema,
-  watchlistSchema,
-  watchlistUpdateSchema,
+  bodyIssues,
+  createWatchlist,
+  deleteWatchlist,
+  getWatchlist,
+  getWatchlistRun,
+  listWatchlists,
+  pollWatchlistMatches,
+  requestSchemas,
+  runWatchlist,
+  updateWatchlist,
 } from "@th/api-schemas";
 import type { Pool } from "@th/db";
 import { ApiError, errorResponses, type HttpApp, internalCaller } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
-import { z } from "zod";
+import type { z } from "zod";
 import { listMatches } from "../db/matches.ts";
 import type { WatchlistStore } from "../db/watchlists.ts";
 import type { ManualRuns } from "../matching/manual-runs.ts";
 
-const idParams = z.object({ id: z.string().min(1).max(64) });
-const runParams = z.object({ id: z.string().min(1).max(64), run_id: z.string().min(1).max(64) });
-const listQuery = z.object({
-  cursor: z.string().min(1).max(256).optional(),
-  limit: z.coerce.number().int().min(1).max(100).default(50),
-});
-
 /** Re-validates a body with the shared schema and names each failing path (`body.recipe...`). */
 export function invalidBody(schema: z.ZodType, body: unknown): ApiError | undefined {
-  const parsed = schema.safeParse(body);
-  if (parsed.success) {
-    return undefined;
-  }
-  const fields = toRecipeIssues(parsed.error, "body");
-  return new ApiError(
-    "invalid_request",
-    `invalid body: ${fields.map((field) => `${field.path} ${field.message}`).join("; ")}`,
-    { fields },
-  );
+  const issues = bodyIssues(schema, body);
+  return issues && new ApiError("invalid_request", issues.message, { fields: issues.fields });
 }
 
 function checkBody(request: FastifyRequest & { validationError?: Error }, schema: z.ZodType) {
@@ -52,6 +39,10 @@ interface WatchlistRouteDeps {
   runs: ManualRuns;
 }
 
+/**
+ * Each route binds to its public operation in the operation table (`@th/api-schemas`): its
+ * internal path, request schemas and successful answers.
+ */
 export function registerWatchlistRoutes(app: HttpApp, deps: WatchlistRouteDeps): void {
   registerWatchlistCrud(app, deps.watchlists);
   registerRunRoutes(app, deps.runs);
@@ -61,16 +52,16 @@ export function registerWatchlistRoutes(app: HttpApp, deps: WatchlistRouteDeps):
 /** Creating, listing, reading, changing and deleting the caller's watchlists. */
 function registerWatchlistCrud(app: HttpApp, store: WatchlistStore): void {
   app.post(
-    "/internal/v1/watchlists",
+    createWatchlist.internalPath,
     {
       attachValidation: true,
       schema: {
-        body: watchlistCreateSchema,
-        response: { 201: watchlistSchema, ...errorResponses("unauthorized", "conflict") },
+        ...requestSchemas(createWatchlist),
+        response: { ...createWatchlist.responses, ...errorResponses("unauthorized", "conflict") },
       },
     },
     async (request, reply) => {
-      checkBody(request, watchlistCreateSchema);
+      checkBody(request, createWatchlist.body);
       const caller = internalCaller(request);
       const created = await store.create({
         tenantId: caller.tenantId,
@@ -82,49 +73,48 @@ function registerWatchlistCrud(app: HttpApp, store: WatchlistStore): void {
   );
 
   app.get(
-    "/internal/v1/watchlists",
+    listWatchlists.internalPath,
     {
       schema: {
-        querystring: listQuery,
-        response: { 200: watchlistListSchema, ...errorResponses("unauthorized") },
+        ...requestSchemas(listWatchlists),
+        response: { ...listWatchlists.responses, ...errorResponses("unauthorized") },
       },
     },
     async (request) => store.list(internalCaller(request).tenantId, request.query),
   );
 
   app.get(
-    "/internal/v1/watchlists/:id",
+    getWatchlist.internalPath,
     {
       schema: {
-        params: idParams,
-        response: { 200: watchlistSchema, ...errorResponses("unauthorized", "not_found") },
+        ...requestSchemas(getWatchlist),
+        response: { ...getWatchlist.responses, ...errorResponses("unauthorized", "not_found") },
       },
     },
     async (request) => store.get(internalCaller(request).tenantId, request.params.id),
   );
 
   app.patch(
-    "/internal/v1/watchlists/:id",
+    updateWatchlist.internalPath,
     {
       attachValidation: true,
       schema: {
-        params: idParams,
-        body: watchlistUpdateSchema,
-        response: { 200: watchlistSchema, ...errorResponses("unauthorized", "not_found") },
+        ...requestSchemas(updateWatchlist),
+        response: { ...updateWatchlist.responses, ...errorResponses("unauthorized", "not_found") },
       },
     },
     async (request) => {
-      checkBody(request, watchlistUpdateSchema);
+      checkBody(request, updateWatchlist.body);
       return store.update(internalCaller(request).tenantId, request.params.id, request.body);
     },
   );
 
   app.delete(
-    "/internal/v1/watchlists/:id",
+    deleteWatchlist.internalPath,
     {
       schema: {
-        params: idParams,
-        response: { 204: z.null(), ...errorResponses("unauthorized", "not_found") },
+        ...requestSchemas(deleteWatchlist),
+        response: { ...deleteWatchlist.responses, ...errorResponses("unauthorized", "not_found") },
       },
     },
     async (request, reply) => {
@@ -137,12 +127,12 @@ function registerWatchlistCrud(app: HttpApp, store: WatchlistStore): void {
 /** Manual runs: starting one and following its progress. */
 function registerRunRoutes(app: HttpApp, runs: ManualRuns): void {
   app.post(
-    "/internal/v1/watchlists/:id/runs",
+    runWatchlist.internalPath,
     {
       schema: {
-        params: idParams,
+        ...requestSchemas(runWatchlist),
         response: {
-          202: manualRunSchema,
+          ...runWatchlist.responses,
           ...errorResponses("unauthorized", "not_found", "conflict"),
         },
       },
@@ -154,11 +144,11 @@ function registerRunRoutes(app: HttpApp, runs: ManualRuns): void {
   );
 
   app.get(
-    "/internal/v1/watchlists/:id/runs/:run_id",
+    getWatchlistRun.internalPath,
     {
       schema: {
-        params: runParams,
-        response: { 200: manualRunSchema, ...errorResponses("unauthorized", "not_found") },
+        ...requestSchemas(getWatchlistRun),
+        response: { ...getWatchlistRun.responses, ...errorResponses("unauthorized", "not_found") },
       },
     },
     async (request) =>
@@ -169,12 +159,14 @@ function registerRunRoutes(app: HttpApp, runs: ManualRuns): void {
 /** Polling a watchlist's matches. */
 function registerMatchRoutes(app: HttpApp, deps: WatchlistRouteDeps): void {
   app.get(
-    "/internal/v1/watchlists/:id/matches",
+    pollWatchlistMatches.internalPath,
     {
       schema: {
-        params: idParams,
-        querystring: matchPageQuerySchema,
-        response: { 200: matchSummaryPageSchema, ...errorResponses("unauthorized", "not_found") },
+        ...requestSchemas(pollWatchlistMatches),
+        response: {
+          ...pollWatchlistMatches.responses,
+          ...errorResponses("unauthorized", "not_found"),
+        },
       },
     },
     async (request) => {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { leadSchema } from "@th/api-schemas";
+import { leadSchema, PUBLIC_OPERATIONS } from "@th/api-schemas";
 import { foliosFromHeader, INTERNAL_HEADERS } from "@th/service-kit";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -295,5 +295,18 @@ describe("GET /internal/v1/parcels (search)", () => {
     }
     const inverted = await get("/internal/v1/parcels?min_equity=10&max_equity=5");
     expect(inverted?.statusCode).toBe(400);
+  });
+});
+
+describe("the operation table", () => {
+  it("has a route at the internal path of every public operation the parcels service owns", () => {
+    const owned = PUBLIC_OPERATIONS.filter((operation) => operation.owner === "parcels");
+    expect(owned.length).toBeGreaterThan(0);
+    for (const operation of owned) {
+      expect(
+        app.http?.hasRoute({ method: operation.method, url: operation.internalPath }),
+        operation.operationId,
+      ).toBe(true);
+    }
   });
 });

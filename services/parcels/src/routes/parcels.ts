@@ -1,10 +1,13 @@
 import {
+  getLead,
+  getLeadsBatch,
   type Lead,
-  leadLookupRequestSchema,
   leadLookupResponseSchema,
   leadPageSchema,
   leadSchema,
   leadSearchQuerySchema,
+  requestSchemas,
+  searchLeads,
 } from "@th/api-schemas";
 import type { Pool } from "@th/db";
 import {
@@ -53,14 +56,17 @@ async function resolveOne(pool: Pool, requested: string): Promise<StoredParcel |
 
 /**
  * The internal read API the gateway calls for lead reads. Every route needs the shared internal
- * token; metering and tenant checks happen at the gateway before the call.
+ * token; metering and tenant checks happen at the gateway before the call. The reads behind the
+ * public lead operations sit at those operations' internal paths in the operation table
+ * (`@th/api-schemas`); a parcel read takes a folio as given and a search has no polling mode,
+ * so only the batch shares the public request schema.
  */
 export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalToken: string }) {
   const { pool } = deps;
   requireInternalToken(app, deps.internalToken);
 
   app.get(
-    "/internal/v1/parcels/:folio",
+    getLead.internalPath,
     {
       schema: {
         tags: ["parcels"],
@@ -81,13 +87,13 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
   );
 
   app.post(
-    "/internal/v1/parcels/lookup",
+    getLeadsBatch.internalPath,
     {
       schema: {
         tags: ["parcels"],
         operationId: "lookupParcels",
         summary: "The leads among up to 100 folios that exist",
-        body: leadLookupRequestSchema,
+        ...requestSchemas(getLeadsBatch),
         response: { 200: leadLookupResponseSchema, ...errorResponses("unauthorized") },
       },
     },
@@ -140,7 +146,7 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
   );
 
   app.get(
-    "/internal/v1/parcels",
+    searchLeads.internalPath,
     {
       schema: {
         tags: ["parcels"],

@@ -12,7 +12,7 @@ const due = new Date("2026-03-01T10:00:00.000Z");
 const deadLettered = new Date("2026-02-01T10:00:00.000Z");
 const id = "0b6f2f4e-5d7c-4c1e-9a55-3f0e8b2d7c11";
 
-function row(state: string, overrides: Partial<DeliveryRow> = {}): DeliveryRow {
+function row(state: DeliveryRow["state"], overrides: Partial<DeliveryRow> = {}): DeliveryRow {
   return {
     id,
     endpoint_id: "we_a",
@@ -41,7 +41,7 @@ function row(state: string, overrides: Partial<DeliveryRow> = {}): DeliveryRow {
 
 describe("deliveryView", () => {
   it("shows a waiting delivery's due time as its next attempt", () => {
-    for (const state of ["pending", "retrying", "parked"]) {
+    for (const state of ["pending", "retrying", "parked"] as const) {
       expect(deliveryView(row(state)).next_attempt_at).toBe(due.toISOString());
     }
   });

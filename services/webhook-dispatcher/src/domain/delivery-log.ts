@@ -1,4 +1,5 @@
 // The cursor entry point alone: the package's index brings its HTTP and database clients.
+import type { WebhookAttempt, WebhookDelivery } from "@th/api-schemas";
 import { isUtcInstant } from "@th/service-kit/cursor";
 
 /** A delivery as stored (the columns its views read). */
@@ -9,7 +10,8 @@ export interface DeliveryRow {
   match_id: string;
   folio: string;
   event_type: string;
-  state: string;
+  /** The delivery states the table declares; the column holds no others. */
+  state: WebhookDelivery["state"];
   parked_reason: string | null;
   attempts: number;
   replay_no: number;
@@ -26,29 +28,8 @@ export interface DeliveryRow {
   created_at: Date;
 }
 
-export interface DeliveryView {
-  id: string;
-  endpoint_id: string;
-  watchlist_id: string;
-  match_id: string;
-  folio: string;
-  event_type: string;
-  state: string;
-  parked_reason: string | null;
-  attempts: number;
-  replay_no: number;
-  next_attempt_at: string | null;
-  first_attempted_at: string | null;
-  last_attempted_at: string | null;
-  last_status_code: number | null;
-  last_failure: string | null;
-  last_error: string | null;
-  completed_at: string | null;
-  dead_lettered_at: string | null;
-  dead_letter_reason: string | null;
-  hold_until: string | null;
-  created_at: string;
-}
+/** What the owner answers, as the public operation table declares it. */
+export type DeliveryView = WebhookDelivery;
 
 /** An attempt as stored. */
 export interface AttemptRow {
@@ -63,7 +44,7 @@ export interface AttemptRow {
   state: string;
 }
 
-export type AttemptView = Omit<AttemptRow, "attempted_at"> & { attempted_at: string };
+export type AttemptView = WebhookAttempt;
 
 const iso = (value: Date | null | undefined) => (value ? value.toISOString() : null);
 

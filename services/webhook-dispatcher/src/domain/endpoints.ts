@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { WebhookEndpoint } from "@th/api-schemas";
 import { EVENT_TYPE } from "./payload.ts";
 
 /** An endpoint as stored. */
@@ -10,13 +11,8 @@ export interface EndpointRecord {
   created_at: Date;
 }
 
-export interface EndpointView {
-  id: string;
-  watchlist_id: string;
-  url: string;
-  events: string[];
-  created_at: string;
-}
+/** What the owner answers, as the public operation table declares it. */
+export type EndpointView = WebhookEndpoint;
 
 export function endpointView(record: EndpointRecord): EndpointView {
   return {

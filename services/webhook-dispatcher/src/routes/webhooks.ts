@@ -1,18 +1,25 @@
+import {
+  createWebhookEndpoint,
+  deleteWebhookEndpoint,
+  getWebhookDelivery,
+  getWebhookEndpoint,
+  listWebhookDeliveries,
+  listWebhookEndpoints,
+  replayWebhookDeadLetters,
+  replayWebhookDelivery,
+  requestSchemas,
+  rotateWebhookSecret,
+} from "@th/api-schemas";
 import { type HttpApp, internalCaller } from "@th/service-kit";
-import { z } from "zod";
 import type { EndpointService } from "../endpoints/service.ts";
 
-const base = "/internal/v1/watchlists/:id/webhooks";
-const watchlistParams = z.object({ id: z.string().min(1).max(128) });
-const endpointParams = watchlistParams.extend({ endpoint_id: z.string().min(1).max(64) });
-const deliveryParams = endpointParams.extend({ delivery_id: z.string().min(1).max(64) });
-const STATES = ["pending", "retrying", "exhausted", "parked", "complete", "dead_letter"] as const;
+const base = listWebhookEndpoints.internalPath;
 
 /**
- * The internal API behind the gateway's `/v1/watchlists/{id}/webhooks…` routes. The gateway has
- * authenticated the key and checked the tier; the tenant arrives in `x-th-tenant-id`. Paths with
- * a colon action (`{endpoint_id}:rotate`, `{delivery_id}:replay`, `deliveries:replay`) use a
- * parameter pattern that stops at the colon, so the action is a literal suffix.
+ * The internal API behind the gateway's `/v1/watchlists/{id}/webhooks…` routes: each route binds
+ * to its operation in the public table (`@th/api-schemas`), at its internal path with its request
+ * schemas. The gateway has authenticated the key and checked the tier; the tenant arrives in
+ * `x-th-tenant-id`.
  */
 export function registerWebhookRoutes(app: HttpApp, endpoints: EndpointService): void {
   requireWatchlistFirst(app, endpoints);
@@ -43,16 +50,8 @@ function requireWatchlistFirst(app: HttpApp, endpoints: EndpointService): void {
 /** Subscribe, list, read, remove and rotate endpoints. */
 function registerEndpointRoutes(app: HttpApp, endpoints: EndpointService): void {
   app.post(
-    base,
-    {
-      schema: {
-        params: watchlistParams,
-        body: z.strictObject({
-          url: z.string().min(1).max(2048),
-          events: z.array(z.string()).min(1),
-        }),
-      },
-    },
+    createWebhookEndpoint.internalPath,
+    { schema: requestSchemas(createWebhookEndpoint) },
     async (request, reply) => {
       const caller = internalCaller(request);
       const created = await endpoints.create(caller, request.params.id, request.body);
@@ -61,21 +60,28 @@ function registerEndpointRoutes(app: HttpApp, endpoints: EndpointService): void 
   );
 
   // The gateway calls this once it has deleted the watchlist, so no delivery outlives it.
-  app.delete(base, { schema: { params: watchlistParams } }, async (request) => ({
+  app.delete(base, { schema: { params: listWebhookEndpoints.params } }, async (request) => ({
     removed: await endpoints.removeAllOf(internalCaller(request).tenantId, request.params.id),
   }));
 
-  app.get(base, { schema: { params: watchlistParams } }, async (request) => ({
+  app.get(base, { schema: requestSchemas(listWebhookEndpoints) }, async (request) => ({
     data: await endpoints.list(internalCaller(request).tenantId, request.params.id),
   }));
 
-  app.get(`${base}/:endpoint_id`, { schema: { params: endpointParams } }, async (request) =>
-    endpoints.get(internalCaller(request).tenantId, request.params.id, request.params.endpoint_id),
+  app.get(
+    getWebhookEndpoint.internalPath,
+    { schema: requestSchemas(getWebhookEndpoint) },
+    async (request) =>
+      endpoints.get(
+        internalCaller(request).tenantId,
+        request.params.id,
+        request.params.endpoint_id,
+      ),
   );
 
   app.delete(
-    `${base}/:endpoint_id`,
-    { schema: { params: endpointParams } },
+    deleteWebhookEndpoint.internalPath,
+    { schema: requestSchemas(deleteWebhookEndpoint) },
     async (request, reply) => {
       await endpoints.remove(
         internalCaller(request).tenantId,
@@ -87,8 +93,8 @@ function registerEndpointRoutes(app: HttpApp, endpoints: EndpointService): void 
   );
 
   app.post(
-    `${base}/:endpoint_id([^:/]+)::rotate`,
-    { schema: { params: endpointParams } },
+    rotateWebhookSecret.internalPath,
+    { schema: requestSchemas(rotateWebhookSecret) },
     async (request) =>
       endpoints.rotate(
         internalCaller(request).tenantId,
@@ -101,17 +107,8 @@ function registerEndpointRoutes(app: HttpApp, endpoints: EndpointService): void 
 /** An endpoint's delivery log and replay. */
 function registerDeliveryRoutes(app: HttpApp, endpoints: EndpointService): void {
   app.get(
-    `${base}/:endpoint_id/deliveries`,
-    {
-      schema: {
-        params: endpointParams,
-        querystring: z.object({
-          state: z.enum(STATES).optional(),
-          limit: z.coerce.number().int().min(1).max(200).default(50),
-          cursor: z.string().max(512).optional(),
-        }),
-      },
-    },
+    listWebhookDeliveries.internalPath,
+    { schema: requestSchemas(listWebhookDeliveries) },
     async (request) =>
       endpoints.deliveries(
         internalCaller(request).tenantId,
@@ -122,8 +119,8 @@ function registerDeliveryRoutes(app: HttpApp, endpoints: EndpointService): void 
   );
 
   app.get(
-    `${base}/:endpoint_id/deliveries/:delivery_id`,
-    { schema: { params: deliveryParams } },
+    getWebhookDelivery.internalPath,
+    { schema: requestSchemas(getWebhookDelivery) },
     async (request) =>
       endpoints.delivery(
         internalCaller(request).tenantId,
@@ -134,8 +131,8 @@ function registerDeliveryRoutes(app: HttpApp, endpoints: EndpointService): void 
   );
 
   app.post(
-    `${base}/:endpoint_id/deliveries/:delivery_id([^:/]+)::replay`,
-    { schema: { params: deliveryParams } },
+    replayWebhookDelivery.internalPath,
+    { schema: requestSchemas(replayWebhookDelivery) },
     async (request, reply) =>
       reply
         .status(202)
@@ -150,23 +147,19 @@ function registerDeliveryRoutes(app: HttpApp, endpoints: EndpointService): void 
   );
 
   app.post(
-    `${base}/:endpoint_id/deliveries::replay`,
+    replayWebhookDeadLetters.internalPath,
     {
       schema: {
-        params: endpointParams,
-        body: z
-          .object({
-            since: z.iso.datetime({ offset: true }),
-            until: z.iso.datetime({ offset: true }).optional(),
-          })
-          .refine(
-            (window) =>
-              window.until === undefined || Date.parse(window.until) > Date.parse(window.since),
-            {
-              message: "must be later than since",
-              path: ["until"],
-            },
-          ),
+        ...requestSchemas(replayWebhookDeadLetters),
+        // Only the owner refuses a window that ends before it starts.
+        body: replayWebhookDeadLetters.body.refine(
+          (window) =>
+            window.until === undefined || Date.parse(window.until) > Date.parse(window.since),
+          {
+            message: "must be later than since",
+            path: ["until"],
+          },
+        ),
       },
     },
     async (request, reply) =>

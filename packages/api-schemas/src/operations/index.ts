@@ -1,0 +1,28 @@
+// The table of public operations: each is declared once, here. The gateway publishes and forwards
+// every entry; the owning service binds its handler to the same entry's request schemas.
+import { exportOperations } from "./export.ts";
+import { leadOperations } from "./leads.ts";
+import { passwordOperations, signUpOperations } from "./sign-up.ts";
+import { accountOperations, teamOperations } from "./team.ts";
+import { watchlistOperations } from "./watchlists.ts";
+import { webhookOperations } from "./webhooks.ts";
+
+export * from "./export.ts";
+export * from "./leads.ts";
+export * from "./operation.ts";
+export * from "./sign-up.ts";
+export * from "./team.ts";
+export * from "./watchlists.ts";
+export * from "./webhooks.ts";
+
+/** Every public operation that the gateway forwards to the service that owns it. */
+export const PUBLIC_OPERATIONS = [
+  ...passwordOperations,
+  ...signUpOperations,
+  ...accountOperations,
+  ...teamOperations,
+  ...leadOperations,
+  ...watchlistOperations,
+  ...webhookOperations,
+  ...exportOperations,
+] as const;

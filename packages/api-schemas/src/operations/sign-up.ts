@@ -1,0 +1,96 @@
+import { z } from "zod";
+import {
+  changePasswordBodySchema,
+  contactBodySchema,
+  contactResponseSchema,
+  passwordTokenSchema,
+  setPasswordBodySchema,
+  startTrialBodySchema,
+  startTrialResponseSchema,
+} from "../team.ts";
+import { defineOperation } from "./operation.ts";
+
+// Signing up and dashboard passwords, owned by the keys service. The public site's forms take no
+// key (each client IP has its own limit); a password is changed from a dashboard session.
+
+const owner = "keys";
+const noContent = z.null().describe("No content");
+
+export const startTrial = defineOperation({
+  operationId: "startTrial",
+  method: "POST",
+  path: "/v1/public/trials",
+  internalPath: "/internal/v1/trials",
+  owner,
+  tags: ["public"],
+  access: "public",
+  summary:
+    "Start a 14-day trial of any tier with a card token; nothing is charged before day 14. The first API key is in this response only.",
+  body: startTrialBodySchema,
+  responses: { 201: startTrialResponseSchema },
+  errors: ["payment_declined", "rate_limited"],
+});
+
+export const contactSales = defineOperation({
+  operationId: "contactSales",
+  method: "POST",
+  path: "/v1/public/contact",
+  internalPath: "/internal/v1/contact",
+  owner,
+  tags: ["public"],
+  access: "public",
+  summary: "Send a message to the team (custom tiers, questions)",
+  body: contactBodySchema,
+  responses: { 202: contactResponseSchema },
+  errors: ["rate_limited"],
+});
+
+/** The public site's forms, in the order the gateway registers them. */
+export const signUpOperations = [startTrial, contactSales] as const;
+
+export const changePassword = defineOperation({
+  operationId: "changePassword",
+  method: "PUT",
+  path: "/v1/dashboard/password",
+  internalPath: "/internal/v1/me/password",
+  owner,
+  tags: ["dashboard"],
+  access: "session",
+  summary: "Change the signed-in member's own password",
+  body: changePasswordBodySchema,
+  responses: { 204: noContent },
+  errors: ["unauthorized", "forbidden", "rate_limited"],
+});
+
+export const setPassword = defineOperation({
+  operationId: "setPassword",
+  method: "POST",
+  path: "/v1/public/password",
+  internalPath: "/internal/v1/password",
+  owner,
+  tags: ["public"],
+  access: "public",
+  summary:
+    "Set a dashboard password with a one-time token (trial start, invite or reset by an admin)",
+  body: setPasswordBodySchema,
+  responses: { 204: noContent },
+  errors: ["not_found", "rate_limited"],
+});
+
+export const issuePasswordToken = defineOperation({
+  operationId: "issuePasswordToken",
+  method: "POST",
+  path: "/v1/team/members/:member_id/password-token",
+  internalPath: "/internal/v1/members/:member_id/password-token",
+  owner,
+  tags: ["team"],
+  surface: "management",
+  summary:
+    "A one-time link token for a member to set a password: an invite, or a reset once one is set",
+  params: z.object({ member_id: z.string().min(1).max(64) }),
+  responses: { 201: passwordTokenSchema },
+  errors: ["unauthorized", "forbidden", "tier_required", "not_found", "rate_limited"],
+});
+
+/** Dashboard passwords, in the order the gateway registers them. */
+export const passwordOperations = [changePassword, setPassword, issuePasswordToken] as const;

@@ -1,0 +1,94 @@
+import { type Operation, requestSchemas } from "@th/api-schemas";
+import type { Surface } from "@th/billing";
+import { type ErrorCode, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { callAs, relay } from "./forward.ts";
+
+/** An operation of the table as the gateway publishes it. */
+export type PublicOperation = Operation<ErrorCode, Surface>;
+
+const security = [{ bearerAuth: [] }];
+
+/**
+ * The route options of an operation: its tier gate and the schema it is validated and
+ * documented with, taken from the table.
+ */
+export function publicRoute<const O extends PublicOperation>(operation: O) {
+  const access = operation.access ?? "key";
+  const edge =
+    access === "public"
+      ? { public: true }
+      : operation.surface !== undefined
+        ? { surface: operation.surface }
+        : undefined;
+  return {
+    ...(edge !== undefined ? { config: { edge } } : {}),
+    schema: {
+      tags: [...operation.tags],
+      ...(access === "key" ? { security } : {}),
+      operationId: operation.operationId,
+      ...(operation.summary !== undefined ? { summary: operation.summary } : {}),
+      ...requestSchemas(operation),
+      response: { ...operation.responses, ...errorResponses(...operation.errors) },
+    },
+  };
+}
+
+/** The operation's path on its owner's internal API, with these parameters. */
+export function ownerPath(operation: PublicOperation, params: Record<string, string>): string {
+  return operation.internalPath.replace(
+    /::|:(\w+)(\((?:[^()\\]|\\.)*\))?/g,
+    (match, name: string | undefined) =>
+      name === undefined ? ":" : encodeURIComponent(params[name] ?? match),
+  );
+}
+
+/**
+ * The owner's internal URL for this request: the operation's internal path with the request's
+ * parameters, and the request's query string as the caller wrote it.
+ */
+export function internalUrl(operation: PublicOperation, request: FastifyRequest): string {
+  const path = ownerPath(operation, (request.params ?? {}) as Record<string, string>);
+  const query = request.url.indexOf("?");
+  return query === -1 ? path : `${path}${request.url.slice(query)}`;
+}
+
+/**
+ * Calls the operation's owner with the request's body if any: as the authenticated caller, or
+ * with no caller for a public operation.
+ */
+export async function callOwner(
+  upstream: InternalClient,
+  operation: PublicOperation,
+  request: FastifyRequest,
+) {
+  const url = internalUrl(operation, request);
+  const body = operation.body !== undefined ? request.body : undefined;
+  if (operation.access === "public") {
+    return upstream.send(operation.method, url, {
+      requestId: request.id,
+      ...(body !== undefined ? { body } : {}),
+    });
+  }
+  return callAs(upstream, request, operation.method, url, body);
+}
+
+/**
+ * Registers an operation whose answer is the owner's, unchanged: a 204 stays empty, anything
+ * else is relayed with its status.
+ */
+export function forwardOperation(
+  app: HttpApp,
+  operation: PublicOperation,
+  upstream: InternalClient,
+): void {
+  app.route({
+    method: operation.method,
+    url: operation.path,
+    ...publicRoute(operation),
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const answer = await callOwner(upstream, operation, request);
+      return answer.status === 204 ? reply.status(204).send(null) : relay(reply, answer);
+    },
+  });
+}

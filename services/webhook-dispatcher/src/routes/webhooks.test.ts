@@ -1,0 +1,31 @@
+import { PUBLIC_OPERATIONS } from "@th/api-schemas";
+import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../app.ts";
+import { type Config, readConfig } from "../config.ts";
+import { migrations } from "../db/migrations.ts";
+
+let harness: TestHarness<Config>;
+let app: Awaited<ReturnType<typeof buildApp>>;
+
+beforeAll(async () => {
+  harness = await createTestHarness({ config: readConfig({}), migrations: [migrations] });
+  app = await buildApp(harness);
+});
+afterAll(async () => {
+  await app.http?.close();
+  await harness.close();
+});
+
+describe("the operation table", () => {
+  it("has a route at the internal path of every public operation the webhook-dispatcher service owns", () => {
+    const owned = PUBLIC_OPERATIONS.filter((operation) => operation.owner === "webhook-dispatcher");
+    expect(owned.length).toBeGreaterThan(0);
+    for (const operation of owned) {
+      expect(
+        app.http?.hasRoute({ method: operation.method, url: operation.internalPath }),
+        operation.operationId,
+      ).toBe(true);
+    }
+  });
+});
