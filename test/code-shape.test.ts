@@ -16,8 +16,6 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "bench/support/scale-dispatcher.ts dispatcherDriver": 152,
   "packages/bus/src/bus.ts consume": 406,
   "packages/dev-broker/src/broker.ts startBroker": 249,
-  "packages/service-kit/src/app.ts createHttpApp": 207,
-  "packages/service-kit/src/outbox.ts createOutboxRelay": 204,
   "services/gateway/src/edge/authenticate.ts registerEdge": 337,
   "services/gateway/src/edge/edge-store.ts createEdgeStore": 250,
   "services/gateway/src/routes/dashboard-session.ts registerDashboardSessionRoutes": 248,

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { type IncomingMessage, maxHeaderSize, STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import swagger from "@fastify/swagger";
 import type { Logger } from "@th/telemetry";
 import Fastify, {
@@ -100,33 +101,14 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimit ?? 1_048_576,
-    genReqId: (request) => {
-      const incoming = request.headers["x-request-id"];
-      return typeof incoming === "string" && /^[\w-]{8,64}$/.test(incoming)
-        ? incoming
-        : nextRequestId();
-    },
+    genReqId: requestIdOf,
     // One line per request is written in onResponse below, with the URL scrubbed of keys.
     logController: new LogController({ disableRequestLogging: true }),
     // Every path parameter reaches its route, whose schema refuses what is too long with the
     // route's own answer (after authentication, so with the caller's limit headers). Node's
     // header limit (16 KiB, request line included) bounds a URL, and so any parameter, anyway.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_HEADER_BYTES },
-    rewriteUrl: (request) => {
-      const url = request.url ?? "/";
-      if (!url.includes("%")) {
-        return url;
-      }
-      const query = url.indexOf("?");
-      const path = query < 0 ? url : url.slice(0, query);
-      try {
-        decodeURIComponent(path);
-        return url;
-      } catch {
-        badUrls.add(request);
-        return `${path.replaceAll("%", "%25")}${query < 0 ? "" : url.slice(query)}`;
-      }
-    },
+    rewriteUrl: (request) => rewriteBadEscapes(request, badUrls),
     // What the router still refuses before any route runs gets the same {error, detail} as the
     // rest, with a request id.
     frameworkErrors: (error, request, reply) => {
@@ -137,47 +119,94 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
         .headers({ ...outsideHeaders(), "x-request-id": request.id })
         .send(apiError.body(request.id));
     },
-    // Bytes that are not HTTP never reach a route; they still get the same shape, a request id
-    // and the headers every answer carries. A header block over the limit is 431 (RFC 6585).
-    clientErrorHandler: (error: NodeJS.ErrnoException, socket) => {
-      if (!socket.writable) {
-        socket.destroy();
-        return;
-      }
-      const requestId = nextRequestId();
-      const apiError =
-        error.code === "HPE_HEADER_OVERFLOW"
-          ? new ApiError(
-              "headers_too_large",
-              `the request's header block exceeds ${MAX_HEADER_BYTES} bytes (the request line included)`,
-            )
-          : new ApiError("invalid_request", "the request is not valid HTTP/1.1");
-      const body = JSON.stringify(apiError.body(requestId));
-      const headers = Object.entries({ ...outsideHeaders(), "x-request-id": requestId })
-        .map(([name, value]) => `${name}: ${value}\r\n`)
-        .join("");
-      socket.end(
-        `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}Connection: close\r\n\r\n${body}`,
-      );
-    },
+    clientErrorHandler: (error: NodeJS.ErrnoException, socket) =>
+      answerNonHttp(error, socket, outsideHeaders),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  const httpApp = app as unknown as HttpApp;
   const routeMethods = new RouteMethods();
-  // Every route that reads a body can answer 413 (too large) and 415 (not JSON); the document
-  // says so without each route listing them.
   app.addHook("onRoute", (route) => {
     routeMethods.add(route.method, route.url);
-    const schema = route.schema as
-      | { body?: unknown; response?: Record<number, unknown> }
-      | undefined;
-    if (schema?.body !== undefined && schema.response) {
-      for (const code of ["payload_too_large", "unsupported_media_type"] as const) {
-        schema.response[ERROR_STATUS[code]] ??= errorBodySchema;
-      }
-    }
+    documentBodyErrors(route.schema);
   });
+  await registerOpenApi(httpApp, options);
+  addRequestIdAndLog(httpApp);
+  refuseDuplicateMembers(httpApp);
+  refuseBadInput(httpApp, badUrls);
+  setErrorAnswers(httpApp, routeMethods);
+  return httpApp;
+}
 
+/** The caller's request id when it is a sane one, else a fresh one. */
+function requestIdOf(request: IncomingMessage): string {
+  const incoming = request.headers["x-request-id"];
+  return typeof incoming === "string" && /^[\w-]{8,64}$/.test(incoming)
+    ? incoming
+    : nextRequestId();
+}
+
+/** A path whose percent-escapes do not decode is routed with them taken literally, and noted. */
+function rewriteBadEscapes(request: IncomingMessage, badUrls: WeakSet<IncomingMessage>): string {
+  const url = request.url ?? "/";
+  if (!url.includes("%")) {
+    return url;
+  }
+  const query = url.indexOf("?");
+  const path = query < 0 ? url : url.slice(0, query);
+  try {
+    decodeURIComponent(path);
+    return url;
+  } catch {
+    badUrls.add(request);
+    return `${path.replaceAll("%", "%25")}${query < 0 ? "" : url.slice(query)}`;
+  }
+}
+
+/**
+ * Bytes that are not HTTP never reach a route; they still get the same shape, a request id and
+ * the headers every answer carries. A header block over the limit is 431 (RFC 6585).
+ */
+function answerNonHttp(
+  error: NodeJS.ErrnoException,
+  socket: Duplex,
+  outsideHeaders: () => Record<string, string>,
+): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const requestId = nextRequestId();
+  const apiError =
+    error.code === "HPE_HEADER_OVERFLOW"
+      ? new ApiError(
+          "headers_too_large",
+          `the request's header block exceeds ${MAX_HEADER_BYTES} bytes (the request line included)`,
+        )
+      : new ApiError("invalid_request", "the request is not valid HTTP/1.1");
+  const body = JSON.stringify(apiError.body(requestId));
+  const headers = Object.entries({ ...outsideHeaders(), "x-request-id": requestId })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join("");
+  socket.end(
+    `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}Connection: close\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * Every route that reads a body can answer 413 (too large) and 415 (not JSON); the document says
+ * so without each route listing them.
+ */
+function documentBodyErrors(routeSchema: unknown): void {
+  const schema = routeSchema as { body?: unknown; response?: Record<number, unknown> } | undefined;
+  if (schema?.body !== undefined && schema.response) {
+    for (const code of ["payload_too_large", "unsupported_media_type"] as const) {
+      schema.response[ERROR_STATUS[code]] ??= errorBodySchema;
+    }
+  }
+}
+
+async function registerOpenApi(app: HttpApp, options: HttpAppOptions): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
@@ -197,9 +226,13 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     transformObject: (input) =>
       withDocumentedHeaders(jsonSchemaTransformObject(input), options.documentedHeaders),
   });
+}
 
-  // Callback hooks: these run on every request, and an async hook costs a promise and a
-  // microtask each time.
+/**
+ * Every answer carries its request id, and every request leaves one log line. Callback hooks:
+ * these run on every request, and an async hook costs a promise and a microtask each time.
+ */
+function addRequestIdAndLog(app: HttpApp): void {
   app.addHook("onSend", (request, reply, payload, done) => {
     reply.header("x-request-id", request.id);
     done(null, payload);
@@ -216,9 +249,13 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     );
     done();
   });
+}
 
-  // JSON bodies: a member named twice is refused before the parser keeps the last one, so the
-  // service never acts on a value the sender's other reader would not see.
+/**
+ * JSON bodies: a member named twice is refused before the parser keeps the last one, so the
+ * service never acts on a value the sender's other reader would not see.
+ */
+function refuseDuplicateMembers(app: HttpApp): void {
   const parseJson = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
@@ -237,7 +274,10 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     }
     parseJson(request, body as string, done);
   });
+}
 
+/** Refuses a malformed percent-escape and input carrying NUL, each after the edge's checks. */
+function refuseBadInput(app: HttpApp, badUrls: WeakSet<IncomingMessage>): void {
   // After every onRequest hook (the edge's authentication), before the body is read.
   app.addHook("preParsing", (request, _reply, payload, done) => {
     if (badUrls.has(request.raw)) {
@@ -271,7 +311,10 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     }
     done();
   });
+}
 
+/** Errors and unknown routes answer `{error, detail}`; a known path names the methods it takes. */
+function setErrorAnswers(app: HttpApp, routeMethods: RouteMethods): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const apiError = toApiError(error);
     if (apiError.status === 503) {
@@ -296,8 +339,6 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
         : new ApiError("not_found", `no route for ${request.method} ${path}`);
     void reply.status(error.status).headers(error.headers).send(error.body(request.id));
   });
-
-  return app as unknown as HttpApp;
 }
 
 type OpenApiDocument = ReturnType<typeof jsonSchemaTransformObject>;

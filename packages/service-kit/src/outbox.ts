@@ -41,122 +41,144 @@ const PURGE_EVERY_MS = 300_000;
 const PURGE_BATCH = 5_000;
 const PURGE_ROUNDS = 20;
 
-export function createOutboxRelay(options: {
-  pool: Pool;
-  bus: Bus;
-  logger: Logger;
-  intervalMs?: number;
-  batchSize?: number;
-  retentionMs?: number;
-}): OutboxRelay {
-  const { pool, bus, logger } = options;
-  const retentionMs = options.retentionMs ?? OUTBOX_RETENTION_MS;
-  const batchSize = options.batchSize ?? 500;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<number> | undefined;
-  let stopped = false;
+type OutboxRow = {
+  id: string;
+  topic: string;
+  payload: unknown;
+  headers: Record<string, string> | null;
+};
 
-  type OutboxRow = {
-    id: string;
-    topic: string;
-    payload: unknown;
-    headers: Record<string, string> | null;
-  };
+const RELAY_LOCK = `hashtext(current_schema() || '.outbox-relay')`;
 
-  /** Publishes rows in id order; consecutive rows of one topic go in one request. */
-  async function publishRows(rows: readonly OutboxRow[]): Promise<void> {
-    let index = 0;
-    while (index < rows.length) {
-      const topic = rows[index]?.topic as string;
-      const run: PublishedRecord<unknown>[] = [];
-      while (index < rows.length && rows[index]?.topic === topic) {
-        const row = rows[index] as OutboxRow;
-        run.push(
-          row.headers ? { value: row.payload, headers: row.headers } : { value: row.payload },
-        );
-        index++;
-      }
-      const contract = contractForTopic(topic) as AnyTopicContract | undefined;
-      if (!contract) {
-        throw new Error(`outbox row for unknown topic ${topic}`);
-      }
-      // A row written outside any trace must not join whichever trace asked for this flush.
-      await outsideAnyTrace(() => bus.publishRecords(contract, run as PublishedRecord<never>[]));
+/** Publishes rows in id order; consecutive rows of one topic go in one request. */
+async function publishRows(bus: Bus, rows: readonly OutboxRow[]): Promise<void> {
+  let index = 0;
+  while (index < rows.length) {
+    const topic = rows[index]?.topic as string;
+    const run: PublishedRecord<unknown>[] = [];
+    while (index < rows.length && rows[index]?.topic === topic) {
+      const row = rows[index] as OutboxRow;
+      run.push(row.headers ? { value: row.payload, headers: row.headers } : { value: row.payload });
+      index++;
     }
+    const contract = contractForTopic(topic) as AnyTopicContract | undefined;
+    if (!contract) {
+      throw new Error(`outbox row for unknown topic ${topic}`);
+    }
+    // A row written outside any trace must not join whichever trace asked for this flush.
+    await outsideAnyTrace(() => bus.publishRecords(contract, run as PublishedRecord<never>[]));
   }
+}
 
-  /**
-   * Relays take turns under a session advisory lock: each turn is one batch (read it, publish
-   * it, mark it published once the broker acknowledged it), and each statement is its own short
-   * transaction, so no transaction and no row lock stays open while the broker's retries run,
-   * however long. One relay at a time keeps the table's order on the wire; a turn of one batch
-   * lets every replica's relay take its share of the publishing rather than the first to lock
-   * doing all of it. A crash between publish and mark publishes the batch again
-   * (at-least-once); a relay that dies drops its connection, and with it the lock. Answers how
-   * many rows were published, or undefined when another relay holds the lock.
-   */
-  async function publishTurn(): Promise<number | undefined> {
-    const client = await pool.connect();
-    let broken: Error | undefined;
+/**
+ * One batch under the relay lock, which the caller holds: read it, publish it, mark it published
+ * once the broker acknowledged it. Each statement is its own short transaction, so no
+ * transaction and no row lock stays open while the broker's retries run, however long.
+ */
+async function publishBatch(client: PoolClient, bus: Bus, batchSize: number): Promise<number> {
+  const { rows } = await client.query<OutboxRow>(
+    `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL
+     ORDER BY id LIMIT $1`,
+    [batchSize],
+  );
+  if (rows.length > 0) {
+    await publishRows(bus, rows);
+    await client.query("UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])", [
+      rows.map((row) => row.id),
+    ]);
+  }
+  return rows.length;
+}
+
+/**
+ * Relays take turns under a session advisory lock: each turn is one batch. One relay at a time
+ * keeps the table's order on the wire; a turn of one batch lets every replica's relay take its
+ * share of the publishing rather than the first to lock doing all of it. A crash between publish
+ * and mark publishes the batch again (at-least-once); a relay that dies drops its connection,
+ * and with it the lock. Answers how many rows were published, or undefined when another relay
+ * holds the lock.
+ */
+async function publishTurn(pool: Pool, bus: Bus, batchSize: number): Promise<number | undefined> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    const { rows: lock } = await client.query<{ locked: boolean }>(
+      `SELECT pg_try_advisory_lock(${RELAY_LOCK}) AS locked`,
+    );
+    if (!lock[0]?.locked) {
+      return undefined;
+    }
     try {
-      const { rows: lock } = await client.query<{ locked: boolean }>(
-        `SELECT pg_try_advisory_lock(hashtext(current_schema() || '.outbox-relay')) AS locked`,
-      );
-      if (!lock[0]?.locked) {
-        return undefined;
-      }
-      try {
-        const { rows } = await client.query<OutboxRow>(
-          `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL
-           ORDER BY id LIMIT $1`,
-          [batchSize],
-        );
-        if (rows.length > 0) {
-          await publishRows(rows);
-          await client.query(
-            "UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])",
-            [rows.map((row) => row.id)],
-          );
-        }
-        return rows.length;
-      } finally {
-        await client
-          .query(`SELECT pg_advisory_unlock(hashtext(current_schema() || '.outbox-relay'))`)
-          .catch((error: Error) => {
-            broken = error;
-          });
-      }
-    } catch (error) {
-      broken ??= error as Error;
-      throw error;
+      return await publishBatch(client, bus, batchSize);
     } finally {
-      // A connection that failed mid-way may still hold the lock: it is closed, not reused.
-      client.release(broken);
+      await client.query(`SELECT pg_advisory_unlock(${RELAY_LOCK})`).catch((error: Error) => {
+        broken = error;
+      });
+    }
+  } catch (error) {
+    broken ??= error as Error;
+    throw error;
+  } finally {
+    // A connection that failed mid-way may still hold the lock: it is closed, not reused.
+    client.release(broken);
+  }
+}
+
+/**
+ * Publishes turn after turn until a batch comes back short. When another relay holds the lock,
+ * that relay goes on until the table is empty; a row committed after its last read is published
+ * by the next tick of whichever relay runs then.
+ */
+async function drainOutbox(pool: Pool, bus: Bus, batchSize: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const published = await publishTurn(pool, bus, batchSize);
+    total += published ?? 0;
+    if (published === undefined || published < batchSize) {
+      return total;
     }
   }
+}
 
-  /**
-   * Publishes turn after turn until a batch comes back short. When another relay holds the
-   * lock, that relay goes on until the table is empty; a row committed after its last read is
-   * published by the next tick of whichever relay runs then.
-   */
-  async function drain(): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const published = await publishTurn();
-      total += published ?? 0;
-      if (published === undefined || published < batchSize) {
-        return total;
-      }
+/**
+ * Without it the table grows by every event ever sent. Rows are published in id order, so the
+ * expired ones sit at the head of the table: each round deletes below the first row that is
+ * unpublished or still within the retention, found by walking the primary key from the start,
+ * and never scans the day of rows it keeps. A run deletes at most PURGE_ROUNDS batches.
+ */
+async function purgeOutbox(pool: Pool, retentionMs: number): Promise<number> {
+  let total = 0;
+  for (let round = 0; round < PURGE_ROUNDS; round++) {
+    const { rowCount } = await pool.query(
+      `WITH bound AS (
+         SELECT coalesce(
+           (SELECT id FROM outbox
+             WHERE published_at IS NULL OR published_at >= now() - make_interval(secs => $1)
+             ORDER BY id LIMIT 1),
+           (SELECT max(id) + 1 FROM outbox)) AS id
+       )
+       DELETE FROM outbox WHERE id IN (
+         SELECT id FROM outbox WHERE id < (SELECT id FROM bound) ORDER BY id LIMIT $2)`,
+      [retentionMs / 1000, PURGE_BATCH],
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < PURGE_BATCH) {
+      break;
     }
   }
+  return total;
+}
 
+/**
+ * Runs one drain at a time. A flush asked for while a drain runs gets a fresh drain after it: the
+ * running one may already have read past rows committed a moment ago.
+ */
+function coalescedDrains(drain: () => Promise<number>): {
+  flush(): Promise<number>;
+  running(): Promise<number> | undefined;
+} {
+  let running: Promise<number> | undefined;
   let pending: Promise<number> | undefined;
-
-  /**
-   * Drains now. A flush asked for while a drain runs gets a fresh drain after it: the running one
-   * may already have read past rows committed a moment ago.
-   */
   function flush(): Promise<number> {
     if (!running) {
       running = drain().finally(() => {
@@ -174,74 +196,81 @@ export function createOutboxRelay(options: {
     }
     return pending;
   }
+  return { flush, running: () => running };
+}
 
-  /**
-   * Without it the table grows by every event ever sent. Rows are published in id order, so the
-   * expired ones sit at the head of the table: each round deletes below the first row that is
-   * unpublished or still within the retention, found by walking the primary key from the start,
-   * and never scans the day of rows it keeps. A run deletes at most PURGE_ROUNDS batches.
-   */
-  async function purge(): Promise<number> {
-    let total = 0;
-    for (let round = 0; round < PURGE_ROUNDS; round++) {
-      const { rowCount } = await pool.query(
-        `WITH bound AS (
-           SELECT coalesce(
-             (SELECT id FROM outbox
-               WHERE published_at IS NULL OR published_at >= now() - make_interval(secs => $1)
-               ORDER BY id LIMIT 1),
-             (SELECT max(id) + 1 FROM outbox)) AS id
-         )
-         DELETE FROM outbox WHERE id IN (
-           SELECT id FROM outbox WHERE id < (SELECT id FROM bound) ORDER BY id LIMIT $2)`,
-        [retentionMs / 1000, PURGE_BATCH],
-      );
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < PURGE_BATCH) {
-        break;
-      }
-    }
-    return total;
-  }
-
-  let purgeTimer: NodeJS.Timeout | undefined;
-  function schedulePurge() {
-    if (stopped) {
-      return;
-    }
-    // Its own timer: a long purge never holds up publishing.
-    purgeTimer = setTimeout(() => {
-      purge()
-        .catch((error: unknown) => logger.warn({ err: error }, "outbox purge failed; will retry"))
-        .finally(schedulePurge);
-    }, PURGE_EVERY_MS);
-    purgeTimer.unref();
-  }
-
+/** Calls `work` every `everyMs` after the previous call settled, until stopped. */
+function repeatAfter(
+  everyMs: number,
+  work: () => Promise<unknown>,
+  unref: boolean,
+): { start(): void; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
   function schedule() {
     if (stopped) {
       return;
     }
     timer = setTimeout(() => {
-      flush()
-        .catch((error: unknown) => logger.warn({ err: error }, "outbox relay failed; will retry"))
-        .finally(schedule);
-    }, options.intervalMs ?? 250);
+      void work().finally(schedule);
+    }, everyMs);
+    if (unref) {
+      timer.unref();
+    }
   }
-
   return {
-    flush,
-    purge,
     start() {
       stopped = false;
       schedule();
-      schedulePurge();
     },
-    async stop() {
+    stop() {
       stopped = true;
       clearTimeout(timer);
-      clearTimeout(purgeTimer);
-      await running?.catch(() => {});
+    },
+  };
+}
+
+export function createOutboxRelay(options: {
+  pool: Pool;
+  bus: Bus;
+  logger: Logger;
+  intervalMs?: number;
+  batchSize?: number;
+  retentionMs?: number;
+}): OutboxRelay {
+  const { pool, bus, logger } = options;
+  const retentionMs = options.retentionMs ?? OUTBOX_RETENTION_MS;
+  const batchSize = options.batchSize ?? 500;
+  const drains = coalescedDrains(() => drainOutbox(pool, bus, batchSize));
+  const purge = () => purgeOutbox(pool, retentionMs);
+  const publishing = repeatAfter(
+    options.intervalMs ?? 250,
+    () =>
+      drains
+        .flush()
+        .catch((error: unknown) => logger.warn({ err: error }, "outbox relay failed; will retry")),
+    false,
+  );
+  // Its own timer: a long purge never holds up publishing.
+  const purging = repeatAfter(
+    PURGE_EVERY_MS,
+    () =>
+      purge().catch((error: unknown) =>
+        logger.warn({ err: error }, "outbox purge failed; will retry"),
+      ),
+    true,
+  );
+  return {
+    flush: drains.flush,
+    purge,
+    start() {
+      publishing.start();
+      purging.start();
+    },
+    async stop() {
+      publishing.stop();
+      purging.stop();
+      await drains.running()?.catch(() => {});
     },
   };
 }
