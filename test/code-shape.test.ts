@@ -26,8 +26,6 @@ const STILL_TO_SPLIT: Record<string, number> = {
   "services/webhook-dispatcher/src/delivery/worker.ts createWorker": 954,
   "services/webhook-dispatcher/src/domain/endpoints.ts createEndpointService": 315,
   "services/webhook-dispatcher/src/routes/webhooks.ts registerWebhookRoutes": 157,
-  "test/support/edge-stack.ts startEdgeStack": 244,
-  "test/support/webhook-stack.ts startWebhookStack": 273,
 };
 
 interface LongFunction {
