@@ -228,7 +228,6 @@ const gateway = await spawnServer(
     PARCELS_URL: config.PARCELS_URL,
     LEDGER_URL: config.LEDGER_URL,
     MATCHER_URL: config.MATCHER_URL,
-    DATABASE_URL: config.DATABASE_URL,
     KAFKA_BROKERS: config.KAFKA_BROKERS.join(","),
     REDIS_URL: stack.harness.config.REDIS_URL,
     REDIS_PREFIX: stack.harness.redis.options.keyPrefix ?? "",
