@@ -11,6 +11,7 @@ import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { buildApp } from "../../services/webhook-dispatcher/src/app.ts";
 import { readConfig } from "../../services/webhook-dispatcher/src/config.ts";
 import { migrations } from "../../services/webhook-dispatcher/src/db/migrations.ts";
+import { DISPATCHER_TOPICS } from "../../test/support/dispatcher-topics.ts";
 import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
 import { startBrokerProcess } from "./broker-process.ts";
 import { benchMatches } from "./matches.ts";
@@ -197,15 +198,7 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
     config: readConfig(ENV),
     migrations: [migrations],
     brokers: [broker.address],
-    topics: [
-      contracts.matchFound,
-      contracts.deliveryAttempted,
-      ...deliveryRetryLadder.map((stage) => stage.contract),
-      contracts.deliveryDeadLetter,
-      contracts.leadViewRecorded,
-      contracts.tenantChanged,
-      contracts.keyRevoked,
-    ],
+    topics: DISPATCHER_TOPICS,
   });
   let receipts = new Receipts();
   const receiver = await startReceiver((id, tenantId, res) => receipts.receive(id, tenantId, res));

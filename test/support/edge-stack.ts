@@ -295,6 +295,16 @@ export async function startEdgeStack(
     setCustomLimits: (tenantId: string, limits: Record<string, number>) =>
       putCustomLimits(keys, gateway, tenantId, limits),
     gatewayConfig,
+    /** What a gateway in a process of its own (a bench's) needs to join this stack. */
+    gatewayProcessEnv: () => ({
+      KEYS_URL: gatewayConfig.KEYS_URL,
+      PARCELS_URL: gatewayConfig.PARCELS_URL,
+      LEDGER_URL: gatewayConfig.LEDGER_URL,
+      MATCHER_URL: gatewayConfig.MATCHER_URL,
+      KAFKA_BROKERS: gatewayConfig.KAFKA_BROKERS.join(","),
+      REDIS_URL: harness.config.REDIS_URL,
+      REDIS_PREFIX: harness.redis.options.keyPrefix ?? "",
+    }),
     gateway,
     addGateway,
     request,

@@ -7,13 +7,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Bus } from "@th/bus";
-import {
-  contracts,
-  deliveryRetryLadder,
-  type MatchFound,
-  type TenantChanged,
-  type Tier,
-} from "@th/contracts";
+import { contracts, type MatchFound, type TenantChanged, type Tier } from "@th/contracts";
 import { matchFound as sampleMatch } from "@th/contracts/samples";
 import { createPool, type Pool } from "@th/db";
 import type { UsageLoader } from "@th/quota";
@@ -29,16 +23,9 @@ import {
 import { buildApp } from "@th/webhook-dispatcher/app";
 import { readConfig } from "@th/webhook-dispatcher/config";
 import { migrations } from "@th/webhook-dispatcher/migrations";
+import { DISPATCHER_TOPICS } from "./dispatcher-topics.ts";
 
-export const DISPATCHER_TOPICS = [
-  contracts.matchFound,
-  contracts.deliveryAttempted,
-  ...deliveryRetryLadder.map((stage) => stage.contract),
-  contracts.deliveryDeadLetter,
-  contracts.leadViewRecorded,
-  contracts.tenantChanged,
-  contracts.keyRevoked,
-];
+export { DISPATCHER_TOPICS };
 
 /** Settings every test dispatcher shares; a test adds its own. */
 export const TEST_DISPATCHER_ENV: Record<string, string> = {
