@@ -7,7 +7,7 @@ import { type BrokerProcess, startBrokerProcess } from "@th/dev-broker/testing";
 import { describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
 import { useWebhookStack } from "./support/fault-fixtures.ts";
-import { exitOf, subscribedTenant, tallyDeliveries, waitFor } from "./support/webhook-stack.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
 let broker: BrokerProcess;
 const fault = useWebhookStack({
@@ -58,7 +58,7 @@ describe("kill -9 and restart of the broker during dispatch", () => {
     expect(exited()).toBeUndefined();
 
     const total = before.length + after.length;
-    const tally = await tallyDeliveries(fault.stack, fault.receiver, tenant, total, exited);
+    const tally = await fault.tally(tenant, total, exited);
     expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(total);
     expect(tally.missing).toBe(0);

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
 import { useWebhookStack } from "./support/fault-fixtures.ts";
-import { exitOf, subscribedTenant, tallyDeliveries, waitFor } from "./support/webhook-stack.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
 const fault = useWebhookStack({ receiver: () => ({ status: 200, delayMs: 10 }) });
 
@@ -31,13 +31,7 @@ describe("kill -9 of the dispatcher mid-delivery", () => {
     const recoveryMs = (byTheNewOne()[0]?.at ?? Date.now()) - killedAt;
     const exited = exitOf(successor);
 
-    const tally = await tallyDeliveries(
-      fault.stack,
-      fault.receiver,
-      tenant,
-      matches.length,
-      exited,
-    );
+    const tally = await fault.tally(tenant, matches.length, exited);
     expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(matches.length);
     expect(tally.missing).toBe(0);

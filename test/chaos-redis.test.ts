@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
 import { gatewayOnRedis, useEdgeStack, useWebhookStack } from "./support/fault-fixtures.ts";
 import { type PrivateRedis, startPrivateRedis } from "./support/private-stores.ts";
-import { exitOf, subscribedTenant, tallyDeliveries, waitFor } from "./support/webhook-stack.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
 let redisServer: PrivateRedis;
 const delivery = useWebhookStack({
@@ -92,13 +92,7 @@ describe("a Redis restart and a flush under deliveries and reads", () => {
     reading = false;
     await reads;
 
-    const tally = await tallyDeliveries(
-      delivery.stack,
-      delivery.receiver,
-      tenant,
-      matches.length,
-      exited,
-    );
+    const tally = await delivery.tally(tenant, matches.length, exited);
     expect(exited()).toBeUndefined();
     expect(tally.missing).toBe(0);
     expect(tally.rows).toBe(matches.length);

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
 import { useWebhookStack } from "./support/fault-fixtures.ts";
 import { type PrivatePostgres, startPrivatePostgres } from "./support/private-stores.ts";
-import { exitOf, subscribedTenant, tallyDeliveries, waitFor } from "./support/webhook-stack.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
 let postgres: PrivatePostgres;
 const fault = useWebhookStack({
@@ -47,13 +47,7 @@ describe("a Postgres restart with the dispatcher mid-delivery", () => {
     expect(exited()).toBeUndefined();
     expect(resumedMs).toBeLessThan(10_000);
 
-    const tally = await tallyDeliveries(
-      fault.stack,
-      fault.receiver,
-      tenant,
-      matches.length,
-      exited,
-    );
+    const tally = await fault.tally(tenant, matches.length, exited);
     expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(matches.length);
     expect(tally.missing).toBe(0);

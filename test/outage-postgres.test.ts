@@ -5,7 +5,7 @@ import type { ChildProcess } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
 import { useWebhookStack } from "./support/fault-fixtures.ts";
-import { exitOf, subscribedTenant, tallyDeliveries, waitFor } from "./support/webhook-stack.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
 const fault = useWebhookStack({ receiver: () => ({ status: 200, delayMs: 20 }) });
 
@@ -35,13 +35,7 @@ describe("a Postgres connection loss mid-delivery", () => {
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     expect(terminated).toBeGreaterThan(0);
-    const tally = await tallyDeliveries(
-      fault.stack,
-      fault.receiver,
-      tenant,
-      matches.length,
-      exited,
-    );
+    const tally = await fault.tally(tenant, matches.length, exited);
     expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(matches.length);
     expect(tally.missing).toBe(0);

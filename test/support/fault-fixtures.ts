@@ -12,6 +12,7 @@ import {
   type Script,
   startReceiver,
   startWebhookStack,
+  tallyDeliveries,
   type WebhookStack,
 } from "./webhook-stack.ts";
 
@@ -20,6 +21,12 @@ type WebhookStackOptions = NonNullable<Parameters<typeof startWebhookStack>[0]>;
 export interface WebhookFixture {
   stack: WebhookStack;
   receiver: Receiver;
+  /** What the receiver got of `tenant`'s deliveries, once all arrived or `died()` says so. */
+  tally(
+    tenant: string,
+    expected: number,
+    died: () => string | undefined,
+  ): ReturnType<typeof tallyDeliveries>;
 }
 
 /**
@@ -34,7 +41,10 @@ export function useWebhookStack(options: {
   after?: () => Promise<void>;
   closeMayFail?: boolean;
 }): WebhookFixture {
-  const fixture = {} as WebhookFixture;
+  const fixture = {
+    tally: (tenant, expected, died) =>
+      tallyDeliveries(fixture.stack, fixture.receiver, tenant, expected, died),
+  } as WebhookFixture;
   beforeAll(async () => {
     fixture.stack = await startWebhookStack((await options.before?.()) ?? {});
     fixture.receiver = await startReceiver(options.receiver);
