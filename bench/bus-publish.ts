@@ -10,26 +10,16 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { Bus, encodeValue } from "@th/bus";
 import { contracts, type ParcelIngested, SCHEMA_HEADER, schemaHeaderValue } from "@th/contracts";
-import { parcelIngested } from "@th/contracts/samples";
 import { Kafka, logLevel } from "kafkajs";
 import { partitionOfKey } from "../packages/bus/src/partitioner.ts";
 import { createLogger } from "../packages/telemetry/src/index.ts";
 import { startBrokerProcess } from "./support/broker-process.ts";
 import { cpuMsOf } from "./support/cpu.ts";
+import { distinctParcels, publishArgs } from "./support/parcel-records.ts";
 
-const { values } = parseArgs({
-  options: {
-    records: { type: "string", default: "100000" },
-    "per-publish": { type: "string", default: "2000" },
-    rounds: { type: "string", default: "3" },
-  },
-});
-const total = Number(values.records);
-const perPublish = Number(values["per-publish"]);
-const rounds = Number(values.rounds);
+const { total, perPublish, rounds } = publishArgs("100000");
 
 const dir = await mkdtemp(join(tmpdir(), "bus-publish-"));
 const broker = await startBrokerProcess(["--data-dir", join(dir, "kafka")]);
@@ -50,16 +40,7 @@ const kafkajsProducer = kafka.producer({
       partitionOfKey(message.key as string, partitionMetadata.length),
 });
 
-/** Distinct parcels: every record keyed by its own folio, as a county roll's are. */
-const records: ParcelIngested[] = Array.from({ length: total }, (_, index) => {
-  const parcelId = String(1_000_000_000_000 + index * 7919);
-  return {
-    ...parcelIngested,
-    folio: `23-${parcelId}`,
-    parcel_id: parcelId,
-    content_hash: index.toString(16).padStart(64, "0"),
-  };
-});
+const records = distinctParcels(total);
 const contract = contracts.parcelIngested;
 const headers = {
   [SCHEMA_HEADER]: schemaHeaderValue(contract),

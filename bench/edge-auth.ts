@@ -220,19 +220,9 @@ function spawnServer(
   });
 }
 
-const config = stack.gatewayConfig;
 const gateway = await spawnServer(
   "gateway-child.ts",
-  {
-    KEYS_URL: config.KEYS_URL,
-    PARCELS_URL: config.PARCELS_URL,
-    LEDGER_URL: config.LEDGER_URL,
-    MATCHER_URL: config.MATCHER_URL,
-    DATABASE_URL: config.DATABASE_URL,
-    KAFKA_BROKERS: config.KAFKA_BROKERS.join(","),
-    REDIS_URL: stack.harness.config.REDIS_URL,
-    REDIS_PREFIX: stack.harness.redis.options.keyPrefix ?? "",
-  },
+  stack.gatewayProcessEnv(),
   // The flags every launch line of the gateway passes (the image, the chart, `npm start`).
   GATEWAY_NODE_FLAGS,
 );

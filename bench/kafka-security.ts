@@ -11,27 +11,17 @@
 import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { Bus, type BusOptions, encodeValue, onBatch } from "@th/bus";
-import { contracts, type ParcelIngested, SCHEMA_HEADER, schemaHeaderValue } from "@th/contracts";
-import { parcelIngested } from "@th/contracts/samples";
+import { contracts, SCHEMA_HEADER, schemaHeaderValue } from "@th/contracts";
 import { Kafka, logLevel } from "kafkajs";
 import { partitionOfKey } from "../packages/bus/src/partitioner.ts";
 import { makeTestCertificates } from "../packages/dev-broker/src/testing.ts";
 import { createLogger } from "../packages/telemetry/src/index.ts";
 import { type BrokerProcess, startBrokerProcess } from "./support/broker-process.ts";
 import { cpuMsOf } from "./support/cpu.ts";
+import { distinctParcels, publishArgs } from "./support/parcel-records.ts";
 
-const { values } = parseArgs({
-  options: {
-    records: { type: "string", default: "40000" },
-    "per-publish": { type: "string", default: "2000" },
-    rounds: { type: "string", default: "3" },
-  },
-});
-const total = Number(values.records);
-const perPublish = Number(values["per-publish"]);
-const rounds = Number(values.rounds);
+const { total, perPublish, rounds } = publishArgs("40000");
 
 const pki = makeTestCertificates();
 const password = randomBytes(16).toString("hex");
@@ -101,15 +91,7 @@ function sideOf(
 
 const sides = [sideOf("plaintext", plainBroker, {}), sideOf("sasl_ssl", secureBroker, secure)];
 
-const records: ParcelIngested[] = Array.from({ length: total }, (_, index) => {
-  const parcelId = String(1_000_000_000_000 + index * 7919);
-  return {
-    ...parcelIngested,
-    folio: `23-${parcelId}`,
-    parcel_id: parcelId,
-    content_hash: index.toString(16).padStart(64, "0"),
-  };
-});
+const records = distinctParcels(total);
 const contract = contracts.parcelIngested;
 const headers = { [SCHEMA_HEADER]: schemaHeaderValue(contract) };
 

@@ -164,103 +164,83 @@ async function longPollWake(port: number, topic: string, samples: number): Promi
   return wakes.sort((a, b) => a - b);
 }
 
-async function main(): Promise<void> {
-  const cpu = cpus();
-  report("machine", `${cpu.length} x ${cpu[0]?.model ?? "unknown cpu"}, node ${process.version}`);
-  report("message size", `${MESSAGE_BYTES} bytes, kafkajs batches of ${BATCH}`);
+type Producer = KafkaJs.Producer;
 
-  const broker = await startBrokerProcess(["--in-memory"]);
-  const kafka = new Kafka({
-    brokers: [broker.address],
-    logLevel: logLevel.NOTHING,
-    clientId: "bench",
-  });
-  const admin = kafka.admin();
-  await admin.connect();
-  const topics = ["bench-produce", "bench-raw", "bench-wake", "bench-latency", "bench-single"];
-  await admin.createTopics({
-    topics: topics.map((topic) => ({ topic, numPartitions: topic === "bench-produce" ? 4 : 1 })),
-  });
-
-  // Baseline 1: unbatched kafkajs produce (one message per request, sequential).
-  const producer = kafka.producer();
-  await producer.connect();
-  const singles = 3000;
-  let started = performance.now();
+/** Baseline: unbatched kafkajs produce (one message per request, sequential). */
+async function unbatchedProduce(producer: Producer, singles: number): Promise<number> {
+  const started = performance.now();
   for (let i = 0; i < singles; i++) {
     await producer.send({ topic: "bench-single", acks: 1, messages: [{ value: VALUE }] });
   }
-  const unbatchedRate = rate(singles, performance.now() - started);
-  report("baseline: kafkajs unbatched produce (acks=1)", `${unbatchedRate} msg/s`);
+  return rate(singles, performance.now() - started);
+}
 
-  // Baseline 2: the broker alone, fed pre-encoded Produce requests over a raw socket.
-  const rawRate = await rawProduceBaseline(broker.port, "bench-raw", 200);
-  report("baseline: raw-socket pipelined produce (acks=1)", `${rawRate} msg/s`);
-
-  // kafkajs batched produce into 4 partitions, 4 sends in flight, after a JIT warm-up round.
-  for (let i = 0; i < 20; i++) {
-    await producer.send({
-      topic: "bench-single",
-      acks: 1,
-      messages: Array.from({ length: BATCH }, () => ({ value: VALUE })),
-    });
-  }
-  const total = 200_000;
-  started = performance.now();
+/**
+ * kafkajs batched produce into 4 partitions, one send in flight per partition, until `total`
+ * messages were sent. Answers how many were sent and at what rate.
+ */
+async function batchedProduce(
+  producer: Producer,
+  topic: string,
+  total: number,
+): Promise<{ messages: number; rate: number }> {
+  const started = performance.now();
   let next = 0;
   await Promise.all(
     [0, 1, 2, 3].map(async (partition) => {
       while (next < total) {
         next += BATCH;
         await producer.send({
-          topic: "bench-produce",
+          topic,
           acks: -1,
           messages: Array.from({ length: BATCH }, () => ({ partition, value: VALUE })),
         });
       }
     }),
   );
-  const producedMessages = next;
-  const batchedRate = rate(producedMessages, performance.now() - started);
-  report("kafkajs batched produce (acks=-1, in-memory)", `${batchedRate} msg/s`);
-  report("  ratio vs unbatched baseline", `${(batchedRate / unbatchedRate).toFixed(1)}x`);
-  report("  ratio vs raw-socket broker baseline", `${(batchedRate / rawRate).toFixed(2)}x`);
+  return { messages: next, rate: rate(next, performance.now() - started) };
+}
 
-  // kafkajs consume of everything just produced.
-  for (const mode of ["eachBatch", "eachMessage"] as const) {
-    const consumer = kafka.consumer({
-      groupId: `bench-${mode}`,
-      maxWaitTimeInMs: 100,
-      heartbeatInterval: 1000,
-      sessionTimeout: 10_000,
-      maxBytesPerPartition: 4 * 1024 * 1024,
-    });
-    await consumer.connect();
-    await consumer.subscribe({ topic: "bench-produce", fromBeginning: true });
-    let consumed = 0;
-    let first = 0;
-    const finished = new Promise<number>((resolve) => {
-      const count = (n: number): void => {
-        if (first === 0) {
-          first = performance.now();
-        }
-        consumed += n;
-        if (consumed >= producedMessages) {
-          resolve(performance.now());
-        }
-      };
-      void consumer.run(
-        mode === "eachBatch"
-          ? { eachBatch: async ({ batch }) => count(batch.messages.length) }
-          : { eachMessage: async () => count(1) },
-      );
-    });
-    const end = await finished;
-    report(`kafkajs consume (${mode}, 4 partitions)`, `${rate(consumed, end - first)} msg/s`);
-    await consumer.disconnect();
-  }
+/** kafkajs consume of everything produced into `bench-produce`, from the first message on. */
+async function consumeAll(
+  kafka: KafkaJs.Kafka,
+  mode: "eachBatch" | "eachMessage",
+  producedMessages: number,
+): Promise<number> {
+  const consumer = kafka.consumer({
+    groupId: `bench-${mode}`,
+    maxWaitTimeInMs: 100,
+    heartbeatInterval: 1000,
+    sessionTimeout: 10_000,
+    maxBytesPerPartition: 4 * 1024 * 1024,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic: "bench-produce", fromBeginning: true });
+  let consumed = 0;
+  let first = 0;
+  const finished = new Promise<number>((resolve) => {
+    const count = (n: number): void => {
+      if (first === 0) {
+        first = performance.now();
+      }
+      consumed += n;
+      if (consumed >= producedMessages) {
+        resolve(performance.now());
+      }
+    };
+    void consumer.run(
+      mode === "eachBatch"
+        ? { eachBatch: async ({ batch }) => count(batch.messages.length) }
+        : { eachMessage: async () => count(1) },
+    );
+  });
+  const end = await finished;
+  await consumer.disconnect();
+  return rate(consumed, end - first);
+}
 
-  // Produce-to-eachMessage latency with kafkajs defaults (5 s long-poll).
+/** Produce-to-eachMessage latency with kafkajs defaults (5 s long-poll), sorted. */
+async function eachMessageLatencies(kafka: KafkaJs.Kafka, producer: Producer): Promise<number[]> {
   const latencyConsumer = kafka.consumer({ groupId: "bench-latency", sessionTimeout: 10_000 });
   await latencyConsumer.connect();
   await latencyConsumer.subscribe({ topic: "bench-latency", fromBeginning: false });
@@ -287,24 +267,75 @@ async function main(): Promise<void> {
     await producer.send({ topic: "bench-latency", acks: 1, messages: [{ value: `${i}` }] });
     latencies.push((await received) - sentAt);
   }
-  latencies.sort((a, b) => a - b);
-  report(
-    "produce -> eachMessage latency (500 samples)",
-    `p50 ${percentile(latencies, 50).toFixed(2)} ms, p99 ${percentile(latencies, 99).toFixed(2)} ms`,
-  );
   await latencyConsumer.disconnect();
+  return latencies.sort((a, b) => a - b);
+}
 
-  const wakes = await longPollWake(broker.port, "bench-wake", 200);
+function reportPercentiles(label: string, sorted: number[]): void {
   report(
+    label,
+    `p50 ${percentile(sorted, 50).toFixed(2)} ms, p99 ${percentile(sorted, 99).toFixed(2)} ms`,
+  );
+}
+
+/** Every figure against the in-memory broker. */
+async function inMemoryFigures(): Promise<void> {
+  const broker = await startBrokerProcess(["--in-memory"]);
+  const kafka = new Kafka({
+    brokers: [broker.address],
+    logLevel: logLevel.NOTHING,
+    clientId: "bench",
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  const topics = ["bench-produce", "bench-raw", "bench-wake", "bench-latency", "bench-single"];
+  await admin.createTopics({
+    topics: topics.map((topic) => ({ topic, numPartitions: topic === "bench-produce" ? 4 : 1 })),
+  });
+
+  const producer = kafka.producer();
+  await producer.connect();
+  const unbatchedRate = await unbatchedProduce(producer, 3000);
+  report("baseline: kafkajs unbatched produce (acks=1)", `${unbatchedRate} msg/s`);
+
+  // Baseline 2: the broker alone, fed pre-encoded Produce requests over a raw socket.
+  const rawRate = await rawProduceBaseline(broker.port, "bench-raw", 200);
+  report("baseline: raw-socket pipelined produce (acks=1)", `${rawRate} msg/s`);
+
+  // A JIT warm-up round before the batched produce.
+  for (let i = 0; i < 20; i++) {
+    await producer.send({
+      topic: "bench-single",
+      acks: 1,
+      messages: Array.from({ length: BATCH }, () => ({ value: VALUE })),
+    });
+  }
+  const batched = await batchedProduce(producer, "bench-produce", 200_000);
+  report("kafkajs batched produce (acks=-1, in-memory)", `${batched.rate} msg/s`);
+  report("  ratio vs unbatched baseline", `${(batched.rate / unbatchedRate).toFixed(1)}x`);
+  report("  ratio vs raw-socket broker baseline", `${(batched.rate / rawRate).toFixed(2)}x`);
+
+  for (const mode of ["eachBatch", "eachMessage"] as const) {
+    const consumeRate = await consumeAll(kafka, mode, batched.messages);
+    report(`kafkajs consume (${mode}, 4 partitions)`, `${consumeRate} msg/s`);
+  }
+
+  reportPercentiles(
+    "produce -> eachMessage latency (500 samples)",
+    await eachMessageLatencies(kafka, producer),
+  );
+  reportPercentiles(
     "long-poll wake (produce sent -> parked fetch answered)",
-    `p50 ${percentile(wakes, 50).toFixed(2)} ms, p99 ${percentile(wakes, 99).toFixed(2)} ms`,
+    await longPollWake(broker.port, "bench-wake", 200),
   );
 
   await producer.disconnect();
   await admin.disconnect();
   await broker.stop();
+}
 
-  // The same batched produce against a persistent broker: acks=-1 waits for a (group-committed) fsync.
+/** The same batched produce against a persistent broker: acks=-1 waits for a (group-committed) fsync. */
+async function durableFigures(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "dev-broker-bench-"));
   const durable = await startBrokerProcess(["--data-dir", dataDir]);
   const durableKafka = new Kafka({ brokers: [durable.address], logLevel: logLevel.NOTHING });
@@ -313,29 +344,20 @@ async function main(): Promise<void> {
   await durableAdmin.createTopics({ topics: [{ topic: "bench-durable", numPartitions: 4 }] });
   const durableProducer = durableKafka.producer();
   await durableProducer.connect();
-  const durableTotal = 100_000;
-  next = 0;
-  started = performance.now();
-  await Promise.all(
-    [0, 1, 2, 3].map(async (partition) => {
-      while (next < durableTotal) {
-        next += BATCH;
-        await durableProducer.send({
-          topic: "bench-durable",
-          acks: -1,
-          messages: Array.from({ length: BATCH }, () => ({ partition, value: VALUE })),
-        });
-      }
-    }),
-  );
-  report(
-    "kafkajs batched produce (acks=-1, fsync to disk)",
-    `${rate(next, performance.now() - started)} msg/s`,
-  );
+  const batched = await batchedProduce(durableProducer, "bench-durable", 100_000);
+  report("kafkajs batched produce (acks=-1, fsync to disk)", `${batched.rate} msg/s`);
   await durableProducer.disconnect();
   await durableAdmin.disconnect();
   await durable.stop();
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+async function main(): Promise<void> {
+  const cpu = cpus();
+  report("machine", `${cpu.length} x ${cpu[0]?.model ?? "unknown cpu"}, node ${process.version}`);
+  report("message size", `${MESSAGE_BYTES} bytes, kafkajs batches of ${BATCH}`);
+  await inMemoryFigures();
+  await durableFigures();
 }
 
 await main();

@@ -48,7 +48,7 @@ async function serve(name: string, args: string[], env: Record<string, string>):
 
 const setup = await startPaidReadStack({ tenants: 20, rows: 5_000 });
 const { keys, folios } = setup;
-const database = new URL(setup.gatewayEnv.DATABASE_URL).pathname.slice(1);
+const { database } = setup;
 const gateway = await serve(
   "gateway",
   [

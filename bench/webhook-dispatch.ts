@@ -9,12 +9,13 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { contracts, deliveryRetryLadder, type MatchFound } from "@th/contracts";
+import { contracts, type MatchFound } from "@th/contracts";
 import { createTestHarness } from "@th/service-kit/testing";
 import { verifySignature } from "../packages/webhooks/src/index.ts";
 import { buildApp } from "../services/webhook-dispatcher/src/app.ts";
 import { readConfig } from "../services/webhook-dispatcher/src/config.ts";
 import { migrations } from "../services/webhook-dispatcher/src/db/migrations.ts";
+import { DISPATCHER_TOPICS } from "../test/support/dispatcher-topics.ts";
 import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
 import { benchMatches } from "./support/matches.ts";
 
@@ -62,15 +63,7 @@ const harness = await createTestHarness({
   config: readConfig(ENV),
   migrations: [migrations],
   brokers: [brokerAddress],
-  topics: [
-    contracts.matchFound,
-    contracts.deliveryAttempted,
-    ...deliveryRetryLadder.map((stage) => stage.contract),
-    contracts.deliveryDeadLetter,
-    contracts.leadViewRecorded,
-    contracts.tenantChanged,
-    contracts.keyRevoked,
-  ],
+  topics: DISPATCHER_TOPICS,
 });
 
 // The receiver: counts unique webhook ids, verifies one signature in fifty, keeps latencies.

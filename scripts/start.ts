@@ -9,6 +9,7 @@ import { createInterface } from "node:readline";
 import { ensureDashboardBuilt } from "../packages/dashboard/src/build.ts";
 import { GATEWAY_NODE_FLAGS } from "../services/gateway/src/heap.ts";
 import { seedDemo } from "./demo.ts";
+import { runNodeToEnd } from "./run-to-end.ts";
 
 const root = join(import.meta.dirname, "..");
 const env = process.env;
@@ -75,12 +76,21 @@ function formatLine(line: string): string {
   }
 }
 
+/** This process's environment and a service's own settings; the gateway keeps no database. */
+function serviceEnvironment(name: string, extraEnv: Record<string, string>): NodeJS.ProcessEnv {
+  const merged: NodeJS.ProcessEnv = { ...env, ...extraEnv };
+  if (name === "gateway") {
+    delete merged.DATABASE_URL;
+  }
+  return merged;
+}
+
 function launch(name: string, args: string[], extraEnv: Record<string, string>, colour: number) {
   // Each process in a group of its own: Ctrl-C signals the terminal's whole foreground group,
   // and the services must hear of it once, from here, before the broker stops (see stopAll).
   const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { ...env, ...extraEnv },
+    env: serviceEnvironment(name, extraEnv),
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -102,24 +112,10 @@ function launch(name: string, args: string[], extraEnv: Record<string, string>, 
 }
 
 function runToEnd(name: string, args: string[], extraEnv: Record<string, string>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      cwd: root,
-      env: { ...env, ...extraEnv },
-      stdio: "pipe",
-    });
-    let output = "";
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.on("exit", (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`${name} failed:\n${output.split("\n").map(formatLine).join("\n")}`)),
-    );
+  return runNodeToEnd(args, {
+    cwd: root,
+    env: { ...env, ...extraEnv },
+    failure: (output) => `${name} failed:\n${output.split("\n").map(formatLine).join("\n")}`,
   });
 }
 

@@ -4,53 +4,42 @@
 // published after the restart are delivered, and every webhook id arrives.
 import type { ChildProcess } from "node:child_process";
 import { type BrokerProcess, startBrokerProcess } from "@th/dev-broker/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
-import {
-  exitOf,
-  type Receiver,
-  startReceiver,
-  startWebhookStack,
-  subscribedTenant,
-  tallyDeliveries,
-  type WebhookStack,
-  waitFor,
-} from "./support/webhook-stack.ts";
+import { useWebhookStack } from "./support/fault-fixtures.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
 let broker: BrokerProcess;
-let stack: WebhookStack;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  broker = await startBrokerProcess();
-  stack = await startWebhookStack({ brokers: broker.brokers });
-  receiver = await startReceiver(() => ({ status: 200, delayMs: 10 }));
-});
-
-afterAll(async () => {
-  await receiver?.close();
-  await stack?.close().catch(() => {});
-  await broker?.destroy();
+const fault = useWebhookStack({
+  receiver: () => ({ status: 200, delayMs: 10 }),
+  before: async () => {
+    broker = await startBrokerProcess();
+    return { brokers: broker.brokers };
+  },
+  after: async () => {
+    await broker?.destroy();
+  },
+  closeMayFail: true,
 });
 
 describe("kill -9 and restart of the broker during dispatch", () => {
   it("leaves the dispatcher running; it rejoins, delivers what comes after, and none is lost", async () => {
     const tenant = "tn_kill_broker";
-    await subscribedTenant(stack, tenant, "wl_broker", receiver.url);
-    const child: ChildProcess = await stack.spawnDispatcher({ LEASE_MS: "3000" });
+    await subscribedTenant(fault.stack, tenant, "wl_broker", fault.receiver.url);
+    const child: ChildProcess = await fault.stack.spawnDispatcher({ LEASE_MS: "3000" });
     const exited = exitOf(child);
 
-    const before = Array.from({ length: 500 }, () => stack.match(tenant, "wl_broker"));
-    await stack.publishMatches(before);
-    await waitFor(() => receiver.received.length >= 40, { what: "deliveries under way" });
+    const before = Array.from({ length: 500 }, () => fault.stack.match(tenant, "wl_broker"));
+    await fault.stack.publishMatches(before);
+    await waitFor(() => fault.receiver.received.length >= 40, { what: "deliveries under way" });
     await broker.kill();
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     await broker.start();
     const backAt = Date.now();
-    const after = Array.from({ length: 100 }, () => stack.match(tenant, "wl_broker"));
+    const after = Array.from({ length: 100 }, () => fault.stack.match(tenant, "wl_broker"));
     await waitFor(
       () =>
-        stack.publishMatches(after).then(
+        fault.stack.publishMatches(after).then(
           () => true,
           () => false,
         ),
@@ -60,7 +49,7 @@ describe("kill -9 and restart of the broker during dispatch", () => {
     await waitFor(
       () =>
         exited() ??
-        receiver.received.some((request) =>
+        fault.receiver.received.some((request) =>
           afterIds.has((JSON.parse(request.body) as { event_id: string }).event_id),
         ),
       { timeoutMs: 30_000, what: "a match published after the restart delivered" },
@@ -69,7 +58,7 @@ describe("kill -9 and restart of the broker during dispatch", () => {
     expect(exited()).toBeUndefined();
 
     const total = before.length + after.length;
-    const tally = await tallyDeliveries(stack, receiver, tenant, total, exited);
+    const tally = await fault.tally(tenant, total, exited);
     expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(total);
     expect(tally.missing).toBe(0);

@@ -1,48 +1,29 @@
 // kill -9 of the only dispatcher mid-delivery, then a new dispatcher process: every webhook id
 // arrives at least once; the deliveries the dead process had claimed come back when their
 // leases end.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
-import {
-  exitOf,
-  type Receiver,
-  startReceiver,
-  startWebhookStack,
-  subscribedTenant,
-  tallyDeliveries,
-  type WebhookStack,
-  waitFor,
-} from "./support/webhook-stack.ts";
+import { useWebhookStack } from "./support/fault-fixtures.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
-let stack: WebhookStack;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  stack = await startWebhookStack();
-  receiver = await startReceiver(() => ({ status: 200, delayMs: 10 }));
-});
-
-afterAll(async () => {
-  await receiver?.close();
-  await stack?.close();
-});
+const fault = useWebhookStack({ receiver: () => ({ status: 200, delayMs: 10 }) });
 
 describe("kill -9 of the dispatcher mid-delivery", () => {
   it("delivers every webhook id at least once after a new dispatcher starts", async () => {
     const tenant = "tn_kill_dispatcher";
-    await subscribedTenant(stack, tenant, "wl_kill", receiver.url);
+    await subscribedTenant(fault.stack, tenant, "wl_kill", fault.receiver.url);
     const env = { LEASE_MS: "3000" };
-    const victim = await stack.spawnDispatcher(env);
-    const matches = Array.from({ length: 600 }, () => stack.match(tenant, "wl_kill"));
-    await stack.publishMatches(matches);
-    await waitFor(() => receiver.received.length >= 60, { what: "deliveries under way" });
+    const victim = await fault.stack.spawnDispatcher(env);
+    const matches = Array.from({ length: 600 }, () => fault.stack.match(tenant, "wl_kill"));
+    await fault.stack.publishMatches(matches);
+    await waitFor(() => fault.receiver.received.length >= 60, { what: "deliveries under way" });
     victim.kill("SIGKILL");
     await new Promise((resolve) => victim.once("exit", resolve));
     const killedAt = Date.now();
     // Restarted at once, as a supervisor would: recovery runs from the kill to the new
     // process's first delivery, its start-up included.
-    const successor = await stack.spawnDispatcher(env);
-    const byTheNewOne = () => receiver.received.filter((request) => request.at > killedAt);
+    const successor = await fault.stack.spawnDispatcher(env);
+    const byTheNewOne = () => fault.receiver.received.filter((request) => request.at > killedAt);
     await waitFor(() => byTheNewOne().length > 5, {
       timeoutMs: 30_000,
       what: "deliveries from the new dispatcher",
@@ -50,7 +31,7 @@ describe("kill -9 of the dispatcher mid-delivery", () => {
     const recoveryMs = (byTheNewOne()[0]?.at ?? Date.now()) - killedAt;
     const exited = exitOf(successor);
 
-    const tally = await tallyDeliveries(stack, receiver, tenant, matches.length, exited);
+    const tally = await fault.tally(tenant, matches.length, exited);
     expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(matches.length);
     expect(tally.missing).toBe(0);

@@ -4,64 +4,47 @@
 // (503) within the bound, never a 5xx; reads and deliveries resume by themselves; and the
 // lead-views the ledger charged are exactly the reads answered with a lead.
 import type { ChildProcess } from "node:child_process";
-import { buildApp as buildGateway } from "@th/gateway/app";
-import { REDIS_OPTIONS } from "@th/service-kit";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
-import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import { gatewayOnRedis, useEdgeStack, useWebhookStack } from "./support/fault-fixtures.ts";
 import { type PrivateRedis, startPrivateRedis } from "./support/private-stores.ts";
-import {
-  exitOf,
-  type Receiver,
-  startReceiver,
-  startWebhookStack,
-  subscribedTenant,
-  tallyDeliveries,
-  type WebhookStack,
-  waitFor,
-} from "./support/webhook-stack.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
 let redisServer: PrivateRedis;
-let webhooks: WebhookStack;
-let receiver: Receiver;
-let edge: EdgeStack;
-let folios: string[];
-let redis: Redis;
-let gateway: Awaited<ReturnType<typeof buildGateway>>;
+const delivery = useWebhookStack({
+  receiver: () => ({ status: 200, delayMs: 10 }),
+  before: async () => {
+    redisServer = await startPrivateRedis();
+    return { env: { REDIS_URL: redisServer.url } };
+  },
+  after: async () => {
+    await redisServer?.destroy();
+  },
+  closeMayFail: true,
+});
+const leads = useEdgeStack();
+let onRedis: Awaited<ReturnType<typeof gatewayOnRedis>>;
 
 beforeAll(async () => {
-  redisServer = await startPrivateRedis();
-  webhooks = await startWebhookStack({ env: { REDIS_URL: redisServer.url } });
   // The stack's own client sees the outage too; it reconnects by itself.
-  webhooks.harness.redis.on("error", () => {});
-  receiver = await startReceiver(() => ({ status: 200, delayMs: 10 }));
-  edge = await startEdgeStack();
-  folios = await edge.ingestSample();
-  redis = new Redis(redisServer.url, { ...REDIS_OPTIONS });
-  redis.on("error", () => {});
-  gateway = await buildGateway({ ...edge.harness, redis, config: edge.gatewayConfig });
-  await gateway.http?.ready();
+  delivery.stack.harness.redis.on("error", () => {});
+  onRedis = await gatewayOnRedis(leads.stack, redisServer.url);
 });
 
 afterAll(async () => {
-  await gateway?.http?.close();
-  redis?.disconnect();
-  await receiver?.close();
-  await webhooks?.close().catch(() => {});
-  await edge?.close();
-  await redisServer?.destroy();
+  await onRedis?.close();
 });
 
 describe("a Redis restart and a flush under deliveries and reads", () => {
   it("keeps the dispatcher up and every read bounded; nothing lost, nothing charged unanswered", async () => {
     const tenant = "tn_redis_chaos";
-    await subscribedTenant(webhooks, tenant, "wl_redis", receiver.url);
-    const child: ChildProcess = await webhooks.spawnDispatcher({ LEASE_MS: "3000" });
+    await subscribedTenant(delivery.stack, tenant, "wl_redis", delivery.receiver.url);
+    const child: ChildProcess = await delivery.stack.spawnDispatcher({ LEASE_MS: "3000" });
     const exited = exitOf(child);
 
-    const trial = await edge.startTrial("custom");
-    await edge.setCustomLimits(trial.tenantId, {
+    const trial = await leads.stack.startTrial("custom");
+    await leads.stack.setCustomLimits(trial.tenantId, {
       lead_views_per_month: 10_000,
       rate_per_minute: 100_000,
     });
@@ -69,30 +52,30 @@ describe("a Redis restart and a flush under deliveries and reads", () => {
     const answers: { folio: string; status: number; ms: number; at: number }[] = [];
     let reading = true;
     const reads = (async () => {
-      for (let next = 0; reading && next < folios.length; next++) {
-        const folio = folios[next] as string;
+      for (let next = 0; reading && next < leads.folios.length; next++) {
+        const folio = leads.folios[next] as string;
         const started = Date.now();
-        const response = await edge.request("GET", `/v1/leads/${folio}`, {
+        const response = await leads.stack.request("GET", `/v1/leads/${folio}`, {
           key: trial.key,
-          via: gateway,
+          via: onRedis.gateway,
         });
         answers.push({ folio, status: response.statusCode, ms: Date.now() - started, at: started });
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     })();
 
-    const matches = Array.from({ length: 600 }, () => webhooks.match(tenant, "wl_redis"));
-    await webhooks.publishMatches(matches);
-    await waitFor(() => receiver.received.length >= 40, { what: "deliveries under way" });
+    const matches = Array.from({ length: 600 }, () => delivery.stack.match(tenant, "wl_redis"));
+    await delivery.stack.publishMatches(matches);
+    await waitFor(() => delivery.receiver.received.length >= 40, { what: "deliveries under way" });
     await redisServer.stop();
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const seenWhileDown = receiver.received.length;
+    const seenWhileDown = delivery.receiver.received.length;
     await redisServer.start();
     const backAt = Date.now();
     await waitFor(
       () =>
         exited() ??
-        (receiver.received.length > seenWhileDown &&
+        (delivery.receiver.received.length > seenWhileDown &&
           answers.some((answer) => answer.at >= backAt && answer.status === 200)),
       { timeoutMs: 30_000, what: "deliveries and reads after Redis returned" },
     );
@@ -109,7 +92,7 @@ describe("a Redis restart and a flush under deliveries and reads", () => {
     reading = false;
     await reads;
 
-    const tally = await tallyDeliveries(webhooks, receiver, tenant, matches.length, exited);
+    const tally = await delivery.tally(tenant, matches.length, exited);
     expect(exited()).toBeUndefined();
     expect(tally.missing).toBe(0);
     expect(tally.rows).toBe(matches.length);
@@ -126,7 +109,7 @@ describe("a Redis restart and a flush under deliveries and reads", () => {
       .map((answer) => answer.folio);
     const charged = async () =>
       (
-        await edge.harness.pool.query<{ folio: string }>(
+        await leads.stack.harness.pool.query<{ folio: string }>(
           "SELECT folio FROM quota_ledger.lead_views WHERE tenant_id = $1",
           [trial.tenantId],
         )

@@ -208,6 +208,17 @@ describe("the terminal-house Helm chart", () => {
     }
   });
 
+  it("hands the database URL to every service but the gateway, which keeps no database", async () => {
+    const manifests = await render();
+    for (const service of serviceNames) {
+      const deployment = byKind(manifests, "Deployment").find(
+        (d) => d.metadata.name === `th-${service}`,
+      );
+      const env = podEnvironment(manifests, deployment?.spec.template.spec.containers[0]);
+      expect(env.DATABASE_URL === undefined, service).toBe(service === "gateway");
+    }
+  });
+
   it("runs every service's migrations in a pre-install/pre-upgrade Job whose environment each config accepts", async () => {
     const manifests = await render();
     const job = byKind(manifests, "Job").find((j) => j.metadata.name === "th-migrate");

@@ -40,7 +40,8 @@ function installStage(): { copies: string[]; install: string[] } {
   return { copies, install };
 }
 
-// .dockerignore as Docker reads these simple patterns: `**/name`, `*.ext` and a top-level name.
+// .dockerignore as Docker reads these simple patterns: `**/name`, `*.ext`, a top-level name and
+// a folder's path.
 function ignored(path: string): boolean {
   const patterns = readFileSync(join(root, ".dockerignore"), "utf8")
     .split("\n")
@@ -55,6 +56,9 @@ function ignored(path: string): boolean {
     }
     if (pattern.startsWith("*.")) {
       return segments.length === 1 && name.endsWith(pattern.slice(1));
+    }
+    if (pattern.includes("/")) {
+      return path === pattern || path.startsWith(`${pattern}/`);
     }
     return segments[0] === pattern;
   });
@@ -118,7 +122,10 @@ describe("the production image layout", () => {
         devOnly,
       ).toBe(false);
     }
-    // No production package reaches the dev broker: it is a test fixture's, never a service's.
+    // No production package reaches the dev broker: it is a test fixture's, never a service's,
+    // and neither it nor the test stores ship.
+    expect(existsSync(join(image, "packages", "dev-broker"))).toBe(false);
+    expect(existsSync(join(image, "packages", "test-stores"))).toBe(false);
     for (const dir of ["packages", "services"]) {
       for (const name of readdirSync(join(image, dir))) {
         expect(

@@ -1,52 +1,38 @@
 // A dispatcher process killed while it holds a tenant's concurrency slots: its slots are free for
 // the surviving process within a few seconds (short slot leases renewed by a heartbeat), not
 // after the 20 s lease of the delivery rows it had claimed.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
-import {
-  type Receiver,
-  startReceiver,
-  startWebhookStack,
-  type WebhookStack,
-  waitFor,
-} from "./support/webhook-stack.ts";
+import { useWebhookStack } from "./support/fault-fixtures.ts";
+import { waitFor } from "./support/webhook-stack.ts";
 
-let stack: WebhookStack;
-let receiver: Receiver;
 let inFlight = 0;
-
-beforeAll(async () => {
-  stack = await startWebhookStack();
-  receiver = await startReceiver(() => {
+const fault = useWebhookStack({
+  receiver: () => {
     inFlight++;
     setTimeout(() => inFlight--, 300);
     return { status: 200, delayMs: 300 };
-  });
-});
-
-afterAll(async () => {
-  await receiver?.close();
-  await stack?.close();
+  },
 });
 
 describe("concurrency slots of a killed dispatcher", () => {
   it("are free for the other process within 5 s of kill -9, with 20 s delivery leases", async () => {
     const tenant = "tn_slots";
     const cap = 4;
-    await stack.publishTenant(tenant, "custom", {
+    await fault.stack.publishTenant(tenant, "custom", {
       concurrent_webhooks: cap,
       lead_views_per_month: 100_000,
     });
-    const api = await stack.startDispatcher();
-    await stack.tenantApplied(tenant);
-    await stack.subscribe(tenant, "wl_slots", receiver.url);
-    await stack.stopDispatcher(api);
-    const victim = await stack.spawnDispatcher({ LEASE_MS: "20000" });
-    const survivor = await stack.spawnDispatcher({ LEASE_MS: "20000" });
+    const api = await fault.stack.startDispatcher();
+    await fault.stack.tenantApplied(tenant);
+    await fault.stack.subscribe(tenant, "wl_slots", fault.receiver.url);
+    await fault.stack.stopDispatcher(api);
+    const victim = await fault.stack.spawnDispatcher({ LEASE_MS: "20000" });
+    const survivor = await fault.stack.spawnDispatcher({ LEASE_MS: "20000" });
 
-    const matches = Array.from({ length: 120 }, () => stack.match(tenant, "wl_slots"));
-    await stack.publishMatches(matches);
-    await waitFor(() => receiver.received.length >= 16 && inFlight === cap, {
+    const matches = Array.from({ length: 120 }, () => fault.stack.match(tenant, "wl_slots"));
+    await fault.stack.publishMatches(matches);
+    await waitFor(() => fault.receiver.received.length >= 16 && inFlight === cap, {
       what: "both processes delivering at the cap",
     });
     victim.kill("SIGKILL");
@@ -63,7 +49,7 @@ describe("concurrency slots of a killed dispatcher", () => {
     expect(recoveredMs).toBeLessThan(5_000);
 
     // The victim's claimed rows come back when their 20 s leases end: nothing is lost.
-    const unique = () => new Set(receiver.received.map((r) => r.webhookId));
+    const unique = () => new Set(fault.receiver.received.map((r) => r.webhookId));
     await waitFor(() => unique().size >= matches.length, {
       timeoutMs: 45_000,
       what: "every webhook id",
@@ -73,7 +59,7 @@ describe("concurrency slots of a killed dispatcher", () => {
       fault: "kill -9 of one of two dispatchers",
       matches: matches.length,
       uniqueDeliveries: ids.size,
-      duplicates: receiver.received.length - ids.size,
+      duplicates: fault.receiver.received.length - ids.size,
       lost: matches.length - ids.size,
       fiveHundreds: 0,
       unavailable: 0,

@@ -2,55 +2,44 @@
 // test's own (other suites share the machine's Postgres): the dispatcher stays up, deliveries
 // resume by themselves once Postgres is back, and every webhook id arrives.
 import type { ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
+import { useWebhookStack } from "./support/fault-fixtures.ts";
 import { type PrivatePostgres, startPrivatePostgres } from "./support/private-stores.ts";
-import {
-  exitOf,
-  type Receiver,
-  startReceiver,
-  startWebhookStack,
-  subscribedTenant,
-  tallyDeliveries,
-  type WebhookStack,
-  waitFor,
-} from "./support/webhook-stack.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
 let postgres: PrivatePostgres;
-let stack: WebhookStack;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  postgres = await startPrivatePostgres();
-  // The test databases of this file go on the private cluster (each test file runs in a
-  // process of its own, so no other file sees this).
-  process.env.DATABASE_URL = postgres.url;
-  stack = await startWebhookStack();
-  receiver = await startReceiver(() => ({ status: 200, delayMs: 10 }));
-});
-
-afterAll(async () => {
-  await receiver?.close();
-  await stack?.close().catch(() => {});
-  await postgres?.destroy();
+const fault = useWebhookStack({
+  receiver: () => ({ status: 200, delayMs: 10 }),
+  before: async () => {
+    postgres = await startPrivatePostgres();
+    // The test databases of this file go on the private cluster (each test file runs in a
+    // process of its own, so no other file sees this).
+    process.env.DATABASE_URL = postgres.url;
+    return {};
+  },
+  after: async () => {
+    await postgres?.destroy();
+  },
+  closeMayFail: true,
 });
 
 describe("a Postgres restart with the dispatcher mid-delivery", () => {
   it("leaves the dispatcher running; deliveries resume within seconds of Postgres's return and none is lost", async () => {
     const tenant = "tn_pg_restart";
-    await subscribedTenant(stack, tenant, "wl_restart", receiver.url);
-    const child: ChildProcess = await stack.spawnDispatcher({ LEASE_MS: "3000" });
+    await subscribedTenant(fault.stack, tenant, "wl_restart", fault.receiver.url);
+    const child: ChildProcess = await fault.stack.spawnDispatcher({ LEASE_MS: "3000" });
     const exited = exitOf(child);
 
-    const matches = Array.from({ length: 600 }, () => stack.match(tenant, "wl_restart"));
-    await stack.publishMatches(matches);
-    await waitFor(() => receiver.received.length >= 40, { what: "deliveries under way" });
+    const matches = Array.from({ length: 600 }, () => fault.stack.match(tenant, "wl_restart"));
+    await fault.stack.publishMatches(matches);
+    await waitFor(() => fault.receiver.received.length >= 40, { what: "deliveries under way" });
     await postgres.stop();
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const seenWhileDown = receiver.received.length;
+    const seenWhileDown = fault.receiver.received.length;
     await postgres.start();
     const backAt = Date.now();
-    await waitFor(() => exited() ?? receiver.received.length > seenWhileDown, {
+    await waitFor(() => exited() ?? fault.receiver.received.length > seenWhileDown, {
       timeoutMs: 30_000,
       what: "a delivery after Postgres returned",
     });
@@ -58,7 +47,7 @@ describe("a Postgres restart with the dispatcher mid-delivery", () => {
     expect(exited()).toBeUndefined();
     expect(resumedMs).toBeLessThan(10_000);
 
-    const tally = await tallyDeliveries(stack, receiver, tenant, matches.length, exited);
+    const tally = await fault.tally(tenant, matches.length, exited);
     expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(matches.length);
     expect(tally.missing).toBe(0);

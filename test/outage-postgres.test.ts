@@ -2,35 +2,16 @@
 // Postgres restart or failover does to every connection, "terminating connection due to
 // administrator command"), and the dispatcher process stays up and delivers every webhook id.
 import type { ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
-import {
-  exitOf,
-  type Receiver,
-  startReceiver,
-  startWebhookStack,
-  subscribedTenant,
-  tallyDeliveries,
-  type WebhookStack,
-  waitFor,
-} from "./support/webhook-stack.ts";
+import { useWebhookStack } from "./support/fault-fixtures.ts";
+import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
 
-let stack: WebhookStack;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  stack = await startWebhookStack();
-  receiver = await startReceiver(() => ({ status: 200, delayMs: 20 }));
-});
-
-afterAll(async () => {
-  await receiver?.close();
-  await stack?.close();
-});
+const fault = useWebhookStack({ receiver: () => ({ status: 200, delayMs: 20 }) });
 
 /** Terminates every backend the child process holds, idle, checked out or mid-query. */
 async function terminateBackendsOf(child: ChildProcess): Promise<number> {
-  const { rows } = await stack.pool.query<{ n: number }>(
+  const { rows } = await fault.stack.pool.query<{ n: number }>(
     `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND application_name = $1`,
     [`dispatcher-child-${child.pid}`],
@@ -41,20 +22,20 @@ async function terminateBackendsOf(child: ChildProcess): Promise<number> {
 describe("a Postgres connection loss mid-delivery", () => {
   it("leaves the dispatcher running, and every webhook id is delivered once Postgres answers again", async () => {
     const tenant = "tn_pg_outage";
-    await subscribedTenant(stack, tenant, "wl_pg", receiver.url);
-    const child = await stack.spawnDispatcher({ LEASE_MS: "2000" });
+    await subscribedTenant(fault.stack, tenant, "wl_pg", fault.receiver.url);
+    const child = await fault.stack.spawnDispatcher({ LEASE_MS: "2000" });
     const exited = exitOf(child);
 
-    const matches = Array.from({ length: 400 }, () => stack.match(tenant, "wl_pg"));
-    await stack.publishMatches(matches);
-    await waitFor(() => receiver.received.length >= 40, { what: "deliveries under way" });
+    const matches = Array.from({ length: 400 }, () => fault.stack.match(tenant, "wl_pg"));
+    await fault.stack.publishMatches(matches);
+    await waitFor(() => fault.receiver.received.length >= 40, { what: "deliveries under way" });
     let terminated = 0;
     for (let round = 0; round < 4; round++) {
       terminated += await terminateBackendsOf(child);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     expect(terminated).toBeGreaterThan(0);
-    const tally = await tallyDeliveries(stack, receiver, tenant, matches.length, exited);
+    const tally = await fault.tally(tenant, matches.length, exited);
     expect(exited()).toBeUndefined();
     expect(tally.rows).toBe(matches.length);
     expect(tally.missing).toBe(0);
@@ -74,7 +55,7 @@ describe("a Postgres connection loss mid-delivery", () => {
     await waitFor(
       async () =>
         (
-          await stack.pool.query(
+          await fault.stack.pool.query(
             "SELECT 1 FROM dispatcher.deliveries WHERE tenant_id = $1 HAVING bool_and(state = 'complete')",
             [tenant],
           )

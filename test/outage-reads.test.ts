@@ -11,10 +11,9 @@ import { Bus } from "@th/bus";
 import { contracts, type LeadViewRecorded, type LeadViewVoided } from "@th/contracts";
 import { startBroker } from "@th/dev-broker";
 import { buildApp as buildGateway } from "@th/gateway/app";
-import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
-import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import { privateBus, useEdgeStack } from "./support/fault-fixtures.ts";
 
 const SIX_HEADERS = [
   "x-ratelimit-limit",
@@ -25,8 +24,7 @@ const SIX_HEADERS = [
   "x-quota-resets",
 ];
 
-let stack: EdgeStack;
-let folios: string[];
+const reads = useEdgeStack();
 let dataDir: string;
 let broker: Awaited<ReturnType<typeof startBroker>> | undefined;
 let port: number;
@@ -34,21 +32,14 @@ let bus: Bus;
 let gateway: Awaited<ReturnType<typeof buildGateway>>;
 
 beforeAll(async () => {
-  stack = await startEdgeStack();
-  folios = await stack.ingestSample();
   // The gateway under test records lead-views on a broker of its own, which the test stops and
   // starts again on the same port and log directory, as a broker restart would.
   dataDir = mkdtempSync(join(tmpdir(), "th-outage-broker-"));
   broker = await startBroker({ port: 0, dataDir, logLevel: "error" });
   port = Number(broker.brokers[0]?.split(":").pop());
-  bus = new Bus({
-    brokers: broker.brokers,
-    clientId: "outage-gateway",
-    logger: stack.harness.logger,
-    consumerTimings: TEST_CONSUMER_TIMINGS,
-  });
+  bus = privateBus(reads.stack, broker.brokers, "outage-gateway");
   await bus.provision([contracts.leadViewRecorded, contracts.leadViewVoided]);
-  gateway = await buildGateway({ ...stack.harness, bus, config: stack.gatewayConfig });
+  gateway = await buildGateway({ ...reads.stack.harness, bus, config: reads.stack.gatewayConfig });
   await gateway.http?.listen({ port: 0, host: "127.0.0.1" });
 });
 
@@ -56,13 +47,12 @@ afterAll(async () => {
   await gateway?.http?.close();
   await bus?.close();
   await broker?.stop();
-  await stack?.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function tenant(leadViews: number) {
-  const trial = await stack.startTrial("custom");
-  await stack.setCustomLimits(trial.tenantId, {
+  const trial = await reads.stack.startTrial("custom");
+  await reads.stack.setCustomLimits(trial.tenantId, {
     lead_views_per_month: leadViews,
     rate_per_minute: 100_000,
   });
@@ -74,7 +64,7 @@ const answers: { id: string; status: number; ms: number }[] = [];
 
 async function read(key: string, folio: string, requestId: string) {
   const started = Date.now();
-  const response = await stack.request("GET", `/v1/leads/${folio}`, {
+  const response = await reads.stack.request("GET", `/v1/leads/${folio}`, {
     key,
     via: gateway,
     headers: { "x-request-id": requestId },
@@ -170,14 +160,14 @@ const remaining = (response: { headers: Record<string, unknown> }) =>
 describe("a lead read while the broker is down", () => {
   it("answers 503 unavailable within 2.5 s with Retry-After, its request id and the six headers, charges nothing, and is never published later", async () => {
     const { key } = await tenant(10);
-    const before = await read(key, folios[0] as string, "outage-read-ok-1");
+    const before = await read(key, reads.folios[0] as string, "outage-read-ok-1");
     expect(before.statusCode).toBe(200);
     expect(remaining(before)).toBe(9);
 
     await broker?.stop();
     broker = undefined;
     const started = Date.now();
-    const refused = await read(key, folios[1] as string, "outage-read-refused-1");
+    const refused = await read(key, reads.folios[1] as string, "outage-read-refused-1");
     const ms = Date.now() - started;
     expect(refused.statusCode).toBe(503);
     expect(ms).toBeLessThan(2_500);
@@ -194,10 +184,10 @@ describe("a lead read while the broker is down", () => {
     // The broker comes back within the producer's own retry window: a publish that went on
     // retrying would land now.
     broker = await startBroker({ port, dataDir, logLevel: "error" });
-    let after = await read(key, folios[2] as string, "outage-read-ok-2");
+    let after = await read(key, reads.folios[2] as string, "outage-read-ok-2");
     for (let i = 0; i < 20 && after.statusCode !== 200; i++) {
       await new Promise((resolve) => setTimeout(resolve, 250));
-      after = await read(key, folios[2] as string, `outage-read-ok-2-${i}`);
+      after = await read(key, reads.folios[2] as string, `outage-read-ok-2-${i}`);
     }
     expect(after.statusCode).toBe(200);
     expect(remaining(after)).toBe(8);
@@ -240,12 +230,12 @@ describe("a lead read while the broker is down", () => {
     const stalledBus = new Bus({
       brokers: [`127.0.0.1:${proxy.port}`],
       clientId: "outage-stalled",
-      logger: stack.harness.logger,
+      logger: reads.stack.harness.logger,
     });
     const stalled = await buildGateway({
-      ...stack.harness,
+      ...reads.stack.harness,
       bus: stalledBus,
-      config: stack.gatewayConfig,
+      config: reads.stack.gatewayConfig,
     });
     await stalled.http?.listen({ port: 0, host: "127.0.0.1" });
     try {
@@ -253,7 +243,7 @@ describe("a lead read while the broker is down", () => {
       const client = httpRequest({
         host: "127.0.0.1",
         port: address.port,
-        path: `/v1/leads/${folios[3]}`,
+        path: `/v1/leads/${reads.folios[3]}`,
         headers: { authorization: `Bearer ${key}`, "x-request-id": "outage-read-gone-1" },
       });
       client.on("error", () => {});
@@ -261,14 +251,17 @@ describe("a lead read while the broker is down", () => {
       // Reserved and waiting on the broker; the client hangs up well before the 2 s bound.
       await waitUntil(() => proxy.held() > 0);
       await new Promise((resolve) => setTimeout(resolve, 200));
-      const during = await stack.request("GET", "/v1/leads/23-0000000000000", {
+      const during = await reads.stack.request("GET", "/v1/leads/23-0000000000000", {
         key,
         via: gateway,
       });
       expect(remaining(during)).toBe(9);
       client.destroy();
       await new Promise((resolve) => setTimeout(resolve, 300));
-      const free = await stack.request("GET", "/v1/leads/23-0000000000000", { key, via: gateway });
+      const free = await reads.stack.request("GET", "/v1/leads/23-0000000000000", {
+        key,
+        via: gateway,
+      });
       expect(free.statusCode).toBe(404);
       expect(remaining(free)).toBe(10);
       // The broker answers again: what the gateway had asked before the client left goes

@@ -2,59 +2,48 @@
 // own (the machine's Redis is shared): a read answers 503 `unavailable` with Retry-After and its
 // request id within 2 s, never 500 and never a hang, and reads work again once Redis is back,
 // without charging twice what was charged before.
-import { buildApp as buildGateway } from "@th/gateway/app";
-import { REDIS_OPTIONS, startInternalServer } from "@th/service-kit";
-import { Redis } from "ioredis";
+import { startInternalServer } from "@th/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
-import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import { gatewayOnRedis, useEdgeStack } from "./support/fault-fixtures.ts";
 import { type PrivateRedis, startPrivateRedis } from "./support/private-stores.ts";
 
-let stack: EdgeStack;
-let folios: string[];
+const reads = useEdgeStack();
 let redisServer: PrivateRedis;
-let redis: Redis;
-let gateway: Awaited<ReturnType<typeof buildGateway>>;
+let onRedis: Awaited<ReturnType<typeof gatewayOnRedis>>;
 
 beforeAll(async () => {
-  stack = await startEdgeStack();
-  folios = await stack.ingestSample();
   redisServer = await startPrivateRedis();
-  redis = new Redis(redisServer.url, { ...REDIS_OPTIONS });
-  redis.on("error", () => {});
-  gateway = await buildGateway({ ...stack.harness, redis, config: stack.gatewayConfig });
-  await gateway.http?.ready();
+  onRedis = await gatewayOnRedis(reads.stack, redisServer.url);
 });
 
 afterAll(async () => {
-  await gateway?.http?.close();
-  redis?.disconnect();
+  await onRedis?.close();
   await redisServer?.destroy();
-  await stack?.close();
 });
 
 describe("a lead read while Redis is down", () => {
   it("answers 503 unavailable with Retry-After within 2 s, and reads resume when Redis is back empty", async () => {
-    const trial = await stack.startTrial("custom");
-    await stack.setCustomLimits(trial.tenantId, {
+    const trial = await reads.stack.startTrial("custom");
+    await reads.stack.setCustomLimits(trial.tenantId, {
       lead_views_per_month: 10,
       rate_per_minute: 100_000,
     });
     const answers: { status: number; ms: number }[] = [];
     const read = async (folio: string) => {
       const started = Date.now();
-      const response = await stack.request("GET", `/v1/leads/${folio}`, {
+      const response = await reads.stack.request("GET", `/v1/leads/${folio}`, {
         key: trial.key,
-        via: gateway,
+        via: onRedis.gateway,
       });
       answers.push({ status: response.statusCode, ms: Date.now() - started });
       return response;
     };
-    const first = await read(folios[0] as string);
+    const first = await read(reads.folios[0] as string);
     expect(first.statusCode).toBe(200);
 
     await redisServer.stop();
-    for (const folio of [folios[1], folios[0]] as string[]) {
+    for (const folio of [reads.folios[1], reads.folios[0]] as string[]) {
       const started = Date.now();
       const refused = await read(folio);
       expect(Date.now() - started).toBeLessThan(2_000);
@@ -75,10 +64,10 @@ describe("a lead read while Redis is down", () => {
     // Back, and empty (a restart without persistence, or a flush).
     await redisServer.start();
     const backAt = Date.now();
-    let again = await read(folios[0] as string);
+    let again = await read(reads.folios[0] as string);
     while (again.statusCode !== 200 && Date.now() - backAt < 10_000) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      again = await read(folios[0] as string);
+      again = await read(reads.folios[0] as string);
     }
     const recoveryMs = Date.now() - backAt;
     expect(again.statusCode).toBe(200);
@@ -104,7 +93,7 @@ describe("a lead read while Redis is down", () => {
     const probes = await startInternalServer({
       port: 0,
       host: "127.0.0.1",
-      checks: { redis: async () => (await redis.ping()) === "PONG" },
+      checks: { redis: async () => (await onRedis.redis.ping()) === "PONG" },
     });
     const probe = async (path: string) =>
       (await fetch(`http://127.0.0.1:${probes.port}${path}`)).status;

@@ -2,19 +2,17 @@
 // but stalled): the read answers 503 and its reservation is released; the view is in the log all
 // the same, and the gateway's leadview.voided keeps the ledger from charging it. Afterwards the
 // ledger, the usage endpoint and the Redis counter agree on the reads answered with a lead.
-import { Bus } from "@th/bus";
+import type { Bus } from "@th/bus";
 import { contracts, type LeadViewRecorded } from "@th/contracts";
 import { type RunningBroker, startBroker } from "@th/dev-broker";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import { buildApp as buildLedger } from "@th/quota-ledger/app";
 import { readConfig as readLedgerConfig } from "@th/quota-ledger/config";
-import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { recordFault } from "./support/chaos-report.ts";
-import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import { privateBus, useEdgeStack } from "./support/fault-fixtures.ts";
 
-let stack: EdgeStack;
-let folios: string[];
+const reads = useEdgeStack();
 let broker: RunningBroker;
 let bus: Bus;
 let gateway: Awaited<ReturnType<typeof buildGateway>>;
@@ -23,17 +21,11 @@ let ledger: Awaited<ReturnType<typeof buildLedger>>;
 let stallMs = 0;
 
 beforeAll(async () => {
-  stack = await startEdgeStack();
-  folios = await stack.ingestSample();
+  const { stack } = reads;
   // The gateway under test and a ledger of its own meet on a broker of their own, whose
   // acknowledgements the test can hold back.
   broker = await startBroker({ port: 0, logLevel: "error", produceAckDelayMs: () => stallMs });
-  bus = new Bus({
-    brokers: broker.brokers,
-    clientId: "stalled-acks",
-    logger: stack.harness.logger,
-    consumerTimings: TEST_CONSUMER_TIMINGS,
-  });
+  bus = privateBus(stack, broker.brokers, "stalled-acks");
   await bus.provision([
     contracts.leadViewRecorded,
     contracts.leadViewVoided,
@@ -60,7 +52,6 @@ afterAll(async () => {
   await ledger?.stop();
   await bus?.close();
   await broker?.stop();
-  await stack?.close();
 });
 
 /** The request ids of every lead-view in the private broker's log. */
@@ -79,15 +70,15 @@ const remaining = (response: { headers: Record<string, unknown> }) =>
 
 describe("a lead read whose views the broker appends but acknowledges too late", () => {
   it("answers 503, and the view that reached the log is voided: ledger, usage and counter agree on the reads answered", async () => {
-    const trial = await stack.startTrial("custom");
-    await stack.setCustomLimits(trial.tenantId, {
+    const trial = await reads.stack.startTrial("custom");
+    await reads.stack.setCustomLimits(trial.tenantId, {
       lead_views_per_month: 10,
       rate_per_minute: 100_000,
     });
     const answers: { id: string; status: number; ms: number }[] = [];
     const read = async (folio: string, requestId: string) => {
       const started = Date.now();
-      const response = await stack.request("GET", `/v1/leads/${folio}`, {
+      const response = await reads.stack.request("GET", `/v1/leads/${folio}`, {
         key: trial.key,
         via: gateway,
         headers: { "x-request-id": requestId },
@@ -95,10 +86,10 @@ describe("a lead read whose views the broker appends but acknowledges too late",
       answers.push({ id: requestId, status: response.statusCode, ms: Date.now() - started });
       return response;
     };
-    expect((await read(folios[0] as string, "stalled-ok-1")).statusCode).toBe(200);
+    expect((await read(reads.folios[0] as string, "stalled-ok-1")).statusCode).toBe(200);
 
     stallMs = 3_000;
-    const refused = await read(folios[1] as string, "stalled-refused-1");
+    const refused = await read(reads.folios[1] as string, "stalled-refused-1");
     expect(refused.statusCode).toBe(503);
     expect(refused.json().error).toBe("unavailable");
     expect(answers.at(-1)?.ms).toBeLessThan(2_500);
@@ -115,21 +106,21 @@ describe("a lead read whose views the broker appends but acknowledges too late",
     );
     const voided = async () =>
       (
-        await stack.harness.pool.query(
+        await reads.stack.harness.pool.query(
           "SELECT folio FROM quota_ledger.lead_view_voids WHERE tenant_id = $1 AND request_id = $2",
           [trial.tenantId, "stalled-refused-1"],
         )
       ).rows;
-    await vi.waitFor(async () => expect(await voided()).toEqual([{ folio: folios[1] }]), {
+    await vi.waitFor(async () => expect(await voided()).toEqual([{ folio: reads.folios[1] }]), {
       timeout: 20_000,
       interval: 200,
     });
-    expect((await read(folios[2] as string, "stalled-ok-2")).statusCode).toBe(200);
+    expect((await read(reads.folios[2] as string, "stalled-ok-2")).statusCode).toBe(200);
 
     const answered = answers.filter((answer) => answer.status === 200).map((answer) => answer.id);
     const charged = async () =>
       (
-        await stack.harness.pool.query<{ request_id: string }>(
+        await reads.stack.harness.pool.query<{ request_id: string }>(
           "SELECT request_id FROM quota_ledger.lead_views WHERE tenant_id = $1 ORDER BY request_id",
           [trial.tenantId],
         )
@@ -138,11 +129,11 @@ describe("a lead read whose views the broker appends but acknowledges too late",
       timeout: 10_000,
       interval: 100,
     });
-    const usage = await stack.request("GET", "/v1/usage", { key: trial.key, via: gateway });
+    const usage = await reads.stack.request("GET", "/v1/usage", { key: trial.key, via: gateway });
     expect(usage.statusCode).toBe(200);
     expect(usage.json().used).toBe(answered.length);
     // The counter: a read of a folio already charged today is free and shows what remains.
-    const again = await read(folios[0] as string, "stalled-repeat");
+    const again = await read(reads.folios[0] as string, "stalled-repeat");
     expect(remaining(again)).toBe(10 - answered.length);
     recordFault({
       fault: "broker appends but acknowledges 3 s late during reads",

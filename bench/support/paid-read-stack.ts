@@ -46,21 +46,13 @@ export async function startPaidReadStack(options: { tenants: number; rows: numbe
     await matcher.stop();
   }
   await stack.gateway.stop();
-  const config = stack.gatewayConfig;
   return {
     stack,
     keys,
     folios,
-    gatewayEnv: {
-      KEYS_URL: config.KEYS_URL,
-      PARCELS_URL: config.PARCELS_URL,
-      LEDGER_URL: config.LEDGER_URL,
-      MATCHER_URL: config.MATCHER_URL,
-      DATABASE_URL: config.DATABASE_URL,
-      KAFKA_BROKERS: config.KAFKA_BROKERS.join(","),
-      REDIS_URL: stack.harness.config.REDIS_URL,
-      REDIS_PREFIX: stack.harness.redis.options.keyPrefix ?? "",
-    },
+    gatewayEnv: stack.gatewayProcessEnv(),
+    /** The stack's database, whose counters a run reports: the gateway itself keeps none. */
+    database: new URL(stack.harness.db.url).pathname.slice(1),
     brokerPid: broker.pid,
     close: async () => {
       await stack.close();

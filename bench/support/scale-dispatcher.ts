@@ -3,14 +3,15 @@
 // each tenant's concurrency cap, and the first retry's delay against the schedule.
 import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { contracts, deliveryRetryLadder, type MatchFound, type TenantChanged } from "@th/contracts";
-import { createTestHarness } from "@th/service-kit/testing";
+import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { buildApp } from "../../services/webhook-dispatcher/src/app.ts";
 import { readConfig } from "../../services/webhook-dispatcher/src/config.ts";
 import { migrations } from "../../services/webhook-dispatcher/src/db/migrations.ts";
+import { DISPATCHER_TOPICS } from "../../test/support/dispatcher-topics.ts";
 import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
 import { startBrokerProcess } from "./broker-process.ts";
 import { benchMatches } from "./matches.ts";
@@ -97,35 +98,28 @@ class Receipts {
   }
 }
 
-export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriver> {
-  const perRound = options.work ?? 3_000;
-  const broker = await startBrokerProcess(["--in-memory"]);
-  const harness = await createTestHarness({
-    config: readConfig(ENV),
-    migrations: [migrations],
-    brokers: [broker.address],
-    topics: [
-      contracts.matchFound,
-      contracts.deliveryAttempted,
-      ...deliveryRetryLadder.map((stage) => stage.contract),
-      contracts.deliveryDeadLetter,
-      contracts.leadViewRecorded,
-      contracts.tenantChanged,
-      contracts.keyRevoked,
-    ],
-  });
-  let receipts = new Receipts();
+type Harness = TestHarness<ReturnType<typeof readConfig>>;
+type DatabaseStats = Awaited<ReturnType<typeof databaseStats>>;
+
+/** The loopback receiver: each request is handed to the round's receipts with its tenant. */
+async function startReceiver(
+  receive: (id: string, tenantId: string, res: ServerResponse) => void,
+): Promise<{ server: Server; url: string }> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       const payload = JSON.parse(Buffer.concat(chunks).toString()) as { tenant_id: string };
-      receipts.receive(String(req.headers["x-flpf-webhook-id"]), payload.tenant_id, res);
+      receive(String(req.headers["x-flpf-webhook-id"]), payload.tenant_id, res);
     });
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const receiverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks` };
+}
+
+/** Every tenant on the Team tier with one endpoint at the receiver. */
+async function subscribeTenants(harness: Harness, receiverUrl: string): Promise<void> {
   await harness.bus.publish(contracts.tenantChanged, TENANTS.map(tenant));
   const setup = await buildApp(harness, {
     watchlists: { owns: async () => true },
@@ -138,35 +132,78 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
       { url: receiverUrl, events: ["watchlist.match"] },
     );
   }
+}
+
+/** The database's transaction and row counters: what the instances ask of Postgres. */
+async function databaseStats(harness: Harness, database: string) {
+  const { rows } = await harness.db.pool.query<{
+    transactions: string;
+    read: string;
+    written: string;
+  }>(
+    `SELECT xact_commit + xact_rollback AS transactions, tup_returned + tup_fetched AS read,
+            tup_inserted + tup_updated + tup_deleted AS written
+       FROM pg_stat_database WHERE datname = $1`,
+    [database],
+  );
+  const row = rows[0];
+  return {
+    transactions: Number(row?.transactions ?? 0),
+    read: Number(row?.read ?? 0),
+    written: Number(row?.written ?? 0),
+  };
+}
+
+async function waitFor(done: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) {
+    await sleep(20);
+  }
+  return done();
+}
+
+/** What a round checks beyond its rate: losses, duplicates, the cap, retries, Postgres load. */
+function roundNotes(
+  current: Receipts,
+  perRound: number,
+  before: DatabaseStats,
+  after: DatabaseStats,
+): Array<[string, string]> {
+  const schedule = deliveryRetryLadder[0]?.delayMs ?? Number.NaN;
+  const per = (key: keyof DatabaseStats) =>
+    ((after[key] - before[key]) / Math.max(1, current.delivered.size)).toFixed(1);
+  return [
+    ["unique deliveries / published", `${current.delivered.size} / ${perRound}`],
+    ["lost", String(perRound - current.delivered.size)],
+    ["duplicate attempts (a delivered id sent again)", String(current.duplicates)],
+    [
+      "most concurrent deliveries of one tenant / tier cap",
+      `${current.maxInFlight} / ${CONCURRENCY_CAP}`,
+    ],
+    [
+      `first retry delay, ms (${current.retryDelays.length} refused once)`,
+      `p50 ${percentile(current.retryDelays, 50)}, max ${Math.max(...current.retryDelays)} (schedule ${schedule})`,
+    ],
+    [
+      "Postgres per delivery: transactions, rows read, rows written",
+      `${per("transactions")}, ${per("read")}, ${per("written")}`,
+    ],
+  ];
+}
+
+export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriver> {
+  const perRound = options.work ?? 3_000;
+  const broker = await startBrokerProcess(["--in-memory"]);
+  const harness = await createTestHarness({
+    config: readConfig(ENV),
+    migrations: [migrations],
+    brokers: [broker.address],
+    topics: DISPATCHER_TOPICS,
+  });
+  let receipts = new Receipts();
+  const receiver = await startReceiver((id, tenantId, res) => receipts.receive(id, tenantId, res));
+  await subscribeTenants(harness, receiver.url);
   const database = new URL(harness.db.url).pathname.slice(1);
-
-  /** The database's transaction and row counters: what the instances ask of Postgres. */
-  async function databaseStats() {
-    const { rows } = await harness.db.pool.query<{
-      transactions: string;
-      read: string;
-      written: string;
-    }>(
-      `SELECT xact_commit + xact_rollback AS transactions, tup_returned + tup_fetched AS read,
-              tup_inserted + tup_updated + tup_deleted AS written
-         FROM pg_stat_database WHERE datname = $1`,
-      [database],
-    );
-    const row = rows[0];
-    return {
-      transactions: Number(row?.transactions ?? 0),
-      read: Number(row?.read ?? 0),
-      written: Number(row?.written ?? 0),
-    };
-  }
-
-  async function waitFor(done: () => boolean, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    while (!done() && Date.now() < deadline) {
-      await sleep(20);
-    }
-    return done();
-  }
 
   return {
     unit: "deliveries",
@@ -202,7 +239,7 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
       await sleep(3_000);
     },
     async round() {
-      const statsBefore = await databaseStats();
+      const statsBefore = await databaseStats(harness, database);
       receipts = new Receipts();
       const batch = matches(perRound);
       for (let i = 0; i < batch.length; i += 1_000) {
@@ -213,37 +250,18 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
       await waitFor(() => firstTries() >= perRound, 300_000);
       const seconds = (current.lastFirstTryAt - current.firstAt) / 1000;
       await waitFor(() => current.delivered.size >= perRound, 60_000);
-      const schedule = deliveryRetryLadder[0]?.delayMs ?? Number.NaN;
       // Backends report their counts within a second of going idle.
       await sleep(1_200);
-      const stats = await databaseStats();
-      const per = (key: keyof typeof stats) =>
-        ((stats[key] - statsBefore[key]) / Math.max(1, current.delivered.size)).toFixed(1);
+      const stats = await databaseStats(harness, database);
       return {
         completed: current.firstTryDelivered,
         seconds,
-        notes: [
-          ["unique deliveries / published", `${current.delivered.size} / ${perRound}`],
-          ["lost", String(perRound - current.delivered.size)],
-          ["duplicate attempts (a delivered id sent again)", String(current.duplicates)],
-          [
-            "most concurrent deliveries of one tenant / tier cap",
-            `${current.maxInFlight} / ${CONCURRENCY_CAP}`,
-          ],
-          [
-            `first retry delay, ms (${current.retryDelays.length} refused once)`,
-            `p50 ${percentile(current.retryDelays, 50)}, max ${Math.max(...current.retryDelays)} (schedule ${schedule})`,
-          ],
-          [
-            "Postgres per delivery: transactions, rows read, rows written",
-            `${per("transactions")}, ${per("read")}, ${per("written")}`,
-          ],
-        ],
+        notes: roundNotes(current, perRound, statsBefore, stats),
       };
     },
     async close() {
-      server.closeAllConnections();
-      server.close();
+      receiver.server.closeAllConnections();
+      receiver.server.close();
       await harness.close();
       await broker.stop();
     },

@@ -28,7 +28,7 @@ interface LoadResult {
 
 export async function gatewayDriver(options: ScaleOptions): Promise<ScaleDriver> {
   const seconds = options.work ?? 10;
-  const { keys, folios, gatewayEnv, brokerPid, close } = await startPaidReadStack({
+  const { keys, folios, gatewayEnv, database, brokerPid, close } = await startPaidReadStack({
     tenants: TENANTS,
     rows: 5_000,
   });
@@ -57,7 +57,7 @@ export async function gatewayDriver(options: ScaleOptions): Promise<ScaleDriver>
 
   return {
     unit: "reads",
-    database: new URL(gatewayEnv.DATABASE_URL).pathname.slice(1),
+    database,
     shared: () => ({
       redis: pidsOf("redis-server"),
       broker: brokerPid === undefined ? [] : [brokerPid],

@@ -19,7 +19,7 @@ import { buildApp as buildLedger } from "@th/quota-ledger/app";
 import { readConfig as readLedgerConfig } from "@th/quota-ledger/config";
 import { migrations as ledgerMigrations } from "@th/quota-ledger/migrations";
 import type { HttpApp } from "@th/service-kit";
-import { createTestHarness } from "@th/service-kit/testing";
+import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import type { Logger } from "@th/telemetry";
 
 export type EdgeStack = Awaited<ReturnType<typeof startEdgeStack>>;
@@ -42,116 +42,75 @@ export const SAMPLE_ROLL = join(
   "NAL23F202501.csv",
 );
 
-export async function startEdgeStack(
-  options: {
-    logger?: Logger;
-    now?: () => number;
-    gatewayEnv?: Record<string, string>;
-    /** A broker already running (a bench's, in a process of its own); else one for this stack. */
-    brokers?: string[];
-  } = {},
-) {
-  const harness = await createTestHarness({
-    config: readGatewayConfig({}),
-    migrations: [keysMigrations, parcelsMigrations, ledgerMigrations, matcherMigrations],
-    topics: [
-      contracts.tenantChanged,
-      contracts.keyIssued,
-      contracts.keyRevoked,
-      contracts.leadViewRecorded,
-      contracts.leadViewVoided,
-      contracts.parcelIngested,
-      contracts.matchFound,
-    ],
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.brokers ? { brokers: options.brokers } : {}),
-  });
-  const testNow = options.now;
+type Harness = TestHarness<ReturnType<typeof readGatewayConfig>>;
+type Gateway = Awaited<ReturnType<typeof buildGateway>>;
+
+/** A service's config on the stack's database and broker. */
+function onStores<Config>(config: Config, harness: Harness) {
+  return { ...config, DATABASE_URL: harness.db.url, KAFKA_BROKERS: harness.brokers };
+}
+
+/** The services the gateway calls, except the matcher: keys, parcels and the quota ledger. */
+async function startUpstreams(harness: Harness, testNow: (() => number) | undefined) {
   const keys = await buildKeys(
     {
       ...harness,
-      config: {
-        ...readKeysConfig({}),
-        DATABASE_URL: harness.db.url,
-        KAFKA_BROKERS: harness.brokers,
-      },
+      config: onStores(readKeysConfig({}), harness),
       pool: harness.db.poolFor("keys"),
     },
     testNow ? { now: () => new Date(testNow()) } : {},
   );
   const keysPort = await listen(keys.http);
   await keys.start();
-  const parcelsConfig = {
-    ...readParcelsConfig({}),
-    DATABASE_URL: harness.db.url,
-    KAFKA_BROKERS: harness.brokers,
-  };
   const parcels = await buildParcels({
     ...harness,
-    config: parcelsConfig,
+    config: onStores(readParcelsConfig({}), harness),
     pool: harness.db.poolFor("parcels"),
   });
   const parcelsPort = await listen(parcels.http);
   const ledger = await buildLedger({
     ...harness,
-    config: {
-      ...readLedgerConfig({}),
-      DATABASE_URL: harness.db.url,
-      KAFKA_BROKERS: harness.brokers,
-    },
+    config: onStores(readLedgerConfig({}), harness),
     pool: harness.db.poolFor("quota_ledger"),
   });
   const ledgerPort = await listen(ledger.http);
   await ledger.start();
-  const matcherConfig = {
-    ...readMatcherConfig({}),
-    DATABASE_URL: harness.db.url,
-    KAFKA_BROKERS: harness.brokers,
-  };
-  const matchers: Awaited<ReturnType<typeof buildMatcher>>[] = [];
-  /** Another matcher instance in the same consumer group (the first one serves HTTP). */
-  async function addMatcher(matcherOptions: MatcherOptions = {}) {
-    const instance = await buildMatcher(
-      { ...harness, config: matcherConfig, pool: harness.db.poolFor("matcher") },
-      matcherOptions,
-    );
-    await instance.start();
-    matchers.push(instance);
-    return instance;
-  }
-  const matcher = await addMatcher();
-  const matcherPort = await listen(matcher.http);
-  const gatewayConfig = {
-    ...readGatewayConfig({ ...options.gatewayEnv }),
-    KEYS_URL: `http://127.0.0.1:${keysPort}`,
-    PARCELS_URL: `http://127.0.0.1:${parcelsPort}`,
-    LEDGER_URL: `http://127.0.0.1:${ledgerPort}`,
-    MATCHER_URL: `http://127.0.0.1:${matcherPort}`,
-    DATABASE_URL: harness.db.url,
-    KAFKA_BROKERS: harness.brokers,
-  };
-  const gateways: Awaited<ReturnType<typeof buildGateway>>[] = [];
-  async function addGateway() {
-    const gateway = await buildGateway(
-      { ...harness, config: gatewayConfig },
-      options.now ? { now: options.now } : {},
-    );
-    await gateway.http?.ready();
-    gateways.push(gateway);
-    return gateway;
-  }
-  const gateway = await addGateway();
+  return { keys, keysPort, parcels, parcelsPort, ledger, ledgerPort };
+}
 
-  async function request(
+/** Matcher instances in one consumer group; the first one serves HTTP. */
+function matcherFleet(harness: Harness) {
+  const matcherConfig = onStores(readMatcherConfig({}), harness);
+  const matchers: Awaited<ReturnType<typeof buildMatcher>>[] = [];
+  return {
+    matchers,
+    /** Another matcher instance in the same consumer group (the first one serves HTTP). */
+    async addMatcher(matcherOptions: MatcherOptions = {}) {
+      const instance = await buildMatcher(
+        { ...harness, config: matcherConfig, pool: harness.db.poolFor("matcher") },
+        matcherOptions,
+      );
+      await instance.start();
+      matchers.push(instance);
+      return instance;
+    },
+  };
+}
+
+type RequestInit = {
+  key?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  via?: Gateway;
+  ip?: string;
+};
+
+/** A request to a gateway (the first unless `via` names another), from a public address. */
+function gatewayRequests(gateway: Gateway) {
+  return async function request(
     method: "GET" | "HEAD" | "POST" | "PATCH" | "DELETE",
     url: string,
-    init: {
-      key?: string;
-      headers?: Record<string, string>;
-      body?: unknown;
-      via?: typeof gateway;
-      ip?: string;
-    } = {},
+    init: RequestInit = {},
   ) {
     const app = (init.via ?? gateway).http;
     if (!app) {
@@ -164,10 +123,15 @@ export async function startEdgeStack(
       headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...init.headers },
       ...(init.body !== undefined ? { payload: init.body as object } : {}),
     });
-  }
+  };
+}
 
+type Request = ReturnType<typeof gatewayRequests>;
+
+/** Starts trials through the public API, each from its own address and company. */
+function trialStarter(request: Request) {
   let trials = 0;
-  async function startTrial(
+  return async function startTrial(
     tier: "starter" | "operator" | "team" | "custom",
     extra: { password?: string } = {},
   ) {
@@ -194,64 +158,130 @@ export async function startEdgeStack(
       email: body.member.email as string,
       passwordSetupToken: (body.password_setup?.token ?? null) as string | null,
     };
-  }
+  };
+}
 
-  /** Ingests a roll (the sample by default) into the parcel store; returns every folio held. */
-  async function ingestSample(file = SAMPLE_ROLL): Promise<string[]> {
-    await ingestFile(
-      {
-        pool: harness.db.poolFor("parcels"),
-        publish: (records) => harness.bus.publishEncoded(records),
-      },
-      file,
-      { rejectsPath: null },
-    );
+/**
+ * Waits until the matcher's parcel projection, which manual runs read, holds these folios: it is
+ * fed by its own consumer group and may trail the ingest by a moment.
+ */
+async function projectionHolds(harness: Harness, folios: readonly string[], timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
     const { rows } = await harness.db
-      .poolFor("parcels")
-      .query<{ folio: string }>("SELECT folio FROM parcels ORDER BY folio");
-    const folios = rows.map((row) => row.folio);
-    await projectionHolds(folios);
-    return folios;
-  }
-
-  /**
-   * Waits until the matcher's parcel projection, which manual runs read, holds these folios: it
-   * is fed by its own consumer group and may trail the ingest by a moment.
-   */
-  async function projectionHolds(folios: readonly string[], timeoutMs = 30_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const { rows } = await harness.db
-        .poolFor("matcher")
-        .query<{ held: number }>(
-          "SELECT count(*)::int AS held FROM parcel_projection WHERE folio = ANY($1::text[])",
-          [folios],
-        );
-      if ((rows[0]?.held ?? 0) >= folios.length) {
-        return;
-      }
-      if (Date.now() > deadline) {
-        throw new Error(
-          `the matcher's projection holds ${rows[0]?.held} of ${folios.length} parcels`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      .poolFor("matcher")
+      .query<{ held: number }>(
+        "SELECT count(*)::int AS held FROM parcel_projection WHERE folio = ANY($1::text[])",
+        [folios],
+      );
+    if ((rows[0]?.held ?? 0) >= folios.length) {
+      return;
     }
-  }
-
-  /** Operator tooling: a Custom tenant's negotiated caps. */
-  async function setCustomLimits(tenantId: string, limits: Record<string, number>) {
-    const response = await keys.http?.inject({
-      method: "PUT",
-      url: `/internal/v1/operator/tenants/${tenantId}/limits`,
-      headers: { "x-th-internal-token": readKeysConfig({}).INTERNAL_TOKEN },
-      payload: limits,
-    });
-    if (response?.statusCode !== 200) {
-      throw new Error(`limits not set: ${response?.body}`);
+    if (Date.now() > deadline) {
+      throw new Error(
+        `the matcher's projection holds ${rows[0]?.held} of ${folios.length} parcels`,
+      );
     }
-    await gateway.store.forgetTenant(tenantId);
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** Ingests a roll (the sample by default) into the parcel store; returns every folio held. */
+async function ingestRoll(harness: Harness, file = SAMPLE_ROLL): Promise<string[]> {
+  await ingestFile(
+    {
+      pool: harness.db.poolFor("parcels"),
+      publish: (records) => harness.bus.publishEncoded(records),
+    },
+    file,
+    { rejectsPath: null },
+  );
+  const { rows } = await harness.db
+    .poolFor("parcels")
+    .query<{ folio: string }>("SELECT folio FROM parcels ORDER BY folio");
+  const folios = rows.map((row) => row.folio);
+  await projectionHolds(harness, folios);
+  return folios;
+}
+
+/** Operator tooling: a Custom tenant's negotiated caps, which the gateway then reads afresh. */
+async function putCustomLimits(
+  keys: Awaited<ReturnType<typeof buildKeys>>,
+  gateway: Gateway,
+  tenantId: string,
+  limits: Record<string, number>,
+) {
+  const response = await keys.http?.inject({
+    method: "PUT",
+    url: `/internal/v1/operator/tenants/${tenantId}/limits`,
+    headers: { "x-th-internal-token": readKeysConfig({}).INTERNAL_TOKEN },
+    payload: limits,
+  });
+  if (response?.statusCode !== 200) {
+    throw new Error(`limits not set: ${response?.body}`);
+  }
+  await gateway.store.forgetTenant(tenantId);
+}
+
+async function stopAll(
+  apps: ReadonlyArray<{ stop(): Promise<void>; http?: { close(): unknown } }>,
+) {
+  for (const each of apps) {
+    await each.stop();
+    await each.http?.close();
+  }
+}
+
+export async function startEdgeStack(
+  options: {
+    logger?: Logger;
+    now?: () => number;
+    gatewayEnv?: Record<string, string>;
+    /** A broker already running (a bench's, in a process of its own); else one for this stack. */
+    brokers?: string[];
+  } = {},
+) {
+  const harness = await createTestHarness({
+    config: readGatewayConfig({}),
+    migrations: [keysMigrations, parcelsMigrations, ledgerMigrations, matcherMigrations],
+    topics: [
+      contracts.tenantChanged,
+      contracts.keyIssued,
+      contracts.keyRevoked,
+      contracts.leadViewRecorded,
+      contracts.leadViewVoided,
+      contracts.parcelIngested,
+      contracts.matchFound,
+    ],
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.brokers ? { brokers: options.brokers } : {}),
+  });
+  const upstreams = await startUpstreams(harness, options.now);
+  const { keys, parcels, ledger } = upstreams;
+  const matcherInstances = matcherFleet(harness);
+  const matcher = await matcherInstances.addMatcher();
+  const matcherPort = await listen(matcher.http);
+  // The gateway keeps no database: it reaches every store through the services above.
+  const gatewayConfig = {
+    ...readGatewayConfig({ ...options.gatewayEnv }),
+    KEYS_URL: `http://127.0.0.1:${upstreams.keysPort}`,
+    PARCELS_URL: `http://127.0.0.1:${upstreams.parcelsPort}`,
+    LEDGER_URL: `http://127.0.0.1:${upstreams.ledgerPort}`,
+    MATCHER_URL: `http://127.0.0.1:${matcherPort}`,
+    KAFKA_BROKERS: harness.brokers,
+  };
+  const gateways: Gateway[] = [];
+  async function addGateway() {
+    const added = await buildGateway(
+      { ...harness, config: gatewayConfig },
+      options.now ? { now: options.now } : {},
+    );
+    await added.http?.ready();
+    gateways.push(added);
+    return added;
+  }
+  const gateway = await addGateway();
+  const request = gatewayRequests(gateway);
 
   return {
     harness,
@@ -259,24 +289,29 @@ export async function startEdgeStack(
     parcels,
     ledger,
     matcher,
-    addMatcher,
-    matchers: () => [...matchers],
-    ingestSample,
-    setCustomLimits,
+    addMatcher: matcherInstances.addMatcher,
+    matchers: () => [...matcherInstances.matchers],
+    ingestSample: (file?: string) => ingestRoll(harness, file),
+    setCustomLimits: (tenantId: string, limits: Record<string, number>) =>
+      putCustomLimits(keys, gateway, tenantId, limits),
     gatewayConfig,
+    /** What a gateway in a process of its own (a bench's) needs to join this stack. */
+    gatewayProcessEnv: () => ({
+      KEYS_URL: gatewayConfig.KEYS_URL,
+      PARCELS_URL: gatewayConfig.PARCELS_URL,
+      LEDGER_URL: gatewayConfig.LEDGER_URL,
+      MATCHER_URL: gatewayConfig.MATCHER_URL,
+      KAFKA_BROKERS: gatewayConfig.KAFKA_BROKERS.join(","),
+      REDIS_URL: harness.config.REDIS_URL,
+      REDIS_PREFIX: harness.redis.options.keyPrefix ?? "",
+    }),
     gateway,
     addGateway,
     request,
-    startTrial,
+    startTrial: trialStarter(request),
     async close() {
-      for (const each of gateways) {
-        await each.stop();
-        await each.http?.close();
-      }
-      for (const each of matchers) {
-        await each.stop();
-        await each.http?.close();
-      }
+      await stopAll(gateways);
+      await stopAll(matcherInstances.matchers);
       await ledger.stop();
       await ledger.http?.close();
       await parcels.http?.close();

@@ -7,13 +7,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Bus } from "@th/bus";
-import {
-  contracts,
-  deliveryRetryLadder,
-  type MatchFound,
-  type TenantChanged,
-  type Tier,
-} from "@th/contracts";
+import { contracts, type MatchFound, type TenantChanged, type Tier } from "@th/contracts";
 import { matchFound as sampleMatch } from "@th/contracts/samples";
 import { createPool, type Pool } from "@th/db";
 import type { UsageLoader } from "@th/quota";
@@ -21,20 +15,17 @@ import { buildApp as buildLedger } from "@th/quota-ledger/app";
 import { readConfig as readLedgerConfig } from "@th/quota-ledger/config";
 import { migrations as ledgerMigrations } from "@th/quota-ledger/migrations";
 import { createMetrics, INTERNAL_HEADERS, type Metrics, unavailableStore } from "@th/service-kit";
-import { createTestHarness, TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
+import {
+  createTestHarness,
+  TEST_CONSUMER_TIMINGS,
+  type TestHarness,
+} from "@th/service-kit/testing";
 import { buildApp } from "@th/webhook-dispatcher/app";
 import { readConfig } from "@th/webhook-dispatcher/config";
 import { migrations } from "@th/webhook-dispatcher/migrations";
+import { DISPATCHER_TOPICS } from "./dispatcher-topics.ts";
 
-export const DISPATCHER_TOPICS = [
-  contracts.matchFound,
-  contracts.deliveryAttempted,
-  ...deliveryRetryLadder.map((stage) => stage.contract),
-  contracts.deliveryDeadLetter,
-  contracts.leadViewRecorded,
-  contracts.tenantChanged,
-  contracts.keyRevoked,
-];
+export { DISPATCHER_TOPICS };
 
 /** Settings every test dispatcher shares; a test adds its own. */
 export const TEST_DISPATCHER_ENV: Record<string, string> = {
@@ -152,46 +143,39 @@ export const FOREIGN_WATCHLIST = "wl_someone_else";
 /** Watchlists the matcher no longer has (a test deletes one by adding it here). */
 export const DELETED_WATCHLISTS = new Set<string>();
 
-/**
- * `ledger`: also runs the quota ledger on `leadview.recorded`, and dispatchers seed their
- * lead-view counters from it (over its internal API) unless a test passes its own loader.
- * `brokers` puts the stack on a broker the test runs (say one it kills), `env` on other stores
- * (say a private REDIS_URL).
- */
-export async function startWebhookStack(
-  options: { ledger?: boolean; brokers?: string[]; env?: Record<string, string> } = {},
-) {
-  const base = readConfig({ ...TEST_DISPATCHER_ENV, ...options.env });
-  const harness = await createTestHarness({
-    config: base,
-    migrations: options.ledger ? [migrations, ledgerMigrations] : [migrations],
-    topics: options.ledger ? [...DISPATCHER_TOPICS, contracts.leadViewVoided] : DISPATCHER_TOPICS,
-    ...(options.brokers ? { brokers: options.brokers } : {}),
+type Harness = TestHarness<ReturnType<typeof readConfig>>;
+type Dispatcher = Awaited<ReturnType<typeof buildApp>>;
+
+/** The quota ledger on the stack's stores, listening on a free port, when a test asks for it. */
+async function startLedger(harness: Harness) {
+  const ledger = await buildLedger({
+    ...harness,
+    config: {
+      ...readLedgerConfig({}),
+      DATABASE_URL: harness.db.url,
+      KAFKA_BROKERS: harness.brokers,
+    },
+    pool: harness.db.poolFor("quota_ledger"),
   });
-  const ledger = options.ledger
-    ? await buildLedger({
-        ...harness,
-        config: {
-          ...readLedgerConfig({}),
-          DATABASE_URL: harness.db.url,
-          KAFKA_BROKERS: harness.brokers,
-        },
-        pool: harness.db.poolFor("quota_ledger"),
-      })
-    : undefined;
-  let ledgerUrl: string | undefined;
-  if (ledger?.http) {
+  let url: string | undefined;
+  if (ledger.http) {
     await ledger.http.listen({ port: 0, host: "127.0.0.1" });
-    ledgerUrl = `http://127.0.0.1:${(ledger.http.server.address() as AddressInfo).port}`;
+    url = `http://127.0.0.1:${(ledger.http.server.address() as AddressInfo).port}`;
     await ledger.start();
   }
+  return { ledger, url };
+}
+
+/**
+ * In-process dispatcher instances, each with its own pool, bus and metrics registry (several
+ * share the database, Redis and consumer groups). Without a ledger, usage starts at zero.
+ */
+function dispatcherFleet(harness: Harness, ledgerUrl: string | undefined, hasLedger: boolean) {
   const pools: Pool[] = [];
   const registries: Metrics[] = [];
-  const instances: Awaited<ReturnType<typeof buildApp>>[] = [];
+  const instances: Dispatcher[] = [];
   const buses: Bus[] = [];
-  const revisions = new Map<string, number>();
 
-  /** One dispatcher instance (several share the database, Redis and consumer groups). */
   async function startDispatcher(
     env: Record<string, string> = {},
     overrides: { loadUsage?: UsageLoader } = {},
@@ -225,7 +209,7 @@ export async function startWebhookStack(
           owns: async (_caller, watchlistId) =>
             watchlistId !== FOREIGN_WATCHLIST && !DELETED_WATCHLISTS.has(watchlistId),
         },
-        ...(overrides.loadUsage || !ledger
+        ...(overrides.loadUsage || !hasLedger
           ? { loadUsage: overrides.loadUsage ?? (async () => ({ used: 0, foliosToday: [] })) }
           : {}),
       },
@@ -235,117 +219,159 @@ export async function startWebhookStack(
     return app;
   }
 
-  /** Prometheus text of a dispatcher instance's registry, as its /metrics serves it. */
-  async function metricsText(instance = 0): Promise<string> {
-    return (await registries[instance]?.registry.metrics()) ?? "";
-  }
+  return {
+    instances,
+    startDispatcher,
+    /** Prometheus text of a dispatcher instance's registry, as its /metrics serves it. */
+    async metricsText(instance = 0): Promise<string> {
+      return (await registries[instance]?.registry.metrics()) ?? "";
+    },
+    async stopDispatcher(app: Dispatcher) {
+      const index = instances.indexOf(app);
+      await app.stop();
+      await app.http?.close();
+      if (index >= 0) {
+        instances.splice(index, 1);
+        await buses[index]?.close();
+        await pools[index]?.end();
+        buses.splice(index, 1);
+        pools.splice(index, 1);
+      }
+    },
+    async close() {
+      for (const app of instances) {
+        await app.stop().catch(() => {});
+        await app.http?.close().catch(() => {});
+      }
+      await Promise.allSettled(buses.map((bus) => bus.close()));
+      await Promise.allSettled(pools.map((pool) => pool.end()));
+    },
+  };
+}
 
-  async function publishTenant(
-    tenantId: string,
-    tier: Tier,
-    limits: Partial<TenantChanged["limits"]> = {},
-    extra: Partial<TenantChanged> = {},
-  ) {
-    const revision = (revisions.get(tenantId) ?? 0) + 1;
-    revisions.set(tenantId, revision);
-    const defaults = {
-      starter: { lead_views_per_month: 500, concurrent_webhooks: 0 },
-      operator: { lead_views_per_month: 2000, concurrent_webhooks: 5 },
-      team: { lead_views_per_month: 5000, concurrent_webhooks: 10 },
-      custom: { lead_views_per_month: 10000, concurrent_webhooks: 20 },
-    }[tier];
-    const event: TenantChanged = {
-      tenant_id: tenantId,
-      revision,
-      tier,
-      status: "active",
-      limits: { rate_per_minute: 600, seats: 1, ...defaults, ...limits },
-      billing_anniversary: new Date().toISOString().slice(0, 10),
-      trial_ends_at: null,
-      changed_at: new Date().toISOString(),
-      ...extra,
-    };
-    await harness.bus.publish(contracts.tenantChanged, event);
-    return event;
-  }
+const TIER_DEFAULTS = {
+  starter: { lead_views_per_month: 500, concurrent_webhooks: 0 },
+  operator: { lead_views_per_month: 2000, concurrent_webhooks: 5 },
+  team: { lead_views_per_month: 5000, concurrent_webhooks: 10 },
+  custom: { lead_views_per_month: 10000, concurrent_webhooks: 20 },
+};
 
-  /** Waits until the dispatcher's projection has the tenant at this revision. */
-  async function tenantApplied(tenantId: string) {
-    const revision = revisions.get(tenantId) ?? 0;
-    await waitFor(
-      async () =>
-        (
-          await harness.db.pool.query(
-            "SELECT 1 FROM dispatcher.tenants WHERE tenant_id = $1 AND revision >= $2",
-            [tenantId, revision],
-          )
-        ).rowCount,
-      { what: `tenant ${tenantId} revision ${revision}` },
-    );
-  }
+/** Publishes tenants with rising revisions, and waits for the dispatcher to apply one. */
+function tenantPublisher(harness: Harness) {
+  const revisions = new Map<string, number>();
+  return {
+    async publishTenant(
+      tenantId: string,
+      tier: Tier,
+      limits: Partial<TenantChanged["limits"]> = {},
+      extra: Partial<TenantChanged> = {},
+    ) {
+      const revision = (revisions.get(tenantId) ?? 0) + 1;
+      revisions.set(tenantId, revision);
+      const event: TenantChanged = {
+        tenant_id: tenantId,
+        revision,
+        tier,
+        status: "active",
+        limits: { rate_per_minute: 600, seats: 1, ...TIER_DEFAULTS[tier], ...limits },
+        billing_anniversary: new Date().toISOString().slice(0, 10),
+        trial_ends_at: null,
+        changed_at: new Date().toISOString(),
+        ...extra,
+      };
+      await harness.bus.publish(contracts.tenantChanged, event);
+      return event;
+    },
+    /** Waits until the dispatcher's projection has the tenant at this revision. */
+    async tenantApplied(tenantId: string) {
+      const revision = revisions.get(tenantId) ?? 0;
+      await waitFor(
+        async () =>
+          (
+            await harness.db.pool.query(
+              "SELECT 1 FROM dispatcher.tenants WHERE tenant_id = $1 AND revision >= $2",
+              [tenantId, revision],
+            )
+          ).rowCount,
+        { what: `tenant ${tenantId} revision ${revision}` },
+      );
+    },
+  };
+}
 
+/** Dispatchers in child processes (same database, Redis prefix and broker), killed at close. */
+function childDispatchers(harness: Harness, ledgerUrl: string | undefined) {
   const children: ChildProcess[] = [];
-  /** A dispatcher in a child process (same database, Redis prefix and broker). */
-  async function spawnDispatcher(env: Record<string, string> = {}): Promise<ChildProcess> {
-    const child = spawn(
-      process.execPath,
-      [join(import.meta.dirname, "webhook-dispatcher-child.ts")],
-      {
-        env: {
-          ...process.env,
-          ...TEST_DISPATCHER_ENV,
-          ...(ledgerUrl ? { LEDGER_URL: ledgerUrl, TEST_LEDGER_SEEDS: "1" } : {}),
-          ...env,
-          DATABASE_URL: harness.db.url,
-          REDIS_URL: harness.config.REDIS_URL,
-          REDIS_PREFIX: harness.redis.options.keyPrefix ?? "",
-          KAFKA_BROKERS: harness.brokers.join(","),
-          NODE_ENV: "test",
+  return {
+    async spawnDispatcher(env: Record<string, string> = {}): Promise<ChildProcess> {
+      const child = spawn(
+        process.execPath,
+        [join(import.meta.dirname, "webhook-dispatcher-child.ts")],
+        {
+          env: {
+            ...process.env,
+            ...TEST_DISPATCHER_ENV,
+            ...(ledgerUrl ? { LEDGER_URL: ledgerUrl, TEST_LEDGER_SEEDS: "1" } : {}),
+            ...env,
+            DATABASE_URL: harness.db.url,
+            REDIS_URL: harness.config.REDIS_URL,
+            REDIS_PREFIX: harness.redis.options.keyPrefix ?? "",
+            KAFKA_BROKERS: harness.brokers.join(","),
+            NODE_ENV: "test",
+          },
+          stdio: ["ignore", "pipe", "inherit"],
         },
-        stdio: ["ignore", "pipe", "inherit"],
-      },
-    );
-    children.push(child);
-    await new Promise<void>((resolve, reject) => {
-      child.stdout?.on("data", (chunk: Buffer) => {
-        if (chunk.toString().includes("ready")) {
-          resolve();
-        }
+      );
+      children.push(child);
+      await new Promise<void>((resolve, reject) => {
+        child.stdout?.on("data", (chunk: Buffer) => {
+          if (chunk.toString().includes("ready")) {
+            resolve();
+          }
+        });
+        child.on("exit", (code) => reject(new Error(`dispatcher child exited with ${code}`)));
       });
-      child.on("exit", (code) => reject(new Error(`dispatcher child exited with ${code}`)));
-    });
-    return child;
-  }
+      return child;
+    },
+    kill() {
+      for (const child of children) {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill("SIGKILL");
+        }
+      }
+    },
+  };
+}
 
-  function match(tenantId: string, watchlistId: string, overrides: Partial<MatchFound> = {}) {
-    const id = overrides.match_id ?? `m_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
-    return {
-      ...sampleMatch,
-      match_id: id,
-      tenant_id: tenantId,
-      watchlist: { id: watchlistId, name: "Test watchlist" },
-      match: { ...sampleMatch.match, folio: `23-${id}` },
-      occurred_at: new Date().toISOString(),
-      ...overrides,
-    } satisfies MatchFound;
-  }
+/** A match of `tenantId` on `watchlistId`, with a fresh id unless the overrides name one. */
+function testMatch(
+  tenantId: string,
+  watchlistId: string,
+  overrides: Partial<MatchFound> = {},
+): MatchFound {
+  const id = overrides.match_id ?? `m_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+  return {
+    ...sampleMatch,
+    match_id: id,
+    tenant_id: tenantId,
+    watchlist: { id: watchlistId, name: "Test watchlist" },
+    match: { ...sampleMatch.match, folio: `23-${id}` },
+    occurred_at: new Date().toISOString(),
+    ...overrides,
+  } satisfies MatchFound;
+}
 
-  async function publishMatches(matches: MatchFound[]) {
-    for (let i = 0; i < matches.length; i += 500) {
-      await harness.bus.publish(contracts.matchFound, matches.slice(i, i + 500));
-    }
-  }
+function headersFor(tenantId: string) {
+  return {
+    [INTERNAL_HEADERS.token]: INTERNAL_TOKEN,
+    [INTERNAL_HEADERS.tenant]: tenantId,
+    [INTERNAL_HEADERS.member]: "mb_test",
+    [INTERNAL_HEADERS.key]: "key_test",
+  };
+}
 
-  function headersFor(tenantId: string) {
-    return {
-      [INTERNAL_HEADERS.token]: INTERNAL_TOKEN,
-      [INTERNAL_HEADERS.tenant]: tenantId,
-      [INTERNAL_HEADERS.member]: "mb_test",
-      [INTERNAL_HEADERS.key]: "key_test",
-    };
-  }
-
-  /** Calls the first instance's internal API as a tenant. */
+/** The first dispatcher instance's internal API, called as a tenant. */
+function internalApi(instances: readonly Dispatcher[]) {
   async function call(
     tenantId: string,
     method: "GET" | "POST" | "DELETE",
@@ -376,57 +402,59 @@ export async function startWebhookStack(
     return reply.body as { id: string; url: string; events: string[]; secret: string };
   }
 
-  async function deliveryOf(webhookId: string) {
-    const { rows } = await harness.db.pool.query(
-      "SELECT * FROM dispatcher.deliveries WHERE id = $1",
-      [webhookId],
-    );
-    return rows[0];
-  }
+  return { call, subscribe, headersFor };
+}
+
+/**
+ * `ledger`: also runs the quota ledger on `leadview.recorded`, and dispatchers seed their
+ * lead-view counters from it (over its internal API) unless a test passes its own loader.
+ * `brokers` puts the stack on a broker the test runs (say one it kills), `env` on other stores
+ * (say a private REDIS_URL).
+ */
+export async function startWebhookStack(
+  options: { ledger?: boolean; brokers?: string[]; env?: Record<string, string> } = {},
+) {
+  const base = readConfig({ ...TEST_DISPATCHER_ENV, ...options.env });
+  const harness = await createTestHarness({
+    config: base,
+    migrations: options.ledger ? [migrations, ledgerMigrations] : [migrations],
+    topics: options.ledger ? [...DISPATCHER_TOPICS, contracts.leadViewVoided] : DISPATCHER_TOPICS,
+    ...(options.brokers ? { brokers: options.brokers } : {}),
+  });
+  const ledger = options.ledger ? await startLedger(harness) : undefined;
+  const fleet = dispatcherFleet(harness, ledger?.url, ledger !== undefined);
+  const children = childDispatchers(harness, ledger?.url);
 
   return {
     harness,
     /** The quota ledger's internal API, when the stack runs one. */
-    ledgerUrl,
+    ledgerUrl: ledger?.url,
     pool: harness.db.pool,
-    metricsText,
-    startDispatcher,
-    spawnDispatcher,
-    instances,
-    publishTenant,
-    tenantApplied,
-    match,
-    publishMatches,
-    call,
-    subscribe,
-    deliveryOf,
-    headersFor,
-    async stopDispatcher(app: Awaited<ReturnType<typeof buildApp>>) {
-      const index = instances.indexOf(app);
-      await app.stop();
-      await app.http?.close();
-      if (index >= 0) {
-        instances.splice(index, 1);
-        await buses[index]?.close();
-        await pools[index]?.end();
-        buses.splice(index, 1);
-        pools.splice(index, 1);
+    metricsText: fleet.metricsText,
+    startDispatcher: fleet.startDispatcher,
+    spawnDispatcher: children.spawnDispatcher,
+    instances: fleet.instances,
+    ...tenantPublisher(harness),
+    match: testMatch,
+    async publishMatches(matches: MatchFound[]) {
+      for (let i = 0; i < matches.length; i += 500) {
+        await harness.bus.publish(contracts.matchFound, matches.slice(i, i + 500));
       }
     },
+    ...internalApi(fleet.instances),
+    async deliveryOf(webhookId: string) {
+      const { rows } = await harness.db.pool.query(
+        "SELECT * FROM dispatcher.deliveries WHERE id = $1",
+        [webhookId],
+      );
+      return rows[0];
+    },
+    stopDispatcher: fleet.stopDispatcher,
     async close() {
-      for (const child of children) {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill("SIGKILL");
-        }
-      }
-      for (const app of instances) {
-        await app.stop().catch(() => {});
-        await app.http?.close().catch(() => {});
-      }
-      await Promise.allSettled(buses.map((bus) => bus.close()));
-      await Promise.allSettled(pools.map((pool) => pool.end()));
-      await ledger?.stop().catch(() => {});
-      await ledger?.http?.close().catch(() => {});
+      children.kill();
+      await fleet.close();
+      await ledger?.ledger.stop().catch(() => {});
+      await ledger?.ledger.http?.close().catch(() => {});
       await harness.close();
     },
   };
@@ -434,11 +462,6 @@ export async function startWebhookStack(
 
 export type WebhookStack = Awaited<ReturnType<typeof startWebhookStack>>;
 
-/**
- * Waits until the receiver got every delivery of `tenant` (or `died()` says the dispatcher under
- * test exited), then tallies what a fault test reports: delivery rows, the ids received, rows
- * never received and sends of an id already received.
- */
 /** How a child process ended, once it has: undefined while it runs. */
 export function exitOf(child: ChildProcess): () => string | undefined {
   let exited: string | undefined;
@@ -468,6 +491,11 @@ export async function subscribedTenant(
   await stack.stopDispatcher(api);
 }
 
+/**
+ * Waits until the receiver got every delivery of `tenant` (or `died()` says the dispatcher under
+ * test exited), then tallies what a fault test reports: delivery rows, the ids received, rows
+ * never received and sends of an id already received.
+ */
 export async function tallyDeliveries(
   stack: WebhookStack,
   receiver: Receiver,

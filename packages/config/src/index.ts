@@ -107,19 +107,6 @@ export const vars = {
   /** Interface to listen on; containers need all interfaces. */
   host: () => z.string().min(1).default("0.0.0.0"),
   flag: (fallback: boolean) => z.stringbool().default(fallback),
-  /** Comma-separated host:port list, as Kafka clients take it. */
-  hostPorts: () =>
-    z
-      .string()
-      .transform((value) =>
-        value
-          .split(",")
-          .map((item) => item.trim())
-          .filter(Boolean),
-      )
-      .refine((items) => items.length > 0 && items.every((item) => /^[^\s:]+:\d+$/.test(item)), {
-        message: "must be a comma-separated list of host:port",
-      }),
   logLevel: () =>
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** 32 bytes as 64 hex characters or base64: keys for HMAC peppers and AES-256. */
@@ -142,14 +129,14 @@ export function pepperOf(config: { KEY_PEPPER: string }): Buffer {
   return decodeKey(config.KEY_PEPPER) as Buffer;
 }
 
-/** The settings every service shares: stores, broker, logging, telemetry, deployment mode. */
-export const commonShape = {
+/**
+ * The settings every service shares, Postgres aside: Redis, broker, logging, telemetry,
+ * deployment mode. A service that keeps no database (the gateway) declares these alone.
+ */
+export const serviceShape = {
   /** `production` refuses development conveniences (plain-HTTP webhooks, default secrets). */
   NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
   LOG_LEVEL: vars.logLevel(),
-  DATABASE_URL: vars
-    .url(["postgres", "postgresql"])
-    .default("postgres://postgres:postgres@127.0.0.1:5432/postgres"),
   REDIS_URL: vars.url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
   /** Bootstrap brokers, TLS and SASL: see kafka.ts (unset means the dev broker on :9092). */
   ...kafkaShape,
@@ -158,6 +145,14 @@ export const commonShape = {
   OTEL_ENABLED: vars.flag(false),
   OTEL_EXPORTER_OTLP_ENDPOINT: vars.url(["http", "https"]).optional(),
   OTEL_SERVICE_NAME: z.string().optional(),
+};
+
+/** The settings of a service that owns a Postgres schema: the shared ones and its database. */
+export const commonShape = {
+  ...serviceShape,
+  DATABASE_URL: vars
+    .url(["postgres", "postgresql"])
+    .default("postgres://postgres:postgres@127.0.0.1:5432/postgres"),
 };
 
 /**

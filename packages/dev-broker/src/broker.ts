@@ -10,7 +10,7 @@ import { FetchPurgatory } from "./fetch-purgatory.ts";
 import { GroupCoordinator } from "./groups/coordinator.ts";
 import { Flusher } from "./log/flusher.ts";
 import { DEFAULT_TOPIC_CONFIG, type TopicConfig } from "./log/topic-config.ts";
-import { createLogger, type LogLevel } from "./logger.ts";
+import { createLogger, type Logger, type LogLevel } from "./logger.ts";
 import { OffsetsStore } from "./offsets-store.ts";
 import { type ProtocolFloor, versionTable } from "./protocol/floor.ts";
 import {
@@ -124,10 +124,26 @@ export interface RunningBroker {
   stop(): Promise<void>;
 }
 
-export async function startBroker(options: BrokerOptions = {}): Promise<RunningBroker> {
-  const logger = createLogger(options.logLevel ?? "warn");
-  // Checked before anything touches the data directory, so a bad setting changes nothing.
-  const listenerSpecs = [
+type ListenerSpec = ReturnType<typeof listenerSpecsOf>[number];
+
+interface OpenListener {
+  server: Server;
+  port: number;
+  protocol: SecurityProtocol;
+}
+
+/** The stores behind every listener: topics, offsets, groups, parked fetches and the flusher. */
+interface BrokerStores {
+  topics: TopicRegistry;
+  offsets: OffsetsStore;
+  coordinator: GroupCoordinator;
+  purgatory: FetchPurgatory;
+  flusher: Flusher | null;
+}
+
+/** Each listener's port, security and protocol versions, checked before any file is touched. */
+function listenerSpecsOf(options: BrokerOptions) {
+  return [
     { ...options, port: options.port ?? 9092 },
     ...(options.additionalListeners ?? []).map((l) => ({ ...l, port: l.port ?? 0 })),
   ].map((spec) => {
@@ -144,25 +160,34 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
     );
     return { port: spec.port, security, versions };
   });
-  const dataDir = options.dataDir === undefined ? null : resolve(options.dataDir);
-  if (dataDir !== null) {
-    mkdirSync(dataDir, { recursive: true });
-  }
-  const flusher = dataDir === null ? null : new Flusher();
-  const topicDefaults: TopicConfig = {
+}
+
+function topicDefaultsOf(options: BrokerOptions): TopicConfig {
+  return {
     retentionMs: options.retentionMs ?? DEFAULT_TOPIC_CONFIG.retentionMs,
     retentionBytes: options.retentionBytes ?? DEFAULT_TOPIC_CONFIG.retentionBytes,
     segmentBytes: options.segmentBytes ?? DEFAULT_TOPIC_CONFIG.segmentBytes,
     segmentMs: options.segmentMs ?? DEFAULT_TOPIC_CONFIG.segmentMs,
     maxMessageBytes: options.maxMessageBytes ?? DEFAULT_TOPIC_CONFIG.maxMessageBytes,
   };
-  const topics = new TopicRegistry(dataDir, flusher, topicDefaults);
+}
+
+/** Opens the stores, recovering the logs from the data directory when there is one. */
+function openStores(
+  options: BrokerOptions,
+  dataDir: string | null,
+  logger: Logger,
+): BrokerStores & { truncatedBytesOnRecovery: number } {
+  if (dataDir !== null) {
+    mkdirSync(dataDir, { recursive: true });
+  }
+  const flusher = dataDir === null ? null : new Flusher();
+  const topics = new TopicRegistry(dataDir, flusher, topicDefaultsOf(options));
   const truncatedBytesOnRecovery = topics.load();
   if (truncatedBytesOnRecovery > 0) {
     logger.warn("truncated torn log tails on recovery", { bytes: truncatedBytesOnRecovery });
   }
   const offsets = new OffsetsStore(dataDir, flusher);
-  const purgatory = new FetchPurgatory();
   const coordinator = new GroupCoordinator(
     {
       minSessionTimeoutMs: options.minSessionTimeoutMs ?? 6000,
@@ -172,10 +197,24 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
     },
     offsets,
   );
-  // Producer ids must never repeat across restarts: continue above anything found in the logs.
-  let nextProducerId = Math.max(topics.maxProducerIdSeen() + 1, 1000);
+  return {
+    topics,
+    offsets,
+    coordinator,
+    purgatory: new FetchPurgatory(),
+    flusher,
+    truncatedBytesOnRecovery,
+  };
+}
 
-  const stats: BrokerStats = {
+function closeStores(stores: BrokerStores): void {
+  stores.coordinator.close();
+  stores.offsets.close();
+  stores.topics.close();
+}
+
+function emptyStats(truncatedBytesOnRecovery: number): BrokerStats {
+  return {
     requestsByApiVersion: {},
     bytesIn: 0,
     bytesOut: 0,
@@ -189,8 +228,10 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
     commitsDuringRebalance: 0,
     failedAuthentications: 0,
   };
-  const host = options.host ?? "127.0.0.1";
-  const settings = {
+}
+
+function settingsOf(options: BrokerOptions, host: string): BrokerContext["settings"] {
+  return {
     nodeId: 0,
     clusterId: options.clusterId ?? "dev-broker",
     advertisedHost:
@@ -200,103 +241,117 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
     defaultPartitions: options.defaultPartitions ?? 1,
     strictReplicationFactor: options.strictReplicationFactor ?? false,
   };
-  const ctx: BrokerContext = {
-    settings,
-    versions: (listenerSpecs[0] as (typeof listenerSpecs)[number]).versions,
-    onRequest: options.onRequest ?? null,
-    produceAckDelayMs: options.produceAckDelayMs ?? null,
-    topics,
-    offsets,
-    coordinator,
-    purgatory,
-    flusher,
-    logger,
-    allocateProducerId: () => nextProducerId++,
-    stats,
-  };
-  const connectionStats: ConnectionStats = stats;
-  const connections = new Set<Connection>();
-  const maxRequestBytes = options.maxRequestBytes ?? 100 * 1024 * 1024;
-  const openListener = async (
-    spec: (typeof listenerSpecs)[number],
-  ): Promise<{ server: Server; port: number; protocol: SecurityProtocol }> => {
-    const { security } = spec;
-    // Each listener answers Metadata and FindCoordinator with its own address, as Kafka does.
-    const listenerCtx: BrokerContext = {
-      ...ctx,
-      settings: { ...settings },
-      versions: spec.versions,
-    };
-    const accept = (socket: Socket, principal: string): void => {
-      const connectionSecurity: ConnectionSecurity = {
-        principal,
-        sasl: security.sasl === null ? null : new SaslGate(security.sasl),
-      };
-      const connection = new Connection(
-        socket,
-        listenerCtx,
-        connectionStats,
-        maxRequestBytes,
-        connectionSecurity,
-      );
-      connections.add(connection);
-      stats.connectionsAccepted++;
-      stats.openConnections++;
-      socket.on("close", () => {
-        connections.delete(connection);
-        stats.openConnections--;
+}
+
+/** What every listener shares: the broker context, its open connections and the frame limit. */
+interface ListenerShared {
+  ctx: BrokerContext;
+  host: string;
+  connections: Set<Connection>;
+  stats: BrokerStats;
+  maxRequestBytes: number;
+}
+
+/** A plain socket server, or a TLS one that closes clients whose certificate is not trusted. */
+function socketServer(
+  spec: ListenerSpec,
+  logger: Logger,
+  accept: (socket: Socket, principal: string) => void,
+): Server {
+  if (spec.security.tls === null) {
+    return createServer((socket: Socket) => accept(socket, "User:ANONYMOUS"));
+  }
+  const tlsServer = createTlsServer(spec.security.tls, (socket: TLSSocket) => {
+    const principal = peerPrincipal(socket);
+    if (principal === null) {
+      logger.info("closing TLS connection: client certificate not trusted", {
+        reason: String(socket.authorizationError),
       });
-    };
-    let server: Server;
-    if (security.tls === null) {
-      server = createServer((socket: Socket) => accept(socket, "User:ANONYMOUS"));
-    } else {
-      const tlsServer = createTlsServer(security.tls, (socket: TLSSocket) => {
-        const principal = peerPrincipal(socket);
-        if (principal === null) {
-          logger.info("closing TLS connection: client certificate not trusted", {
-            reason: String(socket.authorizationError),
-          });
-          socket.destroy();
-          return;
-        }
-        // With SASL on top, the SASL user becomes the principal once authenticated.
-        accept(socket, principal);
-      });
-      tlsServer.on("tlsClientError", (error) => {
-        logger.info("TLS handshake failed", { error: error.message });
-      });
-      server = tlsServer;
+      socket.destroy();
+      return;
     }
-    await new Promise<void>((resolvePromise, reject) => {
-      server.once("error", reject);
-      server.listen(spec.port, host, () => {
-        server.off("error", reject);
-        resolvePromise();
-      });
+    // With SASL on top, the SASL user becomes the principal once authenticated.
+    accept(socket, principal);
+  });
+  tlsServer.on("tlsClientError", (error) => {
+    logger.info("TLS handshake failed", { error: error.message });
+  });
+  return tlsServer;
+}
+
+async function openListener(spec: ListenerSpec, shared: ListenerShared): Promise<OpenListener> {
+  const { ctx, connections } = shared;
+  const { security } = spec;
+  // Each listener answers Metadata and FindCoordinator with its own address, as Kafka does.
+  const listenerCtx: BrokerContext = {
+    ...ctx,
+    settings: { ...ctx.settings },
+    versions: spec.versions,
+  };
+  const { stats } = shared;
+  const accept = (socket: Socket, principal: string): void => {
+    const connectionSecurity: ConnectionSecurity = {
+      principal,
+      sasl: security.sasl === null ? null : new SaslGate(security.sasl),
+    };
+    const connectionStats: ConnectionStats = stats;
+    const connection = new Connection(
+      socket,
+      listenerCtx,
+      connectionStats,
+      shared.maxRequestBytes,
+      connectionSecurity,
+    );
+    connections.add(connection);
+    stats.connectionsAccepted++;
+    stats.openConnections++;
+    socket.on("close", () => {
+      connections.delete(connection);
+      stats.openConnections--;
     });
-    const address = server.address();
-    const port = typeof address === "object" && address !== null ? address.port : 0;
-    listenerCtx.settings.advertisedPort = port;
-    return { server, port, protocol: security.protocol };
   };
-  const listeners: Array<{ server: Server; port: number; protocol: SecurityProtocol }> = [];
+  const server = socketServer(spec, ctx.logger, accept);
+  await new Promise<void>((resolvePromise, reject) => {
+    server.once("error", reject);
+    server.listen(spec.port, shared.host, () => {
+      server.off("error", reject);
+      resolvePromise();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  listenerCtx.settings.advertisedPort = port;
+  return { server, port, protocol: security.protocol };
+}
+
+/** Opens every listener in order; on a failure (a port in use) closes what was opened. */
+async function openListeners(
+  specs: readonly ListenerSpec[],
+  shared: ListenerShared,
+  stores: BrokerStores,
+): Promise<OpenListener[]> {
+  const listeners: OpenListener[] = [];
   try {
-    for (const spec of listenerSpecs) {
-      listeners.push(await openListener(spec));
+    for (const spec of specs) {
+      listeners.push(await openListener(spec, shared));
     }
+    return listeners;
   } catch (error) {
-    // A port in use: undo what was opened so the caller may retry or exit cleanly.
+    // Undo what was opened so the caller may retry or exit cleanly.
     await Promise.all(listeners.map((l) => new Promise((r) => l.server.close(r))));
-    coordinator.close();
-    offsets.close();
-    topics.close();
+    closeStores(stores);
     throw error;
   }
-  const primary = listeners[0] as (typeof listeners)[number];
-  const port = primary.port;
-  settings.advertisedPort = port;
+}
 
+/** Retention on its interval and, with a data directory, background fsync on its own. */
+function startHousekeeping(
+  options: BrokerOptions,
+  stores: BrokerStores,
+  stats: BrokerStats,
+  logger: Logger,
+): { enforceRetention(): number; stop(): void } {
+  const { topics, flusher } = stores;
   const enforceRetention = (): number => {
     let freed = 0;
     const now = Date.now();
@@ -319,11 +374,78 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
           });
         }, options.flushIntervalMs ?? 1000);
   flushTimer?.unref();
+  return {
+    enforceRetention,
+    stop() {
+      clearInterval(retentionTimer);
+      if (flushTimer !== null) {
+        clearInterval(flushTimer);
+      }
+    },
+  };
+}
+
+/** Stops taking connections, answers parked fetches, drops clients, then syncs and closes. */
+async function stopBroker(
+  listeners: readonly OpenListener[],
+  connections: ReadonlySet<Connection>,
+  stores: BrokerStores,
+): Promise<void> {
+  const closed = Promise.all(
+    listeners.map((l) => new Promise<void>((r) => l.server.close(() => r()))),
+  );
+  stores.purgatory.completeWhere(() => true);
+  for (const c of connections) {
+    c.destroy();
+  }
+  await closed;
+  stores.coordinator.close();
+  await stores.flusher?.flush();
+  stores.offsets.close();
+  stores.topics.close();
+}
+
+export async function startBroker(options: BrokerOptions = {}): Promise<RunningBroker> {
+  const logger = createLogger(options.logLevel ?? "warn");
+  // Checked before anything touches the data directory, so a bad setting changes nothing.
+  const listenerSpecs = listenerSpecsOf(options);
+  const dataDir = options.dataDir === undefined ? null : resolve(options.dataDir);
+  const { truncatedBytesOnRecovery, ...stores } = openStores(options, dataDir, logger);
+  // Producer ids must never repeat across restarts: continue above anything found in the logs.
+  let nextProducerId = Math.max(stores.topics.maxProducerIdSeen() + 1, 1000);
+  const stats = emptyStats(truncatedBytesOnRecovery);
+  const host = options.host ?? "127.0.0.1";
+  const settings = settingsOf(options, host);
+  const ctx: BrokerContext = {
+    settings,
+    versions: (listenerSpecs[0] as ListenerSpec).versions,
+    onRequest: options.onRequest ?? null,
+    produceAckDelayMs: options.produceAckDelayMs ?? null,
+    ...stores,
+    logger,
+    allocateProducerId: () => nextProducerId++,
+    stats,
+  };
+  const connections = new Set<Connection>();
+  const maxRequestBytes = options.maxRequestBytes ?? 100 * 1024 * 1024;
+  const listeners = await openListeners(
+    listenerSpecs,
+    { ctx, host, connections, stats, maxRequestBytes },
+    stores,
+  );
+  const primary = listeners[0] as OpenListener;
+  const port = primary.port;
+  settings.advertisedPort = port;
+
+  const housekeeping = startHousekeeping(options, stores, stats, logger);
   Object.defineProperty(stats, "commitsDuringRebalance", {
     enumerable: true,
-    get: () => coordinator.commitsDuringRebalance,
+    get: () => stores.coordinator.commitsDuringRebalance,
   });
-  Object.defineProperty(stats, "parkedFetches", { enumerable: true, get: () => purgatory.size });
+  Object.defineProperty(stats, "parkedFetches", {
+    enumerable: true,
+    get: () => stores.purgatory.size,
+  });
 
   logger.info("broker listening", {
     host,
@@ -336,22 +458,8 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      clearInterval(retentionTimer);
-      if (flushTimer !== null) {
-        clearInterval(flushTimer);
-      }
-      const closed = Promise.all(
-        listeners.map((l) => new Promise<void>((r) => l.server.close(() => r()))),
-      );
-      purgatory.completeWhere(() => true);
-      for (const c of connections) {
-        c.destroy();
-      }
-      await closed;
-      coordinator.close();
-      await flusher?.flush();
-      offsets.close();
-      topics.close();
+      housekeeping.stop();
+      await stopBroker(listeners, connections, stores);
       logger.info("broker stopped");
     })();
     return stopping;
@@ -369,7 +477,7 @@ export async function startBroker(options: BrokerOptions = {}): Promise<RunningB
     })),
     dataDir,
     stats,
-    enforceRetention,
+    enforceRetention: housekeeping.enforceRetention,
     stop,
   };
 }

@@ -3,6 +3,7 @@ import { type AnyTopicContract, type Bus, type PublishedRecord, partitionOfKey }
 import { contractForTopic, type TopicContract } from "@th/contracts";
 import type { Pool, PoolClient } from "@th/db";
 import { type Logger, outsideAnyTrace, traceContextOf } from "@th/telemetry";
+import { coalescedDrains } from "./coalesced-drains.ts";
 
 /**
  * The transactional outbox: a service writes the events of a change into its `outbox` table in
@@ -230,36 +231,6 @@ async function purgeOutbox(pool: Pool, retentionMs: number): Promise<number> {
     }
   }
   return total;
-}
-
-/**
- * Runs one drain at a time. A flush asked for while a drain runs gets a fresh drain after it: the
- * running one may already have read past rows committed a moment ago.
- */
-function coalescedDrains(drain: () => Promise<number>): {
-  flush(): Promise<number>;
-  running(): Promise<number> | undefined;
-} {
-  let running: Promise<number> | undefined;
-  let pending: Promise<number> | undefined;
-  function flush(): Promise<number> {
-    if (!running) {
-      running = drain().finally(() => {
-        running = undefined;
-      });
-      return running;
-    }
-    if (!pending) {
-      pending = running
-        .catch(() => 0)
-        .then(() => {
-          pending = undefined;
-          return flush();
-        });
-    }
-    return pending;
-  }
-  return { flush, running: () => running };
 }
 
 /** Calls `work` every `everyMs` after the previous call settled, until stopped. */

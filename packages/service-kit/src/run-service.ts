@@ -1,5 +1,5 @@
 import { type AnyTopicContract, Bus, MissingTopicsError } from "@th/bus";
-import { type commonShape, kafkaConnection, type z } from "@th/config";
+import { type commonShape, kafkaConnection, type serviceShape, type z } from "@th/config";
 import { createPool, type MigrationSet, migrate, type Pool, pingDatabase } from "@th/db";
 import { createLogger, type Logger, startTelemetry } from "@th/telemetry";
 import { Redis } from "ioredis";
@@ -9,7 +9,10 @@ import { startInternalServer } from "./internal-server.ts";
 import { stopOnSignals } from "./lifecycle.ts";
 import { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
 
+/** The config of a service that owns a Postgres schema. */
 export type CommonConfig = z.infer<z.ZodObject<typeof commonShape>>;
+/** The config every service has, a database URL or not. */
+export type ServiceConfig = z.infer<z.ZodObject<typeof serviceShape>>;
 
 /** What every service is handed: its config and its connections, never globals. */
 export interface ServiceDeps<Config extends CommonConfig> extends StorelessServiceDeps<Config> {
@@ -17,7 +20,7 @@ export interface ServiceDeps<Config extends CommonConfig> extends StorelessServi
 }
 
 /** What a service that owns no Postgres schema (the gateway) is handed: no pool. */
-export interface StorelessServiceDeps<Config extends CommonConfig> {
+export interface StorelessServiceDeps<Config extends ServiceConfig> {
   config: Config;
   logger: Logger;
   redis: Redis;
@@ -35,7 +38,7 @@ export interface ServiceApp {
   stop(): Promise<void>;
 }
 
-interface ServiceSpecBase<Config extends CommonConfig> {
+interface ServiceSpecBase<Config extends ServiceConfig> {
   name: string;
   config: Config;
   /** Topics this service produces or consumes; it refuses to start when one is missing. */
@@ -49,9 +52,12 @@ interface ServiceSpecBase<Config extends CommonConfig> {
  * A service either owns a Postgres schema (its migrations, and a pool on it) or owns none and
  * gets no pool, so its readiness never waits on Postgres.
  */
-export type ServiceSpec<Config extends CommonConfig> = ServiceSpecBase<Config> &
+export type ServiceSpec<Config extends ServiceConfig> = ServiceSpecBase<Config> &
   (
-    | { migrations: MigrationSet; build(deps: ServiceDeps<Config>): Promise<ServiceApp> }
+    | {
+        migrations: MigrationSet;
+        build(deps: ServiceDeps<Config & CommonConfig>): Promise<ServiceApp>;
+      }
     | { migrations?: undefined; build(deps: StorelessServiceDeps<Config>): Promise<ServiceApp> }
   );
 
@@ -103,7 +109,16 @@ async function requireTopicsWithRetry(
  * The one `main` of every service: `node src/main.ts` runs it, `node src/main.ts migrate`
  * applies its migrations and exits (what the deploy's migration job runs).
  */
-export async function runService<Config extends CommonConfig>(
+/** The database URL of a service that owns a schema; its config declares one (commonShape). */
+function databaseUrlOf(config: ServiceConfig): string {
+  const url = (config as Partial<CommonConfig>).DATABASE_URL;
+  if (url === undefined) {
+    throw new Error("a service with migrations declares DATABASE_URL in its config (commonShape)");
+  }
+  return url;
+}
+
+export async function runService<Config extends ServiceConfig>(
   spec: ServiceSpec<Config>,
   argv: readonly string[],
 ): Promise<void> {
@@ -115,7 +130,7 @@ export async function runService<Config extends CommonConfig>(
       logger.info("no Postgres schema to migrate");
       return;
     }
-    const result = await migrate(config.DATABASE_URL, spec.migrations);
+    const result = await migrate(databaseUrlOf(config), spec.migrations);
     logger.info({ schema: result.schema, applied: result.applied }, "migrations applied");
     return;
   }
@@ -126,7 +141,7 @@ export async function runService<Config extends CommonConfig>(
   });
   const pool = spec.migrations
     ? createPool({
-        url: config.DATABASE_URL,
+        url: databaseUrlOf(config),
         schema: spec.migrations.schema,
         applicationName: spec.name,
         onConnectionError: (error) => logger.warn({ err: error }, "postgres connection lost"),
@@ -194,7 +209,11 @@ export async function runService<Config extends CommonConfig>(
   const app =
     spec.migrations === undefined
       ? await spec.build(base)
-      : await spec.build({ ...base, pool: pool as Pool });
+      : await spec.build({
+          ...base,
+          config: config as Config & CommonConfig,
+          pool: pool as Pool,
+        });
   if (app.http) {
     observeHttpRequests(app.http, metrics);
   }

@@ -6,7 +6,7 @@ import { createLogger, type Logger } from "@th/telemetry";
 import { startTestKafka, testRedisUrl } from "@th/test-stores";
 import { Redis } from "ioredis";
 import { unavailableStore } from "./errors.ts";
-import type { CommonConfig, ServiceDeps } from "./run-service.ts";
+import type { CommonConfig, ServiceConfig, ServiceDeps } from "./run-service.ts";
 
 /** Fast group timings so rebalances in tests take a second, not ten. */
 export const TEST_CONSUMER_TIMINGS = {
@@ -15,7 +15,9 @@ export const TEST_CONSUMER_TIMINGS = {
   maxWaitTimeInMs: 200,
 };
 
-export interface TestHarness<Config extends CommonConfig> extends ServiceDeps<Config> {
+/** A test's connections; its config names the test database, whatever the service's declares. */
+export interface TestHarness<Config extends ServiceConfig>
+  extends ServiceDeps<Config & Pick<CommonConfig, "DATABASE_URL">> {
   db: TestDatabase;
   brokers: string[];
   close(): Promise<void>;
@@ -26,7 +28,7 @@ export interface TestHarness<Config extends CommonConfig> extends ServiceDeps<Co
  * own Kafka (an in-memory dev broker on a free port, or an Apache Kafka container when the run
  * uses containers: see @th/test-stores), and Redis under a key prefix nobody else uses.
  */
-export async function createTestHarness<Config extends CommonConfig>(options: {
+export async function createTestHarness<Config extends ServiceConfig>(options: {
   config: Config;
   migrations: readonly MigrationSet[];
   topics?: readonly AnyTopicContract[];
@@ -50,7 +52,7 @@ export async function createTestHarness<Config extends CommonConfig>(options: {
   if (options.topics) {
     await bus.provision(options.topics);
   }
-  const config: Config = {
+  const config: Config & Pick<CommonConfig, "DATABASE_URL"> = {
     ...options.config,
     DATABASE_URL: db.url,
     REDIS_URL: redisUrl,

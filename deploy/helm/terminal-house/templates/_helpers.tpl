@@ -91,7 +91,11 @@ gets every secret its config declares; the migration Job gets them all.
 */}}
 {{- define "th.secretEnvOf" -}}
 {{- $secret := default (include "th.secretName" .root) .secret -}}
-{{- $needs := list "DATABASE_URL" "REDIS_URL" "INTERNAL_TOKEN" -}}
+{{- $needs := list "REDIS_URL" "INTERNAL_TOKEN" -}}
+{{- /* The gateway keeps no database: it reaches stored data through the services that own it. */ -}}
+{{- if ne .service "gateway" -}}
+{{- $needs = prepend $needs "DATABASE_URL" -}}
+{{- end -}}
 {{- if or (eq .service "gateway") (eq .service "keys") (eq .service "*") -}}
 {{- $needs = append $needs "KEY_PEPPER" -}}
 {{- end -}}
