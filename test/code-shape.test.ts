@@ -14,7 +14,6 @@ const LIMIT = 150;
 const STILL_TO_SPLIT: Record<string, number> = {
   "bench/kafka-throughput.ts main": 173,
   "bench/support/scale-dispatcher.ts dispatcherDriver": 152,
-  "packages/bus/src/bus.ts consume": 406,
   "packages/dev-broker/src/broker.ts startBroker": 249,
   "services/gateway/src/routes/dashboard-session.ts registerDashboardSessionRoutes": 248,
   "services/gateway/src/routes/export.ts registerExportRoutes": 182,
