@@ -1,32 +1,31 @@
 import {
   parkedTopicOf,
-  SCHEMA_HEADER,
   SINGLE_NODE_REPLICATION,
   type TopicContract,
   type TopicPlanEntry,
   topicPlan,
 } from "@th/contracts";
 import { injectContext, type Logger } from "@th/telemetry";
-import { type Admin, type Consumer, Kafka, logLevel } from "kafkajs";
+import type { Admin, Consumer, Kafka } from "kafkajs";
 import { Attempts } from "./consumer/attempts.ts";
-import type { ConsumerContext, ParkedRecord } from "./consumer/context.ts";
+import type { ConsumerContext } from "./consumer/context.ts";
 import { dispatchBatches } from "./consumer/dispatch.ts";
+import { parkRecords } from "./consumer/park.ts";
 import { ProcessedOffsets } from "./consumer/processed-offsets.ts";
 import { Redelivery } from "./consumer/redelivery.ts";
 import { rejoinOnCrash } from "./consumer/rejoin.ts";
 import type { AnyTopicContract, Subscription } from "./consumer/subscriptions.ts";
-import { readLog } from "./log-reader.ts";
+
+export { PARK_HEADERS } from "./consumer/park.ts";
+export type { ReplayedRecord, ReplayOptions, ReplayResult } from "./replay.ts";
+
+import { kafkaClient } from "./kafka-client.ts";
 import { KeylessPlacement, partitionOfKey } from "./partitioner.ts";
 import { PublishAbortedError, RecordProducer, type TopicRoute, unlessAborted } from "./producer.ts";
 import { awaitKafka, type KafkaProblem } from "./reachability.ts";
 import { encodeHeaders, PartitionBatches } from "./record-batch.ts";
-import {
-  decodeValue,
-  type EncodedRecords,
-  encodeValueTransient,
-  PoisonRecordError,
-  schemaHeaders,
-} from "./serde.ts";
+import { type ReplayOptions, type ReplayResult, replayTopic } from "./replay.ts";
+import { type EncodedRecords, encodeValueTransient, schemaHeaders } from "./serde.ts";
 import {
   applyTopicDifferences,
   diffTopics,
@@ -141,46 +140,6 @@ export interface RunningConsumer {
   ): Promise<boolean>;
 }
 
-export interface ReplayOptions<T> {
-  /**
-   * Called with each fetched slice of the log: records of one or more partitions, each
-   * partition's in offset order; the next slice waits for this call.
-   */
-  onBatch(records: readonly ReplayedRecord<T>[]): Promise<void>;
-}
-
-export interface ReplayedRecord<T> {
-  value: T;
-  partition: number;
-  offset: string;
-}
-
-export interface ReplayResult {
-  records: number;
-  /** The high-water marks the replay read up to, taken when it began. */
-  highWaterMarks: ReadonlyMap<number, string>;
-  /**
-   * Where each partition's log began when the replay began: retention may have removed what
-   * lies below, so the replay says nothing about those offsets.
-   */
-  lowWaterMarks: ReadonlyMap<number, string>;
-}
-
-export const PARK_HEADERS = {
-  reason: "th-parked-reason",
-  from: "th-parked-from",
-  group: "th-parked-group",
-  at: "th-parked-at",
-} as const;
-
-const KAFKA_TO_PINO = {
-  [logLevel.ERROR]: "error",
-  [logLevel.WARN]: "warn",
-  [logLevel.INFO]: "info",
-  [logLevel.DEBUG]: "debug",
-  [logLevel.NOTHING]: "silent",
-} as const;
-
 /**
  * The only door to Kafka. Producers publish typed values by contract; consumers get typed values
  * and answer with an outcome. Offsets are committed only for records whose outcome is done or
@@ -201,54 +160,7 @@ export class Bus {
   constructor(options: BusOptions) {
     this.#options = options;
     this.#logger = options.logger.child({ component: "bus" });
-    const logger = this.#logger;
-    const { tls, sasl } = options;
-    this.#kafka = new Kafka({
-      clientId: options.clientId,
-      brokers: [...options.brokers],
-      ...(tls
-        ? {
-            ssl: {
-              rejectUnauthorized: true,
-              ...(tls.ca ? { ca: [tls.ca] } : {}),
-              ...(tls.cert ? { cert: tls.cert } : {}),
-              ...(tls.key ? { key: tls.key } : {}),
-              ...(tls.servername ? { servername: tls.servername } : {}),
-            },
-            // A TLS handshake on a busy node can outlast kafkajs's one-second default.
-            connectionTimeout: 5000,
-          }
-        : {}),
-      ...(sasl
-        ? {
-            sasl:
-              sasl.mechanism === "plain"
-                ? { mechanism: "plain" as const, username: sasl.username, password: sasl.password }
-                : sasl.mechanism === "scram-sha-256"
-                  ? {
-                      mechanism: "scram-sha-256" as const,
-                      username: sasl.username,
-                      password: sasl.password,
-                    }
-                  : {
-                      mechanism: "scram-sha-512" as const,
-                      username: sasl.username,
-                      password: sasl.password,
-                    },
-          }
-        : {}),
-      logLevel: logLevel.WARN,
-      retry: { initialRetryTime: 200, retries: options.retries ?? 8 },
-      logCreator:
-        () =>
-        ({ level, log }) => {
-          const { message, ...extra } = log;
-          const method = KAFKA_TO_PINO[level as keyof typeof KAFKA_TO_PINO] ?? "info";
-          if (method !== "silent") {
-            logger[method]({ kafka: extra }, message);
-          }
-        },
-    });
+    this.#kafka = kafkaClient(options, this.#logger);
   }
 
   /** The TLS and SASL settings of the bus's own connections, the same kafkajs gets. */
@@ -521,7 +433,11 @@ export class Bus {
       progress: new ProcessedOffsets(),
       heartbeatEveryMs: timings.heartbeatInterval ?? 3000,
       park: (topic, partition, records) =>
-        this.#park(topic, partition, records, options.group, logger),
+        parkRecords(
+          (count, fill) => this.#produceTo(parkedTopicOf(topic), count, fill),
+          { topic, partition, group: options.group, logger },
+          records,
+        ),
     };
 
     await consumer.connect();
@@ -638,125 +554,12 @@ export class Bus {
    * replay at a few tens of thousands of records a second.
    */
   async replay<T>(contract: TopicContract<T>, options: ReplayOptions<T>): Promise<ReplayResult> {
-    const admin = await this.#ensureAdmin();
-    const offsets = await admin.fetchTopicOffsets(contract.topic);
-    const highWaterMarks = new Map(offsets.map((item) => [item.partition, item.high]));
-    const lowWaterMarks = new Map(
-      offsets.map((item) => [item.partition, BigInt(item.low) < 0n ? "0" : item.low]),
+    return replayTopic(
+      await this.#ensureAdmin(),
+      { clientId: this.#options.clientId, security: this.#security },
+      contract,
+      options,
     );
-    const ranges = new Map<number, readonly [bigint, bigint]>();
-    for (const item of offsets) {
-      const [low, high] = [BigInt(item.low), BigInt(item.high)];
-      if (high > low) {
-        ranges.set(item.partition, [low < 0n ? 0n : low, high]);
-      }
-    }
-    if (ranges.size === 0) {
-      return { records: 0, highWaterMarks, lowWaterMarks };
-    }
-    // One reader per partition leader, all at once; each hands over what it fetched while its
-    // next fetch is on the wire.
-    const [metadata, cluster] = await Promise.all([
-      admin.fetchTopicMetadata({ topics: [contract.topic] }),
-      admin.describeCluster(),
-    ]);
-    const leaders = new Map<number, Map<number, readonly [bigint, bigint]>>();
-    for (const partition of metadata.topics[0]?.partitions ?? []) {
-      const range = ranges.get(partition.partitionId);
-      if (range) {
-        const led = leaders.get(partition.leader) ?? new Map();
-        led.set(partition.partitionId, range);
-        leaders.set(partition.leader, led);
-      }
-    }
-    let records = 0;
-    let failed = false;
-    const schemaHeaderOf = new Map<string | undefined, Record<string, string>>();
-    await Promise.all(
-      [...leaders].map(async ([nodeId, led]) => {
-        const broker = cluster.brokers.find((item) => item.nodeId === nodeId);
-        if (!broker) {
-          throw new Error(`no address for broker ${nodeId} leading ${contract.topic}`);
-        }
-        await readLog(
-          {
-            clientId: this.#options.clientId,
-            host: broker.host,
-            port: broker.port,
-            security: this.#security,
-            topic: contract.topic,
-            ranges: led,
-            header: SCHEMA_HEADER,
-          },
-          async (slice) => {
-            if (failed) {
-              return;
-            }
-            const decoded: ReplayedRecord<T>[] = [];
-            for (const record of slice) {
-              let headers = schemaHeaderOf.get(record.header);
-              if (!headers) {
-                headers = record.header === undefined ? {} : { [SCHEMA_HEADER]: record.header };
-                schemaHeaderOf.set(record.header, headers);
-              }
-              try {
-                decoded.push({
-                  value: decodeValue(contract, record.value, headers),
-                  partition: record.partition,
-                  offset: record.offset,
-                });
-              } catch (error) {
-                if (!(error instanceof PoisonRecordError)) {
-                  throw error;
-                }
-              }
-            }
-            if (decoded.length > 0) {
-              try {
-                await options.onBatch(decoded);
-              } catch (error) {
-                failed = true;
-                throw error;
-              }
-              records += decoded.length;
-            }
-          },
-        );
-      }),
-    );
-    return { records, highWaterMarks, lowWaterMarks };
-  }
-
-  /**
-   * Parks copies of the original bytes with why, where from and when, in one request; durable
-   * before we go on.
-   */
-  async #park(
-    topic: string,
-    partition: number,
-    records: readonly ParkedRecord[],
-    group: string,
-    logger: Logger,
-  ): Promise<void> {
-    const at = new Date().toISOString();
-    await this.#produceTo(parkedTopicOf(topic), records.length, (add) => {
-      for (const { message, headers, reason } of records) {
-        add(
-          message.key,
-          message.value,
-          encodeHeaders({
-            ...headers,
-            [PARK_HEADERS.reason]: reason.slice(0, 2000),
-            [PARK_HEADERS.from]: `${topic}/${partition}/${message.offset}`,
-            [PARK_HEADERS.group]: group,
-            [PARK_HEADERS.at]: at,
-          }),
-        );
-      }
-    });
-    for (const { message, reason } of records) {
-      logger.warn({ topic, partition, offset: message.offset, reason }, "record parked");
-    }
   }
 
   /** Readiness: the cluster answers a metadata request. */
