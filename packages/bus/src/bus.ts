@@ -5,7 +5,7 @@ import {
   type TopicPlanEntry,
   topicPlan,
 } from "@th/contracts";
-import { injectContext, type Logger } from "@th/telemetry";
+import type { Logger } from "@th/telemetry";
 import type { Admin, Consumer, Kafka } from "kafkajs";
 import { Attempts } from "./consumer/attempts.ts";
 import type { ConsumerContext } from "./consumer/context.ts";
@@ -17,15 +17,16 @@ import { rejoinOnCrash } from "./consumer/rejoin.ts";
 import type { AnyTopicContract, Subscription } from "./consumer/subscriptions.ts";
 
 export { PARK_HEADERS } from "./consumer/park.ts";
+export type { PublishOptions } from "./publisher.ts";
 export type { ReplayedRecord, ReplayOptions, ReplayResult } from "./replay.ts";
 
 import { kafkaClient } from "./kafka-client.ts";
-import { KeylessPlacement, partitionOfKey } from "./partitioner.ts";
-import { PublishAbortedError, RecordProducer, type TopicRoute, unlessAborted } from "./producer.ts";
+import { partitionOfKey } from "./partitioner.ts";
+import { Publisher, type PublishOptions } from "./publisher.ts";
 import { awaitKafka, type KafkaProblem } from "./reachability.ts";
-import { encodeHeaders, PartitionBatches } from "./record-batch.ts";
+import { encodeHeaders } from "./record-batch.ts";
 import { type ReplayOptions, type ReplayResult, replayTopic } from "./replay.ts";
-import { type EncodedRecords, encodeValueTransient, schemaHeaders } from "./serde.ts";
+import { type EncodedRecords, encodeValueTransient } from "./serde.ts";
 import {
   applyTopicDifferences,
   diffTopics,
@@ -94,15 +95,6 @@ export interface BusOptions {
  */
 const SESSION_TIMEOUT_MS = 10_000;
 
-export interface PublishOptions {
-  headers?: Record<string, string>;
-  /**
-   * Gives the publish up when it fires (e.g. `AbortSignal.timeout(ms)`): it rejects with
-   * `PublishAbortedError` and sends nothing more, however many retries were left.
-   */
-  signal?: AbortSignal;
-}
-
 export interface PublishedRecord<T> {
   value: T;
   /** Overrides the shared headers, e.g. a stored `traceparent`. */
@@ -149,9 +141,8 @@ export class Bus {
   readonly #kafka: Kafka;
   readonly #options: BusOptions;
   readonly #logger: Logger;
-  #producer: RecordProducer | undefined;
+  readonly #publisher: Publisher;
   #admin: Promise<Admin> | undefined;
-  readonly #keyless = new KeylessPlacement();
   readonly #consumers = new Set<Consumer>();
   /** Groups this bus consumes for, with their topics, for the lag gauge. */
   readonly #groups = new Map<Consumer, { group: string; topics: string[] }>();
@@ -161,6 +152,12 @@ export class Bus {
     this.#options = options;
     this.#logger = options.logger.child({ component: "bus" });
     this.#kafka = kafkaClient(options, this.#logger);
+    this.#publisher = new Publisher({
+      clientId: options.clientId,
+      security: this.#security,
+      retries: options.retries,
+      admin: () => this.#ensureAdmin(),
+    });
   }
 
   /** The TLS and SASL settings of the bus's own connections, the same kafkajs gets. */
@@ -185,43 +182,6 @@ export class Bus {
         ...(options.onWait ? { onWait: options.onWait } : {}),
       },
     );
-  }
-
-  #recordProducer(): RecordProducer {
-    if (!this.#producer) {
-      this.#producer = new RecordProducer({
-        clientId: this.#options.clientId,
-        security: this.#security,
-        lookup: (topic) => this.#routeOf(topic),
-        retries: this.#options.retries ?? 8,
-        initialRetryMs: 200,
-        ackTimeoutMs: 30_000,
-        requestTimeoutMs: 35_000,
-        maxRouteAgeMs: 5 * 60_000,
-      });
-    }
-    return this.#producer;
-  }
-
-  async #routeOf(topic: string): Promise<TopicRoute> {
-    const admin = await this.#ensureAdmin();
-    const [metadata, cluster] = await Promise.all([
-      admin.fetchTopicMetadata({ topics: [topic] }),
-      admin.describeCluster(),
-    ]);
-    const partitions = metadata.topics[0]?.partitions ?? [];
-    if (partitions.length === 0) {
-      throw new Error(`topic ${topic} has no partitions`);
-    }
-    const brokers = new Map(cluster.brokers.map((broker) => [broker.nodeId, broker]));
-    const leaders: TopicRoute["leaders"][number][] = [];
-    for (const partition of partitions) {
-      const broker = brokers.get(partition.leader);
-      leaders[partition.partitionId] = broker
-        ? { host: broker.host, port: broker.port }
-        : undefined;
-    }
-    return { leaders };
   }
 
   #ensureAdmin(): Promise<Admin> {
@@ -315,7 +275,7 @@ export class Bus {
     records: readonly PublishedRecord<T>[],
     options: PublishOptions = {},
   ): Promise<void> {
-    await this.#produce(contract, records.length, options, (add, shared, schema) => {
+    await this.#publisher.produce(contract, records.length, options, (add, shared, schema) => {
       for (const record of records) {
         add(
           contract.keyOf(record.value),
@@ -339,74 +299,11 @@ export class Bus {
         `${records.keys.length} keys for ${records.values.length} values of ${records.contract.topic}`,
       );
     }
-    await this.#produce(records.contract, records.values.length, options, (add) => {
+    await this.#publisher.produce(records.contract, records.values.length, options, (add) => {
       for (let index = 0; index < records.values.length; index++) {
         add(records.keys[index] as string, records.values[index] as Buffer, undefined);
       }
     });
-  }
-
-  /** One produce of `count` records, which `fill` adds with their own headers or the shared. */
-  async #produce<T>(
-    contract: TopicContract<T>,
-    count: number,
-    options: PublishOptions,
-    fill: (
-      add: (key: string, value: Buffer, headers: Buffer | undefined) => void,
-      shared: Record<string, string>,
-      schema: Record<string, string>,
-    ) => void,
-  ): Promise<void> {
-    if (count === 0) {
-      return;
-    }
-    const schema = schemaHeaders(contract);
-    const shared = injectContext({ ...options.headers, ...schema });
-    const sharedSection = encodeHeaders(shared);
-    await this.#produceTo(
-      contract.topic,
-      count,
-      (add) =>
-        fill((key, value, headers) => add(key, value, headers ?? sharedSection), shared, schema),
-      options.signal,
-    );
-  }
-
-  /**
-   * Writes the records `fill` adds into one batch per partition (keyed records by their key's
-   * partition, the others round-robin) and sends them; resolves once all are acknowledged.
-   */
-  async #produceTo(
-    topic: string,
-    count: number,
-    fill: (
-      add: (key: Buffer | string | null, value: Buffer | null, headers: Buffer) => void,
-    ) => void,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const producer = this.#recordProducer();
-    const route = await unlessAborted(
-      producer.route(topic),
-      signal,
-      () => new PublishAbortedError(`produce to ${topic} given up before anything was sent`, false),
-    );
-    const partitions = route.leaders.length;
-    const batches = new PartitionBatches({
-      timestamp: Date.now(),
-      expectedRecords: count,
-      partitions,
-    });
-    fill((key, value, headers) => {
-      const partition =
-        key !== null
-          ? partitionOfKey(key, partitions)
-          : this.#keyless.next(
-              topic,
-              route.leaders.map((leader) => leader !== undefined),
-            );
-      batches.add(partition, key, value, headers);
-    });
-    await producer.produce(topic, batches.finish(), signal);
   }
 
   async consume(options: ConsumeOptions): Promise<RunningConsumer> {
@@ -434,7 +331,7 @@ export class Bus {
       heartbeatEveryMs: timings.heartbeatInterval ?? 3000,
       park: (topic, partition, records) =>
         parkRecords(
-          (count, fill) => this.#produceTo(parkedTopicOf(topic), count, fill),
+          (count, fill) => this.#publisher.produceTo(parkedTopicOf(topic), count, fill),
           { topic, partition, group: options.group, logger },
           records,
         ),
@@ -486,10 +383,10 @@ export class Bus {
   }
 
   /**
-   * Records not yet processed by each consumer group of this process: per partition, the
-   * high-water mark minus the group's committed offset (all of it when nothing is committed).
+   * Records not yet processed by each consumer group of this process: per group, topic and
+   * partition, the high-water mark (`end`) minus the group's committed offset (all of it when
+   * nothing is committed).
    */
-  /** Per group, topic and partition: records not yet committed, and the partition's end offset. */
   async consumerLag(): Promise<
     { group: string; topic: string; partition: number; lag: number; end: number }[]
   > {
@@ -576,8 +473,7 @@ export class Bus {
   async close(): Promise<void> {
     await Promise.all([...this.#consumers].map((consumer) => consumer.disconnect()));
     this.#consumers.clear();
-    this.#producer?.close();
-    this.#producer = undefined;
+    this.#publisher.close();
     const admin = this.#admin;
     this.#admin = undefined;
     await admin?.then(
