@@ -1,43 +1,32 @@
 import {
-  type Context,
-  context,
-  type Link,
-  propagation,
-  ROOT_CONTEXT,
-  SpanStatusCode,
-  trace,
-} from "@opentelemetry/api";
-import {
   parkedTopicOf,
-  SCHEMA_HEADER,
   SINGLE_NODE_REPLICATION,
   type TopicContract,
   type TopicPlanEntry,
   topicPlan,
 } from "@th/contracts";
-import { injectContext, inSpan, type Logger, tracer, withExtractedContext } from "@th/telemetry";
-import {
-  type Admin,
-  type Consumer,
-  type EachBatchPayload,
-  Kafka,
-  type KafkaMessage,
-  logLevel,
-} from "kafkajs";
-import { readLog } from "./log-reader.ts";
-import { type BatchOutcome, backoffMs, type Outcome } from "./outcomes.ts";
-import { KeylessPlacement, partitionOfKey } from "./partitioner.ts";
-import { PublishAbortedError, RecordProducer, type TopicRoute, unlessAborted } from "./producer.ts";
+import type { Logger } from "@th/telemetry";
+import type { Admin, Consumer, Kafka } from "kafkajs";
+import { Attempts } from "./consumer/attempts.ts";
+import type { ConsumerContext } from "./consumer/context.ts";
+import { dispatchBatches } from "./consumer/dispatch.ts";
+import { parkRecords } from "./consumer/park.ts";
+import { ProcessedOffsets } from "./consumer/processed-offsets.ts";
+import { Redelivery } from "./consumer/redelivery.ts";
+import { rejoinOnCrash } from "./consumer/rejoin.ts";
+import type { AnyTopicContract, Subscription } from "./consumer/subscriptions.ts";
+
+export { PARK_HEADERS } from "./consumer/park.ts";
+export type { PublishOptions } from "./publisher.ts";
+export type { ReplayedRecord, ReplayOptions, ReplayResult } from "./replay.ts";
+
+import { kafkaClient } from "./kafka-client.ts";
+import { partitionOfKey } from "./partitioner.ts";
+import { Publisher, type PublishOptions } from "./publisher.ts";
 import { awaitKafka, type KafkaProblem } from "./reachability.ts";
-import { encodeHeaders, PartitionBatches } from "./record-batch.ts";
-import {
-  decodeValue,
-  type EncodedRecords,
-  encodeValueTransient,
-  headersToStrings,
-  PoisonRecordError,
-  schemaHeaders,
-} from "./serde.ts";
+import { encodeHeaders } from "./record-batch.ts";
+import { type ReplayOptions, type ReplayResult, replayTopic } from "./replay.ts";
+import { type EncodedRecords, encodeValueTransient } from "./serde.ts";
 import {
   applyTopicDifferences,
   diffTopics,
@@ -46,6 +35,18 @@ import {
   type TopicDifference,
 } from "./topic-admin.ts";
 import type { ConnectionSecurity } from "./wire.ts";
+
+export {
+  type AnyTopicContract,
+  type BatchHandler,
+  type BatchSubscription,
+  type Delivered,
+  type Handler,
+  on,
+  onBatch,
+  type RecordSubscription,
+  type Subscription,
+} from "./consumer/subscriptions.ts";
 
 /** A service met a cluster without some of its topics: the topic plan was not applied. */
 export class MissingTopicsError extends Error {
@@ -87,9 +88,6 @@ export interface BusOptions {
   isUnavailable?: (error: unknown) => boolean;
 }
 
-/** Longest wait between two tries of a record whose store is unreachable. */
-const OUTAGE_BACKOFF_CAP_MS = 5_000;
-
 /**
  * How long the group waits for a member that stopped heartbeating (a process killed or hung)
  * before its partitions move: kafkajs's 30 s held a killed instance's partitions idle for longer
@@ -97,116 +95,10 @@ const OUTAGE_BACKOFF_CAP_MS = 5_000;
  */
 const SESSION_TIMEOUT_MS = 10_000;
 
-export interface PublishOptions {
-  headers?: Record<string, string>;
-  /**
-   * Gives the publish up when it fires (e.g. `AbortSignal.timeout(ms)`): it rejects with
-   * `PublishAbortedError` and sends nothing more, however many retries were left.
-   */
-  signal?: AbortSignal;
-}
-
 export interface PublishedRecord<T> {
   value: T;
   /** Overrides the shared headers, e.g. a stored `traceparent`. */
   headers?: Record<string, string>;
-}
-
-export interface Delivered<T> {
-  value: T;
-  key: string | null;
-  topic: string;
-  partition: number;
-  offset: string;
-  headers: Record<string, string>;
-  /** 1 on first delivery; grows while a thrown error is being retried. */
-  attempt: number;
-}
-
-export type Handler<T> = (message: Delivered<T>) => Promise<Outcome | undefined>;
-
-/**
- * Handles the decoded records of one fetched batch of one partition, in offset order, and
- * answers one outcome per record, in the same order (`undefined` for the whole answer, or for
- * one record, means done). Offsets are resolved only once it has resolved, so its effect must be
- * durable by then. A thrown error retries the whole batch with back-off; see `onBatch`.
- */
-export type BatchHandler<T> = (
-  records: readonly Delivered<T>[],
-) => Promise<readonly (BatchOutcome | undefined)[] | undefined>;
-
-/** A contract of any record type, as lists of topics hold them. */
-export type AnyTopicContract = TopicContract<never>;
-
-/** A handler of one record at a time (`on`) or of a fetched batch at a time (`onBatch`). */
-export type Subscription = RecordSubscription | BatchSubscription;
-
-export interface RecordSubscription {
-  readonly contract: AnyTopicContract;
-  readonly handle: (message: KafkaMessage, meta: MessageMeta) => Promise<Outcome | undefined>;
-}
-
-export interface BatchSubscription {
-  readonly contract: AnyTopicContract;
-  /** Throws PoisonRecordError for a record that cannot be read as the contract. */
-  readonly decode: (message: KafkaMessage, meta: MessageMeta) => Delivered<unknown>;
-  readonly handleBatch: (
-    records: readonly Delivered<unknown>[],
-  ) => Promise<readonly (BatchOutcome | undefined)[] | undefined>;
-}
-
-interface MessageMeta {
-  topic: string;
-  partition: number;
-  headers: Record<string, string>;
-  attempt: number;
-}
-
-function delivered<T>(contract: TopicContract<T>, message: KafkaMessage, meta: MessageMeta) {
-  return {
-    value: decodeValue(contract, message.value, meta.headers),
-    key: message.key?.toString() ?? null,
-    topic: meta.topic,
-    partition: meta.partition,
-    offset: message.offset,
-    headers: meta.headers,
-    attempt: meta.attempt,
-  };
-}
-
-/** Pairs a topic contract with a handler typed by it. */
-export function on<T>(contract: TopicContract<T>, handler: Handler<T>): Subscription {
-  return {
-    contract: contract as AnyTopicContract,
-    handle: (message, meta) => handler(delivered(contract, message, meta)),
-  };
-}
-
-/**
- * Pairs a topic contract with a handler of whole fetched batches, for consumers whose cost is
- * per transaction rather than per record. Same guarantees as `on`, batch by batch:
- *
- * - The handler gets the records of one fetched batch of one partition that could be decoded;
- *   undecodable ones are parked with the reason. The offsets of the batch are resolved (and so
- *   committed) only after the handler resolved and every record it answered `park` for, and
- *   every undecodable one, was durably parked: a crash before that redelivers the whole batch.
- * - A thrown error retries the whole batch (from its first offset, the partition paused) with
- *   the same back-off as `on`. After `maxAttempts` failed attempts the records of that batch
- *   are handed over one at a time (a batch of one), each with its own attempts as under `on`,
- *   so only the record(s) that keep failing are parked and the partition goes on; records after
- *   that batch are batched again.
- * - `attempt` is the batch's attempt (or the lone record's, while isolating).
- * - The handler runs in one span (`consume <topic>`) that continues the trace of the batch's
- *   first traced record and links (up to 128) records of other traces; each record's own trace
- *   context stays in its `headers` (`traceContextOf(record.headers)`) for work that must
- *   continue it, such as an outbox row.
- */
-export function onBatch<T>(contract: TopicContract<T>, handler: BatchHandler<T>): Subscription {
-  return {
-    contract: contract as AnyTopicContract,
-    decode: (message, meta) => delivered(contract, message, meta),
-    handleBatch: handler as BatchSubscription["handleBatch"],
-  };
 }
 
 export interface ConsumeOptions {
@@ -240,117 +132,6 @@ export interface RunningConsumer {
   ): Promise<boolean>;
 }
 
-export interface ReplayOptions<T> {
-  /**
-   * Called with each fetched slice of the log: records of one or more partitions, each
-   * partition's in offset order; the next slice waits for this call.
-   */
-  onBatch(records: readonly ReplayedRecord<T>[]): Promise<void>;
-}
-
-export interface ReplayedRecord<T> {
-  value: T;
-  partition: number;
-  offset: string;
-}
-
-export interface ReplayResult {
-  records: number;
-  /** The high-water marks the replay read up to, taken when it began. */
-  highWaterMarks: ReadonlyMap<number, string>;
-  /**
-   * Where each partition's log began when the replay began: retention may have removed what
-   * lies below, so the replay says nothing about those offsets.
-   */
-  lowWaterMarks: ReadonlyMap<number, string>;
-}
-
-export const PARK_HEADERS = {
-  reason: "th-parked-reason",
-  from: "th-parked-from",
-  group: "th-parked-group",
-  at: "th-parked-at",
-} as const;
-
-const KAFKA_TO_PINO = {
-  [logLevel.ERROR]: "error",
-  [logLevel.WARN]: "warn",
-  [logLevel.INFO]: "info",
-  [logLevel.DEBUG]: "debug",
-  [logLevel.NOTHING]: "silent",
-} as const;
-
-const COMMITTED_POLL_MS = 100;
-
-/**
- * A batch span continues the trace of its first traced record (a batch usually comes from one
- * ingest, so that is the trace of all of them) and links to at most this many records of other
- * traces; a full fetch would bloat it.
- */
-const MAX_SPAN_LINKS = 128;
-
-/**
- * How far a consumer has got in each partition, and who is waiting for it to get further. The
- * local figure is exact and immediate; the group's committed offset covers partitions another
- * member owns and what finished before this process started.
- */
-class ProcessedOffsets {
-  readonly #next = new Map<string, bigint>();
-  readonly #waiters = new Set<() => void>();
-
-  advance(topic: string, partition: number, next: bigint) {
-    const key = `${topic}/${partition}`;
-    if ((this.#next.get(key) ?? -1n) < next) {
-      this.#next.set(key, next);
-      for (const wake of [...this.#waiters]) {
-        wake();
-      }
-    }
-  }
-
-  close() {
-    for (const wake of [...this.#waiters]) {
-      wake();
-    }
-  }
-
-  async waitFor(
-    topic: string,
-    partition: number,
-    target: bigint,
-    options: { timeoutMs: number; committed: () => Promise<bigint> },
-  ): Promise<boolean> {
-    const key = `${topic}/${partition}`;
-    const deadline = Date.now() + options.timeoutMs;
-    // Offset 0 means an empty partition: nothing to wait for.
-    const reached = () => target <= 0n || (this.#next.get(key) ?? -1n) >= target;
-    let nextCommittedCheck = 0;
-    while (!reached()) {
-      if (Date.now() >= nextCommittedCheck) {
-        nextCommittedCheck = Date.now() + COMMITTED_POLL_MS;
-        if ((await options.committed().catch(() => -1n)) >= target) {
-          return true;
-        }
-        continue;
-      }
-      const wait = Math.min(deadline, nextCommittedCheck) - Date.now();
-      if (Date.now() >= deadline) {
-        return false;
-      }
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          clearTimeout(timer);
-          this.#waiters.delete(wake);
-          resolve();
-        };
-        const timer = setTimeout(wake, Math.max(1, wait));
-        this.#waiters.add(wake);
-      });
-    }
-    return true;
-  }
-}
-
 /**
  * The only door to Kafka. Producers publish typed values by contract; consumers get typed values
  * and answer with an outcome. Offsets are committed only for records whose outcome is done or
@@ -360,9 +141,8 @@ export class Bus {
   readonly #kafka: Kafka;
   readonly #options: BusOptions;
   readonly #logger: Logger;
-  #producer: RecordProducer | undefined;
+  readonly #publisher: Publisher;
   #admin: Promise<Admin> | undefined;
-  readonly #keyless = new KeylessPlacement();
   readonly #consumers = new Set<Consumer>();
   /** Groups this bus consumes for, with their topics, for the lag gauge. */
   readonly #groups = new Map<Consumer, { group: string; topics: string[] }>();
@@ -371,53 +151,12 @@ export class Bus {
   constructor(options: BusOptions) {
     this.#options = options;
     this.#logger = options.logger.child({ component: "bus" });
-    const logger = this.#logger;
-    const { tls, sasl } = options;
-    this.#kafka = new Kafka({
+    this.#kafka = kafkaClient(options, this.#logger);
+    this.#publisher = new Publisher({
       clientId: options.clientId,
-      brokers: [...options.brokers],
-      ...(tls
-        ? {
-            ssl: {
-              rejectUnauthorized: true,
-              ...(tls.ca ? { ca: [tls.ca] } : {}),
-              ...(tls.cert ? { cert: tls.cert } : {}),
-              ...(tls.key ? { key: tls.key } : {}),
-              ...(tls.servername ? { servername: tls.servername } : {}),
-            },
-            // A TLS handshake on a busy node can outlast kafkajs's one-second default.
-            connectionTimeout: 5000,
-          }
-        : {}),
-      ...(sasl
-        ? {
-            sasl:
-              sasl.mechanism === "plain"
-                ? { mechanism: "plain" as const, username: sasl.username, password: sasl.password }
-                : sasl.mechanism === "scram-sha-256"
-                  ? {
-                      mechanism: "scram-sha-256" as const,
-                      username: sasl.username,
-                      password: sasl.password,
-                    }
-                  : {
-                      mechanism: "scram-sha-512" as const,
-                      username: sasl.username,
-                      password: sasl.password,
-                    },
-          }
-        : {}),
-      logLevel: logLevel.WARN,
-      retry: { initialRetryTime: 200, retries: options.retries ?? 8 },
-      logCreator:
-        () =>
-        ({ level, log }) => {
-          const { message, ...extra } = log;
-          const method = KAFKA_TO_PINO[level as keyof typeof KAFKA_TO_PINO] ?? "info";
-          if (method !== "silent") {
-            logger[method]({ kafka: extra }, message);
-          }
-        },
+      security: this.#security,
+      retries: options.retries,
+      admin: () => this.#ensureAdmin(),
     });
   }
 
@@ -443,43 +182,6 @@ export class Bus {
         ...(options.onWait ? { onWait: options.onWait } : {}),
       },
     );
-  }
-
-  #recordProducer(): RecordProducer {
-    if (!this.#producer) {
-      this.#producer = new RecordProducer({
-        clientId: this.#options.clientId,
-        security: this.#security,
-        lookup: (topic) => this.#routeOf(topic),
-        retries: this.#options.retries ?? 8,
-        initialRetryMs: 200,
-        ackTimeoutMs: 30_000,
-        requestTimeoutMs: 35_000,
-        maxRouteAgeMs: 5 * 60_000,
-      });
-    }
-    return this.#producer;
-  }
-
-  async #routeOf(topic: string): Promise<TopicRoute> {
-    const admin = await this.#ensureAdmin();
-    const [metadata, cluster] = await Promise.all([
-      admin.fetchTopicMetadata({ topics: [topic] }),
-      admin.describeCluster(),
-    ]);
-    const partitions = metadata.topics[0]?.partitions ?? [];
-    if (partitions.length === 0) {
-      throw new Error(`topic ${topic} has no partitions`);
-    }
-    const brokers = new Map(cluster.brokers.map((broker) => [broker.nodeId, broker]));
-    const leaders: TopicRoute["leaders"][number][] = [];
-    for (const partition of partitions) {
-      const broker = brokers.get(partition.leader);
-      leaders[partition.partitionId] = broker
-        ? { host: broker.host, port: broker.port }
-        : undefined;
-    }
-    return { leaders };
   }
 
   #ensureAdmin(): Promise<Admin> {
@@ -573,7 +275,7 @@ export class Bus {
     records: readonly PublishedRecord<T>[],
     options: PublishOptions = {},
   ): Promise<void> {
-    await this.#produce(contract, records.length, options, (add, shared, schema) => {
+    await this.#publisher.produce(contract, records.length, options, (add, shared, schema) => {
       for (const record of records) {
         add(
           contract.keyOf(record.value),
@@ -597,74 +299,11 @@ export class Bus {
         `${records.keys.length} keys for ${records.values.length} values of ${records.contract.topic}`,
       );
     }
-    await this.#produce(records.contract, records.values.length, options, (add) => {
+    await this.#publisher.produce(records.contract, records.values.length, options, (add) => {
       for (let index = 0; index < records.values.length; index++) {
         add(records.keys[index] as string, records.values[index] as Buffer, undefined);
       }
     });
-  }
-
-  /** One produce of `count` records, which `fill` adds with their own headers or the shared. */
-  async #produce<T>(
-    contract: TopicContract<T>,
-    count: number,
-    options: PublishOptions,
-    fill: (
-      add: (key: string, value: Buffer, headers: Buffer | undefined) => void,
-      shared: Record<string, string>,
-      schema: Record<string, string>,
-    ) => void,
-  ): Promise<void> {
-    if (count === 0) {
-      return;
-    }
-    const schema = schemaHeaders(contract);
-    const shared = injectContext({ ...options.headers, ...schema });
-    const sharedSection = encodeHeaders(shared);
-    await this.#produceTo(
-      contract.topic,
-      count,
-      (add) =>
-        fill((key, value, headers) => add(key, value, headers ?? sharedSection), shared, schema),
-      options.signal,
-    );
-  }
-
-  /**
-   * Writes the records `fill` adds into one batch per partition (keyed records by their key's
-   * partition, the others round-robin) and sends them; resolves once all are acknowledged.
-   */
-  async #produceTo(
-    topic: string,
-    count: number,
-    fill: (
-      add: (key: Buffer | string | null, value: Buffer | null, headers: Buffer) => void,
-    ) => void,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const producer = this.#recordProducer();
-    const route = await unlessAborted(
-      producer.route(topic),
-      signal,
-      () => new PublishAbortedError(`produce to ${topic} given up before anything was sent`, false),
-    );
-    const partitions = route.leaders.length;
-    const batches = new PartitionBatches({
-      timestamp: Date.now(),
-      expectedRecords: count,
-      partitions,
-    });
-    fill((key, value, headers) => {
-      const partition =
-        key !== null
-          ? partitionOfKey(key, partitions)
-          : this.#keyless.next(
-              topic,
-              route.leaders.map((leader) => leader !== undefined),
-            );
-      batches.add(partition, key, value, headers);
-    });
-    await producer.produce(topic, batches.finish(), signal);
   }
 
   async consume(options: ConsumeOptions): Promise<RunningConsumer> {
@@ -680,394 +319,50 @@ export class Bus {
         : {}),
     });
     const byTopic = new Map(options.subscriptions.map((sub) => [sub.contract.topic, sub]));
-    const maxAttempts = options.maxAttempts ?? 5;
-    const attempts = new Map<string, number>();
-    /** Per `topic/partition`: the end of a failed batch whose records go one at a time. */
-    const isolating = new Map<string, bigint>();
-    const resumeTimers = new Set<NodeJS.Timeout>();
     const logger = this.#logger.child({ group: options.group });
-    const progress = new ProcessedOffsets();
-    const heartbeatEveryMs = timings.heartbeatInterval ?? 3000;
+    const attempts = new Attempts();
+    const ctx: ConsumerContext = {
+      logger,
+      maxAttempts: options.maxAttempts ?? 5,
+      isUnavailable: (error) => this.#options.isUnavailable?.(error) ?? false,
+      attempts,
+      redelivery: new Redelivery(consumer, attempts, logger),
+      progress: new ProcessedOffsets(),
+      heartbeatEveryMs: timings.heartbeatInterval ?? 3000,
+      park: (topic, partition, records) =>
+        parkRecords(
+          (count, fill) => this.#publisher.produceTo(parkedTopicOf(topic), count, fill),
+          { topic, partition, group: options.group, logger },
+          records,
+        ),
+    };
 
     await consumer.connect();
     await consumer.subscribe({
       topics: [...byTopic.keys()],
       fromBeginning: options.fromBeginning ?? true,
     });
-
-    const pauseAndRedeliver = (
-      topic: string,
-      partition: number,
-      offset: string,
-      afterMs: number,
-    ) => {
-      consumer.pause([{ topic, partitions: [partition] }]);
-      consumer.seek({ topic, partition, offset });
-      const timer = setTimeout(() => {
-        resumeTimers.delete(timer);
-        consumer.resume([{ topic, partitions: [partition] }]);
-      }, afterMs);
-      resumeTimers.add(timer);
-    };
-
-    /** Per attempt key: how many tries in a row met an unreachable store. */
-    const outageTries = new Map<string, number>();
-    /** Redelivers after a store outage, with back-off; the record's attempts stay as they were. */
-    const waitOutOutage = (
-      topic: string,
-      partition: number,
-      offset: string,
-      attemptKey: string,
-      error: unknown,
-    ) => {
-      const tries = (outageTries.get(attemptKey) ?? 0) + 1;
-      outageTries.set(attemptKey, tries);
-      logger.warn(
-        { err: error, topic, partition, offset, tries },
-        "a store the handler needs is unreachable; will retry",
-      );
-      pauseAndRedeliver(topic, partition, offset, backoffMs(tries, 200, OUTAGE_BACKOFF_CAP_MS));
-    };
-
-    /**
-     * The per-record path: each record's handler in its own span, thrown errors retried on that
-     * record, then parked. False when the partition was paused for a retry or the batch went
-     * stale, so the caller stops too.
-     */
-    const eachRecord = async (
-      payload: EachBatchPayload,
-      messages: readonly KafkaMessage[],
-      handle: (
-        message: KafkaMessage,
-        meta: MessageMeta,
-      ) => Promise<Outcome | BatchOutcome | undefined>,
-    ): Promise<boolean> => {
-      const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
-      for (const message of messages) {
-        if (!isRunning() || isStale()) {
-          return false;
-        }
-        const headers = headersToStrings(message.headers);
-        const attemptKey = `${batch.topic}/${batch.partition}/${message.offset}`;
-        const attempt = (attempts.get(attemptKey) ?? 0) + 1;
-        let outcome: Outcome;
-        try {
-          outcome = await withExtractedContext(headers, () =>
-            inSpan(
-              `consume ${batch.topic}`,
-              { "messaging.destination": batch.topic, "messaging.kafka.offset": message.offset },
-              async () =>
-                (await handle(message, {
-                  topic: batch.topic,
-                  partition: batch.partition,
-                  headers,
-                  attempt,
-                })) ?? { kind: "done" },
-            ),
-          );
-        } catch (error) {
-          if (error instanceof PoisonRecordError) {
-            outcome = { kind: "park", reason: error.message };
-          } else if (this.#options.isUnavailable?.(error)) {
-            waitOutOutage(batch.topic, batch.partition, message.offset, attemptKey, error);
-            return false;
-          } else if (attempt >= maxAttempts) {
-            outcome = {
-              kind: "park",
-              reason: `handler failed ${attempt} times: ${(error as Error).message}`,
-            };
-          } else {
-            attempts.set(attemptKey, attempt);
-            logger.warn(
-              {
-                err: error,
-                topic: batch.topic,
-                partition: batch.partition,
-                offset: message.offset,
-                attempt,
-              },
-              "handler failed; will retry",
-            );
-            pauseAndRedeliver(batch.topic, batch.partition, message.offset, backoffMs(attempt));
-            return false;
-          }
-        }
-        if (outcome.kind === "retry") {
-          pauseAndRedeliver(batch.topic, batch.partition, message.offset, outcome.afterMs);
-          return false;
-        }
-        if (outcome.kind === "park") {
-          await this.#park(
-            batch.topic,
-            batch.partition,
-            [{ message, headers, reason: outcome.reason }],
-            options.group,
-            logger,
-          );
-        }
-        attempts.delete(attemptKey);
-        outageTries.delete(attemptKey);
-        resolveOffset(message.offset);
-        progress.advance(batch.topic, batch.partition, BigInt(message.offset) + 1n);
-        await heartbeat();
-      }
-      return true;
-    };
-
-    /** A record of a batch subscription handed over alone (while isolating a failed batch). */
-    const alone =
-      (subscription: BatchSubscription) =>
-      async (message: KafkaMessage, meta: MessageMeta): Promise<BatchOutcome | undefined> => {
-        const outcomes = await subscription.handleBatch([subscription.decode(message, meta)]);
-        if (outcomes !== undefined && outcomes.length !== 1) {
-          throw new Error(`batch handler answered ${outcomes.length} outcomes for 1 record`);
-        }
-        return outcomes?.[0];
-      };
-
-    /** The batch path: see `onBatch` for the guarantees. */
-    const eachWholeBatch = async (
-      payload: EachBatchPayload,
-      subscription: BatchSubscription,
-      messages: readonly KafkaMessage[],
-    ): Promise<void> => {
-      const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
-      const first = messages[0];
-      const last = messages[messages.length - 1];
-      if (!first || !last || !isRunning() || isStale()) {
-        return;
-      }
-      const partitionKey = `${batch.topic}/${batch.partition}`;
-      const attemptKey = `batch:${partitionKey}/${first.offset}`;
-      const attempt = (attempts.get(attemptKey) ?? 0) + 1;
-      const records: Delivered<unknown>[] = [];
-      const sources: { message: KafkaMessage; headers: Record<string, string> }[] = [];
-      const toPark: { message: KafkaMessage; headers: Record<string, string>; reason: string }[] =
-        [];
-      const links: Link[] = [];
-      let parent: Context | undefined;
-      let parentTraceId: string | undefined;
-      for (const message of messages) {
-        const headers = headersToStrings(message.headers);
-        try {
-          records.push(
-            subscription.decode(message, {
-              topic: batch.topic,
-              partition: batch.partition,
-              headers,
-              attempt,
-            }),
-          );
-          sources.push({ message, headers });
-        } catch (error) {
-          if (!(error instanceof PoisonRecordError)) {
-            throw error;
-          }
-          toPark.push({ message, headers, reason: error.message });
-          continue;
-        }
-        if (headers.traceparent !== undefined) {
-          const carried = propagation.extract(ROOT_CONTEXT, headers);
-          const spanContext = trace.getSpanContext(carried);
-          if (spanContext && !parent) {
-            parent = carried;
-            parentTraceId = spanContext.traceId;
-          } else if (
-            spanContext &&
-            spanContext.traceId !== parentTraceId &&
-            links.length < MAX_SPAN_LINKS
-          ) {
-            links.push({ context: spanContext });
-          }
-        }
-      }
-      if (records.length > 0) {
-        // A long batch must not cost the group its membership.
-        const beat = setInterval(() => {
-          heartbeat().catch(() => {});
-        }, heartbeatEveryMs);
-        let outcomes: readonly (BatchOutcome | undefined)[] | undefined;
-        try {
-          outcomes = await tracer().startActiveSpan(
-            `consume ${batch.topic}`,
-            {
-              attributes: {
-                "messaging.destination": batch.topic,
-                "messaging.kafka.partition": batch.partition,
-                "messaging.kafka.offset": first.offset,
-                "messaging.batch.message_count": records.length,
-              },
-              links,
-            },
-            parent ?? context.active(),
-            async (span) => {
-              try {
-                const answer = await subscription.handleBatch(records);
-                if (answer !== undefined && answer.length !== records.length) {
-                  throw new Error(
-                    `batch handler answered ${answer.length} outcomes for ${records.length} records`,
-                  );
-                }
-                return answer;
-              } catch (error) {
-                span.recordException(error as Error);
-                span.setStatus({ code: SpanStatusCode.ERROR });
-                throw error;
-              } finally {
-                span.end();
-              }
-            },
-          );
-        } catch (error) {
-          if (this.#options.isUnavailable?.(error)) {
-            waitOutOutage(batch.topic, batch.partition, first.offset, attemptKey, error);
-            return;
-          }
-          if (attempt < maxAttempts) {
-            attempts.set(attemptKey, attempt);
-            logger.warn(
-              {
-                err: error,
-                topic: batch.topic,
-                partition: batch.partition,
-                offset: first.offset,
-                records: messages.length,
-                attempt,
-              },
-              "batch handler failed; will retry the batch",
-            );
-            pauseAndRedeliver(batch.topic, batch.partition, first.offset, backoffMs(attempt));
-            return;
-          }
-          attempts.delete(attemptKey);
-          logger.warn(
-            {
-              err: error,
-              topic: batch.topic,
-              partition: batch.partition,
-              offset: first.offset,
-              records: messages.length,
-              attempt,
-            },
-            "batch handler failed; handling its records one at a time",
-          );
-          isolating.set(partitionKey, BigInt(last.offset) + 1n);
-          await eachBatchOf(payload, subscription, messages);
-          return;
-        } finally {
-          clearInterval(beat);
-        }
-        outcomes?.forEach((outcome, index) => {
-          const source = sources[index];
-          if (outcome?.kind === "park" && source) {
-            toPark.push({ ...source, reason: outcome.reason });
-          }
-        });
-      }
-      if (toPark.length > 0) {
-        await this.#park(batch.topic, batch.partition, toPark, options.group, logger);
-      }
-      attempts.delete(attemptKey);
-      outageTries.delete(attemptKey);
-      resolveOffset(last.offset);
-      progress.advance(batch.topic, batch.partition, BigInt(last.offset) + 1n);
-      await heartbeat();
-    };
-
-    const eachBatchOf = async (
-      payload: EachBatchPayload,
-      subscription: BatchSubscription,
-      messages: readonly KafkaMessage[],
-    ): Promise<void> => {
-      const { batch } = payload;
-      const partitionKey = `${batch.topic}/${batch.partition}`;
-      const isolateBelow = isolating.get(partitionKey);
-      if (isolateBelow === undefined) {
-        await eachWholeBatch(payload, subscription, messages);
-        return;
-      }
-      const split = messages.findIndex((message) => BigInt(message.offset) >= isolateBelow);
-      const lone = split === -1 ? messages : messages.slice(0, split);
-      if (!(await eachRecord(payload, lone, alone(subscription)))) {
-        return;
-      }
-      const lastAlone = lone[lone.length - 1];
-      if (split !== -1 || (lastAlone && BigInt(lastAlone.offset) + 1n >= isolateBelow)) {
-        isolating.delete(partitionKey);
-      }
-      if (split !== -1) {
-        await eachWholeBatch(payload, subscription, messages.slice(split));
-      }
-    };
-
-    const eachBatch = async (payload: EachBatchPayload) => {
-      const { batch } = payload;
-      const subscription = byTopic.get(batch.topic);
-      if (!subscription || batch.messages.length === 0) {
-        return;
-      }
-      if ("handleBatch" in subscription) {
-        await eachBatchOf(payload, subscription, batch.messages);
-      } else {
-        await eachRecord(payload, batch.messages, subscription.handle);
-      }
-    };
-
     const runConfig = {
       eachBatchAutoResolve: false,
       autoCommit: true,
       partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
-      eachBatch,
+      eachBatch: dispatchBatches(ctx, byTopic),
     };
-    // kafkajs restarts a crashed consumer only when the error was one it knows to be passing;
-    // any other (a handler's or the bus's own error escaping a batch) leaves the consumer
-    // stopped for good, out of its group, while the process looks healthy. It rejoins here,
-    // with back-off, until it runs again or is stopped.
-    let stopped = false;
-    let rejoinTimer: NodeJS.Timeout | undefined;
-    const rejoin = (attempt: number) => {
-      rejoinTimer = setTimeout(
-        async () => {
-          if (stopped) {
-            return;
-          }
-          try {
-            await consumer.connect();
-            await consumer.run(runConfig);
-            logger.info({ attempt }, "consumer rejoined its group");
-          } catch (error) {
-            logger.warn({ err: error, attempt }, "consumer could not rejoin; trying again");
-            rejoin(attempt + 1);
-          }
-        },
-        backoffMs(attempt, 500, 10_000),
-      );
-    };
-    consumer.on(consumer.events.CRASH, ({ payload }) => {
-      if (payload.restart || stopped) {
-        return;
-      }
-      logger.error({ err: payload.error }, "consumer crashed; rejoining its group");
-      clearTimeout(rejoinTimer);
-      rejoin(1);
-    });
+    const rejoining = rejoinOnCrash(consumer, runConfig, logger);
     await consumer.run(runConfig);
     this.#consumers.add(consumer);
     this.#groups.set(consumer, { group: options.group, topics: [...byTopic.keys()] });
     return {
       stop: async () => {
-        stopped = true;
-        clearTimeout(rejoinTimer);
-        for (const timer of resumeTimers) {
-          clearTimeout(timer);
-        }
+        rejoining.stop();
+        ctx.redelivery.cancel();
         this.#consumers.delete(consumer);
         this.#groups.delete(consumer);
-        progress.close();
+        ctx.progress.close();
         await consumer.disconnect();
       },
       waitUntilProcessed: (topic, partition, offset, waitOptions = {}) =>
-        progress.waitFor(topic, partition, BigInt(offset), {
+        ctx.progress.waitFor(topic, partition, BigInt(offset), {
           timeoutMs: waitOptions.timeoutMs ?? 5000,
           committed: () => this.#committedOffset(options.group, topic, partition),
         }),
@@ -1088,10 +383,10 @@ export class Bus {
   }
 
   /**
-   * Records not yet processed by each consumer group of this process: per partition, the
-   * high-water mark minus the group's committed offset (all of it when nothing is committed).
+   * Records not yet processed by each consumer group of this process: per group, topic and
+   * partition, the high-water mark (`end`) minus the group's committed offset (all of it when
+   * nothing is committed).
    */
-  /** Per group, topic and partition: records not yet committed, and the partition's end offset. */
   async consumerLag(): Promise<
     { group: string; topic: string; partition: number; lag: number; end: number }[]
   > {
@@ -1156,125 +451,12 @@ export class Bus {
    * replay at a few tens of thousands of records a second.
    */
   async replay<T>(contract: TopicContract<T>, options: ReplayOptions<T>): Promise<ReplayResult> {
-    const admin = await this.#ensureAdmin();
-    const offsets = await admin.fetchTopicOffsets(contract.topic);
-    const highWaterMarks = new Map(offsets.map((item) => [item.partition, item.high]));
-    const lowWaterMarks = new Map(
-      offsets.map((item) => [item.partition, BigInt(item.low) < 0n ? "0" : item.low]),
+    return replayTopic(
+      await this.#ensureAdmin(),
+      { clientId: this.#options.clientId, security: this.#security },
+      contract,
+      options,
     );
-    const ranges = new Map<number, readonly [bigint, bigint]>();
-    for (const item of offsets) {
-      const [low, high] = [BigInt(item.low), BigInt(item.high)];
-      if (high > low) {
-        ranges.set(item.partition, [low < 0n ? 0n : low, high]);
-      }
-    }
-    if (ranges.size === 0) {
-      return { records: 0, highWaterMarks, lowWaterMarks };
-    }
-    // One reader per partition leader, all at once; each hands over what it fetched while its
-    // next fetch is on the wire.
-    const [metadata, cluster] = await Promise.all([
-      admin.fetchTopicMetadata({ topics: [contract.topic] }),
-      admin.describeCluster(),
-    ]);
-    const leaders = new Map<number, Map<number, readonly [bigint, bigint]>>();
-    for (const partition of metadata.topics[0]?.partitions ?? []) {
-      const range = ranges.get(partition.partitionId);
-      if (range) {
-        const led = leaders.get(partition.leader) ?? new Map();
-        led.set(partition.partitionId, range);
-        leaders.set(partition.leader, led);
-      }
-    }
-    let records = 0;
-    let failed = false;
-    const schemaHeaderOf = new Map<string | undefined, Record<string, string>>();
-    await Promise.all(
-      [...leaders].map(async ([nodeId, led]) => {
-        const broker = cluster.brokers.find((item) => item.nodeId === nodeId);
-        if (!broker) {
-          throw new Error(`no address for broker ${nodeId} leading ${contract.topic}`);
-        }
-        await readLog(
-          {
-            clientId: this.#options.clientId,
-            host: broker.host,
-            port: broker.port,
-            security: this.#security,
-            topic: contract.topic,
-            ranges: led,
-            header: SCHEMA_HEADER,
-          },
-          async (slice) => {
-            if (failed) {
-              return;
-            }
-            const decoded: ReplayedRecord<T>[] = [];
-            for (const record of slice) {
-              let headers = schemaHeaderOf.get(record.header);
-              if (!headers) {
-                headers = record.header === undefined ? {} : { [SCHEMA_HEADER]: record.header };
-                schemaHeaderOf.set(record.header, headers);
-              }
-              try {
-                decoded.push({
-                  value: decodeValue(contract, record.value, headers),
-                  partition: record.partition,
-                  offset: record.offset,
-                });
-              } catch (error) {
-                if (!(error instanceof PoisonRecordError)) {
-                  throw error;
-                }
-              }
-            }
-            if (decoded.length > 0) {
-              try {
-                await options.onBatch(decoded);
-              } catch (error) {
-                failed = true;
-                throw error;
-              }
-              records += decoded.length;
-            }
-          },
-        );
-      }),
-    );
-    return { records, highWaterMarks, lowWaterMarks };
-  }
-
-  /**
-   * Parks copies of the original bytes with why, where from and when, in one request; durable
-   * before we go on.
-   */
-  async #park(
-    topic: string,
-    partition: number,
-    records: readonly { message: KafkaMessage; headers: Record<string, string>; reason: string }[],
-    group: string,
-    logger: Logger,
-  ): Promise<void> {
-    const at = new Date().toISOString();
-    await this.#produceTo(parkedTopicOf(topic), records.length, (add) => {
-      for (const { message, headers, reason } of records) {
-        add(
-          message.key,
-          message.value,
-          encodeHeaders({
-            ...headers,
-            [PARK_HEADERS.reason]: reason.slice(0, 2000),
-            [PARK_HEADERS.from]: `${topic}/${partition}/${message.offset}`,
-            [PARK_HEADERS.group]: group,
-            [PARK_HEADERS.at]: at,
-          }),
-        );
-      }
-    });
-    for (const { message, reason } of records) {
-      logger.warn({ topic, partition, offset: message.offset, reason }, "record parked");
-    }
   }
 
   /** Readiness: the cluster answers a metadata request. */
@@ -1291,8 +473,7 @@ export class Bus {
   async close(): Promise<void> {
     await Promise.all([...this.#consumers].map((consumer) => consumer.disconnect()));
     this.#consumers.clear();
-    this.#producer?.close();
-    this.#producer = undefined;
+    this.#publisher.close();
     const admin = this.#admin;
     this.#admin = undefined;
     await admin?.then(
