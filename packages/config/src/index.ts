@@ -107,19 +107,6 @@ export const vars = {
   /** Interface to listen on; containers need all interfaces. */
   host: () => z.string().min(1).default("0.0.0.0"),
   flag: (fallback: boolean) => z.stringbool().default(fallback),
-  /** Comma-separated host:port list, as Kafka clients take it. */
-  hostPorts: () =>
-    z
-      .string()
-      .transform((value) =>
-        value
-          .split(",")
-          .map((item) => item.trim())
-          .filter(Boolean),
-      )
-      .refine((items) => items.length > 0 && items.every((item) => /^[^\s:]+:\d+$/.test(item)), {
-        message: "must be a comma-separated list of host:port",
-      }),
   logLevel: () =>
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** 32 bytes as 64 hex characters or base64: keys for HMAC peppers and AES-256. */
@@ -159,6 +146,20 @@ export const commonShape = {
   OTEL_EXPORTER_OTLP_ENDPOINT: vars.url(["http", "https"]).optional(),
   OTEL_SERVICE_NAME: z.string().optional(),
 };
+
+/**
+ * What every service that listens shares beyond `commonShape`: its public and internal ports,
+ * the interface it listens on and the token of its internal API.
+ */
+export function serviceShape(ports: { port: number; internalPort: number }) {
+  return {
+    ...commonShape,
+    PORT: vars.port(ports.port),
+    INTERNAL_PORT: vars.port(ports.internalPort),
+    HOST: vars.host(),
+    INTERNAL_TOKEN: vars.internalToken(),
+  };
+}
 
 /**
  * Secrets with a development default must be set explicitly in production: running production
