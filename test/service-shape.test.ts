@@ -222,6 +222,25 @@ function environmentOutsideConfig(files: string[]): string[] {
     .flatMap(environmentReads);
 }
 
+/** Relative imports from one service's source (tests included) into another service. */
+function crossServiceImports(): string[] {
+  return services().flatMap((name) =>
+    filesUnder(join(servicesDir, name, "src"))
+      .filter((path) => /\.tsx?$/.test(path))
+      .map((path) => relative(root, path))
+      .flatMap((file) =>
+        importsOf(file)
+          .filter((found) => found.from.startsWith("."))
+          .map((found) => ({
+            found,
+            target: relative(root, resolve(root, dirname(file), found.from)),
+          }))
+          .filter(({ target }) => !target.startsWith(`services/${name}/`))
+          .map(({ found }) => `${file} imports ${found.from}`),
+      ),
+  );
+}
+
 /** What a service's src/ lacks of the documented layout. */
 function missingParts(name: string): string[] {
   const src = join(servicesDir, name, "src");
@@ -268,6 +287,10 @@ describe("the service layout of docs/architecture.md", () => {
 
   it("reads process.env only in config.ts", () => {
     expect(environmentOutsideConfig(files)).toEqual([]);
+  });
+
+  it("lets no service import another's source, not even in its tests", () => {
+    expect(crossServiceImports()).toEqual([]);
   });
 
   it("recognises each kind of break", () => {
