@@ -1,9 +1,9 @@
 // Demo data for `npm start`: the sample roll in the parcel store and a demo tenant (Team tier,
 // on trial) whose API key is printed. The key is kept in .data/demo.json so a restart reuses the
 // same tenant; a key that no longer works is replaced by a fresh trial.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { runNodeScript } from "./run-node.ts";
 
 export interface DemoContext {
   baseUrl: string;
@@ -15,23 +15,11 @@ export interface DemoContext {
 const SAMPLE_ROLL = join("services", "parcels", "sample", "NAL23F202501.csv");
 
 async function ingestSampleRoll(context: DemoContext): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [join("services", "parcels", "src", "ingest", "cli.ts"), "--no-rejects", SAMPLE_ROLL],
-      { cwd: context.root, env: context.env, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let output = "";
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.on("exit", (code) =>
-      code === 0 ? resolve() : reject(new Error(`sample roll ingest failed:\n${output}`)),
-    );
-  });
+  await runNodeScript(
+    [join("services", "parcels", "src", "ingest", "cli.ts"), "--no-rejects", SAMPLE_ROLL],
+    { cwd: context.root, env: context.env },
+    (output) => new Error(`sample roll ingest failed:\n${output}`),
+  );
 }
 
 async function keyStillWorks(baseUrl: string, key: string): Promise<boolean> {

@@ -9,6 +9,7 @@ import { createInterface } from "node:readline";
 import { ensureDashboardBuilt } from "../packages/dashboard/src/build.ts";
 import { GATEWAY_NODE_FLAGS } from "../services/gateway/src/heap.ts";
 import { seedDemo } from "./demo.ts";
+import { runNodeScript } from "./run-node.ts";
 
 const root = join(import.meta.dirname, "..");
 const env = process.env;
@@ -102,25 +103,11 @@ function launch(name: string, args: string[], extraEnv: Record<string, string>, 
 }
 
 function runToEnd(name: string, args: string[], extraEnv: Record<string, string>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      cwd: root,
-      env: { ...env, ...extraEnv },
-      stdio: "pipe",
-    });
-    let output = "";
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.on("exit", (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`${name} failed:\n${output.split("\n").map(formatLine).join("\n")}`)),
-    );
-  });
+  return runNodeScript(
+    args,
+    { cwd: root, env: { ...env, ...extraEnv } },
+    (output) => new Error(`${name} failed:\n${output.split("\n").map(formatLine).join("\n")}`),
+  );
 }
 
 async function waitForReady(url: string, timeoutMs: number): Promise<boolean> {
