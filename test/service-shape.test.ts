@@ -241,6 +241,17 @@ function crossServiceImports(): string[] {
   );
 }
 
+/** Production files that import a service's test fixtures in `src/testing/`. */
+function fixturesInProduction(files: string[]): string[] {
+  return files
+    .filter((file) => !/^services\/[^/]+\/src\/testing\//.test(file))
+    .flatMap((file) =>
+      importsOf(file)
+        .filter((found) => folderReached(file, found.from) === "testing")
+        .map((found) => `${file} imports ${found.from}`),
+    );
+}
+
 /** What a service's src/ lacks of the documented layout. */
 function missingParts(name: string): string[] {
   const src = join(servicesDir, name, "src");
@@ -291,6 +302,10 @@ describe("the service layout of docs/architecture.md", () => {
 
   it("lets no service import another's source, not even in its tests", () => {
     expect(crossServiceImports()).toEqual([]);
+  });
+
+  it("keeps the fixtures of src/testing/ out of the service's production code", () => {
+    expect(fixturesInProduction(files)).toEqual([]);
   });
 
   it("recognises each kind of break", () => {
