@@ -1,12 +1,2 @@
-import { contracts, deliveryRetryLadder } from "@th/contracts";
-
-/** Every topic a webhook dispatcher produces or consumes. */
-export const DISPATCHER_TOPICS = [
-  contracts.matchFound,
-  contracts.deliveryAttempted,
-  ...deliveryRetryLadder.map((stage) => stage.contract),
-  contracts.deliveryDeadLetter,
-  contracts.leadViewRecorded,
-  contracts.tenantChanged,
-  contracts.keyRevoked,
-];
+// The dispatcher's own topic list, for the tests and benches that provision a broker for it.
+export { DISPATCHER_TOPICS } from "@th/webhook-dispatcher/app";

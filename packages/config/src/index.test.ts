@@ -7,6 +7,7 @@ import {
   defineConfig,
   pepperOf,
   refuseDevDefaultsInProduction,
+  serviceShape,
   vars,
   z,
 } from "./index.ts";
@@ -65,6 +66,23 @@ describe("defineConfig", () => {
     } finally {
       vi.unstubAllEnvs();
     }
+  });
+});
+
+describe("serviceShape", () => {
+  it("gives a service its ports, an interface to listen on and the internal token", () => {
+    const service = defineConfig(serviceShape({ port: 8089, internalPort: 9089 }));
+    expect(service.load({})).toMatchObject({
+      PORT: 8089,
+      INTERNAL_PORT: 9089,
+      HOST: "0.0.0.0",
+      INTERNAL_TOKEN: DEV_SECRETS.INTERNAL_TOKEN,
+      LOG_LEVEL: "info",
+    });
+    expect(service.load({ PORT: "1234", INTERNAL_TOKEN: "x".repeat(16) })).toMatchObject({
+      PORT: 1234,
+      INTERNAL_TOKEN: "x".repeat(16),
+    });
   });
 });
 

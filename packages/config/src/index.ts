@@ -133,7 +133,7 @@ export function pepperOf(config: { KEY_PEPPER: string }): Buffer {
  * The settings every service shares, Postgres aside: Redis, broker, logging, telemetry,
  * deployment mode. A service that keeps no database (the gateway) declares these alone.
  */
-export const serviceShape = {
+export const baseShape = {
   /** `production` refuses development conveniences (plain-HTTP webhooks, default secrets). */
   NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
   LOG_LEVEL: vars.logLevel(),
@@ -149,11 +149,25 @@ export const serviceShape = {
 
 /** The settings of a service that owns a Postgres schema: the shared ones and its database. */
 export const commonShape = {
-  ...serviceShape,
+  ...baseShape,
   DATABASE_URL: vars
     .url(["postgres", "postgresql"])
     .default("postgres://postgres:postgres@127.0.0.1:5432/postgres"),
 };
+
+/**
+ * What every service that listens shares beyond `commonShape`: its public and internal ports,
+ * the interface it listens on and the token of its internal API.
+ */
+export function serviceShape(ports: { port: number; internalPort: number }) {
+  return {
+    ...commonShape,
+    PORT: vars.port(ports.port),
+    INTERNAL_PORT: vars.port(ports.internalPort),
+    HOST: vars.host(),
+    INTERNAL_TOKEN: vars.internalToken(),
+  };
+}
 
 /**
  * Secrets with a development default must be set explicitly in production: running production

@@ -106,7 +106,7 @@ function privateKeyOf(contents: Buffer): KeyObject | undefined {
   }
 }
 
-/** The Kafka variables every service shares (`serviceShape`). */
+/** The Kafka variables every service shares (`baseShape`). */
 export const kafkaShape = {
   /** Comma-separated bootstrap host:port list; unset means the dev broker on localhost:9092. */
   KAFKA_BROKERS: z

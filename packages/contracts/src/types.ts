@@ -7,6 +7,8 @@
 // - Money: whole US dollars in an Avro `long` (JS number, safe to 2^53).
 // - Nullable fields: Avro `["null", T]` with default null; here `T | null`.
 
+import { RECIPE_USE_CLASSES } from "@th/api-schemas/catalogue";
+
 /** RFC 3339 UTC instant, `YYYY-MM-DDTHH:mm:ss.sssZ`. */
 export type Instant = string;
 /** UTC calendar day, `YYYY-MM-DD`. */
@@ -15,15 +17,11 @@ export type UtcDay = string;
 export const ROLL_STAGES = ["preliminary", "final"] as const;
 export type RollStage = (typeof ROLL_STAGES)[number];
 
-export const USE_CLASSES = [
-  "residential",
-  "commercial",
-  "industrial",
-  "agricultural",
-  "institutional",
-  "governmental",
-  "miscellaneous",
-] as const;
+/**
+ * The use classes of `land_use.use_class`: the public catalogue's list, which recipes filter on,
+ * so the event and the API name the same classes (`types.test.ts` holds it to the schema's enum).
+ */
+export const USE_CLASSES = RECIPE_USE_CLASSES;
 export type UseClass = (typeof USE_CLASSES)[number];
 
 export interface Situs {
@@ -150,14 +148,18 @@ export type FailureKind = (typeof FAILURE_KINDS)[number];
 export const DELIVERY_STATES = ["complete", "retrying", "dead_letter"] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
-/** `delivery.attempted`, key delivery_id. */
-export interface DeliveryAttempted {
+/** Which delivery a delivery record speaks of: its endpoint, tenant and match. */
+export interface DeliveryIdentity {
   delivery_id: string;
   endpoint_id: string;
   tenant_id: string;
   watchlist_id: string;
   match_id: string;
   folio: string;
+}
+
+/** `delivery.attempted`, key delivery_id. */
+export interface DeliveryAttempted extends DeliveryIdentity {
   attempt: number;
   replay_no: number;
   attempted_at: Instant;
@@ -170,13 +172,7 @@ export interface DeliveryAttempted {
 }
 
 /** `delivery.retry.{1s,5s,30s,5m}`, key delivery_id. */
-export interface DeliveryRetry {
-  delivery_id: string;
-  endpoint_id: string;
-  tenant_id: string;
-  watchlist_id: string;
-  match_id: string;
-  folio: string;
+export interface DeliveryRetry extends DeliveryIdentity {
   event_type: string;
   payload_json: string;
   attempt: number;
@@ -198,13 +194,7 @@ export const DEAD_LETTER_REASONS = [
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
 
 /** `delivery.dead-letter`, key delivery_id. */
-export interface DeliveryDeadLetter {
-  delivery_id: string;
-  endpoint_id: string;
-  tenant_id: string;
-  watchlist_id: string;
-  match_id: string;
-  folio: string;
+export interface DeliveryDeadLetter extends DeliveryIdentity {
   event_type: string;
   payload_json: string;
   attempts: number;
@@ -273,14 +263,18 @@ export interface TenantChanged {
   changed_at: Instant;
 }
 
-/** `key.issued`, key tenant_id. */
-export interface KeyIssued {
+/** Which API key a key record speaks of, as the gateway authenticates it. */
+export interface KeyIdentity {
   key_id: string;
   tenant_id: string;
   key_hash: string;
   last4: string;
   member_id: string;
   label: string;
+}
+
+/** `key.issued`, key tenant_id. */
+export interface KeyIssued extends KeyIdentity {
   issued_at: Instant;
 }
 
@@ -288,13 +282,7 @@ export const KEY_REVOKE_REASONS = ["manual", "compromise", "tenant_cancelled", "
 export type KeyRevokeReason = (typeof KEY_REVOKE_REASONS)[number];
 
 /** `key.revoked`, key tenant_id. */
-export interface KeyRevoked {
-  key_id: string;
-  tenant_id: string;
-  key_hash: string;
-  last4: string;
-  member_id: string;
-  label: string;
+export interface KeyRevoked extends KeyIdentity {
   revoked_by_member_id: string | null;
   reason: KeyRevokeReason;
   revoked_at: Instant;

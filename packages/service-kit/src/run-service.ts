@@ -1,5 +1,5 @@
 import { type AnyTopicContract, Bus, MissingTopicsError } from "@th/bus";
-import { type commonShape, kafkaConnection, type serviceShape, type z } from "@th/config";
+import { type baseShape, type commonShape, kafkaConnection, type z } from "@th/config";
 import { createPool, type MigrationSet, migrate, type Pool, pingDatabase } from "@th/db";
 import { createLogger, type Logger, startTelemetry } from "@th/telemetry";
 import { Redis } from "ioredis";
@@ -12,7 +12,7 @@ import { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
 /** The config of a service that owns a Postgres schema. */
 export type CommonConfig = z.infer<z.ZodObject<typeof commonShape>>;
 /** The config every service has, a database URL or not. */
-export type ServiceConfig = z.infer<z.ZodObject<typeof serviceShape>>;
+export type ServiceConfig = z.infer<z.ZodObject<typeof baseShape>>;
 
 /** What every service is handed: its config and its connections, never globals. */
 export interface ServiceDeps<Config extends CommonConfig> extends StorelessServiceDeps<Config> {

@@ -1,10 +1,10 @@
-import { DEV_SECRETS, defineConfig, serviceShape, vars, z } from "@th/config";
+import { baseShape, DEV_SECRETS, defineConfig, vars, z } from "@th/config";
 
 const DEV_SESSION_SECRET = "dev-session-secret-not-for-production-0000";
 
 export const configSchema = defineConfig(
   {
-    ...serviceShape,
+    ...baseShape,
     PORT: vars.port(8080),
     INTERNAL_PORT: vars.port(9080),
     HOST: vars.host(),

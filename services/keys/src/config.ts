@@ -1,14 +1,10 @@
-import { commonShape, DEV_SECRETS, defineConfig, vars, z } from "@th/config";
+import { DEV_SECRETS, defineConfig, serviceShape, vars, z } from "@th/config";
 
 export const configSchema = defineConfig(
   {
-    ...commonShape,
-    PORT: vars.port(8081),
-    INTERNAL_PORT: vars.port(9081),
-    HOST: vars.host(),
+    ...serviceShape({ port: 8081, internalPort: 9081 }),
     /** Server pepper of API key hashes (HMAC-SHA-256); 32 bytes. */
     KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
-    INTERNAL_TOKEN: vars.internalToken(),
     /** `local` is the built-in test processor; a real processor adds its own value. */
     PAYMENT_PROVIDER: z.enum(["local"]).default("local"),
     /** How often ended trials are looked for and charged. */

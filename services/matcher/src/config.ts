@@ -1,12 +1,8 @@
-import { commonShape, DEV_SECRETS, defineConfig, vars } from "@th/config";
+import { DEV_SECRETS, defineConfig, serviceShape, vars } from "@th/config";
 
 export const configSchema = defineConfig(
   {
-    ...commonShape,
-    PORT: vars.port(8084),
-    INTERNAL_PORT: vars.port(9084),
-    HOST: vars.host(),
-    INTERNAL_TOKEN: vars.internalToken(),
+    ...serviceShape({ port: 8084, internalPort: 9084 }),
     /** parcel.ingested partitions this instance matches at once (their writes share transactions). */
     MATCH_PARTITIONS_CONCURRENTLY: vars.positiveInt(12),
     /** parcel.ingested partitions written into the parcel projection at once. */

@@ -1,12 +1,8 @@
-import { commonShape, DEV_SECRETS, defineConfig, vars } from "@th/config";
+import { DEV_SECRETS, defineConfig, serviceShape, vars } from "@th/config";
 
 export const configSchema = defineConfig(
   {
-    ...commonShape,
-    PORT: vars.port(8082),
-    INTERNAL_PORT: vars.port(9082),
-    HOST: vars.host(),
-    INTERNAL_TOKEN: vars.internalToken(),
+    ...serviceShape({ port: 8082, internalPort: 9082 }),
     /** How long the seed answer waits for the ledger to reach the tenant's partition's end. */
     SEED_CATCH_UP_TIMEOUT_MS: vars.positiveInt(5000),
     /** leadview.recorded partitions written at once by the live ledger consumer. */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Bus, type RunningConsumer } from "@th/bus";
 import { kafkaConnection } from "@th/config";
+import { contracts, deliveryRetryLadder } from "@th/contracts";
 import { createLeadViewMeter, ledgerUsageLoader, type UsageLoader } from "@th/quota";
 import {
   createHttpApp,
@@ -22,6 +23,20 @@ import { createWorker } from "./delivery/worker.ts";
 import { createSecretBox } from "./domain/secrets.ts";
 import { createEndpointService } from "./endpoints/service.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
+
+/**
+ * The topics the dispatcher reads or writes, which must exist before it starts; tests and
+ * benchmarks that run it create these.
+ */
+export const DISPATCHER_TOPICS = [
+  contracts.matchFound,
+  contracts.deliveryAttempted,
+  ...deliveryRetryLadder.map((stage) => stage.contract),
+  contracts.deliveryDeadLetter,
+  contracts.leadViewRecorded,
+  contracts.tenantChanged,
+  contracts.keyRevoked,
+];
 
 export interface DispatcherOptions {
   /** Who owns a watchlist; the matcher's internal API unless a test passes its own. */

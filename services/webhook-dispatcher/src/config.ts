@@ -1,9 +1,9 @@
 import {
   ConfigError,
-  commonShape,
   DEV_SECRETS,
   decodeKey,
   defineConfig,
+  serviceShape,
   vars,
   z,
 } from "@th/config";
@@ -14,11 +14,7 @@ export const DEV_SECRET_KEYS =
 
 export const configSchema = defineConfig(
   {
-    ...commonShape,
-    PORT: vars.port(8085),
-    INTERNAL_PORT: vars.port(9085),
-    HOST: vars.host(),
-    INTERNAL_TOKEN: vars.internalToken(),
+    ...serviceShape({ port: 8085, internalPort: 9085 }),
     /** The matcher's internal API, asked whether a watchlist belongs to the caller's tenant. */
     MATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8084"),
     /** The quota ledger's internal API, for re-seeding lead-view counters. */

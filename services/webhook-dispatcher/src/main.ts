@@ -1,7 +1,6 @@
 import { configOrExit } from "@th/config";
-import { contracts, deliveryRetryLadder } from "@th/contracts";
 import { runService } from "@th/service-kit";
-import { buildApp } from "./app.ts";
+import { buildApp, DISPATCHER_TOPICS } from "./app.ts";
 import { readConfig } from "./config.ts";
 import { migrations } from "./db/migrations.ts";
 
@@ -12,15 +11,7 @@ await runService(
     name: "webhook-dispatcher",
     config,
     migrations,
-    topics: [
-      contracts.matchFound,
-      contracts.deliveryAttempted,
-      ...deliveryRetryLadder.map((stage) => stage.contract),
-      contracts.deliveryDeadLetter,
-      contracts.leadViewRecorded,
-      contracts.tenantChanged,
-      contracts.keyRevoked,
-    ],
+    topics: DISPATCHER_TOPICS,
     port: config.PORT,
     host: config.HOST,
     build: (deps) => buildApp(deps),

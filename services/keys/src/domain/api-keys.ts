@@ -32,7 +32,8 @@ export function keyView(row: KeyRow, now: Date, memberRemovedAt: Date | null = n
   };
 }
 
-export function keyIssuedEvent(row: KeyRow): KeyIssued {
+/** What `key.issued` and `key.revoked` both say of the key. */
+function keyFields(row: KeyRow) {
   return {
     key_id: row.id,
     tenant_id: row.tenant_id,
@@ -40,8 +41,11 @@ export function keyIssuedEvent(row: KeyRow): KeyIssued {
     last4: row.last4,
     member_id: row.member_id,
     label: row.label,
-    issued_at: row.created_at.toISOString(),
   };
+}
+
+export function keyIssuedEvent(row: KeyRow): KeyIssued {
+  return { ...keyFields(row), issued_at: row.created_at.toISOString() };
 }
 
 export function keyRevokedEvent(
@@ -51,12 +55,7 @@ export function keyRevokedEvent(
   revokedAt: Date,
 ): KeyRevoked {
   return {
-    key_id: row.id,
-    tenant_id: row.tenant_id,
-    key_hash: row.key_hash,
-    last4: row.last4,
-    member_id: row.member_id,
-    label: row.label,
+    ...keyFields(row),
     revoked_by_member_id: revokedBy,
     reason,
     revoked_at: revokedAt.toISOString(),

@@ -9,6 +9,15 @@ import { type NormalizedRecipe, nextRecipeVersion, type RecipeVersion } from "..
 
 export const WATCHLIST_CHANNEL = "matcher_watchlists";
 
+/** Makes `client` hear of every committed watchlist change as a notification. */
+export async function listenForWatchlistChanges(client: PoolClient): Promise<void> {
+  await client.query(`LISTEN ${WATCHLIST_CHANNEL}`);
+}
+
+export async function stopListeningForWatchlistChanges(client: PoolClient): Promise<void> {
+  await client.query(`UNLISTEN ${WATCHLIST_CHANNEL}`);
+}
+
 export function newWatchlistId(): string {
   return `wl_${randomBytes(10).toString("hex")}`;
 }

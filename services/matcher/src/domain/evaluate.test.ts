@@ -1,4 +1,4 @@
-import { RECIPE_USE_CLASSES, type Recipe } from "@th/api-schemas";
+import { USE_CLASSES as LEAD_USE_CLASSES, type Recipe } from "@th/api-schemas";
 import { type ParcelIngested, USE_CLASSES } from "@th/contracts";
 import { parcelIngested, parcelIngestedSparse } from "@th/contracts/samples";
 import { describe, expect, it } from "vitest";
@@ -123,8 +123,8 @@ describe("list filters", () => {
     ]);
   });
 
-  it("uses the same use classes as the parcel contract", () => {
-    expect([...RECIPE_USE_CLASSES]).toEqual([...USE_CLASSES]);
+  it("shows a lead with the same use classes as the parcel contract", () => {
+    expect([...LEAD_USE_CLASSES]).toEqual([...USE_CLASSES]);
   });
 });
 

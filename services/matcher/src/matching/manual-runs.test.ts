@@ -1,9 +1,10 @@
 import { parcelIngested } from "@th/contracts/samples";
 import { describe, expect, it } from "vitest";
+import type { RunRow } from "../db/manual-runs.ts";
 import { compileRecipe, evaluateRecipe } from "../domain/evaluate.ts";
 import { compilePredicate } from "../domain/predicate.ts";
 import { rng, syntheticParcel, syntheticRecipe } from "../testing/synthetic.ts";
-import { matchesOfPage, type RunRow, type RunTarget, toRun } from "./manual-runs.ts";
+import { matchesOfPage, type RunTarget, toRun } from "./manual-runs.ts";
 
 const created = new Date("2026-06-01T10:00:00.000Z");
 const row: RunRow = {

@@ -7,9 +7,20 @@
 import { randomBytes } from "node:crypto";
 import type { ManualRun } from "@th/api-schemas";
 import type { ParcelIngested } from "@th/contracts";
-import { inTransaction, type Pool, type PoolClient } from "@th/db";
+import { inTransaction, type Pool } from "@th/db";
 import { ApiError } from "@th/service-kit";
 import type { Logger } from "@th/telemetry";
+import {
+  markRunFailed,
+  markRunning,
+  markRunSucceeded,
+  type RunRow,
+  readRun,
+  readRunRecipe,
+  recordPageProgress,
+  recordRun,
+  STALE_AFTER_MS,
+} from "../db/manual-runs.ts";
 import { insertMatches, type NewMatch } from "../db/matches.ts";
 import { countProjection, readProjectionPage } from "../db/projection.ts";
 import type { WatchlistStore } from "../db/watchlists.ts";
@@ -26,26 +37,6 @@ import {
   parcelFacts,
   UnjudgeableParcelError,
 } from "../domain/predicate.ts";
-
-/** A run whose worker has not reported for this long is shown as failed (its process died). */
-const STALE_AFTER_MS = 60_000;
-
-export interface RunRow {
-  id: string;
-  tenant_id: string;
-  watchlist_id: string;
-  recipe_version: number;
-  status: ManualRun["status"];
-  parcel_limit: number;
-  parcels_total: number | null;
-  parcels_scanned: number;
-  matches_found: number;
-  error: string | null;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-  heartbeat_at: Date;
-}
 
 /** A run as the API shows it; a queued or running run whose worker went quiet shows as failed. */
 export function toRun(row: RunRow, nowMs: number): ManualRun {
@@ -128,11 +119,7 @@ export function matchesOfPage(
 }
 
 async function loadRunRecipe(pool: Pool, run: RunRow): Promise<RunRecipe> {
-  const { rows } = await pool.query<{ recipe: Parameters<typeof compileRecipe>[0] }>(
-    "SELECT recipe FROM recipe_versions WHERE watchlist_id = $1 AND version = $2",
-    [run.watchlist_id, run.recipe_version],
-  );
-  const recipe = rows[0]?.recipe;
+  const recipe = await readRunRecipe(pool, run);
   if (!recipe) {
     throw new Error(`recipe version ${run.recipe_version} not found`);
   }
@@ -149,65 +136,8 @@ async function commitPage(
 ): Promise<void> {
   await inTransaction(pool, async (client) => {
     const inserted = await insertMatches(client, matches);
-    await client.query(
-      `UPDATE manual_runs SET parcels_scanned = $2, matches_found = matches_found + $3,
-              heartbeat_at = now() WHERE id = $1`,
-      [runId, scanned, inserted],
-    );
+    await recordPageProgress(client, runId, scanned, inserted);
   });
-}
-
-async function markRunning(pool: Pool, runId: string, total: number): Promise<void> {
-  await pool.query(
-    `UPDATE manual_runs SET status = 'running', started_at = now(), heartbeat_at = now(),
-            parcels_total = $2 WHERE id = $1`,
-    [runId, total],
-  );
-}
-
-async function markSucceeded(pool: Pool, runId: string, scanned: number): Promise<void> {
-  await pool.query(
-    `UPDATE manual_runs SET status = 'succeeded', finished_at = now(), heartbeat_at = now(),
-            parcels_total = $2 WHERE id = $1`,
-    [runId, scanned],
-  );
-}
-
-/** Records why a run failed; a failure to record it is left to the staleness rule. */
-async function markFailed(pool: Pool, runId: string, error: unknown): Promise<void> {
-  await pool
-    .query(
-      `UPDATE manual_runs SET status = 'failed', error = $2, finished_at = now()
-        WHERE id = $1`,
-      [runId, (error as Error).message.slice(0, 500)],
-    )
-    .catch(() => {});
-}
-
-/** Records a queued run unless another run of the watchlist is still alive. */
-async function recordRun(
-  client: PoolClient,
-  run: Pick<RunRow, "id" | "tenant_id" | "watchlist_id" | "recipe_version" | "parcel_limit">,
-): Promise<RunRow> {
-  // One run at a time per watchlist: a second would only repeat the first's deliveries.
-  await client.query("SELECT pg_advisory_xact_lock(hashtext('run:' || $1))", [run.watchlist_id]);
-  const active = await client.query<{ id: string }>(
-    `SELECT id FROM manual_runs WHERE watchlist_id = $1 AND status IN ('queued', 'running')
-        AND heartbeat_at > now() - make_interval(secs => $2)`,
-    [run.watchlist_id, STALE_AFTER_MS / 1000],
-  );
-  if (active.rows[0]) {
-    throw new ApiError(
-      "conflict",
-      `run ${active.rows[0].id} of this watchlist is still running; wait for it to finish`,
-    );
-  }
-  const { rows } = await client.query<RunRow>(
-    `INSERT INTO manual_runs (id, tenant_id, watchlist_id, recipe_version, status, parcel_limit)
-     VALUES ($1, $2, $3, $4, 'queued', $5) RETURNING *`,
-    [run.id, run.tenant_id, run.watchlist_id, run.recipe_version, run.parcel_limit],
-  );
-  return rows[0] as RunRow;
 }
 
 export function createManualRuns(deps: {
@@ -221,14 +151,6 @@ export function createManualRuns(deps: {
   const { pool } = deps;
   const pageSize = deps.pageSize ?? 1000;
   const inFlight = new Set<Promise<void>>();
-
-  async function loadRow(tenantId: string, watchlistId: string, runId: string) {
-    const { rows } = await pool.query<RunRow>(
-      "SELECT * FROM manual_runs WHERE id = $1 AND tenant_id = $2 AND watchlist_id = $3",
-      [runId, tenantId, watchlistId],
-    );
-    return rows[0];
-  }
 
   /** Scans the projection page by page, newest parcels first, committing as it goes. */
   async function execute(run: RunRow, name: string): Promise<void> {
@@ -260,7 +182,7 @@ export function createManualRuns(deps: {
         deps.onCommitted();
       }
     }
-    await markSucceeded(pool, run.id, scanned);
+    await markRunSucceeded(pool, run.id, scanned);
   }
 
   /** Runs in the background; `settle` waits for every run started here. */
@@ -268,7 +190,7 @@ export function createManualRuns(deps: {
     const task = execute(run, name)
       .catch(async (error: unknown) => {
         deps.logger.error({ err: error, run_id: run.id }, "manual run failed");
-        await markFailed(pool, run.id, error);
+        await markRunFailed(pool, run.id, error);
       })
       .finally(() => {
         inFlight.delete(task);
@@ -296,7 +218,7 @@ export function createManualRuns(deps: {
     },
 
     async get(tenantId: string, watchlistId: string, runId: string): Promise<ManualRun> {
-      const row = await loadRow(tenantId, watchlistId, runId);
+      const row = await readRun(pool, tenantId, watchlistId, runId);
       if (!row) {
         throw new ApiError("not_found", `no run ${runId} of watchlist ${watchlistId}`);
       }

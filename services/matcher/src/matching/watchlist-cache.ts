@@ -15,8 +15,9 @@
 import type { Pool, PoolClient } from "@th/db";
 import type { Logger } from "@th/telemetry";
 import {
+  listenForWatchlistChanges,
   loadWatchlistChanges,
-  WATCHLIST_CHANNEL,
+  stopListeningForWatchlistChanges,
   type WatchlistSnapshot,
 } from "../db/watchlists.ts";
 import { compileVersions, type IndexedVersion, RecipeIndex } from "../domain/recipe-index.ts";
@@ -89,7 +90,7 @@ export class WatchlistCache {
     this.#listener = undefined;
     if (listener) {
       listener.removeAllListeners("notification");
-      await listener.query(`UNLISTEN ${WATCHLIST_CHANNEL}`).catch(() => {});
+      await stopListeningForWatchlistChanges(listener).catch(() => {});
       listener.release();
     }
     await this.#running?.catch(() => {});
@@ -185,7 +186,7 @@ export class WatchlistCache {
           this.#reconnectLater();
         }
       });
-      await client.query(`LISTEN ${WATCHLIST_CHANNEL}`);
+      await listenForWatchlistChanges(client);
       if (this.#stopped) {
         client.release();
         return;

@@ -1,8 +1,8 @@
 import type { LeadSearchQuery } from "@th/api-schemas";
 import type { Pool } from "@th/db";
+import type { ParcelDetail } from "../domain/lead.ts";
 import { countyFolioRange, parseFolio } from "../domain/parcel.ts";
 import {
-  type ParcelDetail,
   STORED_EVENT_COLUMNS,
   type StoredEventColumns,
   type StoredParcel,

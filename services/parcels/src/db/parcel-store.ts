@@ -14,19 +14,9 @@ import {
   type Pool,
   type PoolClient,
 } from "@th/db";
+import type { ParcelDetail } from "../domain/lead.ts";
 import type { RollSale, SdfSale } from "../domain/nal-row.ts";
 import type { BuiltParcel, StoredParcelState } from "../domain/parcel.ts";
-import type { FiredSignal } from "../domain/signals.ts";
-
-/** Everything a lead read needs beyond the published record. */
-export interface ParcelDetail {
-  signals: FiredSignal[];
-  equity: {
-    est_loan_balance: number;
-    rate_pct: number;
-    basis: { price: number; year: number; month: number; qualification_code: string | null };
-  } | null;
-}
 
 export interface StoredParcel {
   event: ParcelIngested;

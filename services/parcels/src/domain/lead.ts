@@ -1,8 +1,18 @@
 import type { Lead } from "@th/api-schemas";
 import type { ParcelIngested } from "@th/contracts";
-import type { ParcelDetail } from "../db/parcel-store.ts";
 import { EQUITY_ASSUMPTIONS } from "./equity.ts";
 import { countyName } from "./nal-layout.ts";
+import type { FiredSignal } from "./signals.ts";
+
+/** Everything a lead read needs beyond the published record. */
+export interface ParcelDetail {
+  signals: FiredSignal[];
+  equity: {
+    est_loan_balance: number;
+    rate_pct: number;
+    basis: { price: number; year: number; month: number; qualification_code: string | null };
+  } | null;
+}
 
 /** One-line situs address as webhook payloads carry it: "1388 NW 7TH ST, MIAMI 33125". */
 export function formatAddress(situs: ParcelIngested["situs"]): string {

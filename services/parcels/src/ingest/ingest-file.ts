@@ -5,6 +5,7 @@ import { basename } from "node:path";
 import type { RollStage } from "@th/contracts";
 import type { Pool } from "@th/db";
 import { inSpan } from "@th/telemetry";
+import { recordIngestFinished, recordIngestStarted } from "../db/ingest-runs.ts";
 import {
   ensureSecondaryIndexes,
   type PublishParcels,
@@ -210,10 +211,7 @@ async function openFile(
     now,
     reject: (reject) => report.add(reject),
   };
-  await deps.pool.query(
-    "INSERT INTO ingest_runs (ingest_id, source_file, kind) VALUES ($1, $2, $3)",
-    [context.ingestId, basename(file), "pending"],
-  );
+  await recordIngestStarted(deps.pool, context.ingestId, basename(file));
   // The ingest lock keeps the store as it was seen here: nobody else writes parcels or sales.
   const stored = await storeContents(deps.pool);
   const tally = new IngestTally();
@@ -393,20 +391,14 @@ async function ingestLocked(
   }
   const kind = shape?.kind ?? "NAL";
   const counts = tally.counts;
-  await deps.pool.query(
-    `UPDATE ingest_runs SET kind = $2, finished_at = now(), rows_read = $3, rows_new = $4,
-            rows_changed = $5, rows_unchanged = $6, rows_rejected = $7
-      WHERE ingest_id = $1`,
-    [
-      context.ingestId,
-      kind,
-      counts.read,
-      counts.new,
-      counts.changed,
-      counts.unchanged,
-      report.count,
-    ],
-  );
+  await recordIngestFinished(deps.pool, context.ingestId, {
+    kind,
+    read: counts.read,
+    new: counts.new,
+    changed: counts.changed,
+    unchanged: counts.unchanged,
+    rejected: report.count,
+  });
   return {
     ingestId: context.ingestId,
     file,

@@ -4,6 +4,7 @@ import type { Pool } from "@th/db";
 import { createLeadViewMeter } from "@th/quota";
 import type { Redis } from "ioredis";
 import { createLedger } from "../db/ledger.ts";
+import { withRebuildLock } from "../db/rebuild-lock.ts";
 import {
   type CounterDifference,
   createShadowLedger,
@@ -57,9 +58,6 @@ export interface RebuildReport {
   reseeded: number;
 }
 
-/** Serializes rebuilds: two at once would truncate each other's shadow ledger. */
-const REBUILD_LOCK = "hashtext('quota-ledger.rebuild')";
-
 /**
  * Replays leadview.recorded from its first offset into the shadow ledger with the live
  * consumer's rule (the first event of a (tenant, day, folio) wins; all of a tenant's events share
@@ -70,14 +68,7 @@ const REBUILD_LOCK = "hashtext('quota-ledger.rebuild')";
 export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
   const now = deps.now ?? (() => new Date());
   const shadow = createShadowLedger(deps.pool);
-  const lock = await deps.pool.connect();
-  try {
-    const { rows } = await lock.query<{ locked: boolean }>(
-      `SELECT pg_try_advisory_lock(${REBUILD_LOCK}) AS locked`,
-    );
-    if (!rows[0]?.locked) {
-      throw new Error("another ledger rebuild is running");
-    }
+  return withRebuildLock(deps.pool, async () => {
     const replay = await replayIntoShadow(deps.bus, shadow);
     const { events, replayMs, leadViews, voided } = replay;
 
@@ -117,10 +108,7 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
       corrected,
       reseeded,
     };
-  } finally {
-    await lock.query(`SELECT pg_advisory_unlock(${REBUILD_LOCK})`).catch(() => {});
-    lock.release();
-  }
+  });
 }
 
 /**

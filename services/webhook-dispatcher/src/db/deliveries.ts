@@ -1,25 +1,16 @@
 import type { FailureKind, Tier, TopicContract } from "@th/contracts";
 import { type Pool, inTransaction as runInTransaction } from "@th/db";
 import { enqueueEvent } from "@th/service-kit";
+import type { DeliveryFacts } from "../domain/outcome.ts";
 import type { Share } from "../domain/shard.ts";
 
 /** A claimed delivery with its endpoint and tenant, as the claim query returns it. */
-export interface ClaimedRow {
-  id: string;
-  endpoint_id: string;
-  tenant_id: string;
-  watchlist_id: string;
-  match_id: string;
-  folio: string;
-  event_type: string;
-  body: string;
+export interface ClaimedRow extends DeliveryFacts {
   state: string;
   attempts: number;
-  replay_no: number;
   due_at: Date;
   charged_at: Date | null;
   lease_token: string;
-  first_attempted_at: Date | null;
   trace_context: Record<string, string> | null;
   url: string;
   endpoint_deleted_at: Date | null;

@@ -1,3 +1,5 @@
+// A type only: erased from the bundle, so no zod reaches the browser.
+import type { Lead } from "@th/api-schemas";
 import { useState } from "react";
 import { api } from "../api.ts";
 import {
@@ -34,42 +36,6 @@ interface LeadSummary {
   use_class: string | null;
   roll_year: number;
   signals_fired: string[];
-}
-
-interface Sale {
-  price: number;
-  year: number;
-  month: number;
-}
-
-export interface Lead {
-  folio: string;
-  county: { number: number; name: string | null };
-  parcel_id: string;
-  roll_year: number;
-  roll_stage: string;
-  address: { formatted: string };
-  owner: {
-    name: string;
-    mailing_address: Record<string, string | null>;
-    mailing_state: string | null;
-  };
-  valuation: {
-    just_value: number;
-    assessed_value: number | null;
-    taxable_value: number | null;
-    land_value: number | null;
-    est_equity: number | null;
-    equity_ratio: number | null;
-  };
-  equity_estimate: { method: string } | null;
-  land_use: { use_class: string | null; dor_use_code: string | null };
-  building: { year_built: number | null; living_area_sqft: number | null };
-  land_sqft: number | null;
-  sales: { last_qualified_sale: Sale | null; last_sale: Sale | null };
-  homestead: boolean;
-  signals: { name: string; reason: string }[];
-  observed_at: string;
 }
 
 function LeadRecord(props: { lead: Lead }) {

@@ -1,0 +1,45 @@
+import type { Pool } from "@th/db";
+
+/** What an ingest run counted, written to its `ingest_runs` row when it finishes. */
+export interface IngestRunCounts {
+  kind: string;
+  read: number;
+  new: number;
+  changed: number;
+  unchanged: number;
+  rejected: number;
+}
+
+/** Records that an ingest of `sourceFile` began; its kind is known only once the header is read. */
+export async function recordIngestStarted(
+  pool: Pool,
+  ingestId: string,
+  sourceFile: string,
+): Promise<void> {
+  await pool.query("INSERT INTO ingest_runs (ingest_id, source_file, kind) VALUES ($1, $2, $3)", [
+    ingestId,
+    sourceFile,
+    "pending",
+  ]);
+}
+
+export async function recordIngestFinished(
+  pool: Pool,
+  ingestId: string,
+  counts: IngestRunCounts,
+): Promise<void> {
+  await pool.query(
+    `UPDATE ingest_runs SET kind = $2, finished_at = now(), rows_read = $3, rows_new = $4,
+            rows_changed = $5, rows_unchanged = $6, rows_rejected = $7
+      WHERE ingest_id = $1`,
+    [
+      ingestId,
+      counts.kind,
+      counts.read,
+      counts.new,
+      counts.changed,
+      counts.unchanged,
+      counts.rejected,
+    ],
+  );
+}
