@@ -16,14 +16,11 @@ import { parseArgs } from "node:util";
 import { type CpuQuota, createCpuPriority, createCpuQuota } from "./support/cgroup.ts";
 import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
 import { sleep, stopChild } from "./support/processes.ts";
-import type { SteadyRate } from "./support/steady.ts";
 
 export interface ScaleRound {
   /** Units of work completed in the measured window. */
   completed: number;
   seconds: number;
-  /** The round's middle 80 %, without the start and tail a finite backlog has. */
-  steady?: SteadyRate | undefined;
   /** Service-specific findings, printed under the round. */
   notes: Array<[string, string]>;
 }
@@ -184,9 +181,7 @@ async function runCounts(
       const started = performance.now();
       const round = await driver.round(instances);
       const wallSeconds = (performance.now() - started) / 1000;
-      const whole = round.completed / round.seconds;
-      // Efficiency compares steady rates where the driver can tell them (bench/support/steady.ts).
-      const rate = round.steady ? round.steady.completed / round.steady.seconds : whole;
+      const rate = round.completed / round.seconds;
       rates.set(count, rate);
       const one = rates.get(1);
       const efficiency = one === undefined ? Number.NaN : rate / (count * one);
@@ -202,11 +197,7 @@ async function runCounts(
       }
       report(
         `${count} instance(s)`,
-        `${rate.toFixed(0)} ${driver.unit}/s${round.steady ? " steady" : ""}; efficiency ${efficiency.toFixed(2)}${verdict}`,
-      );
-      report(
-        "  whole round, start and tail included",
-        `${whole.toFixed(0)} ${driver.unit}/s over ${round.seconds.toFixed(1)} s`,
+        `${rate.toFixed(0)} ${driver.unit}/s over ${round.seconds.toFixed(1)} s; efficiency ${efficiency.toFixed(2)}${verdict}`,
       );
       report("  warm-up round, not counted", `${warmRate.toFixed(0)} ${driver.unit}/s`);
       report(

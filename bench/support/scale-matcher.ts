@@ -16,7 +16,6 @@ import { createLogger } from "@th/telemetry";
 import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
 import { startBrokerProcess } from "./broker-process.ts";
 import { sleep, spawnUntilReady } from "./processes.ts";
-import { steadyWindow } from "./steady.ts";
 
 const CHILD = fileURLToPath(new URL("../../test/support/matcher-child.ts", import.meta.url));
 const GROUP = "matcher.match";
@@ -104,14 +103,12 @@ export async function matcherDriver(options: ScaleOptions): Promise<ScaleDriver>
       }
       const started = performance.now();
       const target = sum(await bus.highWaterMarks("parcel.ingested"));
-      const progress = steadyWindow(target - BigInt(perRound), target);
       const deadline = Date.now() + 600_000;
       let found = 0n;
       let judgedAfter: number | undefined;
       for (;;) {
         const committed = sum(await bus.committedOffsets(GROUP, "parcel.ingested"));
         found = sum(await bus.highWaterMarks("match.found")) - matchesBefore;
-        progress.observe(committed, performance.now());
         if (committed >= target && judgedAfter === undefined) {
           judgedAfter = (performance.now() - started) / 1000;
         }
@@ -123,7 +120,6 @@ export async function matcherDriver(options: ScaleOptions): Promise<ScaleDriver>
       return {
         completed: perRound,
         seconds: (performance.now() - started) / 1000,
-        steady: progress.result(),
         notes: [
           ["match.found produced / expected", `${found} / ${expected}`],
           // Judged and committed before every match.found is out means the relay is what lags.
