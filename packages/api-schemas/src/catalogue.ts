@@ -50,7 +50,10 @@ export const LEAD_SIGNAL_DESCRIPTIONS: Readonly<Record<LeadSignal, string>> = {
   tired_landlord: "absentee owner of a non-homestead residential parcel for 10 or more years",
 };
 
-/** Mirrors `USE_CLASSES` of `@th/contracts` (this package depends on zod alone); a matcher test keeps them equal. */
+/**
+ * The one list of use classes: leads show them, recipes filter by them, and `@th/contracts` takes
+ * its `USE_CLASSES` from here (its `types.test.ts` checks the list against the Avro enum).
+ */
 export const RECIPE_USE_CLASSES = [
   "residential",
   "commercial",

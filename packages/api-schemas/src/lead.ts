@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { LEAD_SIGNALS } from "./catalogue.ts";
+import { LEAD_SIGNALS, RECIPE_USE_CLASSES } from "./catalogue.ts";
 
 const sale = z
   .object({
@@ -14,15 +14,8 @@ const sale = z
   .describe("A sale as the roll records it: year and month, never the day")
   .meta({ id: "Sale" });
 
-export const USE_CLASSES = [
-  "residential",
-  "commercial",
-  "industrial",
-  "agricultural",
-  "institutional",
-  "governmental",
-  "miscellaneous",
-] as const;
+/** The use classes a lead shows: the catalogue's one list, which recipes filter by too. */
+export const USE_CLASSES = RECIPE_USE_CLASSES;
 
 export const useClassSchema = z.enum(USE_CLASSES);
 
