@@ -1,5 +1,8 @@
 import {
+  type Attributes,
+  type Context,
   context,
+  type Link,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -67,20 +70,26 @@ export function tracer(name = "terminal-house") {
 /** Runs `work` inside a span that records failure, so callers never forget to end it. */
 export async function inSpan<T>(
   name: string,
-  attributes: Record<string, string | number | boolean>,
+  attributes: Attributes,
   work: (span: Span) => Promise<T>,
+  where: { links?: Link[]; parent?: Context } = {},
 ): Promise<T> {
-  return tracer().startActiveSpan(name, { attributes }, async (span) => {
-    try {
-      return await work(span);
-    } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer().startActiveSpan(
+    name,
+    { attributes, ...(where.links ? { links: where.links } : {}) },
+    where.parent ?? context.active(),
+    async (span) => {
+      try {
+        return await work(span);
+      } catch (error) {
+        span.recordException(error as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }
 
 /** Writes the active trace context into a string carrier (Kafka headers, HTTP headers). */

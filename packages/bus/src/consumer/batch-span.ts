@@ -1,14 +1,12 @@
 import {
   type Attributes,
   type Context,
-  context,
   type Link,
   propagation,
   ROOT_CONTEXT,
-  SpanStatusCode,
   trace,
 } from "@opentelemetry/api";
-import { tracer } from "@th/telemetry";
+import { inSpan } from "@th/telemetry";
 
 /**
  * A batch span continues the trace of its first traced record (a batch usually comes from one
@@ -56,20 +54,5 @@ export function inBatchSpan<T>(
   where: BatchTrace,
   work: () => Promise<T>,
 ): Promise<T> {
-  return tracer().startActiveSpan(
-    name,
-    { attributes, links: [...where.links] },
-    where.parent ?? context.active(),
-    async (span) => {
-      try {
-        return await work();
-      } catch (error) {
-        span.recordException(error as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR });
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-  );
+  return inSpan(name, attributes, work, { links: [...where.links], parent: where.parent });
 }
