@@ -2,6 +2,7 @@
 // every entry; the owning service binds its handler to the same entry's request schemas.
 import { exportOperations } from "./export.ts";
 import { leadOperations } from "./leads.ts";
+import type { Operation, OperationOwner } from "./operation.ts";
 import { passwordOperations, signUpOperations } from "./sign-up.ts";
 import { accountOperations, teamOperations } from "./team.ts";
 import { watchlistOperations } from "./watchlists.ts";
@@ -26,3 +27,20 @@ export const PUBLIC_OPERATIONS = [
   ...webhookOperations,
   ...exportOperations,
 ] as const;
+
+/**
+ * The operations `owner` holds in the table, and the ids of those it serves no route for at
+ * their internal path; each owner's test expects it to own some and serve them all.
+ */
+export function unservedOperations(
+  owner: OperationOwner,
+  hasRoute: (route: { method: Operation["method"]; url: string }) => boolean,
+): { owned: number; unserved: string[] } {
+  const owned = PUBLIC_OPERATIONS.filter((operation) => operation.owner === owner);
+  return {
+    owned: owned.length,
+    unserved: owned
+      .filter((operation) => !hasRoute({ method: operation.method, url: operation.internalPath }))
+      .map((operation) => operation.operationId),
+  };
+}
