@@ -33,19 +33,19 @@ const MIN_TENANTS_PER_SHARE = 4;
 export interface ClaimInput {
   now: Date;
   limit: number;
-  /** Tenants whose slots were all taken moments ago: not claimed for now. */
-  skip: readonly string[];
   /** Deliveries this process already holds, by tenant: they count against each tenant's cap. */
   held: ReadonlyMap<string, number>;
   defaultConcurrency: number;
+  /** Rows leased per tenant, as a multiple of its cap: the ones beyond its free slots wait. */
+  depth: number;
   retrySweepGraceMs: number;
   leaseMs: number;
   share: Share;
 }
 
 /**
- * Leases due rows of the tenants in `share`, at most `cap` per tenant counting the ones this
- * process already holds (slots held by other instances are found at acquire time). Instances
+ * Leases due rows of the tenants in `share`, at most `depth` times the tenant's cap counting
+ * the ones this process already holds (slots held by other instances are found at acquire time). Instances
  * claiming disjoint shares do not lease rows for the same slots.
  */
 export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<ClaimedRow[]> {
@@ -66,12 +66,12 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
        ), sharded AS (
          -- Shares apply while there are several waiting tenants per instance: with fewer, an
          -- instance's share would leave it (and the others' spare capacity) with no work.
-         SELECT $9::int > 1 AND count(*) >= $9::int * ${MIN_TENANTS_PER_SHARE} AS yes
+         SELECT $8::int > 1 AND count(*) >= $8::int * ${MIN_TENANTS_PER_SHARE} AS yes
            FROM active WHERE tenant_id IS NOT NULL
        ), due AS (
          SELECT x.* FROM active a
          LEFT JOIN tenants t ON t.tenant_id = a.tenant_id
-         LEFT JOIN unnest($7::text[], $8::int[]) AS held(tenant_id, n) ON held.tenant_id = a.tenant_id
+         LEFT JOIN unnest($6::text[], $7::int[]) AS held(tenant_id, n) ON held.tenant_id = a.tenant_id
          CROSS JOIN LATERAL (
            -- ROWS: in the default RANGE frame each rank waits for the last row due at the same
            -- moment, and a batch of matches is inserted due at one moment, so the claim read a
@@ -85,7 +85,7 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
               AND (d.lease_until IS NULL OR d.lease_until < $1)
               AND (d.state IN ('pending', 'parked')
                    OR (d.state = 'retrying'
-                       AND d.due_at <= $1::timestamptz - make_interval(secs => $5 / 1000.0)))
+                       AND d.due_at <= $1::timestamptz - make_interval(secs => $4 / 1000.0)))
             ORDER BY d.due_at
             -- Candidates go by rank (every tenant's first before any tenant's second), so rows of
             -- a tenant past its share of the candidates (at least 8) are rarely picked; reading
@@ -93,20 +93,20 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
             -- the tenants with rows due now: tenants whose deliveries all wait for a later retry
             -- would otherwise shrink a busy tenant's share to the floor.
             LIMIT LEAST(
-              GREATEST(GREATEST(COALESCE(t.concurrent_webhooks, $4), 1) - COALESCE(held.n, 0), 0),
+              GREATEST(GREATEST(COALESCE(t.concurrent_webhooks, $3), 1) * $10::int - COALESCE(held.n, 0), 0),
               GREATEST(ceil($2 * 4.0 / GREATEST((
                 SELECT count(*) FROM active w
                  WHERE w.tenant_id IS NOT NULL
                    AND (NOT (SELECT yes FROM sharded)
-                        OR (hashtext(w.tenant_id) & 2147483647) % $9::int = $10::int)
+                        OR (hashtext(w.tenant_id) & 2147483647) % $8::int = $9::int)
                    AND EXISTS (SELECT FROM deliveries n
                                 WHERE n.tenant_id = w.tenant_id
                                   AND n.state IN ('pending', 'retrying', 'exhausted', 'parked')
                                   AND n.due_at <= $1)), 1)), 8))
          ) x
-         WHERE a.tenant_id IS NOT NULL AND NOT (a.tenant_id = ANY($3::text[]))
+         WHERE a.tenant_id IS NOT NULL
            AND (NOT (SELECT yes FROM sharded)
-                OR (hashtext(a.tenant_id) & 2147483647) % $9::int = $10::int)
+                OR (hashtext(a.tenant_id) & 2147483647) % $8::int = $9::int)
          UNION ALL
          -- Exhausted deliveries need no slot: they are dead-lettered, not sent.
          SELECT d.id, d.state, d.endpoint_id, d.tenant_id, 0 AS rank FROM deliveries d
@@ -131,7 +131,7 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
        )
        UPDATE deliveries d
           SET lease_token = gen_random_uuid(),
-              lease_until = $1::timestamptz + make_interval(secs => $6 / 1000.0)
+              lease_until = $1::timestamptz + make_interval(secs => $5 / 1000.0)
          FROM picked
          JOIN endpoints e ON e.id = picked.endpoint_id
          LEFT JOIN tenants t ON t.tenant_id = picked.tenant_id
@@ -144,7 +144,6 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
     values: [
       input.now,
       input.limit,
-      input.skip,
       input.defaultConcurrency,
       input.retrySweepGraceMs,
       input.leaseMs,
@@ -152,6 +151,7 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
       [...input.held.values()],
       input.share.count,
       input.share.index,
+      input.depth,
     ],
   });
   return rows;

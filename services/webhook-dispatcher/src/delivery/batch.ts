@@ -4,6 +4,7 @@ import type { ClaimedRow } from "../db/deliveries.ts";
 import type { InFlight } from "./in-flight.ts";
 import type { WebhookViews } from "./lead-views.ts";
 import type { Leases } from "./leases.ts";
+import type { ReadyQueues } from "./ready.ts";
 import type { SlotGate } from "./slot-gate.ts";
 
 /** Parked until tenant.changed names the tenant again (or this long, then checked again). */
@@ -17,15 +18,16 @@ export interface BatchDeps {
   leases: Leases;
   gate: SlotGate;
   views: WebhookViews;
+  ready: Pick<ReadyQueues, "add">;
   /** Sends and records one row; calls `answered` once the receiver answered. */
   attempt: (row: ClaimedRow, answered: () => void) => Promise<void>;
 }
 
 /**
- * One claimed batch: the rows that need no attempt are settled; the others take their tenants'
- * slots (one call per tenant, pipelined) and their lead-views (one reservation per tenant, one
- * transaction for the batch); then each is sent and recorded on its own. Every row of the batch
- * ends in `finished` exactly once, whatever fails.
+ * One claimed batch: the rows that need no attempt are settled; the others reserve their
+ * lead-views (one reservation per tenant) and join their tenants' ready queues, which send each
+ * as a slot of its tenant is free. Every row of the batch ends in `finished` exactly once,
+ * whatever fails.
  */
 export async function runBatch(deps: BatchDeps, rows: ClaimedRow[]): Promise<void> {
   const { leases, inFlight } = deps;
@@ -64,66 +66,39 @@ export async function runBatch(deps: BatchDeps, rows: ClaimedRow[]): Promise<voi
   }
 }
 
-/** Rows grouped by tenant: slots, then lead-views, then the attempts. */
+/** The rows to send: their lead-views are reserved, then they wait for their tenants' slots. */
 async function deliver(deps: BatchDeps, tenants: ClaimedRow[][]): Promise<void> {
   if (tenants.length === 0) {
     return;
   }
-  const { gate, views, leases } = deps;
   const all = tenants.flat();
-  // Slots and lead-views are asked for at once (one Redis round trip, not two, before a body
-  // leaves). The claim leased no more rows than the tenant's free slots as this process knows
-  // them, so views reserved for rows that then get no slot are few; they go back.
-  const [slotResults, reserved] = await Promise.all([
-    Promise.allSettled(tenants.map((rows) => gate.acquire(rows))),
-    views.reserve(all).then(
-      (rows) => ({ ok: true as const, rows }),
-      (error: unknown) => ({ ok: false as const, error }),
-    ),
-  ]);
-  const slotted = slotResults.flatMap((result) =>
-    result.status === "fulfilled" ? result.value : [],
-  );
-  const slotFailure = slotResults.find((result) => result.status === "rejected");
-  if (slotFailure || !reserved.ok) {
-    // Slots and views other tenants got in this round go back now rather than when their
-    // leases (or the meter's settle window) expire.
-    gate.release(slotted);
-    for (const row of all) {
-      views.settle(row, false);
-    }
-    await leases.release(all, 1000).catch(() => {});
-    throw slotFailure ? slotFailure.reason : (reserved as { error: unknown }).error;
+  let reserved: ClaimedRow[];
+  try {
+    reserved = await deps.views.reserve(all);
+  } catch (error) {
+    await deps.leases.release(all, 1000).catch(() => {});
+    throw error;
   }
-  const sending = new Set(reserved.rows);
-  const ready = slotted.filter((row) => sending.has(row));
-  const slottedSet = new Set(slotted);
   // Rows that did not come back from the reservation were parked.
-  gate.release(slotted.filter((row) => !sending.has(row)));
-  const unslotted = reserved.rows.filter((row) => !slottedSet.has(row));
-  for (const row of unslotted) {
-    views.settle(row, false);
-  }
-  // Not awaited: the slotted rows' sends do not wait on it. Left leased if this fails: due
-  // again when the lease expires.
-  const givenBack = leases.release(unslotted, 0).catch(() => {});
-  await Promise.all(
-    ready.map((row) =>
-      // The slot bounds the receiver's concurrency: it is free once the receiver answered,
-      // not held through the record's write.
-      deps
-        .attempt(row, () => gate.release([row]))
-        .catch(async (error: unknown) => {
-          deps.logger.error({ err: error, delivery_id: row.id }, "delivery attempt failed");
-          await leases.release([row], 1000).catch(() => {});
-        })
-        .finally(() => {
-          // An attempt that ended before its outcome was recorded delivered nothing.
-          views.settle(row, false);
-          gate.release([row]);
-          deps.inFlight.finished(row);
-        }),
-    ),
-  );
-  await givenBack;
+  deps.ready.add(reserved);
+}
+
+/**
+ * Sends one slotted row and settles it, whatever happens: its slot is freed once the receiver
+ * answered (it bounds the receiver's concurrency, not the record's write), its view is given
+ * back unless the attempt delivered it, and it is finished.
+ */
+export function sendRow(deps: BatchDeps, row: ClaimedRow): Promise<void> {
+  return deps
+    .attempt(row, () => deps.gate.release([row]))
+    .catch(async (error: unknown) => {
+      deps.logger.error({ err: error, delivery_id: row.id }, "delivery attempt failed");
+      await deps.leases.release([row], 1000).catch(() => {});
+    })
+    .finally(() => {
+      // An attempt that ended before its outcome was recorded delivered nothing.
+      deps.views.settle(row, false);
+      deps.gate.release([row]);
+      deps.inFlight.finished(row);
+    });
 }

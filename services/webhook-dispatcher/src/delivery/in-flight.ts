@@ -3,7 +3,8 @@ import type { ClaimedRow } from "../db/deliveries.ts";
 /**
  * Claimed deliveries not yet finished, in total and per tenant: the room left for the next claim,
  * and what each tenant already holds in this process (the claim counts it against the tenant's
- * cap). `onRoom` is called whenever a row frees room.
+ * cap). `onRoom` is called when finished rows bring the room back to `minRoom`: below it a claim
+ * waits; above it, claims follow the tenants' queues running dry (`ready.ts`), not each row.
  */
 export function createInFlight(options: {
   maxInFlight: number;
@@ -17,12 +18,6 @@ export function createInFlight(options: {
   const unheld = new WeakSet<ClaimedRow>();
 
   const room = () => options.maxInFlight - claimed;
-
-  function wakeIfRoom() {
-    if (room() >= options.minRoom) {
-      options.onRoom();
-    }
-  }
 
   /**
    * The row no longer counts against its tenant's cap in this process's claims: finished, or
@@ -53,16 +48,18 @@ export function createInFlight(options: {
       }
     },
     unhold,
-    wakeIfRoom,
     /** A claimed row is finished (recorded, released, parked or lost); room for another. */
     finished(row: ClaimedRow) {
       if (done.has(row)) {
         return;
       }
       done.add(row);
+      const before = room();
       claimed--;
       unhold(row);
-      wakeIfRoom();
+      if (before < options.minRoom && room() >= options.minRoom) {
+        options.onRoom();
+      }
     },
   };
 }

@@ -1,38 +1,25 @@
 import type { ClaimedRow } from "../db/deliveries.ts";
 import type { TenantSlots } from "./concurrency.ts";
 
-/** A tenant whose slots were all taken is left out of claims for this long. */
-const SATURATED_BACKOFF_MS = 20;
-
 /**
  * The claimed rows' tenant slots: taken in one call per tenant, freed (once per row) in one call
- * per tenant for everything finished in a turn. A tenant that had no slot left is skipped by the
- * claims of the next moments.
+ * per tenant for everything finished in a turn.
  */
 export function createSlotGate(options: {
   slots: TenantSlots;
   defaultConcurrency: number;
-  now: () => number;
   /** Rows whose slots were just freed: they no longer count against their tenant. */
   onFreed: (rows: readonly ClaimedRow[]) => void;
+  /**
+   * Tenants whose freed slots were just given back in Redis: a take sent after this runs
+   * behind the release on the connection, so it finds the slots free.
+   */
+  onReleased?: (tenantIds: readonly string[]) => void;
 }) {
-  const saturated = new Map<string, number>();
   const slotReleases = new Map<string, string[]>();
   const slotFreed = new WeakSet<ClaimedRow>();
 
   return {
-    /** Tenants whose slots were all taken moments ago; the ones whose pause is over are dropped. */
-    saturatedTenants(): string[] {
-      const now = options.now();
-      const skip = [...saturated].filter(([, until]) => until > now).map(([tenant]) => tenant);
-      for (const [tenant, until] of saturated) {
-        if (until <= now) {
-          saturated.delete(tenant);
-        }
-      }
-      return skip;
-    },
-
     /** Takes the tenant's slots for its rows in order; answers the rows that got one. */
     async acquire(rows: ClaimedRow[]): Promise<ClaimedRow[]> {
       const first = rows[0] as ClaimedRow;
@@ -42,9 +29,6 @@ export function createSlotGate(options: {
         rows.map((row) => row.lease_token),
         cap,
       );
-      if (taken < rows.length) {
-        saturated.set(first.tenant_id, options.now() + SATURATED_BACKOFF_MS);
-      }
       return rows.slice(0, taken);
     },
 
@@ -72,6 +56,7 @@ export function createSlotGate(options: {
             // A slot not given back here expires with its lease.
             options.slots.release(tenantId, members).catch(() => {});
           }
+          options.onReleased?.(pending.map(([tenantId]) => tenantId));
         });
       }
     },

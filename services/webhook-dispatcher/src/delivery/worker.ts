@@ -6,12 +6,13 @@ import type { Logger } from "@th/telemetry";
 import { type ClaimedRow, claimDeliveries } from "../db/deliveries.ts";
 import { type Share, WHOLE } from "../domain/shard.ts";
 import { attemptDelivery } from "./attempt.ts";
-import { runBatch } from "./batch.ts";
+import { type BatchDeps, runBatch, sendRow } from "./batch.ts";
 import type { TenantSlots } from "./concurrency.ts";
 import { createInFlight } from "./in-flight.ts";
 import { createWebhookViews } from "./lead-views.ts";
 import { createLeases } from "./leases.ts";
 import { createOutcomeWriter } from "./outcome-writer.ts";
+import { createReadyQueues } from "./ready.ts";
 import { createAttemptRecorder } from "./recorder.ts";
 import { createOutboxFlusher, createScheduler } from "./scheduler.ts";
 import type { SecretStore } from "./secret-store.ts";
@@ -40,13 +41,19 @@ export interface WorkerOptions {
 }
 
 const CLAIM_BATCH = 256;
+/**
+ * A claim leases up to this many times a tenant's cap (counting what the process holds), so
+ * the rows beyond its free slots wait in memory for the next freed slot (decision 0290).
+ */
+const QUEUE_DEPTH = 2;
 
 /**
  * Runs deliveries out of Postgres. Consumers only insert rows and commit, so a slow receiver
  * never holds a Kafka partition. Each instance claims due rows in batches with a lease (a token
- * and an expiry), takes the batch's tenant slots in Redis (one call per tenant), reserves the
- * batch's lead-views (one reservation per tenant), sends each delivery in its own span of the
- * delivery's trace, and records attempts in groups: the attempt, the new state and the events
+ * and an expiry), up to twice each tenant's cap; reserves the batch's lead-views (one
+ * reservation per tenant); queues the rows by tenant, each sent once a slot of its tenant is free
+ * in Redis (one call per tenant for what is free, again as slots are freed); sends each delivery
+ * in its own span of the delivery's trace, and records attempts in groups: the attempt, the new state and the events
  * (through the outbox; a delivered attempt's lead-view among them) in one statement guarded by
  * each delivery's lease token. Views no attempt delivered go back to the quota. A
  * crashed instance's leases expire and another instance picks its rows up: at-least-once, and a
@@ -68,11 +75,8 @@ export function createWorker(options: WorkerOptions) {
   const gate = createSlotGate({
     slots: options.slots,
     defaultConcurrency: options.defaultConcurrency,
-    now,
-    onFreed: (rows) => {
-      rows.forEach(inFlight.unhold);
-      inFlight.wakeIfRoom();
-    },
+    onFreed: (rows) => rows.forEach(inFlight.unhold),
+    onReleased: (tenantIds) => ready.freed(tenantIds),
   });
   const leases = createLeases({ pool, now, inFlight, flusher });
   const views = createWebhookViews({
@@ -91,13 +95,29 @@ export function createWorker(options: WorkerOptions) {
     wakeAt: (at) => scheduler.wakeAt(at),
     onAttempt: options.onAttempt,
   });
-  const batchDeps = {
+  const ready = createReadyQueues({
+    gate,
+    logger,
+    now,
+    // Well inside the row's lease, so a row sent late is still this process's to record.
+    maxWaitMs: Math.floor(options.leaseMs / 4),
+    send: (row) => sendRow(batchDeps, row),
+    giveBack: async (rows, delayMs) => {
+      for (const row of rows) {
+        views.settle(row, false);
+      }
+      await leases.release(rows, delayMs);
+    },
+    onDrained: () => scheduler.wakeSoon(),
+  });
+  const batchDeps: BatchDeps = {
     logger,
     now,
     inFlight,
     leases,
     gate,
     views,
+    ready,
     attempt: (row: ClaimedRow, answered: () => void) =>
       attemptDelivery(options, row, answered, (sent) => outcomes.record(row, sent)),
   };
@@ -129,13 +149,12 @@ export function createWorker(options: WorkerOptions) {
   }
 
   function claim(limit: number, share: Share): Promise<ClaimedRow[]> {
-    const skip = gate.saturatedTenants();
     return claimDeliveries(pool, {
       now: new Date(now()),
       limit,
-      skip,
       held: inFlight.byTenant(),
       defaultConcurrency: options.defaultConcurrency,
+      depth: QUEUE_DEPTH,
       retrySweepGraceMs: options.retrySweepGraceMs,
       leaseMs: options.leaseMs,
       share,
@@ -151,7 +170,7 @@ export function createWorker(options: WorkerOptions) {
       scheduler.stop();
       flusher.stop();
       await Promise.race([
-        Promise.allSettled([...batches]),
+        Promise.allSettled([...batches]).then(() => ready.close()),
         new Promise((resolve) => setTimeout(resolve, graceMs)),
       ]);
     },
