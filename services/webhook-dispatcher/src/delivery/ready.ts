@@ -6,23 +6,7 @@ import type { SlotGate } from "./slot-gate.ts";
 const RETRY_MS = 20;
 const RETRY_MAX_MS = 320;
 
-interface Queue {
-  rows: ClaimedRow[];
-  /** Sends of this tenant under way in this process. */
-  sending: number;
-  pumping: boolean;
-  again: boolean;
-  retryMs: number;
-  retry: NodeJS.Timeout | undefined;
-}
-
-/**
- * Claimed rows waiting, per tenant, for a slot of the tenant's concurrency (decision 0290). A
- * claim leases more rows than the tenant has free slots; the rest wait here, so a slot freed
- * by an answer is taken by the next row at once, without a claim statement between them. A row
- * that waited `maxWaitMs` (well inside its lease) is given back, as are all on `close`.
- */
-export function createReadyQueues(options: {
+export interface ReadyOptions {
   gate: SlotGate;
   logger: Logger;
   now: () => number;
@@ -33,118 +17,37 @@ export function createReadyQueues(options: {
   giveBack: (rows: readonly ClaimedRow[], delayMs: number) => Promise<void>;
   /** A tenant's queue ran empty while its rows were being sent: time to claim more. */
   onDrained: () => void;
-}) {
-  const queues = new Map<string, Queue>();
-  const queuedAt = new WeakMap<ClaimedRow, number>();
+}
+
+/**
+ * Claimed rows waiting, per tenant, for a slot of the tenant's concurrency (decision 0290). A
+ * claim leases more rows than the tenant has free slots; the rest wait here, so a slot freed
+ * by an answer is taken by the next row at once, without a claim statement between them. A row
+ * that waited `maxWaitMs` (well inside its lease) is given back, as are all on `close`.
+ */
+export function createReadyQueues(options: ReadyOptions) {
+  const queues = new Map<string, TenantQueue>();
   const sends = new Set<Promise<void>>();
   let closed = false;
 
-  function queueOf(tenantId: string): Queue {
+  function queueOf(tenantId: string): TenantQueue {
     let queue = queues.get(tenantId);
     if (!queue) {
-      queue = { rows: [], sending: 0, pumping: false, again: false, retryMs: 0, retry: undefined };
+      queue = createTenantQueue(options, {
+        track: (sent) => {
+          sends.add(sent);
+          sent.finally(() => sends.delete(sent));
+        },
+        isClosed: () => closed,
+        onIdle: () => {
+          if (queues.get(tenantId) === queue) {
+            queues.delete(tenantId);
+          }
+        },
+      });
       queues.set(tenantId, queue);
     }
     return queue;
-  }
-
-  function dropIfIdle(tenantId: string, queue: Queue) {
-    if (queue.rows.length === 0 && queue.sending === 0 && !queue.pumping && !queue.retry) {
-      queues.delete(tenantId);
-    }
-  }
-
-  function start(tenantId: string, queue: Queue, row: ClaimedRow) {
-    queue.sending++;
-    const sent: Promise<void> = options
-      .send(row)
-      .catch(() => {})
-      .finally(() => {
-        queue.sending--;
-        sends.delete(sent);
-        if (queue.sending === 0 && queue.rows.length > 0 && !queue.pumping && !closed) {
-          // Its slot was freed on the answer, and another process may have taken it since:
-          // with nothing of the tenant in flight here, no freed slot will wake its rows.
-          retryLater(tenantId, queue);
-        }
-        dropIfIdle(tenantId, queue);
-      });
-    sends.add(sent);
-  }
-
-  /** Rows past their wait go back; the others are answered in order. */
-  function fresh(queue: Queue): ClaimedRow[] {
-    const oldest = options.now() - options.maxWaitMs;
-    const stale = queue.rows.filter((row) => (queuedAt.get(row) ?? 0) < oldest);
-    if (stale.length > 0) {
-      queue.rows = queue.rows.filter((row) => !stale.includes(row));
-      options.giveBack(stale, 0).catch(() => {});
-    }
-    return queue.rows;
-  }
-
-  /** Takes the tenant's free slots for its waiting rows, in order, and sends the ones slotted. */
-  async function pump(tenantId: string): Promise<void> {
-    const queue = queueOf(tenantId);
-    if (queue.pumping) {
-      queue.again = true;
-      return;
-    }
-    queue.pumping = true;
-    try {
-      do {
-        queue.again = false;
-        const waiting = [...fresh(queue)];
-        if (waiting.length === 0) {
-          break;
-        }
-        const taken = await takeSlots(queue, waiting);
-        // `close` may have given rows back meanwhile: their slots go back unused.
-        const still = new Set(queue.rows);
-        const slotted = taken.filter((row) => still.has(row));
-        options.gate.release(taken.filter((row) => !still.has(row)));
-        const started = new Set(slotted);
-        queue.rows = queue.rows.filter((row) => !started.has(row));
-        for (const row of slotted) {
-          start(tenantId, queue, row);
-        }
-        if (slotted.length > 0 && queue.rows.length === 0) {
-          options.onDrained();
-        }
-        if (slotted.length < waiting.length && queue.sending === 0) {
-          // Every slot is held by other instances: nothing freed here will wake this tenant.
-          retryLater(tenantId, queue);
-        }
-      } while (queue.again);
-    } finally {
-      queue.pumping = false;
-      dropIfIdle(tenantId, queue);
-    }
-  }
-
-  async function takeSlots(queue: Queue, waiting: ClaimedRow[]): Promise<ClaimedRow[]> {
-    try {
-      const slotted = await options.gate.acquire(waiting);
-      queue.retryMs = 0;
-      return slotted;
-    } catch (error) {
-      // Slots cannot be taken (Redis away): the tenant's rows go back, due again in a second.
-      const rows = queue.rows.splice(0);
-      options.logger.warn({ err: error, deliveries: rows.length }, "taking tenant slots failed");
-      await options.giveBack(rows, 1000).catch(() => {});
-      return [];
-    }
-  }
-
-  function retryLater(tenantId: string, queue: Queue) {
-    if (queue.retry) {
-      return;
-    }
-    queue.retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MS, queue.retryMs * 2));
-    queue.retry = setTimeout(() => {
-      queue.retry = undefined;
-      pump(tenantId).catch(() => {});
-    }, queue.retryMs);
   }
 
   return {
@@ -154,42 +57,32 @@ export function createReadyQueues(options: {
         options.giveBack(rows, 0).catch(() => {});
         return;
       }
-      const at = options.now();
-      const tenants = new Set<string>();
+      const byTenant = new Map<string, ClaimedRow[]>();
       for (const row of rows) {
-        queuedAt.set(row, at);
-        queueOf(row.tenant_id).rows.push(row);
-        tenants.add(row.tenant_id);
+        byTenant.set(row.tenant_id, [...(byTenant.get(row.tenant_id) ?? []), row]);
       }
-      for (const tenantId of tenants) {
-        pump(tenantId).catch(() => {});
+      for (const [tenantId, tenantRows] of byTenant) {
+        queueOf(tenantId).add(tenantRows);
       }
     },
     /** Slots of these tenants were freed in this process: their next rows take them. */
     freed(tenantIds: Iterable<string>) {
       for (const tenantId of new Set(tenantIds)) {
-        if (queues.get(tenantId)?.rows.length) {
-          pump(tenantId).catch(() => {});
-        }
+        queues.get(tenantId)?.freed();
       }
     },
     /** Rows waiting, over every tenant. */
     waiting(): number {
       let n = 0;
       for (const queue of queues.values()) {
-        n += queue.rows.length;
+        n += queue.waiting();
       }
       return n;
     },
     /** Gives every waiting row back (due at once, for any instance) and waits for the sends. */
     async close(): Promise<void> {
       closed = true;
-      const rows: ClaimedRow[] = [];
-      for (const queue of queues.values()) {
-        clearTimeout(queue.retry);
-        queue.retry = undefined;
-        rows.push(...queue.rows.splice(0));
-      }
+      const rows = [...queues.values()].flatMap((queue) => queue.takeAll());
       await options.giveBack(rows, 0).catch(() => {});
       await Promise.allSettled([...sends]);
     },
@@ -197,3 +90,146 @@ export function createReadyQueues(options: {
 }
 
 export type ReadyQueues = ReturnType<typeof createReadyQueues>;
+
+/**
+ * One tenant's waiting rows: takes the tenant's free slots for them in order (one Redis call)
+ * and sends the ones slotted; asks again when a slot is freed here, or on its own when every
+ * slot is held by other processes.
+ */
+function createTenantQueue(
+  options: ReadyOptions,
+  owner: { track: (sent: Promise<void>) => void; isClosed: () => boolean; onIdle: () => void },
+) {
+  let rows: ClaimedRow[] = [];
+  const queuedAt = new WeakMap<ClaimedRow, number>();
+  let sending = 0;
+  let pumping = false;
+  let again = false;
+  let retryMs = 0;
+  let retry: NodeJS.Timeout | undefined;
+
+  function dropIfIdle() {
+    if (rows.length === 0 && sending === 0 && !pumping && !retry) {
+      owner.onIdle();
+    }
+  }
+
+  function start(row: ClaimedRow) {
+    sending++;
+    const sent = options
+      .send(row)
+      .catch(() => {})
+      .finally(() => {
+        sending--;
+        if (sending === 0 && rows.length > 0 && !pumping && !owner.isClosed()) {
+          // Its slot was freed on the answer, and another process may have taken it since:
+          // with nothing of the tenant in flight here, no freed slot will wake its rows.
+          retryLater();
+        }
+        dropIfIdle();
+      });
+    owner.track(sent);
+  }
+
+  /** Rows past their wait go back; the others are answered in order. */
+  function fresh(): ClaimedRow[] {
+    const oldest = options.now() - options.maxWaitMs;
+    const stale = rows.filter((row) => (queuedAt.get(row) ?? 0) < oldest);
+    if (stale.length > 0) {
+      const gone = new Set(stale);
+      rows = rows.filter((row) => !gone.has(row));
+      options.giveBack(stale, 0).catch(() => {});
+    }
+    return rows;
+  }
+
+  async function takeSlots(waiting: ClaimedRow[]): Promise<ClaimedRow[]> {
+    try {
+      const slotted = await options.gate.acquire(waiting);
+      retryMs = 0;
+      return slotted;
+    } catch (error) {
+      // Slots cannot be taken (Redis away): the tenant's rows go back, due again in a second.
+      const back = rows.splice(0);
+      options.logger.warn({ err: error, deliveries: back.length }, "taking tenant slots failed");
+      await options.giveBack(back, 1000).catch(() => {});
+      return [];
+    }
+  }
+
+  /** One round: the free slots for the waiting rows, and the sends of the rows slotted. */
+  async function round(): Promise<void> {
+    const waiting = [...fresh()];
+    if (waiting.length === 0) {
+      return;
+    }
+    const taken = await takeSlots(waiting);
+    // `close` may have given rows back meanwhile: their slots go back unused.
+    const still = new Set(rows);
+    const slotted = taken.filter((row) => still.has(row));
+    options.gate.release(taken.filter((row) => !still.has(row)));
+    const started = new Set(slotted);
+    rows = rows.filter((row) => !started.has(row));
+    slotted.forEach(start);
+    if (slotted.length > 0 && rows.length === 0) {
+      options.onDrained();
+    }
+    if (slotted.length < waiting.length && sending === 0) {
+      // Every slot is held by other processes: nothing freed here will wake this tenant.
+      retryLater();
+    }
+  }
+
+  async function pump(): Promise<void> {
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = true;
+    try {
+      do {
+        again = false;
+        await round();
+      } while (again);
+    } finally {
+      pumping = false;
+      dropIfIdle();
+    }
+  }
+
+  function retryLater() {
+    if (retry) {
+      return;
+    }
+    retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MS, retryMs * 2));
+    retry = setTimeout(() => {
+      retry = undefined;
+      pump().catch(() => {});
+    }, retryMs);
+  }
+
+  return {
+    add(added: readonly ClaimedRow[]) {
+      const at = options.now();
+      for (const row of added) {
+        queuedAt.set(row, at);
+        rows.push(row);
+      }
+      pump().catch(() => {});
+    },
+    freed() {
+      if (rows.length > 0) {
+        pump().catch(() => {});
+      }
+    },
+    waiting: () => rows.length,
+    /** Takes every waiting row out (to be given back) and stops asking on its own. */
+    takeAll(): ClaimedRow[] {
+      clearTimeout(retry);
+      retry = undefined;
+      return rows.splice(0);
+    },
+  };
+}
+
+type TenantQueue = ReturnType<typeof createTenantQueue>;
