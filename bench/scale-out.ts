@@ -4,7 +4,7 @@
 // throughput(N) / (N x throughput(1)), and the CPU of every process taking part.
 //
 //   node bench/scale-out.ts --service dispatcher|matcher|gateway [--instances 1,2,4]
-//                           [--cpu-quota 0.15] [--work N]
+//                           [--cpu-quota 0.15] [--work N] [--tenants N (dispatcher)]
 //
 // Needs root (cgroup v1 cpu controller or cgroup v2 cpu.max), Postgres and Redis. Exits non-zero
 // when a quota cannot be set: it never prints an unquota'd figure. Instances and the shared
@@ -43,6 +43,8 @@ export interface ScaleOptions {
   instances: number[];
   cpuQuota: number;
   work: number | undefined;
+  /** Dispatcher only: how many Team tenants the deliveries are spread over. */
+  tenants?: number | undefined;
 }
 
 const TARGETS: Record<number, number> = { 2: 0.9, 4: 0.85 };
@@ -228,12 +230,14 @@ async function main(): Promise<void> {
       instances: { type: "string", default: "1,2,4" },
       "cpu-quota": { type: "string", default: "0.15" },
       work: { type: "string" },
+      tenants: { type: "string" },
     },
   });
   const options: ScaleOptions = {
     instances: (values.instances ?? "").split(",").map(Number),
     cpuQuota: Number(values["cpu-quota"]),
     work: values.work === undefined ? undefined : Number(values.work),
+    tenants: values.tenants === undefined ? undefined : Number(values.tenants),
   };
   if (!options.instances.includes(1) || options.instances[0] !== 1) {
     throw new Error("--instances must start with 1: efficiency is measured against one instance");

@@ -20,7 +20,8 @@ import { percentile, pidsOf, sleep, spawnUntilReady } from "./processes.ts";
 const CHILD = fileURLToPath(
   new URL("../../test/support/webhook-dispatcher-child.ts", import.meta.url),
 );
-const TENANTS = Array.from({ length: 24 }, (_, i) => `tn_scale_${i}`);
+/** Team tenants unless `--tenants` says otherwise: their caps are the work's concurrency. */
+const DEFAULT_TENANTS = 24;
 /** Team's cap, the spec's; the receiver holds each request so that the cap is reached. */
 const CONCURRENCY_CAP = 10;
 const HOLD_MS = 5;
@@ -47,8 +48,8 @@ function tenant(id: string): TenantChanged {
   };
 }
 
-function matches(count: number): MatchFound[] {
-  return benchMatches(count, TENANTS, { id: "wl_scale", name: "Scale" });
+function matches(count: number, tenants: readonly string[]): MatchFound[] {
+  return benchMatches(count, tenants, { id: "wl_scale", name: "Scale" });
 }
 
 /** Whether the receiver refuses this delivery's first attempt: a stable pick by its id. */
@@ -120,13 +121,17 @@ async function startReceiver(
 }
 
 /** Every tenant on the Team tier with one endpoint at the receiver. */
-async function subscribeTenants(harness: Harness, receiverUrl: string): Promise<void> {
-  await harness.bus.publish(contracts.tenantChanged, TENANTS.map(tenant));
+async function subscribeTenants(
+  harness: Harness,
+  receiverUrl: string,
+  tenants: readonly string[],
+): Promise<void> {
+  await harness.bus.publish(contracts.tenantChanged, tenants.map(tenant));
   const setup = await buildApp(harness, {
     watchlists: { owns: async () => true },
     loadUsage: async () => ({ used: 0, foliosToday: [] }),
   });
-  for (const tenantId of TENANTS) {
+  for (const tenantId of tenants) {
     await setup.endpoints.create(
       { tenantId, memberId: "mb_scale", keyId: "key_scale" },
       "wl_scale",
@@ -209,6 +214,10 @@ function roundNotes(
 
 export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriver> {
   const perRound = options.work ?? 3_000;
+  const tenants = Array.from(
+    { length: options.tenants ?? DEFAULT_TENANTS },
+    (_, i) => `tn_scale_${i}`,
+  );
   const broker = await startBrokerProcess(["--in-memory"]);
   const harness = await createTestHarness({
     config: readConfig(ENV),
@@ -218,7 +227,7 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
   });
   let receipts = new Receipts();
   const receiver = await startReceiver((id, tenantId, res) => receipts.receive(id, tenantId, res));
-  await subscribeTenants(harness, receiver.url);
+  await subscribeTenants(harness, receiver.url, tenants);
   const database = new URL(harness.db.url).pathname.slice(1);
 
   return {
@@ -246,7 +255,7 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
     async settle(_instances: readonly ChildProcess[]) {
       for (;;) {
         const { rows } = await harness.db.pool.query("SELECT count(*)::int AS n FROM tenants");
-        if (rows[0]?.n === TENANTS.length) {
+        if (rows[0]?.n === tenants.length) {
           break;
         }
         await sleep(100);
@@ -257,7 +266,7 @@ export async function dispatcherDriver(options: ScaleOptions): Promise<ScaleDriv
     async round() {
       const statsBefore = await databaseStats(harness, database);
       receipts = new Receipts();
-      const batch = matches(perRound);
+      const batch = matches(perRound, tenants);
       for (let i = 0; i < batch.length; i += 1_000) {
         await harness.bus.publish(contracts.matchFound, batch.slice(i, i + 1_000));
       }
