@@ -14,10 +14,11 @@ const config = readConfig(process.env);
 const logger = createLogger({ service: "dispatcher-child", level: "fatal" });
 const redis = new Redis(config.REDIS_URL, { keyPrefix: process.env.REDIS_PREFIX ?? "" });
 // A name of its own, so an outage test can terminate this process's backends and no one else's.
+// The pool's size is the service's own (`createPool`'s default), so benches measure the process
+// as it runs in production: more connections per instance cost Postgres CPU on a small machine.
 const pool = createPool({
   url: config.DATABASE_URL,
   schema: "dispatcher",
-  max: 20,
   applicationName: `dispatcher-child-${process.pid}`,
 });
 const bus = new Bus({
