@@ -190,7 +190,9 @@ describe("webhook lead-views are charged only on delivery", () => {
     let victim: ChildProcess | undefined;
     const { tenant, watchlist } = await tenantWith("crash", (request) => {
       if (request.seen === 1) {
-        // The 2xx goes out, and the process that sent the request dies before it can record it.
+        // The process that sent the request is stopped before the 2xx goes out and killed after,
+        // so it never runs again to record it, however busy the machine.
+        victim?.kill("SIGSTOP");
         setImmediate(() => victim?.kill("SIGKILL"));
       }
       return 200;
