@@ -30,6 +30,20 @@ async function keyStillWorks(baseUrl: string, key: string): Promise<boolean> {
   return response.status === 200;
 }
 
+/**
+ * Waits until the gateway accepts a new key: the key and its tenant reach the gateway through
+ * the bus, a moment after the trial answered, and the key printed must work when it is read.
+ */
+async function untilKeyWorks(baseUrl: string, key: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await keyStillWorks(baseUrl, key))) {
+    if (Date.now() > deadline) {
+      throw new Error("the demo key was not accepted by the gateway within 30 s");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** The demo admin's dashboard password; a local demo only, never a real account. */
 const DEMO_PASSWORD = "demo-dashboard-password";
 
@@ -75,6 +89,7 @@ export async function seedDemo(context: DemoContext): Promise<string[]> {
   }
   if (!demo) {
     demo = await startDemoTrial(context.baseUrl);
+    await untilKeyWorks(context.baseUrl, demo.key);
     mkdirSync(join(context.root, ".data"), { recursive: true });
     // Written aside and renamed: another run starting at the same moment (the test suite starts
     // several) never reads a half-written file.
