@@ -35,7 +35,7 @@ export async function runBatch(deps: BatchDeps, rows: ClaimedRow[]): Promise<voi
   const settled: Promise<unknown>[] = [];
   const toParkUnknown: ClaimedRow[] = [];
   const toParkTier: ClaimedRow[] = [];
-  const byTenant = new Map<string, ClaimedRow[]>();
+  const toSend: ClaimedRow[] = [];
   for (const row of rows) {
     if (row.state === "exhausted") {
       settled.push(
@@ -50,14 +50,12 @@ export async function runBatch(deps: BatchDeps, rows: ClaimedRow[]): Promise<voi
     } else if (!tierOpens(row.tier, "webhooks") || row.status === "cancelled") {
       toParkTier.push(row);
     } else {
-      const list = byTenant.get(row.tenant_id) ?? [];
-      list.push(row);
-      byTenant.set(row.tenant_id, list);
+      toSend.push(row);
     }
   }
   settled.push(leases.park(toParkUnknown, "tenant_unknown", new Date(now + PARK_RECHECK_MS)));
   settled.push(leases.park(toParkTier, "tier_without_webhooks", new Date(now + PARK_RECHECK_MS)));
-  settled.push(deliver(deps, [...byTenant.values()]));
+  settled.push(deliver(deps, toSend));
   const failures = (await Promise.allSettled(settled)).filter(
     (result) => result.status === "rejected",
   );
@@ -67,11 +65,10 @@ export async function runBatch(deps: BatchDeps, rows: ClaimedRow[]): Promise<voi
 }
 
 /** The rows to send: their lead-views are reserved, then they wait for their tenants' slots. */
-async function deliver(deps: BatchDeps, tenants: ClaimedRow[][]): Promise<void> {
-  if (tenants.length === 0) {
+async function deliver(deps: BatchDeps, all: ClaimedRow[]): Promise<void> {
+  if (all.length === 0) {
     return;
   }
-  const all = tenants.flat();
   let reserved: ClaimedRow[];
   try {
     reserved = await deps.views.reserve(all);

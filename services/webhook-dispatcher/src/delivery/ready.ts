@@ -59,7 +59,9 @@ export function createReadyQueues(options: ReadyOptions) {
       }
       const byTenant = new Map<string, ClaimedRow[]>();
       for (const row of rows) {
-        byTenant.set(row.tenant_id, [...(byTenant.get(row.tenant_id) ?? []), row]);
+        const list = byTenant.get(row.tenant_id) ?? [];
+        list.push(row);
+        byTenant.set(row.tenant_id, list);
       }
       for (const [tenantId, tenantRows] of byTenant) {
         queueOf(tenantId).add(tenantRows);

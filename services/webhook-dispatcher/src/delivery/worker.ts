@@ -53,9 +53,9 @@ const QUEUE_DEPTH = 2;
  * and an expiry), up to twice each tenant's cap; reserves the batch's lead-views (one
  * reservation per tenant); queues the rows by tenant, each sent once a slot of its tenant is free
  * in Redis (one call per tenant for what is free, again as slots are freed); sends each delivery
- * in its own span of the delivery's trace, and records attempts in groups: the attempt, the new state and the events
- * (through the outbox; a delivered attempt's lead-view among them) in one statement guarded by
- * each delivery's lease token. Views no attempt delivered go back to the quota. A
+ * in its own span of the delivery's trace, and records attempts in groups: the attempt, the new
+ * state and the events (through the outbox; a delivered attempt's lead-view among them) in one
+ * statement guarded by each delivery's lease token. Views no attempt delivered go back to the quota. A
  * crashed instance's leases expire and another instance picks its rows up: at-least-once, and a
  * repeat carries the same webhook id.
  */
