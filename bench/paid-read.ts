@@ -2,9 +2,11 @@
 // lead-view reservation, parcel lookup, leadview.recorded), against a bare Fastify server that
 // returns the same lead JSON from memory, in the same run. Many tenants and folios, so new views
 // and repeat views of the UTC day both occur.
+// The parcels service runs in a process of its own, as in production.
 // Phases: closed-loop saturation of single reads (GET /v1/leads/{folio}) on both servers in rounds
 // of alternating order (the median is reported); latency at half of the gateway's saturation
-// (bench/paced-load.ts, both servers at that rate); and batches of 100 (POST /v1/leads/batch) with
+// (bench/paced-load.ts, both servers at that rate), and again at a tenth of it, where the cores are
+// mostly idle and what remains is the path's own latency; and batches of 100 (POST /v1/leads/batch) with
 // the figure per lead beside them. Each phase prints the CPU per request of every process.
 // Run: node bench/paid-read.ts [seconds per phase] [rounds]
 // BENCH_NODE_ARGS passes Node flags to the gateway ("--cpu-prof --cpu-prof-dir=prof", say).
@@ -46,7 +48,7 @@ async function serve(name: string, args: string[], env: Record<string, string>):
   return { name, child: started.child, url: `http://127.0.0.1:${started.line.split(" ")[1]}` };
 }
 
-const setup = await startPaidReadStack({ tenants: 20, rows: 5_000 });
+const setup = await startPaidReadStack({ tenants: 20, rows: 5_000, parcelsProcess: true });
 const { keys, folios } = setup;
 const { database } = setup;
 const gateway = await serve(
@@ -88,13 +90,14 @@ interface Load {
 }
 
 /**
- * CPU ms so far of the server, Redis, Postgres's backends of this database, the broker, and this
- * process (the parcels, keys and ledger services).
+ * CPU ms so far of the server, the parcels service, Redis, Postgres's backends of this database,
+ * the broker, and this process (the keys and ledger services).
  */
 function cpuNow(server: Server) {
   const self = process.cpuUsage();
   return {
     server: cpuMsOf(server.child.pid),
+    parcels: cpuMsOf(setup.parcelsPid),
     broker: cpuMsOf(setup.brokerPid),
     redis: pidsOf("redis-server").reduce((sum, pid) => sum + cpuMsOf(pid), 0),
     postgres: postgresCpuMsOf(database),
@@ -107,10 +110,11 @@ function cpuPerRequest(server: Server, before: ReturnType<typeof cpuNow>, reques
   const us = (ms: number) => `${((ms * 1000) / requests).toFixed(0)} µs`;
   return [
     `${server.name} ${us(after.server - before.server)}`,
+    `parcels ${us(after.parcels - before.parcels)}`,
     `redis ${us(after.redis - before.redis)}`,
     `postgres ${us(postgresCpuMsSince(database, before.postgres))}`,
     `broker ${us(after.broker - before.broker)}`,
-    `stack (parcels, keys, ledger) ${us(after.self - before.self)}`,
+    `stack (keys, ledger) ${us(after.self - before.self)}`,
   ].join(", ");
 }
 
@@ -148,7 +152,7 @@ async function paced(
   server: Server,
   rate: number,
 ): Promise<{ p99: number; non2xx: number; stackLoopP99: number }> {
-  // The parcels service answers from this process's event loop: its stalls are the gateway's too.
+  // The ledger consumes leadview.recorded on this process's event loop.
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
   const variants = join(dir, "variants.json");
@@ -215,8 +219,17 @@ report(
   `gateway ${edgeLatency.p99} ms, bare ${bareLatency.p99} ms (target < ${TARGET_P99_MS} ms: ${edgeLatency.p99 < TARGET_P99_MS && edgeLatency.non2xx === 0 ? "met" : "NOT met"})`,
 );
 report(
-  "  event-loop delay p99 of the stack (parcels, keys, ledger)",
+  "  event-loop delay p99 of the stack (keys, ledger)",
   `${edgeLatency.stackLoopP99.toFixed(1)} ms while the gateway was paced`,
+);
+// At a tenth of saturation the cores are mostly idle: what remains is the path's own latency
+// (its hops, timers and batch windows), apart from waiting for a busy core.
+const tenth = Math.round(edge / 10);
+const quietEdge = await paced(gateway, tenth);
+const quietBare = await paced(bare, tenth);
+report(
+  `p99 at a tenth of the gateway's saturation (${tenth} req/s)`,
+  `gateway ${quietEdge.p99} ms, bare ${quietBare.p99} ms; event-loop delay p99 of the stack ${quietEdge.stackLoopP99.toFixed(1)} ms`,
 );
 
 for (const server of [gateway, bare]) {

@@ -1,16 +1,22 @@
 // The stack behind paid lead reads, for benches: keys, parcels and the ledger in this process (they
 // answer the gateways' lookups over HTTP), the dev broker in a process of its own (its CPU is read
-// apart), a generated roll in the parcel store, and Custom tenants with caps no bench reaches. The gateways under test run in processes of their own
-// (gateway-child.ts) with `gatewayEnv`.
+// apart), a generated roll in the parcel store, and Custom tenants with caps no bench reaches. The
+// gateways under test run in processes of their own (gateway-child.ts) with `gatewayEnv`.
+// `parcelsProcess` serves the parcel lookups from a process of its own (parcels-child.ts), as in
+// production, so that they do not wait behind the ledger's consumer on this process's event loop.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { nalFileName, writeNalFile } from "../../services/parcels/src/ingest/generate-nal.ts";
+import { nalFileName, writeNalFile } from "@th/parcels/generate";
 import { startEdgeStack } from "../../test/support/edge-stack.ts";
 import { startBrokerProcess } from "./broker-process.ts";
-import { sleep } from "./processes.ts";
+import { sleep, spawnUntilReady, stopChild } from "./processes.ts";
 
-export async function startPaidReadStack(options: { tenants: number; rows: number }) {
+export async function startPaidReadStack(options: {
+  tenants: number;
+  rows: number;
+  parcelsProcess?: boolean;
+}) {
   const broker = await startBrokerProcess(["--in-memory"]);
   const stack = await startEdgeStack({ brokers: [broker.address] });
   const dir = await mkdtemp(join(tmpdir(), "th-paid-read-"));
@@ -46,15 +52,31 @@ export async function startPaidReadStack(options: { tenants: number; rows: numbe
     await matcher.stop();
   }
   await stack.gateway.stop();
+  const gatewayEnv = stack.gatewayProcessEnv();
+  const parcels = options.parcelsProcess
+    ? await spawnUntilReady(
+        [join(import.meta.dirname, "parcels-child.ts")],
+        { DATABASE_URL: stack.harness.db.url, KAFKA_BROKERS: broker.address },
+        /^ready \d+$/,
+      )
+    : undefined;
+  if (parcels) {
+    gatewayEnv.PARCELS_URL = `http://127.0.0.1:${parcels.line.split(" ")[1]}`;
+  }
   return {
     stack,
     keys,
     folios,
-    gatewayEnv: stack.gatewayProcessEnv(),
+    gatewayEnv,
+    /** The parcels service's own process, when `parcelsProcess` asked for one. */
+    parcelsPid: parcels?.child.pid,
     /** The stack's database, whose counters a run reports: the gateway itself keeps none. */
     database: new URL(stack.harness.db.url).pathname.slice(1),
     brokerPid: broker.pid,
     close: async () => {
+      if (parcels) {
+        await stopChild(parcels.child);
+      }
       await stack.close();
       await broker.stop();
     },
