@@ -28,7 +28,7 @@ const HOLD_MS = 5;
 const MATCHES_GROUP = "webhook-dispatcher.matches";
 /** One delivery in FAIL_ONE_IN is refused once, so the first retry's delay is measured. */
 const FAIL_ONE_IN = 50;
-const ENV = { WEBHOOK_ALLOW_LOOPBACK_HTTP: "true", LOG_LEVEL: "fatal" };
+const ENV = { WEBHOOK_ALLOW_LOOPBACK_HTTP: "true", LOG_LEVEL: "fatal", CHILD_SERVICE_TIMINGS: "1" };
 
 function tenant(id: string): TenantChanged {
   return {

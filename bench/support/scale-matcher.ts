@@ -1,10 +1,11 @@
 // The matcher's scale-out work: parcel.ingested published here, matched by the instances against
 // 1,000 watchlists of 100 tenants, until every expected match.found is on the broker and the
 // group has committed every record. Each round ingests parcels of its own, so every round's
-// matches are new. The backlog is on the broker before the clock starts.
+// matches are new. The backlog is on the broker before the clock starts. With `--one-busy` every
+// round's parcels go to one instance's partitions.
 import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { Bus } from "@th/bus";
+import { Bus, partitionOfKey } from "@th/bus";
 import { contracts, type ParcelIngested } from "@th/contracts";
 import { createTestDatabase } from "@th/db/testing";
 import { compileRecipe, compileVersions, RecipeIndex } from "@th/matcher/domain";
@@ -56,6 +57,22 @@ export async function matcherDriver(options: ScaleOptions): Promise<ScaleDriver>
   );
   let rounds = 0;
 
+  /**
+   * A round's parcels. With `busyOneOf` instances only parcels keyed to partitions p with
+   * p % busyOneOf === 0: the group's round-robin assignment gives instance i the partitions
+   * i, i + N, ..., so they are all one instance's.
+   */
+  function roundParcels(first: number, observedAt: string, busyOneOf: number): ParcelIngested[] {
+    const parcels: ParcelIngested[] = [];
+    for (let n = first * busyOneOf; parcels.length < perRound; n++) {
+      const parcel = syntheticParcel(random, n, { observedAt, ingestId: `ing_scale_${rounds}` });
+      if (partitionOfKey(parcel.folio, contracts.parcelIngested.partitions) % busyOneOf === 0) {
+        parcels.push(parcel);
+      }
+    }
+    return parcels;
+  }
+
   return {
     unit: "parcels",
     database: new URL(db.url).pathname.slice(1),
@@ -82,9 +99,7 @@ export async function matcherDriver(options: ScaleOptions): Promise<ScaleDriver>
     async round(instances) {
       const observedAt = new Date(Date.now() + 1000).toISOString();
       const first = rounds++ * perRound;
-      const parcels: ParcelIngested[] = Array.from({ length: perRound }, (_, n) =>
-        syntheticParcel(random, first + n, { observedAt, ingestId: `ing_scale_${rounds}` }),
-      );
+      const parcels = roundParcels(first, observedAt, options.oneBusy ? instances.length : 1);
       const expected = parcels.reduce(
         (total, parcel) => total + judgeParcel(index, parcel, observedAt).length,
         0,
