@@ -5,19 +5,31 @@ import type { Logger } from "@th/telemetry";
 const CLAIM_COALESCE_MS = 10;
 const RECORD_FLUSH_WINDOW_MS = 25;
 
+/** An idle worker's poll waits up to this many times `pollMs` (decision 0300). */
+const IDLE_POLL_FACTOR = 4;
+
+/**
+ * What one poll came to: a full claim (more may be due), some rows, no claim (no room), or a
+ * claim that found nothing.
+ */
+export type PollOutcome = "full" | "some" | "busy" | "empty";
+
 /**
  * When the worker claims: every `pollMs`, at once when woken (new deliveries, room freed), at a
  * due time this process learned of, and again at once after a claim that filled its batch. One
- * claim runs at a time; a wake during one claims again right after it.
+ * claim runs at a time; a wake during one claims again right after it. Claims that find nothing
+ * double the wait before the next poll, up to `IDLE_POLL_FACTOR` times `pollMs`; any wake or a
+ * claim that finds rows brings it back to `pollMs`.
  */
 export function createScheduler(options: {
   pollMs: number;
   now: () => number;
   logger: Logger;
-  /** Claims once; answers whether the claim was full (more may be due). */
-  poll: () => Promise<boolean>;
+  /** Claims once; answers what the claim came to. */
+  poll: () => Promise<PollOutcome>;
 }) {
   let timer: NodeJS.Timeout | undefined;
+  let idleMs = options.pollMs;
   let polling = false;
   let again = false;
   let stopped = true;
@@ -38,18 +50,23 @@ export function createScheduler(options: {
     }
     polling = true;
     again = false;
-    let full = false;
+    let outcome: PollOutcome = "busy";
     try {
-      full = await options.poll();
+      outcome = await options.poll();
     } catch (error) {
       options.logger.warn({ err: error }, "claiming deliveries failed; will retry");
     } finally {
       polling = false;
-      schedule(again || full ? 0 : options.pollMs);
+      idleMs =
+        outcome === "empty"
+          ? Math.min(idleMs * 2, options.pollMs * IDLE_POLL_FACTOR)
+          : options.pollMs;
+      schedule(again || outcome === "full" ? 0 : outcome === "empty" ? idleMs : options.pollMs);
     }
   }
 
   function wake() {
+    idleMs = options.pollMs;
     if (polling) {
       again = true;
       return;

@@ -14,7 +14,7 @@ import { createLeases } from "./leases.ts";
 import { createOutcomeWriter } from "./outcome-writer.ts";
 import { createReadyQueues } from "./ready.ts";
 import { createAttemptRecorder } from "./recorder.ts";
-import { createOutboxFlusher, createScheduler } from "./scheduler.ts";
+import { createOutboxFlusher, createScheduler, type PollOutcome } from "./scheduler.ts";
 import type { SecretStore } from "./secret-store.ts";
 import type { Sender } from "./sender.ts";
 import { createSlotGate } from "./slot-gate.ts";
@@ -122,11 +122,11 @@ export function createWorker(options: WorkerOptions) {
       attemptDelivery(options, row, answered, (sent) => outcomes.record(row, sent)),
   };
 
-  /** Claims what there is room for and starts its batch; answers whether the claim was full. */
-  async function poll(): Promise<boolean> {
+  /** Claims what there is room for and starts its batch; answers what the claim came to. */
+  async function poll(): Promise<PollOutcome> {
     const room = inFlight.room();
     if (room < minRoom) {
-      return false;
+      return "busy";
     }
     const limit = Math.min(room, CLAIM_BATCH);
     const share = options.share?.() ?? WHOLE;
@@ -145,7 +145,7 @@ export function createWorker(options: WorkerOptions) {
         .finally(() => batches.delete(batch));
       batches.add(batch);
     }
-    return rows.length === limit;
+    return rows.length === limit ? "full" : rows.length > 0 ? "some" : "empty";
   }
 
   function claim(limit: number, share: Share): Promise<ClaimedRow[]> {
