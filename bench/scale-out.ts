@@ -5,7 +5,7 @@
 //
 //   node bench/scale-out.ts --service dispatcher|matcher|gateway [--instances 1,2,4]
 //                           [--cpu-quota 0.15] [--work N] [--tenants N (dispatcher)]
-//                           [--one-busy (matcher)]
+//                           [--one-busy (matcher)] [--cpu-period-ms 100]
 //
 // Needs root (cgroup v1 cpu controller or cgroup v2 cpu.max), Postgres and Redis. Exits non-zero
 // when a quota cannot be set: it never prints an unquota'd figure. Instances and the shared
@@ -14,8 +14,13 @@
 import type { ChildProcess } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
-import { type CpuQuota, createCpuPriority, createCpuQuota } from "./support/cgroup.ts";
-import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
+import {
+  type CpuQuota,
+  createCpuPriority,
+  createCpuQuota,
+  DEFAULT_PERIOD_MS,
+} from "./support/cgroup.ts";
+import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince, userCpuMsOf } from "./support/cpu.ts";
 import { sleep, stopChild } from "./support/processes.ts";
 
 export interface ScaleRound {
@@ -52,6 +57,11 @@ export interface ScaleOptions {
    * cost of the group (membership, fewer partitions each) from that of instances busy together.
    */
   oneBusy?: boolean;
+  /**
+   * The quota's period (Kubernetes uses 100 ms): an instance may run its share of each period,
+   * then waits for the next. Shorter periods interleave the instances more finely.
+   */
+  cpuPeriodMs?: number;
 }
 
 const TARGETS: Record<number, number> = { 2: 0.9, 4: 0.85 };
@@ -120,12 +130,13 @@ async function startInstances(
   driver: ScaleDriver,
   count: number,
   cores: number,
+  periodMs: number,
 ): Promise<{ instances: ChildProcess[]; quotas: CpuQuota[] }> {
   const instances: ChildProcess[] = [];
   const quotas: CpuQuota[] = [];
   for (let i = 0; i < count; i++) {
     const child = await driver.startInstance(i);
-    const quota = createCpuQuota(`th-scale-out-${process.pid}-${count}-${i}`, cores);
+    const quota = createCpuQuota(`th-scale-out-${process.pid}-${count}-${i}`, cores, periodMs);
     quota.add(child.pid as number);
     instances.push(child);
     quotas.push(quota);
@@ -168,11 +179,19 @@ async function runCounts(
     "machine",
     `${cpus().length} × ${cpus()[0]?.model ?? "?"}, load ${loadavg()[0]?.toFixed(1)}`,
   );
-  report("CPU quota per instance", `${options.cpuQuota} of a core`);
+  report(
+    "CPU quota per instance",
+    `${options.cpuQuota} of a core in every ${options.cpuPeriodMs ?? DEFAULT_PERIOD_MS} ms`,
+  );
   const rates = new Map<number, number>();
   let met = true;
   for (const count of options.instances) {
-    const { instances, quotas } = await startInstances(driver, count, options.cpuQuota);
+    const { instances, quotas } = await startInstances(
+      driver,
+      count,
+      options.cpuQuota,
+      options.cpuPeriodMs ?? DEFAULT_PERIOD_MS,
+    );
     prioritiseShared(driver, shared);
     try {
       // Instances in production run warm: one unmeasured round first, so every count is judged
@@ -188,7 +207,9 @@ async function runCounts(
       const idleAfter = readCpu(driver, instances);
       const before = readCpu(driver, instances);
       const started = performance.now();
+      const userBefore = instances.map((child) => userCpuMsOf(child.pid));
       const round = await driver.round(instances);
+      const userMs = instances.map((child, i) => userCpuMsOf(child.pid) - (userBefore[i] ?? 0));
       const wallSeconds = (performance.now() - started) / 1000;
       const rate = round.completed / round.seconds;
       rates.set(count, rate);
@@ -218,6 +239,11 @@ async function runCounts(
           .join(", "),
       );
       reportCpu(driver, instances, before, wallSeconds, quotas);
+      // User CPU alone: the code's own work per unit, apart from the kernel's network work.
+      report(
+        `  user CPU of the instances per 1,000 ${driver.unit}`,
+        `${((userMs.reduce((sum, ms) => sum + ms, 0) * 1000) / round.completed).toFixed(0)} ms`,
+      );
       for (const [label, value] of round.notes) {
         report(`  ${label}`, value);
       }
@@ -241,6 +267,7 @@ async function main(): Promise<void> {
       work: { type: "string" },
       tenants: { type: "string" },
       "one-busy": { type: "boolean", default: false },
+      "cpu-period-ms": { type: "string", default: String(DEFAULT_PERIOD_MS) },
     },
   });
   const options: ScaleOptions = {
@@ -249,6 +276,7 @@ async function main(): Promise<void> {
     work: values.work === undefined ? undefined : Number(values.work),
     tenants: values.tenants === undefined ? undefined : Number(values.tenants),
     oneBusy: values["one-busy"] ?? false,
+    cpuPeriodMs: Number(values["cpu-period-ms"]),
   };
   if (!options.instances.includes(1) || options.instances[0] !== 1) {
     throw new Error("--instances must start with 1: efficiency is measured against one instance");

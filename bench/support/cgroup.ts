@@ -4,7 +4,8 @@
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-const PERIOD_US = 100_000;
+/** Kubernetes's CFS period for a container's CPU limit. */
+export const DEFAULT_PERIOD_MS = 100;
 
 export interface CpuQuota {
   readonly path: string;
@@ -20,7 +21,7 @@ export interface CpuQuota {
 
 interface Layout {
   root: string;
-  quotaFiles(dir: string, cores: number): Array<[string, string]>;
+  quotaFiles(dir: string, cores: number, periodUs: number): Array<[string, string]>;
   /** The highest CPU weight: the group is served before the neighbours in the root group. */
   weightFile(dir: string): [string, string];
 }
@@ -31,9 +32,9 @@ export function cpuControllerLayout(): Layout | string {
   if (existsSync(join(v1, "cpu.cfs_quota_us"))) {
     return {
       root: v1,
-      quotaFiles: (dir, cores) => [
-        [join(dir, "cpu.cfs_period_us"), String(PERIOD_US)],
-        [join(dir, "cpu.cfs_quota_us"), String(Math.round(cores * PERIOD_US))],
+      quotaFiles: (dir, cores, periodUs) => [
+        [join(dir, "cpu.cfs_period_us"), String(periodUs)],
+        [join(dir, "cpu.cfs_quota_us"), String(Math.round(cores * periodUs))],
       ],
       weightFile: (dir) => [join(dir, "cpu.shares"), "262144"],
     };
@@ -43,8 +44,8 @@ export function cpuControllerLayout(): Layout | string {
     if (existsSync(controllers) && readFileSync(controllers, "utf8").split(/\s+/).includes("cpu")) {
       return {
         root: v2,
-        quotaFiles: (dir, cores) => [
-          [join(dir, "cpu.max"), `${Math.round(cores * PERIOD_US)} ${PERIOD_US}`],
+        quotaFiles: (dir, cores, periodUs) => [
+          [join(dir, "cpu.max"), `${Math.round(cores * periodUs)} ${periodUs}`],
         ],
         weightFile: (dir) => [join(dir, "cpu.weight"), "10000"],
       };
@@ -83,8 +84,16 @@ export function parseCpuStat(text: string): {
  * Throws with the cause when the quota cannot be set: a bench must never fall back to an
  * unquota'd figure.
  */
-export function createCpuQuota(name: string, cores: number): CpuQuota {
-  return { ...createGroup(name, (layout, path) => layout.quotaFiles(path, cores)), cores };
+/** A group that may use `cores` of a core in every period of `periodMs`. */
+export function createCpuQuota(
+  name: string,
+  cores: number,
+  periodMs: number = DEFAULT_PERIOD_MS,
+): CpuQuota {
+  return {
+    ...createGroup(name, (layout, path) => layout.quotaFiles(path, cores, periodMs * 1000)),
+    cores,
+  };
 }
 
 /**

@@ -13,6 +13,16 @@ export function cpuMsOf(pid: number | undefined): number {
   }
 }
 
+/** User CPU milliseconds a process has used so far (its own code, not the kernel's work). */
+export function userCpuMsOf(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return Number(fields[11]) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /**
  * CPU milliseconds used so far by each Postgres backend serving a database, by pid. Backends
  * that exit between two readings are lost, so a difference of two readings is a floor.
