@@ -293,6 +293,9 @@ async function main(): Promise<void> {
     matcher: async () => (await import("./support/scale-matcher.ts")).matcherDriver(options),
     gateway: async () => (await import("./support/scale-gateway.ts")).gatewayDriver(options),
   };
+  if (options.oneBusy && values.service !== "matcher") {
+    throw new Error("--one-busy is the matcher's control: its work is keyed to partitions");
+  }
   const make = drivers[values.service ?? ""];
   if (!make) {
     throw new Error(`--service must be one of ${Object.keys(drivers).join(", ")}`);
@@ -304,7 +307,10 @@ async function main(): Promise<void> {
   } finally {
     await driver.close();
   }
-  report("targets (efficiency ≥ 0.9 at 2, ≥ 0.85 at 4)", met ? "met" : "NOT met");
+  report(
+    "targets (efficiency ≥ 0.9 at 2, ≥ 0.85 at 4)",
+    options.oneBusy ? "not judged: --one-busy is a control" : met ? "met" : "NOT met",
+  );
   process.exit(0);
 }
 
