@@ -1,6 +1,6 @@
 // Demo data for `npm start`: the sample roll in the parcel store and a demo tenant (Team tier,
-// on trial) whose API key is printed. The key is kept in .data/demo.json so a restart reuses the
-// same tenant; a key that no longer works is replaced by a fresh trial.
+// on trial) whose API key is printed. The key is kept in .data, a file per database, so a restart
+// reuses the same tenant; a key that no longer works is replaced by a fresh trial.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runNodeToEnd } from "./run-to-end.ts";
@@ -78,10 +78,21 @@ function readSavedDemo(file: string): { key: string; tenantId: string } | undefi
   }
 }
 
+/**
+ * Where the demo key is kept: one file per database, as a key belongs to the database it was
+ * issued in. Stacks on other databases (the test suite runs several at once) share the local
+ * Redis, where another stack's key can look valid for a moment; they never pick each other's up.
+ */
+function savedDemoFile(context: DemoContext): string {
+  const url = context.env.DATABASE_URL;
+  const database = url ? new URL(url).pathname.slice(1) : "";
+  return join(context.root, ".data", database ? `demo-${database}.json` : "demo.json");
+}
+
 export async function seedDemo(context: DemoContext): Promise<string[]> {
   context.say("ingesting the sample roll (Miami-Dade, 300 parcels)");
   await ingestSampleRoll(context);
-  const file = join(context.root, ".data", "demo.json");
+  const file = savedDemoFile(context);
   let demo: { key: string; tenantId: string } | undefined;
   const saved = readSavedDemo(file);
   if (saved && (await keyStillWorks(context.baseUrl, saved.key))) {
