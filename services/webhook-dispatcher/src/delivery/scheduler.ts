@@ -61,7 +61,7 @@ export function createScheduler(options: {
         outcome === "empty"
           ? Math.min(idleMs * 2, options.pollMs * IDLE_POLL_FACTOR)
           : options.pollMs;
-      schedule(again || outcome === "full" ? 0 : outcome === "empty" ? idleMs : options.pollMs);
+      schedule(again || outcome === "full" ? 0 : idleMs);
     }
   }
 
