@@ -34,6 +34,8 @@ const app = await buildApp(
   { config, logger, pool, redis, bus },
   {
     watchlists: { owns: async () => true },
+    // The scale-out bench's one-busy control keeps the members without tenants idle.
+    helpOthers: process.env.CHILD_HELP_OTHERS !== "0",
     // Seeded from the quota ledger at LEDGER_URL when the parent stack runs one.
     ...(process.env.TEST_LEDGER_SEEDS === "1"
       ? {}

@@ -178,7 +178,7 @@ function dispatcherFleet(harness: Harness, ledgerUrl: string | undefined, hasLed
 
   async function startDispatcher(
     env: Record<string, string> = {},
-    overrides: { loadUsage?: UsageLoader } = {},
+    overrides: { loadUsage?: UsageLoader; helpOthers?: boolean } = {},
   ) {
     const config = {
       ...readConfig({
@@ -212,6 +212,7 @@ function dispatcherFleet(harness: Harness, ledgerUrl: string | undefined, hasLed
         ...(overrides.loadUsage || !hasLedger
           ? { loadUsage: overrides.loadUsage ?? (async () => ({ used: 0, foliosToday: [] })) }
           : {}),
+        ...(overrides.helpOthers === undefined ? {} : { helpOthers: overrides.helpOthers }),
       },
     );
     await app.start();

@@ -44,6 +44,8 @@ export interface DispatcherOptions {
   /** Seeds lead-view counters; the quota ledger's internal API unless a test passes its own. */
   loadUsage?: UsageLoader;
   now?: () => number;
+  /** Whether an idle instance helps with the other members' tenants (yes, unless a bench's control). */
+  helpOthers?: boolean;
 }
 
 /** Builds the dispatcher without starting it, so tests can drive it directly. */
@@ -101,6 +103,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
   });
   const worker = createWorker({
     share: () => membership.share(),
+    helpOthers: options.helpOthers,
     onAttempt: (outcome, attempt, durationMs) => {
       attemptsByOutcome?.inc({ outcome, attempt: String(attempt) });
       attemptSeconds?.observe({ outcome }, durationMs / 1000);

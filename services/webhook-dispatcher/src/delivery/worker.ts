@@ -36,6 +36,11 @@ export interface WorkerOptions {
   now: () => number;
   /** The tenants this instance claims first (all of them when alone). */
   share?: () => Share;
+  /**
+   * Whether an idle instance claims other members' tenants too (the default). Off only in the
+   * scale-out bench's control, where the other members must stay idle.
+   */
+  helpOthers?: boolean;
   /** After each recorded attempt: its outcome, number and how long the receiver took. */
   onAttempt?: (outcome: string, attempt: number, durationMs: number) => void;
 }
@@ -61,6 +66,7 @@ const QUEUE_DEPTH = 2;
  */
 export function createWorker(options: WorkerOptions) {
   const { pool, logger, now } = options;
+  const helpOthers = options.helpOthers ?? true;
   // A claim statement costs about the same for a few rows as for a batch (it also steps over the
   // tenants' leased rows), so a busy worker waits for this much room before claiming again.
   const minRoom = Math.max(1, Math.min(CLAIM_BATCH / 4, Math.floor(options.maxInFlight / 4)));
@@ -131,7 +137,7 @@ export function createWorker(options: WorkerOptions) {
     const limit = Math.min(room, CLAIM_BATCH);
     const share = options.share?.() ?? WHOLE;
     let rows = await claim(limit, share);
-    if (rows.length === 0 && inFlight.count() === 0 && share.count > 1) {
+    if (rows.length === 0 && inFlight.count() === 0 && share.count > 1 && helpOthers) {
       // Nothing of its own tenants is due and nothing is in flight: it helps with the
       // others' (a burst that hashed unevenly, a member that left without a word).
       rows = await claim(limit, WHOLE);
