@@ -1,11 +1,12 @@
 // Scale-out on a small machine: N instances of one service, each in a cgroup of its own with a
 // fixed CPU quota, driven with the same work, so throughput that grows with N is scale-out and not
 // a bigger share of the machine. Prints throughput, the scaling efficiency
-// throughput(N) / (N x throughput(1)), and the CPU of every process taking part.
+// throughput(N) / (N x throughput(1)), and the CPU of every process taking part. A canary with
+// fixed work in a small cgroup of its own shows how fast the machine itself ran in each round.
 //
 //   node bench/scale-out.ts --service dispatcher|matcher|gateway [--instances 1,2,4]
 //                           [--cpu-quota 0.15] [--work N] [--tenants N (dispatcher)]
-//                           [--one-busy (matcher)] [--cpu-period-ms 100]
+//                           [--one-busy (matcher, dispatcher)] [--cpu-period-ms 100]
 //
 // Needs root (cgroup v1 cpu controller or cgroup v2 cpu.max), Postgres and Redis. Exits non-zero
 // when a quota cannot be set: it never prints an unquota'd figure. Instances and the shared
@@ -14,6 +15,7 @@
 import type { ChildProcess } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
+import { type Canary, startCanary } from "./support/canary.ts";
 import {
   type CpuQuota,
   createCpuPriority,
@@ -52,8 +54,8 @@ export interface ScaleOptions {
   /** Dispatcher only: how many Team tenants the deliveries are spread over. */
   tenants?: number | undefined;
   /**
-   * Matcher only: every round's work lands on the partitions of one instance, the others stay in
-   * the group idle. A control: what that instance does against one instance alone separates the
+   * Matcher and dispatcher: every round's work is one instance's (its partitions, its share of
+   * the tenants), the others stay in the group idle. A control: what that instance does against one instance alone separates the
    * cost of the group (membership, fewer partitions each) from that of instances busy together.
    */
   oneBusy?: boolean;
@@ -163,9 +165,15 @@ function prioritiseShared(driver: ScaleDriver, group: { add(pid: number): void }
 
 export async function runScaleOut(driver: ScaleDriver, options: ScaleOptions): Promise<boolean> {
   const shared = createCpuPriority(`th-scale-out-shared-${process.pid}`);
+  const canary = await startCanary(
+    `th-scale-out-canary-${process.pid}`,
+    options.cpuQuota,
+    options.cpuPeriodMs ?? DEFAULT_PERIOD_MS,
+  );
   try {
-    return await runCounts(driver, options, shared);
+    return await runCounts(driver, options, shared, canary);
   } finally {
+    await canary.stop();
     shared.remove();
   }
 }
@@ -174,6 +182,7 @@ async function runCounts(
   driver: ScaleDriver,
   options: ScaleOptions,
   shared: { add(pid: number): void },
+  canary: Canary,
 ): Promise<boolean> {
   report(
     "machine",
@@ -184,6 +193,7 @@ async function runCounts(
     `${options.cpuQuota} of a core in every ${options.cpuPeriodMs ?? DEFAULT_PERIOD_MS} ms`,
   );
   const rates = new Map<number, number>();
+  let canaryAtOne = Number.NaN;
   let met = true;
   for (const count of options.instances) {
     const { instances, quotas } = await startInstances(
@@ -203,13 +213,21 @@ async function runCounts(
       // What an instance spends with no work (polls, consumer fetches, heartbeats): a cost
       // every added instance pays, which the efficiency includes.
       const idle = readCpu(driver, instances);
+      const canaryIdle = canary.mark();
       await sleep(IDLE_MS);
+      const canaryIdleUs = canary.since(canaryIdle);
       const idleAfter = readCpu(driver, instances);
       const before = readCpu(driver, instances);
       const started = performance.now();
       const userBefore = instances.map((child) => userCpuMsOf(child.pid));
+      const canaryRound = canary.mark();
       const round = await driver.round(instances);
+      const canaryRoundUs = canary.since(canaryRound);
+      if (count === 1) {
+        canaryAtOne = canaryRoundUs;
+      }
       const userMs = instances.map((child, i) => userCpuMsOf(child.pid) - (userBefore[i] ?? 0));
+      const allMs = instances.map((child, i) => cpuMsOf(child.pid) - (before.instances[i] ?? 0));
       const wallSeconds = (performance.now() - started) / 1000;
       const rate = round.completed / round.seconds;
       rates.set(count, rate);
@@ -239,10 +257,18 @@ async function runCounts(
           .join(", "),
       );
       reportCpu(driver, instances, before, wallSeconds, quotas);
-      // User CPU alone: the code's own work per unit, apart from the kernel's network work.
+      // User CPU alone is the code's own work per unit; the rest is the kernel's (sockets).
+      const perThousand = (ms: number[]) =>
+        ((ms.reduce((sum, one) => sum + one, 0) * 1000) / round.completed).toFixed(0);
       report(
-        `  user CPU of the instances per 1,000 ${driver.unit}`,
-        `${((userMs.reduce((sum, ms) => sum + ms, 0) * 1000) / round.completed).toFixed(0)} ms`,
+        `  CPU of the instances per 1,000 ${driver.unit}: user, all`,
+        `${perThousand(userMs)} ms, ${perThousand(allMs)} ms`,
+      );
+      // The same fixed work costing more during this round than during one instance's means
+      // the machine ran slower for everyone, not that the service did more.
+      report(
+        "  machine canary, µs of CPU per unit: idle, this round",
+        `${canaryIdleUs.toFixed(1)}, ${canaryRoundUs.toFixed(1)} (${(canaryRoundUs / canaryAtOne).toFixed(2)}x of one instance's round)`,
       );
       for (const [label, value] of round.notes) {
         report(`  ${label}`, value);
@@ -293,8 +319,8 @@ async function main(): Promise<void> {
     matcher: async () => (await import("./support/scale-matcher.ts")).matcherDriver(options),
     gateway: async () => (await import("./support/scale-gateway.ts")).gatewayDriver(options),
   };
-  if (options.oneBusy && values.service !== "matcher") {
-    throw new Error("--one-busy is the matcher's control: its work is keyed to partitions");
+  if (options.oneBusy && values.service === "gateway") {
+    throw new Error("--one-busy is the matcher's and the dispatcher's control");
   }
   const make = drivers[values.service ?? ""];
   if (!make) {

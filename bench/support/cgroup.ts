@@ -79,12 +79,11 @@ export function parseCpuStat(text: string): {
 }
 
 /**
- * Makes a cgroup with a CPU quota of `cores` of one core, at the highest CPU weight, so that a
- * neighbour loading the machine cannot hold the group below its quota: the quota is what binds.
- * Throws with the cause when the quota cannot be set: a bench must never fall back to an
- * unquota'd figure.
+ * Makes a cgroup that may use `cores` of one core in every period of `periodMs`, at the highest
+ * CPU weight, so that a neighbour loading the machine cannot hold the group below its quota: the
+ * quota is what binds. Throws with the cause when the quota cannot be set: a bench must never
+ * fall back to an unquota'd figure.
  */
-/** A group that may use `cores` of a core in every period of `periodMs`. */
 export function createCpuQuota(
   name: string,
   cores: number,
