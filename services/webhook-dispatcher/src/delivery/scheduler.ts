@@ -27,6 +27,8 @@ export function createScheduler(options: {
   logger: Logger;
   /** Claims once; answers what the claim came to. */
   poll: () => Promise<PollOutcome>;
+  /** While it answers true, no claim: the scheduler asks again every `pollMs`. */
+  held?: () => boolean;
 }) {
   let timer: NodeJS.Timeout | undefined;
   let idleMs = options.pollMs;
@@ -46,6 +48,10 @@ export function createScheduler(options: {
 
   async function tick() {
     if (stopped || polling) {
+      return;
+    }
+    if (options.held?.()) {
+      schedule(options.pollMs);
       return;
     }
     polling = true;
