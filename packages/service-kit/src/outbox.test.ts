@@ -90,32 +90,6 @@ describe("outbox", () => {
     expect(rows[0].n).toBe(0);
   });
 
-  it("says it is behind while a pass leaves more than a batch of a shard to publish", async () => {
-    await harness.pool.query("DELETE FROM outbox");
-    const relay = createOutboxRelay({
-      pool: harness.pool,
-      bus: harness.bus,
-      logger: harness.logger,
-      batchSize: 5,
-    });
-    await inTransaction(harness.pool, async (client) => {
-      // One key, so one shard: four passes of five, then one that finds nothing.
-      for (let i = 0; i < 20; i++) {
-        await enqueueEvent(client, contracts.keyIssued, { ...keyIssued, key_id: "behind" });
-      }
-    });
-    expect(relay.behind()).toBe(false);
-    const seen: boolean[] = [];
-    const watch = setInterval(() => seen.push(relay.behind()), 1);
-    try {
-      expect(await relay.flush()).toBe(20);
-    } finally {
-      clearInterval(watch);
-    }
-    expect(seen).toContain(true);
-    expect(relay.behind()).toBe(false);
-  });
-
   it("keeps events that could not be published for the next attempt", async () => {
     // A real client whose broker is gone: nothing listens on port 1.
     const brokenBus = new Bus({

@@ -44,12 +44,6 @@ export function outboxShard<T>(contract: TopicContract<T>, value: T): number {
 export interface OutboxRelay {
   /** Publishes what is pending now instead of at the next tick; resolves when done. */
   flush(): Promise<number>;
-  /**
-   * Whether the relay trails what is written: its last pass published a whole batch of a shard
-   * and it is publishing the rest. Writers that can wait (a worker choosing its next claim) hold
-   * back until it is not, so the events of their work stay about one pass behind it.
-   */
-  behind(): boolean;
   /** Deletes rows published longer ago than the retention; resolves with how many. */
   purge(): Promise<number>;
   start(): void;
@@ -194,7 +188,6 @@ async function drainOutbox(
   bus: Bus,
   batchSize: number,
   nextStart: () => number,
-  onPass: (full: boolean) => void,
 ): Promise<number> {
   let total = 0;
   for (;;) {
@@ -205,7 +198,6 @@ async function drainOutbox(
       total += published ?? 0;
       full ||= published === batchSize;
     }
-    onPass(full);
     if (!full) {
       return total;
     }
@@ -284,23 +276,7 @@ export function createOutboxRelay(options: {
   const retentionMs = options.retentionMs ?? OUTBOX_RETENTION_MS;
   const batchSize = options.batchSize ?? 500;
   let start = randomInt(1 << 16);
-  let behind = false;
-  const drains = coalescedDrains(() =>
-    drainOutbox(
-      pool,
-      bus,
-      batchSize,
-      () => start++,
-      (full) => {
-        behind = full;
-      },
-    ).catch((error: unknown) => {
-      // A relay that cannot publish holds no writer back: its rows wait, and its writers' work
-      // (deliveries, say) is worth more than the events' timeliness.
-      behind = false;
-      throw error;
-    }),
-  );
+  const drains = coalescedDrains(() => drainOutbox(pool, bus, batchSize, () => start++));
   const purge = () => purgeOutbox(pool, retentionMs);
   const publishing = repeatAfter(
     options.intervalMs ?? 250,
@@ -321,7 +297,6 @@ export function createOutboxRelay(options: {
   );
   return {
     flush: drains.flush,
-    behind: () => behind,
     purge,
     start() {
       publishing.start();

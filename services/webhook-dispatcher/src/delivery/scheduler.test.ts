@@ -5,7 +5,7 @@ import { createScheduler, type PollOutcome } from "./scheduler.ts";
 const POLL_MS = 100;
 
 /** A scheduler whose polls answer `outcomes` in turn (the last one from then on). */
-function scheduled(outcomes: PollOutcome[], held: () => boolean = () => false) {
+function scheduled(outcomes: PollOutcome[]) {
   const at: number[] = [];
   const scheduler = createScheduler({
     pollMs: POLL_MS,
@@ -15,7 +15,6 @@ function scheduled(outcomes: PollOutcome[], held: () => boolean = () => false) {
       at.push(Date.now());
       return outcomes.length > 1 ? (outcomes.shift() as PollOutcome) : (outcomes[0] ?? "empty");
     },
-    held,
   });
   const gaps = () => at.slice(1).map((time, i) => time - (at[i] as number));
   return { scheduler, at, gaps };
@@ -35,22 +34,6 @@ describe("the claim scheduler", () => {
     await vi.advanceTimersByTimeAsync(POLL_MS * 4);
     scheduler.stop();
     expect(gaps()).toEqual([POLL_MS, POLL_MS, POLL_MS, POLL_MS]);
-  });
-
-  it("claims nothing while held, even when woken, and claims again within pollMs of release", async () => {
-    let held = true;
-    const { scheduler, at } = scheduled(["full"], () => held);
-    scheduler.start();
-    await vi.advanceTimersByTimeAsync(POLL_MS * 5);
-    scheduler.wake();
-    await vi.advanceTimersByTimeAsync(POLL_MS * 5);
-    expect(at).toEqual([]);
-    held = false;
-    const releasedAt = Date.now();
-    await vi.advanceTimersByTimeAsync(POLL_MS);
-    scheduler.stop();
-    expect(at.length).toBeGreaterThan(0);
-    expect((at[0] as number) - releasedAt).toBeLessThanOrEqual(POLL_MS);
   });
 
   it("claims again at once after a full claim", async () => {

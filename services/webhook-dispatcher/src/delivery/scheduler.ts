@@ -27,8 +27,6 @@ export function createScheduler(options: {
   logger: Logger;
   /** Claims once; answers what the claim came to. */
   poll: () => Promise<PollOutcome>;
-  /** While it answers true, no claim: the scheduler asks again every `pollMs`. */
-  held?: () => boolean;
 }) {
   let timer: NodeJS.Timeout | undefined;
   let idleMs = options.pollMs;
@@ -48,10 +46,6 @@ export function createScheduler(options: {
 
   async function tick() {
     if (stopped || polling) {
-      return;
-    }
-    if (options.held?.()) {
-      schedule(options.pollMs);
       return;
     }
     polling = true;

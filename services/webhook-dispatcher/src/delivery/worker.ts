@@ -71,16 +71,7 @@ export function createWorker(options: WorkerOptions) {
   // tenants' leased rows), so a busy worker waits for this much room before claiming again.
   const minRoom = Math.max(1, Math.min(CLAIM_BATCH / 4, Math.floor(options.maxInFlight / 4)));
   const batches = new Set<Promise<void>>();
-  const scheduler = createScheduler({
-    pollMs: options.pollMs,
-    now,
-    logger,
-    poll,
-    // An instance at its CPU limit sends faster than its relay publishes the attempts' events:
-    // it claims again once the relay caught up, so the events trail the sends by about one
-    // pass, and the deliveries wait in Postgres, where the autoscaler counts them.
-    held: () => options.relay.behind(),
-  });
+  const scheduler = createScheduler({ pollMs: options.pollMs, now, logger, poll });
   const flusher = createOutboxFlusher({ relay: options.relay, logger });
   const inFlight = createInFlight({
     maxInFlight: options.maxInFlight,
