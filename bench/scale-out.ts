@@ -2,7 +2,8 @@
 // fixed CPU quota, driven with the same work, so throughput that grows with N is scale-out and not
 // a bigger share of the machine. Prints throughput, the scaling efficiency
 // throughput(N) / (N x throughput(1)), and the CPU of every process taking part. A canary with
-// fixed work in a small cgroup of its own shows how fast the machine itself ran in each round.
+// fixed work, in a cgroup of its own at the instances' quota, shows how fast the machine itself
+// ran in each round.
 //
 //   node bench/scale-out.ts --service dispatcher|matcher|gateway [--instances 1,2,4]
 //                           [--cpu-quota 0.15] [--work N] [--tenants N (dispatcher)]
@@ -55,8 +56,9 @@ export interface ScaleOptions {
   tenants?: number | undefined;
   /**
    * Matcher and dispatcher: every round's work is one instance's (its partitions, its share of
-   * the tenants), the others stay in the group idle. A control: what that instance does against one instance alone separates the
-   * cost of the group (membership, fewer partitions each) from that of instances busy together.
+   * the tenants), the others stay in the group idle. A control: what that instance does against
+   * one instance alone separates the cost of the group (membership, fewer partitions each) from
+   * that of instances busy together.
    */
   oneBusy?: boolean;
   /**

@@ -1,4 +1,4 @@
-// Runs the machine canary (canary-child.ts) in a cgroup with a small quota of its own, and reads
+// Runs the machine canary (canary-child.ts) in a cgroup with a quota of its own, and reads
 // its CPU per unit over a phase: the same work costing more means the machine is slower, not
 // the code under test.
 import { fileURLToPath } from "node:url";

@@ -2,25 +2,25 @@
 // database, used during a phase, so each side's share shows beside the throughput.
 import { readdirSync, readFileSync } from "node:fs";
 
-/** CPU milliseconds (user + system) a process has used so far; NaN when it cannot be read. */
-export function cpuMsOf(pid: number | undefined): number {
+/** A process's user and system CPU milliseconds so far (clock ticks of 10 ms); NaN if unreadable. */
+function cpuTimesOf(pid: number | undefined): { user: number; system: number } {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    // utime and stime, in clock ticks of 10 ms.
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
   } catch {
-    return Number.NaN;
+    return { user: Number.NaN, system: Number.NaN };
   }
+}
+
+/** CPU milliseconds (user + system) a process has used so far; NaN when it cannot be read. */
+export function cpuMsOf(pid: number | undefined): number {
+  const { user, system } = cpuTimesOf(pid);
+  return user + system;
 }
 
 /** User CPU milliseconds a process has used so far (its own code, not the kernel's work). */
 export function userCpuMsOf(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return Number(fields[11]) * 10;
-  } catch {
-    return Number.NaN;
-  }
+  return cpuTimesOf(pid).user;
 }
 
 /**
