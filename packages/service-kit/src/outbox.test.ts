@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import { Bus, on, partitionOfKey } from "@th/bus";
 import { commonShape, defineConfig } from "@th/config";
-import { contracts, type KeyIssued } from "@th/contracts";
-import { keyIssued } from "@th/contracts/samples";
+import { contracts, type KeyIssued, type TenantChanged } from "@th/contracts";
+import { keyIssued, tenantChanged } from "@th/contracts/samples";
 import { inTransaction } from "@th/db";
 import { inSpan, startTelemetry } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -16,7 +16,7 @@ beforeAll(async () => {
   harness = await createTestHarness({
     config,
     migrations: [{ schema: "outbox_test", dir: join(import.meta.dirname, "fixtures", "outbox") }],
-    topics: [contracts.keyIssued],
+    topics: [contracts.keyIssued, contracts.tenantChanged],
   });
 });
 afterAll(() => harness.close());
@@ -351,6 +351,68 @@ describe("outbox", () => {
         .map((event) => event.key_id);
       expect(seen).toEqual(Array.from({ length: 10 }, (_, round) => `${tenant}-${round}`));
     }
+    await consumer.stop();
+  });
+
+  it("publishes a batch whose topics alternate in one request per topic, each in commit order", async () => {
+    await harness.pool.query("DELETE FROM outbox");
+    const tenant = "tn_mixed_topics";
+    const keys: KeyIssued[] = [];
+    const changes: TenantChanged[] = [];
+    const consumer = await harness.bus.consume({
+      group: "outbox-mixed-test",
+      fromBeginning: false,
+      subscriptions: [
+        on(contracts.keyIssued, async (message) => {
+          keys.push(message.value);
+          return undefined;
+        }),
+        on(contracts.tenantChanged, async (message) => {
+          changes.push(message.value);
+          return undefined;
+        }),
+      ],
+    });
+    // One tenant, so every row is in one shard, its two topics alternating in id order.
+    await inTransaction(harness.pool, async (client) => {
+      for (let n = 0; n < 10; n++) {
+        await enqueueEvent(client, contracts.keyIssued, {
+          ...keyIssued,
+          tenant_id: tenant,
+          key_id: `mixed-${n}`,
+        });
+        await enqueueEvent(client, contracts.tenantChanged, {
+          ...tenantChanged,
+          tenant_id: tenant,
+          revision: n,
+        });
+      }
+    });
+    const requests: string[] = [];
+    const countingBus = {
+      publishRecords: (...args: Parameters<Bus["publishRecords"]>) => {
+        requests.push(args[0].topic);
+        return harness.bus.publishRecords(...args);
+      },
+    } as unknown as Bus;
+    const relay = createOutboxRelay({
+      pool: harness.pool,
+      bus: countingBus,
+      logger: harness.logger,
+    });
+    expect(await relay.flush()).toBe(20);
+    expect(requests.sort()).toEqual([contracts.keyIssued.topic, contracts.tenantChanged.topic]);
+    await vi.waitFor(
+      () => {
+        expect(keys.map((event) => event.key_id)).toEqual(
+          Array.from({ length: 10 }, (_, n) => `mixed-${n}`),
+        );
+        expect(changes.map((event) => event.revision)).toEqual(
+          Array.from({ length: 10 }, (_, n) => n),
+        );
+      },
+      { timeout: 15_000 },
+    );
     await consumer.stop();
   });
 });

@@ -81,24 +81,30 @@ WITH RECURSIVE pending AS (
 )
 SELECT shard FROM pending WHERE shard IS NOT NULL`;
 
-/** Publishes rows in id order; consecutive rows of one topic go in one request. */
+/**
+ * Publishes a batch in one request per topic, the topics at once, and resolves once all are
+ * acknowledged. A key belongs to one topic, so grouping by topic keeps each key's commit order.
+ * A shard mixes topics (the dispatcher's attempts, keyed by delivery, beside its lead views,
+ * keyed by tenant): a request per run of consecutive rows of one topic would cost a broker round
+ * trip per change of topic, hundreds per batch.
+ */
 async function publishRows(bus: Bus, rows: readonly OutboxRow[]): Promise<void> {
-  let index = 0;
-  while (index < rows.length) {
-    const topic = rows[index]?.topic as string;
-    const run: PublishedRecord<unknown>[] = [];
-    while (index < rows.length && rows[index]?.topic === topic) {
-      const row = rows[index] as OutboxRow;
-      run.push(row.headers ? { value: row.payload, headers: row.headers } : { value: row.payload });
-      index++;
-    }
+  const groups = [...Map.groupBy(rows, (row) => row.topic)].map(([topic, group]) => {
     const contract = contractForTopic(topic) as AnyTopicContract | undefined;
     if (!contract) {
       throw new Error(`outbox row for unknown topic ${topic}`);
     }
-    // A row written outside any trace must not join whichever trace asked for this flush.
-    await outsideAnyTrace(() => bus.publishRecords(contract, run as PublishedRecord<never>[]));
-  }
+    const records = group.map((row) =>
+      row.headers ? { value: row.payload, headers: row.headers } : { value: row.payload },
+    );
+    return { contract, records: records as PublishedRecord<never>[] };
+  });
+  // A row written outside any trace must not join whichever trace asked for this flush.
+  await Promise.all(
+    groups.map(({ contract, records }) =>
+      outsideAnyTrace(() => bus.publishRecords(contract, records)),
+    ),
+  );
 }
 
 /**
