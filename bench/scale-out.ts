@@ -23,7 +23,13 @@ import {
   createCpuQuota,
   DEFAULT_PERIOD_MS,
 } from "./support/cgroup.ts";
-import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince, userCpuMsOf } from "./support/cpu.ts";
+import {
+  cpuMsOf,
+  postgresCpuMsOf,
+  postgresCpuMsSince,
+  syscallsOf,
+  userCpuMsOf,
+} from "./support/cpu.ts";
 import { sleep, stopChild } from "./support/processes.ts";
 
 export interface ScaleRound {
@@ -206,9 +212,14 @@ async function runCounts(
     );
     prioritiseShared(driver, shared);
     try {
-      // Instances in production run warm: one unmeasured round first, so every count is judged
-      // after its processes compiled their hot paths, not on who paid start-up the most times.
-      const warm = await driver.round(instances);
+      // Instances in production run warm: unmeasured rounds first, as many as there are
+      // instances, so each has done about one instance's round of work, compiled its hot paths
+      // and grown its heap before it is judged. One round for every count left four instances
+      // with a quarter of the warm-up each, still compiling and faulting in heap pages.
+      let warm = await driver.round(instances);
+      for (let extra = 1; extra < (options.oneBusy ? 1 : count); extra++) {
+        warm = await driver.round(instances);
+      }
       const warmRate = warm.completed / warm.seconds;
       // Backends the instances' pools opened during the warm-up.
       prioritiseShared(driver, shared);
@@ -222,6 +233,7 @@ async function runCounts(
       const before = readCpu(driver, instances);
       const started = performance.now();
       const userBefore = instances.map((child) => userCpuMsOf(child.pid));
+      const callsBefore = instances.map((child) => syscallsOf(child.pid));
       const canaryRound = canary.mark();
       const round = await driver.round(instances);
       const canaryRoundUs = canary.since(canaryRound);
@@ -229,6 +241,14 @@ async function runCounts(
         canaryAtOne = canaryRoundUs;
       }
       const userMs = instances.map((child, i) => userCpuMsOf(child.pid) - (userBefore[i] ?? 0));
+      const calls = instances.map((child, i) => {
+        const [now, then] = [syscallsOf(child.pid), callsBefore[i]];
+        return {
+          reads: now.reads - (then?.reads ?? Number.NaN),
+          writes: now.writes - (then?.writes ?? Number.NaN),
+          wakeups: now.wakeups - (then?.wakeups ?? Number.NaN),
+        };
+      });
       const allMs = instances.map((child, i) => cpuMsOf(child.pid) - (before.instances[i] ?? 0));
       const wallSeconds = (performance.now() - started) / 1000;
       const rate = round.completed / round.seconds;
@@ -251,7 +271,7 @@ async function runCounts(
         `${count} instance(s)`,
         `${rate.toFixed(0)} ${driver.unit}/s over ${round.seconds.toFixed(1)} s; ${options.oneBusy ? "against one instance alone" : "efficiency"} ${efficiency.toFixed(2)}${verdict}`,
       );
-      report("  warm-up round, not counted", `${warmRate.toFixed(0)} ${driver.unit}/s`);
+      report("  last warm-up round, not counted", `${warmRate.toFixed(0)} ${driver.unit}/s`);
       report(
         "  CPU of each instance while idle, before the round",
         idleAfter.instances
@@ -265,6 +285,12 @@ async function runCounts(
       report(
         `  CPU of the instances per 1,000 ${driver.unit}: user, all`,
         `${perThousand(userMs)} ms, ${perThousand(allMs)} ms`,
+      );
+      const perUnit = (key: "reads" | "writes" | "wakeups") =>
+        (calls.reduce((sum, one) => sum + one[key], 0) / round.completed).toFixed(2);
+      report(
+        `  instances' syscalls per unit: reads, writes, wakeups`,
+        `${perUnit("reads")}, ${perUnit("writes")}, ${perUnit("wakeups")}`,
       );
       // The same fixed work costing more during this round than during one instance's means
       // the machine ran slower for everyone, not that the service did more.

@@ -57,3 +57,28 @@ export function postgresCpuMsSince(database: string, before: Map<number, number>
   }
   return total;
 }
+
+/**
+ * A process's read and write system calls so far (`/proc/<pid>/io`) and its voluntary context
+ * switches (how often it slept waiting for I/O, so how often its event loop woke); NaN when
+ * unreadable. Per unit of work they show the kernel's share that CPU time alone hides.
+ */
+export function syscallsOf(pid: number | undefined): {
+  reads: number;
+  writes: number;
+  wakeups: number;
+} {
+  const field = (text: string, name: string) =>
+    Number(new RegExp(`^${name}:\\s*(\\d+)`, "m").exec(text)?.[1] ?? Number.NaN);
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, "utf8");
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    return {
+      reads: field(io, "syscr"),
+      writes: field(io, "syscw"),
+      wakeups: field(status, "voluntary_ctxt_switches"),
+    };
+  } catch {
+    return { reads: Number.NaN, writes: Number.NaN, wakeups: Number.NaN };
+  }
+}
