@@ -3,11 +3,12 @@
 // a bigger share of the machine. Prints throughput, the scaling efficiency
 // throughput(N) / (N x throughput(1)), and the CPU of every process taking part. A canary with
 // fixed work, in a cgroup of its own at the instances' quota, shows how fast the machine itself
-// ran in each round.
+// ran in each round. Each count is warmed with as many rounds as it has instances and measured
+// over several rounds (`--rounds`, 3); the figure is their median.
 //
 //   node bench/scale-out.ts --service dispatcher|matcher|gateway [--instances 1,2,4]
 //                           [--cpu-quota 0.15] [--work N] [--tenants N (dispatcher)]
-//                           [--one-busy (matcher, dispatcher)] [--cpu-period-ms 100]
+//                           [--one-busy (matcher, dispatcher)] [--cpu-period-ms 100] [--rounds 3]
 //
 // Needs root (cgroup v1 cpu controller or cgroup v2 cpu.max), Postgres and Redis. Exits non-zero
 // when a quota cannot be set: it never prints an unquota'd figure. Instances and the shared
@@ -25,6 +26,7 @@ import {
 } from "./support/cgroup.ts";
 import {
   cpuMsOf,
+  machineCpuMs,
   postgresCpuMsOf,
   postgresCpuMsSince,
   syscallsOf,
@@ -72,10 +74,16 @@ export interface ScaleOptions {
    * then waits for the next. Shorter periods interleave the instances more finely.
    */
   cpuPeriodMs?: number;
+  /** Measured rounds per count; the figure is their median. */
+  rounds?: number;
 }
 
 const TARGETS: Record<number, number> = { 2: 0.9, 4: 0.85 };
 const IDLE_MS = 3_000;
+/** Measured rounds per count: the median of three shrugs off one round a neighbour slowed. */
+const DEFAULT_ROUNDS = 3;
+/** The machine's busy share above which a round is no longer bound by the instances' quota. */
+const MACHINE_FULL = 0.8;
 
 function report(label: string, value: string): void {
   process.stdout.write(`${label.padEnd(56)} ${value}\n`);
@@ -186,6 +194,204 @@ export async function runScaleOut(driver: ScaleDriver, options: ScaleOptions): P
   }
 }
 
+/** What the measured rounds of one instance count used and did, all rounds together. */
+interface Measured {
+  /** Each round's units per second, in the order they ran. */
+  rates: number[];
+  completed: number;
+  seconds: number;
+  before: CpuReading;
+  userMs: number;
+  allMs: number;
+  calls: { reads: number; writes: number; wakeups: number };
+  machineBusy: number;
+  canaryUs: number;
+  /** Each round's service-specific findings. */
+  notes: Array<Array<[string, string]>>;
+}
+
+const sum = (values: readonly number[]) => values.reduce((total, one) => total + one, 0);
+
+function callsOf(instances: readonly ChildProcess[]) {
+  const each = instances.map((child) => syscallsOf(child.pid));
+  return {
+    reads: sum(each.map((one) => one.reads)),
+    writes: sum(each.map((one) => one.writes)),
+    wakeups: sum(each.map((one) => one.wakeups)),
+  };
+}
+
+/** Unmeasured rounds until each instance has done about one instance's round of work. */
+async function warmUp(
+  driver: ScaleDriver,
+  instances: readonly ChildProcess[],
+  rounds: number,
+): Promise<number> {
+  let warm = await driver.round(instances);
+  for (let extra = 1; extra < rounds; extra++) {
+    warm = await driver.round(instances);
+  }
+  return warm.completed / warm.seconds;
+}
+
+/** Runs `rounds` measured rounds back to back and reads every counter around them. */
+async function measure(
+  driver: ScaleDriver,
+  instances: readonly ChildProcess[],
+  canary: Canary,
+  rounds: number,
+): Promise<Measured> {
+  const before = readCpu(driver, instances);
+  const userBefore = sum(instances.map((child) => userCpuMsOf(child.pid)));
+  const callsBefore = callsOf(instances);
+  const machineBefore = machineCpuMs();
+  const canaryMark = canary.mark();
+  const started = performance.now();
+  const results: ScaleRound[] = [];
+  for (let round = 0; round < rounds; round++) {
+    results.push(await driver.round(instances));
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const canaryUs = canary.since(canaryMark);
+  const machineAfter = machineCpuMs();
+  const callsAfter = callsOf(instances);
+  return {
+    rates: results.map((round) => round.completed / round.seconds),
+    completed: sum(results.map((round) => round.completed)),
+    seconds,
+    before,
+    userMs: sum(instances.map((child) => userCpuMsOf(child.pid))) - userBefore,
+    allMs: sum(instances.map((child, i) => cpuMsOf(child.pid) - (before.instances[i] ?? 0))),
+    calls: {
+      reads: callsAfter.reads - callsBefore.reads,
+      writes: callsAfter.writes - callsBefore.writes,
+      wakeups: callsAfter.wakeups - callsBefore.wakeups,
+    },
+    machineBusy:
+      (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total),
+    canaryUs,
+    notes: results.map((round) => round.notes),
+  };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+/** The per-unit costs of the measured rounds and the machine's state while they ran. */
+function reportCosts(driver: ScaleDriver, measured: Measured, canaryAtOne: number): void {
+  // User CPU alone is the code's own work per unit; the rest is the kernel's (sockets).
+  const perThousand = (ms: number) => ((ms * 1000) / measured.completed).toFixed(0);
+  report(
+    `  CPU of the instances per 1,000 ${driver.unit}: user, all`,
+    `${perThousand(measured.userMs)} ms, ${perThousand(measured.allMs)} ms`,
+  );
+  const perUnit = (count: number) => (count / measured.completed).toFixed(2);
+  const { reads, writes, wakeups } = measured.calls;
+  report(
+    "  instances' syscalls per unit: reads, writes, wakeups",
+    `${perUnit(reads)}, ${perUnit(writes)}, ${perUnit(wakeups)}`,
+  );
+  // The same fixed work costing more during these rounds than during one instance's means the
+  // machine ran slower for everyone, not that the service did more.
+  report(
+    "  machine canary, µs of CPU per unit, these rounds",
+    `${measured.canaryUs.toFixed(1)} (${(measured.canaryUs / canaryAtOne).toFixed(2)}x of one instance's rounds)`,
+  );
+  // The quota binds only while the shared processes have CPU to spare: near a full machine an
+  // instance waits longer on Postgres and the broker, wakes more often for less work each time,
+  // and its CPU per unit rises though the canary's pure computation does not.
+  const cores = cpus().length;
+  report(
+    "  machine busy over the rounds, every process",
+    `${(measured.machineBusy * cores).toFixed(2)} of ${cores} cores${measured.machineBusy > MACHINE_FULL ? " (near full: the shared processes, not the quota, bound these rounds)" : ""}`,
+  );
+  // Each finding once, with every round's value: a loss in any round shows.
+  const labels = measured.notes[0]?.map(([label]) => label) ?? [];
+  for (const [index, label] of labels.entries()) {
+    report(`  ${label}`, measured.notes.map((notes) => notes[index]?.[1] ?? "?").join(" | "));
+  }
+}
+
+/** The efficiency line of one count; answers whether its target (if any) was met. */
+function reportRate(
+  driver: ScaleDriver,
+  options: ScaleOptions,
+  count: number,
+  rate: number,
+  measured: Measured,
+  one: number | undefined,
+): boolean {
+  // With one busy instance, the figure is its rate against one instance alone.
+  const efficiency = one === undefined ? Number.NaN : rate / ((options.oneBusy ? 1 : count) * one);
+  const target = options.oneBusy ? undefined : TARGETS[count];
+  const met = target === undefined || efficiency >= target;
+  const verdict =
+    target === undefined || Number.isNaN(efficiency)
+      ? ""
+      : ` (target ≥ ${target}: ${met ? "met" : "NOT met"})`;
+  const rounds = measured.rates.map((each) => each.toFixed(0)).join(", ");
+  report(
+    `${count} instance(s)`,
+    `${rate.toFixed(0)} ${driver.unit}/s, median of ${measured.rates.length} rounds (${rounds}); ${options.oneBusy ? "against one instance alone" : "efficiency"} ${efficiency.toFixed(2)}${verdict}`,
+  );
+  return met;
+}
+
+/** Starts `count` instances, warms them, measures them and prints the figures; then stops them. */
+async function runCount(
+  driver: ScaleDriver,
+  options: ScaleOptions,
+  count: number,
+  shared: { add(pid: number): void },
+  canary: Canary,
+  baseline: { rate?: number; canaryUs?: number },
+): Promise<boolean> {
+  const periodMs = options.cpuPeriodMs ?? DEFAULT_PERIOD_MS;
+  const { instances, quotas } = await startInstances(driver, count, options.cpuQuota, periodMs);
+  prioritiseShared(driver, shared);
+  try {
+    // Instances in production run warm: as many unmeasured rounds as there are instances, so
+    // each has done about one instance's round of work, compiled its hot paths and grown its
+    // heap before it is judged. One round for every count left four instances with a quarter of
+    // the warm-up each, still compiling and faulting in heap pages.
+    const warmRate = await warmUp(driver, instances, options.oneBusy ? 1 : count);
+    // Backends the instances' pools opened during the warm-up.
+    prioritiseShared(driver, shared);
+    // What an instance spends with no work (polls, consumer fetches, heartbeats): a cost every
+    // added instance pays, which the efficiency includes.
+    const idle = readCpu(driver, instances);
+    await sleep(IDLE_MS);
+    const idleAfter = readCpu(driver, instances);
+    const measured = await measure(driver, instances, canary, options.rounds ?? DEFAULT_ROUNDS);
+    const rate = median(measured.rates);
+    if (count === 1) {
+      baseline.rate = rate;
+      baseline.canaryUs = measured.canaryUs;
+    }
+    const met = reportRate(driver, options, count, rate, measured, baseline.rate);
+    report("  last warm-up round, not counted", `${warmRate.toFixed(0)} ${driver.unit}/s`);
+    report(
+      "  CPU of each instance while idle, before the rounds",
+      idleAfter.instances
+        .map((ms, i) => cpuPerSecond(ms - (idle.instances[i] ?? 0), IDLE_MS / 1000))
+        .join(", "),
+    );
+    reportCpu(driver, instances, measured.before, measured.seconds, quotas);
+    reportCosts(driver, measured, baseline.canaryUs ?? Number.NaN);
+    return met;
+  } finally {
+    await Promise.all(instances.map((child) => stopChild(child)));
+    for (const quota of quotas) {
+      quota.remove();
+    }
+  }
+}
+
 async function runCounts(
   driver: ScaleDriver,
   options: ScaleOptions,
@@ -200,113 +406,10 @@ async function runCounts(
     "CPU quota per instance",
     `${options.cpuQuota} of a core in every ${options.cpuPeriodMs ?? DEFAULT_PERIOD_MS} ms`,
   );
-  const rates = new Map<number, number>();
-  let canaryAtOne = Number.NaN;
+  const baseline: { rate?: number; canaryUs?: number } = {};
   let met = true;
   for (const count of options.instances) {
-    const { instances, quotas } = await startInstances(
-      driver,
-      count,
-      options.cpuQuota,
-      options.cpuPeriodMs ?? DEFAULT_PERIOD_MS,
-    );
-    prioritiseShared(driver, shared);
-    try {
-      // Instances in production run warm: unmeasured rounds first, as many as there are
-      // instances, so each has done about one instance's round of work, compiled its hot paths
-      // and grown its heap before it is judged. One round for every count left four instances
-      // with a quarter of the warm-up each, still compiling and faulting in heap pages.
-      let warm = await driver.round(instances);
-      for (let extra = 1; extra < (options.oneBusy ? 1 : count); extra++) {
-        warm = await driver.round(instances);
-      }
-      const warmRate = warm.completed / warm.seconds;
-      // Backends the instances' pools opened during the warm-up.
-      prioritiseShared(driver, shared);
-      // What an instance spends with no work (polls, consumer fetches, heartbeats): a cost
-      // every added instance pays, which the efficiency includes.
-      const idle = readCpu(driver, instances);
-      const canaryIdle = canary.mark();
-      await sleep(IDLE_MS);
-      const canaryIdleUs = canary.since(canaryIdle);
-      const idleAfter = readCpu(driver, instances);
-      const before = readCpu(driver, instances);
-      const started = performance.now();
-      const userBefore = instances.map((child) => userCpuMsOf(child.pid));
-      const callsBefore = instances.map((child) => syscallsOf(child.pid));
-      const canaryRound = canary.mark();
-      const round = await driver.round(instances);
-      const canaryRoundUs = canary.since(canaryRound);
-      if (count === 1) {
-        canaryAtOne = canaryRoundUs;
-      }
-      const userMs = instances.map((child, i) => userCpuMsOf(child.pid) - (userBefore[i] ?? 0));
-      const calls = instances.map((child, i) => {
-        const [now, then] = [syscallsOf(child.pid), callsBefore[i]];
-        return {
-          reads: now.reads - (then?.reads ?? Number.NaN),
-          writes: now.writes - (then?.writes ?? Number.NaN),
-          wakeups: now.wakeups - (then?.wakeups ?? Number.NaN),
-        };
-      });
-      const allMs = instances.map((child, i) => cpuMsOf(child.pid) - (before.instances[i] ?? 0));
-      const wallSeconds = (performance.now() - started) / 1000;
-      const rate = round.completed / round.seconds;
-      rates.set(count, rate);
-      const one = rates.get(1);
-      // With one busy instance, the figure is its rate against one instance alone.
-      const efficiency =
-        one === undefined ? Number.NaN : rate / ((options.oneBusy ? 1 : count) * one);
-      const target = TARGETS[count];
-      const verdict =
-        target === undefined || Number.isNaN(efficiency) || options.oneBusy
-          ? ""
-          : efficiency >= target
-            ? ` (target ≥ ${target}: met)`
-            : ` (target ≥ ${target}: NOT met)`;
-      if (target !== undefined && !options.oneBusy && !(efficiency >= target)) {
-        met = false;
-      }
-      report(
-        `${count} instance(s)`,
-        `${rate.toFixed(0)} ${driver.unit}/s over ${round.seconds.toFixed(1)} s; ${options.oneBusy ? "against one instance alone" : "efficiency"} ${efficiency.toFixed(2)}${verdict}`,
-      );
-      report("  last warm-up round, not counted", `${warmRate.toFixed(0)} ${driver.unit}/s`);
-      report(
-        "  CPU of each instance while idle, before the round",
-        idleAfter.instances
-          .map((ms, i) => cpuPerSecond(ms - (idle.instances[i] ?? 0), IDLE_MS / 1000))
-          .join(", "),
-      );
-      reportCpu(driver, instances, before, wallSeconds, quotas);
-      // User CPU alone is the code's own work per unit; the rest is the kernel's (sockets).
-      const perThousand = (ms: number[]) =>
-        ((ms.reduce((sum, one) => sum + one, 0) * 1000) / round.completed).toFixed(0);
-      report(
-        `  CPU of the instances per 1,000 ${driver.unit}: user, all`,
-        `${perThousand(userMs)} ms, ${perThousand(allMs)} ms`,
-      );
-      const perUnit = (key: "reads" | "writes" | "wakeups") =>
-        (calls.reduce((sum, one) => sum + one[key], 0) / round.completed).toFixed(2);
-      report(
-        `  instances' syscalls per unit: reads, writes, wakeups`,
-        `${perUnit("reads")}, ${perUnit("writes")}, ${perUnit("wakeups")}`,
-      );
-      // The same fixed work costing more during this round than during one instance's means
-      // the machine ran slower for everyone, not that the service did more.
-      report(
-        "  machine canary, µs of CPU per unit: idle, this round",
-        `${canaryIdleUs.toFixed(1)}, ${canaryRoundUs.toFixed(1)} (${(canaryRoundUs / canaryAtOne).toFixed(2)}x of one instance's round)`,
-      );
-      for (const [label, value] of round.notes) {
-        report(`  ${label}`, value);
-      }
-    } finally {
-      await Promise.all(instances.map((child) => stopChild(child)));
-      for (const quota of quotas) {
-        quota.remove();
-      }
-    }
+    met = (await runCount(driver, options, count, shared, canary, baseline)) && met;
     await sleep(500);
   }
   return met;
@@ -322,6 +425,7 @@ async function main(): Promise<void> {
       tenants: { type: "string" },
       "one-busy": { type: "boolean", default: false },
       "cpu-period-ms": { type: "string", default: String(DEFAULT_PERIOD_MS) },
+      rounds: { type: "string", default: String(DEFAULT_ROUNDS) },
     },
   });
   const options: ScaleOptions = {
@@ -331,6 +435,7 @@ async function main(): Promise<void> {
     tenants: values.tenants === undefined ? undefined : Number(values.tenants),
     oneBusy: values["one-busy"] ?? false,
     cpuPeriodMs: Number(values["cpu-period-ms"]),
+    rounds: Number(values.rounds),
   };
   if (!options.instances.includes(1) || options.instances[0] !== 1) {
     throw new Error("--instances must start with 1: efficiency is measured against one instance");

@@ -82,3 +82,19 @@ export function syscallsOf(pid: number | undefined): {
     return { reads: Number.NaN, writes: Number.NaN, wakeups: Number.NaN };
   }
 }
+
+/** The whole machine's busy and total CPU milliseconds so far, every core and process (/proc/stat). */
+export function machineCpuMs(): { busy: number; total: number } {
+  try {
+    const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "")
+      .trim()
+      .split(/\s+/)
+      .slice(1, 9)
+      .map(Number);
+    const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+    const total = fields.reduce((sum, value) => sum + value, 0);
+    return { busy: (total - idle) * 10, total: total * 10 };
+  } catch {
+    return { busy: Number.NaN, total: Number.NaN };
+  }
+}
