@@ -45,6 +45,12 @@ export interface ScaleRound {
 export interface ScaleDriver {
   /** What a unit of work is, e.g. "deliveries". */
   unit: string;
+  /**
+   * Whether a round lasts a fixed time (the gateway's) rather than a fixed amount of work. A
+   * timed round gives each instance the same CPU time whatever the count, so the warm-up is the
+   * same number of rounds for every count.
+   */
+  timedRounds?: boolean;
   /** The Postgres database whose backends serve the instances. */
   database: string;
   /** Shared processes whose CPU is printed beside the instances', by name. */
@@ -221,7 +227,19 @@ function callsOf(instances: readonly ChildProcess[]) {
   };
 }
 
-/** Unmeasured rounds until each instance has done about one instance's round of work. */
+/** How many unmeasured rounds give each of `count` instances the same warm-up. */
+function warmUpRounds(
+  driver: Pick<ScaleDriver, "timedRounds">,
+  options: Pick<ScaleOptions, "instances" | "oneBusy">,
+  count: number,
+): number {
+  if (driver.timedRounds) {
+    return Math.max(...options.instances);
+  }
+  return options.oneBusy ? 1 : count;
+}
+
+/** Runs `rounds` unmeasured rounds; answers the last one's rate. */
 async function warmUp(
   driver: ScaleDriver,
   instances: readonly ChildProcess[],
@@ -355,11 +373,12 @@ async function runCount(
   const { instances, quotas } = await startInstances(driver, count, options.cpuQuota, periodMs);
   prioritiseShared(driver, shared);
   try {
-    // Instances in production run warm: as many unmeasured rounds as there are instances, so
-    // each has done about one instance's round of work, compiled its hot paths and grown its
-    // heap before it is judged. One round for every count left four instances with a quarter of
-    // the warm-up each, still compiling and faulting in heap pages.
-    const warmRate = await warmUp(driver, instances, options.oneBusy ? 1 : count);
+    // Instances in production run warm: each is judged after the same warm-up, having compiled
+    // its hot paths and grown its heap. Rounds of fixed work are split between the instances, so
+    // a count gets as many as it has instances (one round each left four instances with a
+    // quarter of the warm-up, still compiling and faulting in heap pages). Timed rounds give
+    // every instance the same time, as many as the largest count has instances.
+    const warmRate = await warmUp(driver, instances, warmUpRounds(driver, options, count));
     // Backends the instances' pools opened during the warm-up.
     prioritiseShared(driver, shared);
     // What an instance spends with no work (polls, consumer fetches, heartbeats): a cost every

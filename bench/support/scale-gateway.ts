@@ -57,6 +57,7 @@ export async function gatewayDriver(options: ScaleOptions): Promise<ScaleDriver>
 
   return {
     unit: "reads",
+    timedRounds: true,
     database,
     shared: () => ({
       redis: pidsOf("redis-server"),
