@@ -3,8 +3,8 @@
 // a bigger share of the machine. Prints throughput, the scaling efficiency
 // throughput(N) / (N x throughput(1)), and the CPU of every process taking part. A canary with
 // fixed work, in a cgroup of its own at the instances' quota, shows how fast the machine itself
-// ran in each round. Each count is warmed with as many rounds as it has instances and measured
-// over several rounds (`--rounds`, 3); the figure is their median.
+// ran in each round. Every instance gets the same warm-up before it is judged, and each count is
+// measured over several rounds (`--rounds`, 3); the figure is their median.
 //
 //   node bench/scale-out.ts --service dispatcher|matcher|gateway [--instances 1,2,4]
 //                           [--cpu-quota 0.15] [--work N] [--tenants N (dispatcher)]
@@ -32,7 +32,7 @@ import {
   syscallsOf,
   userCpuMsOf,
 } from "./support/cpu.ts";
-import { sleep, stopChild } from "./support/processes.ts";
+import { percentile, sleep, stopChild } from "./support/processes.ts";
 
 export interface ScaleRound {
   /** Units of work completed in the measured window. */
@@ -292,14 +292,6 @@ async function measure(
   };
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
-}
-
 /** The per-unit costs of the measured rounds and the machine's state while they ran. */
 function reportCosts(driver: ScaleDriver, measured: Measured, canaryAtOne: number): void {
   // User CPU alone is the code's own work per unit; the rest is the kernel's (sockets).
@@ -387,7 +379,7 @@ async function runCount(
     await sleep(IDLE_MS);
     const idleAfter = readCpu(driver, instances);
     const measured = await measure(driver, instances, canary, options.rounds ?? DEFAULT_ROUNDS);
-    const rate = median(measured.rates);
+    const rate = percentile(measured.rates, 50);
     if (count === 1) {
       baseline.rate = rate;
       baseline.canaryUs = measured.canaryUs;
