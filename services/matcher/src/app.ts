@@ -62,6 +62,7 @@ export async function buildApp(
     logger,
     watchlists,
     parcelLimit: config.MANUAL_RUN_MAX_PARCELS,
+    maxRunsPerTenant: config.MANUAL_RUNS_PER_TENANT,
     onCommitted: flushSoon,
   });
   const cache = new WatchlistCache({ pool, logger, pollIntervalMs: config.WATCHLIST_POLL_MS });

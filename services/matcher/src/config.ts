@@ -9,6 +9,8 @@ export const configSchema = defineConfig(
     PROJECTION_PARTITIONS_CONCURRENTLY: vars.positiveInt(12),
     /** Most parcels one manual run evaluates, most recently observed first. */
     MANUAL_RUN_MAX_PARCELS: vars.positiveInt(50_000),
+    /** Manual runs one tenant may have queued or running at once, across its watchlists. */
+    MANUAL_RUNS_PER_TENANT: vars.positiveInt(2),
     /** Live watchlists one tenant may keep. */
     MAX_WATCHLISTS_PER_TENANT: vars.positiveInt(500),
     /** Refresh of the watchlist cache when no change notification arrived. */

@@ -90,11 +90,40 @@ export async function markRunFailed(pool: Pool, runId: string, error: unknown): 
     .catch(() => {});
 }
 
-/** Records a queued run unless another run of the watchlist is still alive. */
+/** Rejects a run when the tenant already has `maxPerTenant` runs alive; holds the tenant's lock. */
+async function assertTenantRunSlot(
+  client: PoolClient,
+  tenantId: string,
+  maxPerTenant: number,
+): Promise<void> {
+  // The tenant's lock serialises its starts, so a burst cannot all count the same free slots.
+  await client.query("SELECT pg_advisory_xact_lock(hashtext('runs-tenant:' || $1))", [tenantId]);
+  const { rows } = await client.query<{ live: number }>(
+    `SELECT count(*)::int AS live FROM manual_runs
+      WHERE tenant_id = $1 AND status IN ('queued', 'running')
+        AND heartbeat_at > now() - make_interval(secs => $2)`,
+    [tenantId, STALE_AFTER_MS / 1000],
+  );
+  if ((rows[0]?.live ?? 0) >= maxPerTenant) {
+    throw new ApiError(
+      "conflict",
+      `this account already has ${maxPerTenant} manual runs in progress; wait for one to finish`,
+    );
+  }
+}
+
+/**
+ * Records a queued run unless another run of the watchlist is still alive or the tenant has
+ * `maxPerTenant` runs alive.
+ */
 export async function recordRun(
   client: PoolClient,
   run: Pick<RunRow, "id" | "tenant_id" | "watchlist_id" | "recipe_version" | "parcel_limit">,
+  maxPerTenant: number,
 ): Promise<RunRow> {
+  // The tenant's lock comes first, then the watchlist's, so two starts never wait on each other
+  // in opposite orders.
+  await assertTenantRunSlot(client, run.tenant_id, maxPerTenant);
   // One run at a time per watchlist: a second would only repeat the first's deliveries.
   await client.query("SELECT pg_advisory_xact_lock(hashtext('run:' || $1))", [run.watchlist_id]);
   const active = await client.query<{ id: string }>(

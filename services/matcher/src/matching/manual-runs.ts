@@ -145,6 +145,8 @@ export function createManualRuns(deps: {
   logger: Logger;
   watchlists: WatchlistStore;
   parcelLimit: number;
+  /** Runs one tenant may have queued or running at once, across all its watchlists. */
+  maxRunsPerTenant: number;
   pageSize?: number;
   onCommitted: () => void;
 }) {
@@ -205,13 +207,17 @@ export function createManualRuns(deps: {
     async start(tenantId: string, watchlistId: string): Promise<ManualRun> {
       const current = await deps.watchlists.currentVersion(tenantId, watchlistId);
       const run = await inTransaction(pool, (client) =>
-        recordRun(client, {
-          id: `run_${randomBytes(10).toString("hex")}`,
-          tenant_id: tenantId,
-          watchlist_id: watchlistId,
-          recipe_version: current.version,
-          parcel_limit: deps.parcelLimit,
-        }),
+        recordRun(
+          client,
+          {
+            id: `run_${randomBytes(10).toString("hex")}`,
+            tenant_id: tenantId,
+            watchlist_id: watchlistId,
+            recipe_version: current.version,
+            parcel_limit: deps.parcelLimit,
+          },
+          deps.maxRunsPerTenant,
+        ),
       );
       launch(run, current.name);
       return toRun(run, Date.now());
