@@ -1,11 +1,26 @@
 import type { Lead, MatchSummary } from "@th/api-schemas";
 
+/**
+ * What a spreadsheet reads as the start of a formula (OWASP's CSV injection list: =, +, -, @,
+ * tab, CR), and LF, which some importers treat as CR.
+ */
+const FORMULA_START = /^[=+\-@\t\r\n]/;
+
+/**
+ * A text cell a spreadsheet would run as a formula (an owner named `=HYPERLINK(...)`) is
+ * prefixed with `'`, so it shows as the text it is. Numbers are ours, not the caller's, and stay
+ * as they are: a negative equity is data (decision 0071).
+ */
+export function neutralizeFormula(text: string): string {
+  return FORMULA_START.test(text) ? `'${text}` : text;
+}
+
 /** RFC 4180: fields with a comma, quote, CR or LF are quoted, quotes doubled, lines end in CRLF. */
 export function csvField(value: string | number | boolean | null | undefined): string {
   if (value === null || value === undefined) {
     return "";
   }
-  const text = String(value);
+  const text = typeof value === "string" ? neutralizeFormula(value) : String(value);
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 

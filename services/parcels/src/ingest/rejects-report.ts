@@ -45,8 +45,10 @@ export class RejectsReport {
   }
 }
 
+/** A text cell a spreadsheet would run as a formula is written after a `'` (decision 0071). */
 function csvCell(value: string | number): string {
-  const text = String(value);
+  const text =
+    typeof value === "string" && /^[=+\-@\t\r\n]/.test(value) ? `'${value}` : String(value);
   return /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
