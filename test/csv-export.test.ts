@@ -254,3 +254,65 @@ describe("CSV export", () => {
     expect(50_000 - (await remainingOf(tenant.key))).toBe(LARGE_ROWS);
   }, 120_000);
 });
+
+interface PlanNode {
+  "Node Type": string;
+  "Actual Rows": number;
+  Plans?: PlanNode[];
+}
+
+const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+
+describe("the count that prices a lead export", () => {
+  /** The parcels service's SQL while the request runs, as text and values. */
+  async function queriesDuring(run: () => Promise<unknown>) {
+    const pool = stack.harness.db.poolFor("parcels");
+    const spy = vi.spyOn(pool, "query");
+    try {
+      await run();
+      return spy.mock.calls.map(([query, values]) =>
+        typeof query === "string"
+          ? { text: query, values: (values ?? []) as unknown[] }
+          : (query as { text: string; values: unknown[] }),
+      );
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  /** The parcel rows a query's scans produce, by EXPLAIN ANALYZE on the parcels database. */
+  async function parcelsRead(query: { text: string; values: unknown[] }): Promise<number> {
+    const { rows } = await stack.harness.db
+      .poolFor("parcels")
+      .query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${query.text}`,
+        query.values,
+      );
+    const plan = rows[0]?.["QUERY PLAN"][0].Plan as PlanNode;
+    return nodesOf(plan)
+      .filter((node) => node["Node Type"].endsWith("Scan"))
+      .reduce((sum, node) => sum + node["Actual Rows"], 0);
+  }
+
+  it("reads at most max_rows parcels, however broad the search, and prices exactly the rows written", async () => {
+    const tenant = await stack.startTrial("operator");
+    for (const search of ["county=16&max_rows=5", "max_rows=3"]) {
+      let response: Awaited<ReturnType<typeof stack.request>> | undefined;
+      const queries = await queriesDuring(async () => {
+        response = await stack.request("GET", `/v1/exports/leads.csv?${search}`, {
+          key: tenant.key,
+        });
+      });
+      const maxRows = Number(new URLSearchParams(search).get("max_rows"));
+      expect(response?.statusCode).toBe(200);
+      expect(response?.headers["x-export-rows"]).toBe(String(maxRows));
+      expect(parse(response?.body ?? "", { columns: true })).toHaveLength(maxRows);
+      const counts = queries.filter((query) => /count\(/i.test(query.text));
+      expect(counts).toHaveLength(1);
+      // Against a county of 10,000 parcels and the whole table: the count stops at max_rows.
+      expect(
+        await parcelsRead(counts[0] as { text: string; values: unknown[] }),
+      ).toBeLessThanOrEqual(maxRows);
+    }
+  });
+});

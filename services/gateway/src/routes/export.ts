@@ -57,6 +57,17 @@ function searchPath(query: URLSearchParams, cursor: string | null): string {
   return `${exportLeadsCsv.internalPath}?${params}`;
 }
 
+/**
+ * The count that prices a lead export: the search's filters, counted no further than the rows
+ * the export can write, so pricing reads at most max_rows parcels however broad the search.
+ */
+export function countPath(query: URLSearchParams, maxRows: number): string {
+  const filters = new URLSearchParams(query);
+  filters.delete("max_rows");
+  filters.set("at_most", String(maxRows));
+  return `${exportLeadsCsv.internalPath}/count?${filters}`;
+}
+
 /** Streams the CSV lines as the client reads them. */
 function sendCsv(
   reply: FastifyReply,
@@ -91,13 +102,11 @@ function registerLeadsExport(app: HttpApp, deps: ExportDeps): void {
     const query = new URLSearchParams(
       request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "",
     );
-    const filters = new URLSearchParams(query);
-    filters.delete("max_rows");
     const counted = await callAs(
       deps.parcels,
       request,
       "GET",
-      `${exportLeadsCsv.internalPath}/count?${filters}`,
+      countPath(query, request.query.max_rows),
     );
     if (counted.status !== 200) {
       throw new ApiError("unavailable", "the export could not be priced; try again shortly");

@@ -126,12 +126,29 @@ export async function searchParcels(
   };
 }
 
-/** How many parcels a search matches in all, so an export can be priced before it starts. */
-export async function countParcels(pool: Pool, query: SearchFilters): Promise<number> {
+/** The most rows one export writes; no count reads past it. */
+export const COUNT_CEILING = 100_000;
+
+/**
+ * The count of a search, reading at most `atMost` parcels (never more than COUNT_CEILING): an
+ * export is priced by min(matches, its max_rows), so parcels past that bound change nothing, and
+ * an unfiltered count of the statewide table would read millions of rows on every request.
+ */
+export function countQuery(query: SearchFilters, atMost = COUNT_CEILING) {
   const filter = filterClause(query, null);
-  const result = await pool.query<{ n: string }>(
-    `SELECT count(*) AS n FROM parcels ${filter.sql}`,
-    filter.params,
-  );
+  const params = [...filter.params, Math.min(Math.max(1, Math.trunc(atMost)), COUNT_CEILING)];
+  return {
+    text: `SELECT count(*) AS n FROM (SELECT 1 FROM parcels ${filter.sql} LIMIT $${params.length}) bounded`,
+    values: params,
+  };
+}
+
+/** How many parcels a search matches, up to `atMost`, so an export is priced before it starts. */
+export async function countParcels(
+  pool: Pool,
+  query: SearchFilters,
+  atMost?: number,
+): Promise<number> {
+  const result = await pool.query<{ n: string }>(countQuery(query, atMost));
   return Number(result.rows[0]?.n ?? 0);
 }

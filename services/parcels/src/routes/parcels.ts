@@ -137,12 +137,22 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalT
       schema: {
         tags: ["parcels"],
         operationId: "countParcels",
-        summary: "How many leads a search matches in all",
-        querystring: leadSearchQuerySchema.omit({ cursor: true, limit: true }),
+        summary: "How many leads a search matches, counting no further than at_most",
+        querystring: leadSearchQuerySchema.omit({ cursor: true, limit: true }).extend({
+          at_most: z.coerce
+            .number()
+            .int()
+            .min(1)
+            .optional()
+            .describe("Stop counting here (the export's max_rows); capped at the export ceiling"),
+        }),
         response: { 200: z.object({ count: z.number().int() }), ...errorResponses("unauthorized") },
       },
     },
-    async (request) => ({ count: await countParcels(pool, request.query) }),
+    async (request) => {
+      const { at_most: atMost, ...filters } = request.query;
+      return { count: await countParcels(pool, filters, atMost) };
+    },
   );
 
   app.get(
