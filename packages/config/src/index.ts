@@ -1,6 +1,8 @@
 import { z } from "zod";
+import { httpServerSettingProblems, httpServerShape } from "./http-server.ts";
 import { kafkaSettingProblems, kafkaShape } from "./kafka.ts";
 
+export { type HttpServerSettings, httpServerShape } from "./http-server.ts";
 export {
   type KafkaConnection,
   kafkaConnection,
@@ -41,6 +43,13 @@ export function defineConfig<Shape extends z.ZodRawShape>(
   // Settings that are only wrong together (a SASL mechanism without a password) are judged once
   // every variable parsed on its own.
   const schema = z.object(shape).superRefine((data, ctx) => {
+    if ("HTTP_HEADERS_TIMEOUT_MS" in shape) {
+      for (const problem of httpServerSettingProblems(
+        data as Parameters<typeof httpServerSettingProblems>[0],
+      )) {
+        ctx.addIssue({ code: "custom", path: [problem.variable], message: problem.reason });
+      }
+    }
     if (!("KAFKA_BROKERS" in shape)) {
       return;
     }
@@ -142,6 +151,8 @@ export const baseShape = {
   ...kafkaShape,
   /** Port of /healthz and /readyz, kept off the public port so probes never meet auth. */
   INTERNAL_PORT: vars.port(0),
+  /** How long every HTTP server waits on a slow client: see http-server.ts. */
+  ...httpServerShape,
   OTEL_ENABLED: vars.flag(false),
   OTEL_EXPORTER_OTLP_ENDPOINT: vars.url(["http", "https"]).optional(),
   OTEL_SERVICE_NAME: z.string().optional(),

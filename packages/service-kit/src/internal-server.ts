@@ -1,6 +1,11 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Metrics } from "./metrics.ts";
+import {
+  applyServerTimeouts,
+  DEFAULT_SERVER_TIMEOUTS,
+  type ServerTimeouts,
+} from "./server-timeouts.ts";
 
 export type ReadinessCheck = () => Promise<boolean>;
 
@@ -23,6 +28,8 @@ export async function startInternalServer(options: {
   metrics?: Metrics;
   /** A check that has not answered in this long counts as failing (a store that hangs). */
   checkTimeoutMs?: number;
+  /** How long a slow client is waited for; the service's settings, else the defaults. */
+  timeouts?: ServerTimeouts;
 }): Promise<InternalServer> {
   let draining = false;
   async function readiness() {
@@ -71,6 +78,7 @@ export async function startInternalServer(options: {
     }
     send(404, { error: "not_found", detail: "only /healthz, /readyz and /metrics live here" });
   });
+  applyServerTimeouts(server, options.timeouts ?? DEFAULT_SERVER_TIMEOUTS);
   await new Promise<void>((resolve) =>
     server.listen(options.port, options.host ?? "0.0.0.0", resolve),
   );

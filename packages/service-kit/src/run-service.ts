@@ -8,6 +8,7 @@ import { unavailableStore } from "./errors.ts";
 import { startInternalServer } from "./internal-server.ts";
 import { stopOnSignals } from "./lifecycle.ts";
 import { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
+import { applyServerTimeouts, serverTimeoutsOf } from "./server-timeouts.ts";
 
 /** The config of a service that owns a Postgres schema. */
 export type CommonConfig = z.infer<z.ZodObject<typeof commonShape>>;
@@ -228,11 +229,15 @@ export async function runService<Config extends ServiceConfig>(
     throw error;
   }
   await app.start();
+  // Every server this process opens waits on a slow client only so long.
+  const timeouts = serverTimeoutsOf(config);
   if (app.http && spec.port !== undefined) {
+    applyServerTimeouts(app.http.server, timeouts);
     await app.http.listen({ port: spec.port, host: spec.host ?? "0.0.0.0" });
   }
   const internal = await startInternalServer({
     port: config.INTERNAL_PORT,
+    timeouts,
     metrics,
     checks: {
       ...(pool ? { postgres: () => pingDatabase(pool) } : {}),

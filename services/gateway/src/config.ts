@@ -8,6 +8,12 @@ export const configSchema = defineConfig(
     PORT: vars.port(8080),
     INTERNAL_PORT: vars.port(9080),
     HOST: vars.host(),
+    /**
+     * Longer than the ingress keeps its idle connections to the gateway (60 s for ingress-nginx
+     * and cloud load balancers): were the gateway to close one first, a request the ingress had
+     * just sent on it would fail with 502 (decision 0340).
+     */
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: vars.positiveInt(65_000),
     /** Server pepper of API key hashes; must equal the keys service's. */
     KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
     INTERNAL_TOKEN: vars.internalToken(),
