@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { devDefaultProblems } from "./dev-defaults.ts";
 import { httpServerSettingProblems, httpServerShape } from "./http-server.ts";
 import { kafkaSettingProblems, kafkaShape } from "./kafka.ts";
 
@@ -191,12 +192,8 @@ export function refuseDevDefaultsInProduction(
   if (config.NODE_ENV !== "production") {
     return;
   }
-  const issues = Object.entries(devDefaults)
-    .filter(([variable, value]) => config[variable] === value)
-    .map(([variable]) => ({
-      variable,
-      reason: "must be set in production (the default is for development only)",
-    }));
+  // Anywhere in any setting: a list can carry a default among real values (dev-defaults.ts).
+  const issues = devDefaultProblems(config, devDefaults);
   if (issues.length > 0) {
     throw new ConfigError(issues);
   }
