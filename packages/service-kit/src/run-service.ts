@@ -47,6 +47,11 @@ interface ServiceSpecBase<Config extends ServiceConfig> {
   /** Public (or service-to-service) HTTP port; omitted for services without routes. */
   port?: number;
   host?: string;
+  /**
+   * Whether the service keeps anything in Redis. One that does not is not made unready by a
+   * Redis outage (its readiness checks only the stores it uses) and never connects to Redis.
+   */
+  usesRedis: boolean;
 }
 
 /**
@@ -148,7 +153,8 @@ export async function runService<Config extends ServiceConfig>(
         onConnectionError: (error) => logger.warn({ err: error }, "postgres connection lost"),
       })
     : undefined;
-  const redis = new Redis(config.REDIS_URL, { ...REDIS_OPTIONS, lazyConnect: false });
+  // A service that keeps nothing in Redis gets a client that never connects unless used.
+  const redis = new Redis(config.REDIS_URL, { ...REDIS_OPTIONS, lazyConnect: !spec.usesRedis });
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const bus = new Bus({
     ...kafkaConnection(config),
@@ -241,7 +247,7 @@ export async function runService<Config extends ServiceConfig>(
     metrics,
     checks: {
       ...(pool ? { postgres: () => pingDatabase(pool) } : {}),
-      redis: async () => (await redis.ping()) === "PONG",
+      ...(spec.usesRedis ? { redis: async () => (await redis.ping()) === "PONG" } : {}),
       kafka: () => bus.ping(),
     },
   });
@@ -262,7 +268,7 @@ export async function runService<Config extends ServiceConfig>(
         await app.stop();
         await bus.close();
         await Promise.allSettled([
-          redis.quit(),
+          spec.usesRedis ? redis.quit() : redis.disconnect(),
           pool?.end(),
           internal.close(),
           telemetry.shutdown(),

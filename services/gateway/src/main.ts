@@ -21,6 +21,8 @@ await runService(
     ],
     port: config.PORT,
     host: config.HOST,
+    // The edge's keys, windows and counters live in Redis.
+    usesRedis: true,
     build: buildApp,
   },
   process.argv.slice(2),

@@ -15,6 +15,8 @@ await runService(
     topics: [contracts.tenantChanged, contracts.keyIssued, contracts.keyRevoked],
     port: config.PORT,
     host: config.HOST,
+    // It keeps nothing in Redis, so a Redis outage does not make it unready.
+    usesRedis: false,
     build: buildApp,
   },
   process.argv.slice(2),

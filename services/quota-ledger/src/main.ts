@@ -74,6 +74,8 @@ if (argv[0] === "rebuild") {
       topics: [contracts.leadViewRecorded, contracts.leadViewVoided, contracts.tenantChanged],
       port: config.PORT,
       host: config.HOST,
+      // It compares and re-seeds the lead-view counters kept in Redis.
+      usesRedis: true,
       build: buildApp,
     },
     argv,

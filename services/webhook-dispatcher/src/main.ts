@@ -14,6 +14,8 @@ await runService(
     topics: DISPATCHER_TOPICS,
     port: config.PORT,
     host: config.HOST,
+    // Its tenant slots, instance membership and lead-view reservations live in Redis.
+    usesRedis: true,
     build: (deps) => buildApp(deps),
   },
   process.argv.slice(2),
