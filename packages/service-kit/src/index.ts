@@ -46,3 +46,10 @@ export {
   type ServiceSpec,
   type StorelessServiceDeps,
 } from "./run-service.ts";
+export {
+  HSTS,
+  NO_CONTENT_POLICY,
+  registerSecurityHeaders,
+  type SecurityHeaderOptions,
+  securityHeaders,
+} from "./security-headers.ts";

@@ -8,6 +8,7 @@ import { unavailableStore } from "./errors.ts";
 import { startInternalServer } from "./internal-server.ts";
 import { stopOnSignals } from "./lifecycle.ts";
 import { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
+import { registerSecurityHeaders } from "./security-headers.ts";
 import { applyServerTimeouts, serverTimeoutsOf } from "./server-timeouts.ts";
 
 /** The config of a service that owns a Postgres schema. */
@@ -223,6 +224,8 @@ export async function runService<Config extends ServiceConfig>(
         });
   if (app.http) {
     observeHttpRequests(app.http, metrics);
+    // A service whose app set its own (the gateway, with its HSTS setting) keeps them.
+    registerSecurityHeaders(app.http, { hsts: false });
   }
   try {
     await requireTopicsWithRetry(bus, spec.topics, logger);

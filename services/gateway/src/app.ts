@@ -8,8 +8,10 @@ import {
   createHttpApp,
   createInternalClient,
   type InternalClient,
+  registerSecurityHeaders,
   type ServiceApp,
   type StorelessServiceDeps,
+  securityHeaders,
 } from "@th/service-kit";
 import { createKeysClient } from "./clients/keys-client.ts";
 import type { Config } from "./config.ts";
@@ -46,16 +48,20 @@ export interface GatewayOptions {
 export async function buildApp(deps: StorelessServiceDeps<Config>, options: GatewayOptions = {}) {
   const { config } = deps;
   const now = options.now ?? (() => Date.now());
+  const headerOptions = { hsts: config.HSTS ?? config.NODE_ENV === "production" };
+  const security = securityHeaders(headerOptions);
   const http = await createHttpApp({
     logger: deps.logger,
     title: "Terminal House API",
     version: API_VERSION,
     description: "Florida property parcels as leads: REST, webhooks and MCP.",
     // An answer written before the edge could read the request knows no tenant and no window.
-    outsideHeaders: () => tenantlessHeaders(now()),
+    outsideHeaders: () => ({ ...tenantlessHeaders(now()), ...security }),
     documentedHeaders: LIMIT_HEADER_DOCS,
     webhooks: webhookDocument(),
   });
+  // First, so that every answer carries them: errors, unknown paths and the dashboard's files.
+  registerSecurityHeaders(http, headerOptions);
   // Key requests that arrive together share one script call; on a connection of its own with
   // auto-pipelining, the other edge calls of requests that arrive together leave in one write
   // and return in one read.
@@ -167,7 +173,12 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
   registerWatchlistRoutes(http, { matcher: matcherUpstream, dispatcher: dispatcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
   registerWebhookRoutes(http, { dispatcher: dispatcherUpstream });
-  registerMcpRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
+  registerMcpRoutes(http, {
+    parcels: parcelsUpstream,
+    matcher: matcherUpstream,
+    metering,
+    securityHeaders: security,
+  });
   registerExportRoutes(http, {
     parcels: parcelsUpstream,
     matcher: matcherUpstream,

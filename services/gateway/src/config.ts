@@ -45,6 +45,12 @@ export const configSchema = defineConfig(
     SESSION_REFRESH_SECONDS: vars.positiveInt(43_200),
     /** Where the dashboard's built assets are; empty: the `@th/dashboard` package's `dist`. */
     DASHBOARD_DIR: z.string().optional(),
+    /**
+     * Strict-Transport-Security on every answer: the public origin is HTTPS (the ingress
+     * terminates TLS). Unset: on in production, off elsewhere. Browsers ignore it on an answer
+     * that reached them over plain HTTP (decision 0341).
+     */
+    HSTS: z.stringbool({ error: "must be true or false" }).optional(),
   },
   { devDefaults: { ...DEV_SECRETS, SESSION_SECRET: DEV_SESSION_SECRET } },
 );

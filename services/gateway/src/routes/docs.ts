@@ -1,4 +1,21 @@
+import { createHash } from "node:crypto";
 import type { HttpApp } from "@th/service-kit";
+
+const DOCS_STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#111}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
+code{font-size:.9em}`;
+
+/**
+ * The docs page runs no script and loads nothing: only its own inline style, named by its hash,
+ * applies, and no other site may frame it.
+ */
+export const DOCS_CONTENT_POLICY = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash("sha256").update(DOCS_STYLE).digest("base64")}'`,
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join("; ");
 
 interface OpenApiOperation {
   summary?: string;
@@ -31,9 +48,7 @@ export function renderDocsPage(document: {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(document.info.title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#111}
-table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
-code{font-size:.9em}</style></head>
+<style>${DOCS_STYLE}</style></head>
 <body><h1>${escapeHtml(document.info.title)} <small>${escapeHtml(document.info.version)}</small></h1>
 <p>Send your API key as <code>Authorization: Bearer th_live_…</code>. Never put a key in a URL, query string or body: such requests are refused with 401.
 Every response carries <code>X-RateLimit-Limit</code>, <code>X-RateLimit-Remaining</code>, <code>X-RateLimit-Reset</code>,
@@ -53,6 +68,7 @@ export function registerDocsRoutes(app: HttpApp): void {
   app.get("/v1/docs", { config: publicRoute, schema: { hide: true } }, async (_request, reply) =>
     reply
       .type("text/html; charset=utf-8")
+      .header("content-security-policy", DOCS_CONTENT_POLICY)
       .send(renderDocsPage(app.swagger() as Parameters<typeof renderDocsPage>[0])),
   );
 }

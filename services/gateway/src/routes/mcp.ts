@@ -100,6 +100,8 @@ interface McpDeps {
   parcels: InternalClient;
   matcher: InternalClient;
   metering: Metering;
+  /** What every answer carries (`securityHeaders`); this route writes its answer itself. */
+  securityHeaders: Record<string, string>;
 }
 
 /** One MCP server per request (stateless transport), acting as the request's tenant. */
@@ -376,7 +378,8 @@ export function registerMcpRoutes(app: HttpApp, deps: McpDeps): void {
       // collection.
       const writeHeadWithLimits = (...args: unknown[]) => {
         // Written last, so the headers show the lead-views the tools of this request used.
-        for (const [name, value] of Object.entries({ ...initial, ...quotaHeaders(request) })) {
+        const headers = { ...deps.securityHeaders, ...initial, ...quotaHeaders(request) };
+        for (const [name, value] of Object.entries(headers)) {
           raw.setHeader(name, value);
         }
         raw.setHeader("x-request-id", request.id);
