@@ -3,6 +3,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { generateApiKey } from "@th/api-keys";
+import type { HttpApp } from "@th/service-kit";
+import { signedInject } from "@th/service-kit/testing";
 import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
@@ -388,17 +390,19 @@ describe("Authentication 5 and Errors 403: a tier mismatch returns 403 with an u
       expect(
         (await stack.request("GET", "/v1/me", { key: tenant.key })).headers["x-ratelimit-limit"],
       ).toBe("300");
-      const changed = await stack.keys.http?.inject({
-        method: "POST",
-        url: "/internal/v1/tenant/tier",
-        headers: {
-          "x-th-internal-token": stack.harness.config.INTERNAL_TOKEN,
-          "x-th-tenant-id": tenant.tenantId,
-          "x-th-member-id": tenant.memberId,
-          "x-th-key-id": tenant.keyId,
-        },
-        payload: { tier: "custom" },
-      });
+      const keysHttp = stack.keys.http as HttpApp;
+      const changed = await keysHttp.inject(
+        signedInject(keysHttp, "keys", {
+          method: "POST",
+          url: "/internal/v1/tenant/tier",
+          headers: {
+            "x-th-tenant-id": tenant.tenantId,
+            "x-th-member-id": tenant.memberId,
+            "x-th-key-id": tenant.keyId,
+          },
+          body: { tier: "custom" },
+        }),
+      );
       expect(changed?.statusCode).toBe(200);
       await vi.waitFor(
         async () => {

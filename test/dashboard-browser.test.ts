@@ -8,6 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { firstLoadReport } from "@th/dashboard/build";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
+import type { HttpApp } from "@th/service-kit";
+import { signedInject } from "@th/service-kit/testing";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
@@ -290,17 +292,19 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     expect(added.statusCode).toBe(201);
     const memberId = added.json().id as string;
     // A key the member issued (through the keys service, as their own call would).
-    const issued = await stack.keys.http?.inject({
-      method: "POST",
-      url: "/internal/v1/api-keys",
-      headers: {
-        "x-th-internal-token": stack.gatewayConfig.INTERNAL_TOKEN,
-        "x-th-tenant-id": tenant.tenantId,
-        "x-th-member-id": memberId,
-        "x-th-key-id": "key_test",
-      },
-      payload: { label: "leaver's sync" },
-    });
+    const keysHttp = stack.keys.http as HttpApp;
+    const issued = await keysHttp.inject(
+      signedInject(keysHttp, "keys", {
+        method: "POST",
+        url: "/internal/v1/api-keys",
+        headers: {
+          "x-th-tenant-id": tenant.tenantId,
+          "x-th-member-id": memberId,
+          "x-th-key-id": "key_test",
+        },
+        body: { label: "leaver's sync" },
+      }),
+    );
     const memberKey = issued?.json().secret as string;
     await go("Team");
     await page

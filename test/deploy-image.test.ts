@@ -150,7 +150,8 @@ describe("the production image layout", () => {
       NODE_ENV: "production",
       DATABASE_URL: url.toString(),
       KEY_PEPPER: randomBytes(32).toString("hex"),
-      INTERNAL_TOKEN: randomBytes(16).toString("hex"),
+      INTERNAL_SIGNING_SECRET: randomBytes(32).toString("hex"),
+      INTERNAL_CALLER_KEYS: `gateway:${randomBytes(32).toString("hex")}`,
       SESSION_SECRET: randomBytes(32).toString("hex"),
       SECRET_KEYS: `k1:${randomBytes(32).toString("hex")}`,
     };

@@ -7,7 +7,6 @@ import { randomBytes } from "node:crypto";
 import { createServer, Socket } from "node:net";
 import { join } from "node:path";
 import { Bus } from "@th/bus";
-import { DEV_SECRETS } from "@th/config";
 import { contracts } from "@th/contracts";
 import { leadViewRecorded } from "@th/contracts/samples";
 import { createTestDatabase, type TestDatabase } from "@th/db/testing";
@@ -129,7 +128,7 @@ describe("graceful shutdown on SIGTERM", () => {
     const answered = new Promise<void>((resolve) => socket.once("end", resolve));
     const body = JSON.stringify({ in_flight: true });
     socket.write(
-      `POST /internal/v1/in-flight HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-th-internal-token: ${DEV_SECRETS.INTERNAL_TOKEN}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.slice(0, 5)}`,
+      `POST /internal/v1/in-flight HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.slice(0, 5)}`,
     );
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(response).toBe("");

@@ -5,8 +5,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Bus } from "@th/bus";
 import { createPool, migrate, type Pool } from "@th/db";
-import { INTERNAL_HEADERS } from "@th/service-kit";
-import { TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
+import { type HttpApp, INTERNAL_HEADERS } from "@th/service-kit";
+import { signedInject, TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
 import { type ReadableSpan, recordSpans } from "@th/telemetry/testing";
 import { buildApp as buildDispatcher } from "@th/webhook-dispatcher/app";
 import { readConfig as readDispatcherConfig } from "@th/webhook-dispatcher/config";
@@ -88,17 +88,18 @@ describe("one trace from ingest to the receiver", () => {
 
     const port = (receiver.address() as AddressInfo).port;
     const subscribe = () =>
-      dispatcher.http?.inject({
-        method: "POST",
-        url: `/internal/v1/watchlists/${watchlistId}/webhooks`,
-        headers: {
-          [INTERNAL_HEADERS.token]: readDispatcherConfig({}).INTERNAL_TOKEN,
-          [INTERNAL_HEADERS.tenant]: operator.tenantId,
-          [INTERNAL_HEADERS.member]: operator.memberId,
-          [INTERNAL_HEADERS.key]: operator.keyId,
-        },
-        payload: { url: `http://127.0.0.1:${port}/hooks`, events: ["watchlist.match"] },
-      });
+      (dispatcher.http as HttpApp).inject(
+        signedInject(dispatcher.http as HttpApp, "webhook-dispatcher", {
+          method: "POST",
+          url: `/internal/v1/watchlists/${watchlistId}/webhooks`,
+          headers: {
+            [INTERNAL_HEADERS.tenant]: operator.tenantId,
+            [INTERNAL_HEADERS.member]: operator.memberId,
+            [INTERNAL_HEADERS.key]: operator.keyId,
+          },
+          body: { url: `http://127.0.0.1:${port}/hooks`, events: ["watchlist.match"] },
+        }),
+      );
     // The dispatcher learns the tenant's tier from tenant.changed; until then it cannot accept.
     await vi.waitFor(async () => expect((await subscribe())?.statusCode).toBe(201), {
       timeout: 15_000,

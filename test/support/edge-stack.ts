@@ -19,7 +19,7 @@ import { buildApp as buildLedger } from "@th/quota-ledger/app";
 import { readConfig as readLedgerConfig } from "@th/quota-ledger/config";
 import { migrations as ledgerMigrations } from "@th/quota-ledger/migrations";
 import type { HttpApp } from "@th/service-kit";
-import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { createTestHarness, signedInject, type TestHarness } from "@th/service-kit/testing";
 import type { Logger } from "@th/telemetry";
 
 export type EdgeStack = Awaited<ReturnType<typeof startEdgeStack>>;
@@ -211,12 +211,16 @@ async function putCustomLimits(
   tenantId: string,
   limits: Record<string, number>,
 ) {
-  const response = await keys.http?.inject({
-    method: "PUT",
-    url: `/internal/v1/operator/tenants/${tenantId}/limits`,
-    headers: { "x-th-internal-token": readKeysConfig({}).INTERNAL_TOKEN },
-    payload: limits,
-  });
+  if (!keys.http) {
+    throw new Error("no keys app");
+  }
+  const response = await keys.http.inject(
+    signedInject(keys.http, "keys", {
+      method: "PUT",
+      url: `/internal/v1/operator/tenants/${tenantId}/limits`,
+      body: limits,
+    }),
+  );
   if (response?.statusCode !== 200) {
     throw new Error(`limits not set: ${response?.body}`);
   }

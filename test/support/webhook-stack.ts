@@ -17,6 +17,7 @@ import { migrations as ledgerMigrations } from "@th/quota-ledger/migrations";
 import { createMetrics, INTERNAL_HEADERS, type Metrics, unavailableStore } from "@th/service-kit";
 import {
   createTestHarness,
+  signedInject,
   TEST_CONSUMER_TIMINGS,
   type TestHarness,
 } from "@th/service-kit/testing";
@@ -35,8 +36,6 @@ export const TEST_DISPATCHER_ENV: Record<string, string> = {
   LEASE_MS: "4000",
   RETRY_SWEEP_GRACE_MS: "3000",
 };
-
-export const INTERNAL_TOKEN = readConfig({}).INTERNAL_TOKEN;
 
 export interface ReceivedRequest {
   webhookId: string;
@@ -364,7 +363,6 @@ function testMatch(
 
 function headersFor(tenantId: string) {
   return {
-    [INTERNAL_HEADERS.token]: INTERNAL_TOKEN,
     [INTERNAL_HEADERS.tenant]: tenantId,
     [INTERNAL_HEADERS.member]: "mb_test",
     [INTERNAL_HEADERS.key]: "key_test",
@@ -383,12 +381,14 @@ function internalApi(instances: readonly Dispatcher[]) {
     if (!app?.http) {
       throw new Error("start a dispatcher first");
     }
-    const response = await app.http.inject({
-      method,
-      url: `/internal/v1${path}`,
-      headers: headersFor(tenantId),
-      ...(payload !== undefined ? { payload: payload as object } : {}),
-    });
+    const response = await app.http.inject(
+      signedInject(app.http, "webhook-dispatcher", {
+        method,
+        url: `/internal/v1${path}`,
+        headers: headersFor(tenantId),
+        ...(payload !== undefined ? { body: payload } : {}),
+      }),
+    );
     return { status: response.statusCode, body: response.body ? response.json() : undefined };
   }
 

@@ -2,10 +2,14 @@ import { describe, expect, it, vi } from "vitest";
 import {
   ConfigError,
   commonShape,
+  DEV_INTERNAL_SIGNING_SECRETS,
   DEV_SECRETS,
   decodeKey,
   defineConfig,
+  internalCallerKey,
+  parseInternalCallerKeys,
   pepperOf,
+  receiverDevDefaults,
   refuseDevDefaultsInProduction,
   serviceShape,
   vars,
@@ -70,19 +74,44 @@ describe("defineConfig", () => {
 });
 
 describe("serviceShape", () => {
-  it("gives a service its ports, an interface to listen on and the internal token", () => {
-    const service = defineConfig(serviceShape({ port: 8089, internalPort: 9089 }));
+  const receiver = { service: "parcels", callers: ["gateway"] } as const;
+
+  it("gives a service its ports, an interface to listen on and its callers' keys", () => {
+    const service = defineConfig(serviceShape({ port: 8089, internalPort: 9089, ...receiver }));
     expect(service.load({})).toMatchObject({
       PORT: 8089,
       INTERNAL_PORT: 9089,
       HOST: "0.0.0.0",
-      INTERNAL_TOKEN: DEV_SECRETS.INTERNAL_TOKEN,
+      INTERNAL_CALLER_KEYS: receiverDevDefaults(receiver).INTERNAL_CALLER_KEYS,
       LOG_LEVEL: "info",
     });
-    expect(service.load({ PORT: "1234", INTERNAL_TOKEN: "x".repeat(16) })).toMatchObject({
+    const keys = `gateway:${"k".repeat(40)}`;
+    expect(service.load({ PORT: "1234", INTERNAL_CALLER_KEYS: keys })).toMatchObject({
       PORT: 1234,
-      INTERNAL_TOKEN: "x".repeat(16),
+      INTERNAL_CALLER_KEYS: keys,
     });
+  });
+
+  it("derives the development callers' keys from their development signing roots", () => {
+    const keys = parseInternalCallerKeys(receiverDevDefaults(receiver).INTERNAL_CALLER_KEYS);
+    expect(keys?.get("gateway")).toBe(
+      internalCallerKey(DEV_INTERNAL_SIGNING_SECRETS.gateway, "parcels"),
+    );
+    expect(keys?.get("gateway")).not.toBe(
+      internalCallerKey(DEV_INTERNAL_SIGNING_SECRETS.gateway, "keys"),
+    );
+  });
+
+  it("refuses a caller the receiver does not accept, a short key and a caller named twice", () => {
+    const service = defineConfig(serviceShape({ port: 1, internalPort: 2, ...receiver }));
+    for (const value of [
+      `webhook-dispatcher:${"k".repeat(40)}`,
+      "gateway:short",
+      `gateway:${"k".repeat(40)},gateway:${"j".repeat(40)}`,
+      "k".repeat(40),
+    ]) {
+      expect(() => service.load({ INTERNAL_CALLER_KEYS: value })).toThrow(/INTERNAL_CALLER_KEYS/);
+    }
   });
 });
 
@@ -109,18 +138,18 @@ describe("refuseDevDefaultsInProduction", () => {
   });
 
   it("is applied by load to the secrets a schema declares with a development default", () => {
-    const withToken = defineConfig(
-      { ...commonShape, INTERNAL_TOKEN: vars.internalToken() },
-      { devDefaults: DEV_SECRETS },
+    const receiver = { service: "keys", callers: ["gateway"] } as const;
+    const withKeys = defineConfig(
+      { ...commonShape, ...serviceShape({ port: 1, internalPort: 2, ...receiver }) },
+      { devDefaults: { ...DEV_SECRETS, ...receiverDevDefaults(receiver) } },
     );
-    expect(withToken.load({}).INTERNAL_TOKEN).toBe(DEV_SECRETS.INTERNAL_TOKEN);
-    expect(() => withToken.load({ NODE_ENV: "production" })).toThrow(
-      /INTERNAL_TOKEN: must be set in production/,
+    expect(() => withKeys.load({ NODE_ENV: "production" })).toThrow(
+      /INTERNAL_CALLER_KEYS: must be set in production/,
     );
-    const token = "a-real-internal-token-of-this-deployment";
-    expect(withToken.load({ NODE_ENV: "production", INTERNAL_TOKEN: token }).INTERNAL_TOKEN).toBe(
-      token,
-    );
+    const keys = `gateway:${"a-real-key-of-this-deployment-".repeat(2)}`;
+    expect(
+      withKeys.load({ NODE_ENV: "production", INTERNAL_CALLER_KEYS: keys }).INTERNAL_CALLER_KEYS,
+    ).toBe(keys);
   });
 });
 

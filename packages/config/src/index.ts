@@ -1,9 +1,22 @@
 import { z } from "zod";
 import { devDefaultProblems } from "./dev-defaults.ts";
 import { httpServerSettingProblems, httpServerShape } from "./http-server.ts";
+import {
+  devInternalCallerKeys,
+  type InternalCallerName,
+  internalCallerKeys,
+} from "./internal-signing.ts";
 import { kafkaSettingProblems, kafkaShape } from "./kafka.ts";
 
 export { type HttpServerSettings, httpServerShape } from "./http-server.ts";
+export {
+  DEV_INTERNAL_SIGNING_SECRETS,
+  INTERNAL_CALLERS,
+  type InternalCallerName,
+  internalCallerKey,
+  internalSigningSecret,
+  parseInternalCallerKeys,
+} from "./internal-signing.ts";
 export {
   type KafkaConnection,
   kafkaConnection,
@@ -112,8 +125,6 @@ export const vars = {
     z.url().refine((value) => protocols.some((protocol) => value.startsWith(`${protocol}:`)), {
       message: `must be a URL starting with ${protocols.map((p) => `${p}:`).join(" or ")}`,
     }),
-  /** Shared secret the gateway presents on the services' internal APIs. */
-  internalToken: () => z.string().min(16).default(DEV_SECRETS.INTERNAL_TOKEN),
   /** Interface to listen on; containers need all interfaces. */
   host: () => z.string().min(1).default("0.0.0.0"),
   flag: (fallback: boolean) => z.stringbool().default(fallback),
@@ -167,18 +178,30 @@ export const commonShape = {
     .default("postgres://postgres:postgres@127.0.0.1:5432/postgres"),
 };
 
+/** A service that answers internal calls: its name and the callers it accepts. */
+export interface InternalReceiver {
+  service: string;
+  callers: readonly InternalCallerName[];
+}
+
 /**
  * What every service that listens shares beyond `commonShape`: its public and internal ports,
- * the interface it listens on and the token of its internal API.
+ * the interface it listens on and the keys of the callers its internal API accepts.
  */
-export function serviceShape(ports: { port: number; internalPort: number }) {
+export function serviceShape(options: { port: number; internalPort: number } & InternalReceiver) {
   return {
     ...commonShape,
-    PORT: vars.port(ports.port),
-    INTERNAL_PORT: vars.port(ports.internalPort),
+    PORT: vars.port(options.port),
+    INTERNAL_PORT: vars.port(options.internalPort),
     HOST: vars.host(),
-    INTERNAL_TOKEN: vars.internalToken(),
+    /** `caller:key` per calling service: the key derived from its signing root for this service. */
+    INTERNAL_CALLER_KEYS: internalCallerKeys(options.service, options.callers),
   };
+}
+
+/** A receiver's development defaults beyond `DEV_SECRETS`, refused in production like them. */
+export function receiverDevDefaults(receiver: InternalReceiver): { INTERNAL_CALLER_KEYS: string } {
+  return { INTERNAL_CALLER_KEYS: devInternalCallerKeys(receiver.service, receiver.callers) };
 }
 
 /**
@@ -202,5 +225,4 @@ export function refuseDevDefaultsInProduction(
 /** Development-only defaults of shared secrets, refused in production. */
 export const DEV_SECRETS = {
   KEY_PEPPER: "61e62808789f523d6f1ad8784ca8977b32142e12a85763674e177f323d621106",
-  INTERNAL_TOKEN: "dev-internal-token-not-for-production",
 } as const;

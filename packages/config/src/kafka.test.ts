@@ -135,7 +135,6 @@ describe("Kafka connection settings", () => {
       [
         {
           NODE_ENV: "production",
-          INTERNAL_TOKEN: "x".repeat(20),
           KAFKA_SASL_MECHANISM: "plain",
           KAFKA_SASL_USERNAME: "u",
           KAFKA_SASL_PASSWORD: "p",

@@ -1,10 +1,16 @@
 import type { LedgerUsage, Period, UsageLoader } from "./index.ts";
 
-/** How a service asks the quota ledger's internal API: a GET of `path`, answered as status and body. */
+/**
+ * How a service asks the quota ledger's internal API: a GET of `path`, which reaches `route` there
+ * (the call is signed for it), answered as status and body.
+ */
 export type LedgerGet = (
   path: string,
   tenantId: string,
+  route: string,
 ) => Promise<{ status: number; body: unknown }>;
+
+const SEED_ROUTE = "/internal/v1/usage/:tenant_id/seed";
 
 /**
  * The quota ledger's figures for re-seeding a tenant's lead-view counter when Redis has lost it
@@ -24,6 +30,7 @@ export function ledgerUsageLoader(options: {
     const reply = await options.get(
       `/internal/v1/usage/${encodeURIComponent(tenantId)}/seed?${query}`,
       tenantId,
+      SEED_ROUTE,
     );
     if (reply.status !== 200) {
       throw options.unavailable("lead-view usage is unavailable; try again shortly");

@@ -26,7 +26,9 @@ import {
   unavailableStore,
 } from "./errors.ts";
 import { duplicateMember } from "./json-members.ts";
+import { rememberRawBody } from "./raw-body.ts";
 import { RouteMethods } from "./route-methods.ts";
+import { normalizePath } from "./url-normalization.ts";
 
 export type HttpApp = FastifyInstance<
   // biome-ignore lint/suspicious/noExplicitAny: fastify's default server generics
@@ -108,7 +110,9 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
     // route's own answer (after authentication, so with the caller's limit headers). Node's
     // header limit (16 KiB, request line included) bounds a URL, and so any parameter, anyway.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_HEADER_BYTES },
-    rewriteUrl: (request) => rewriteBadEscapes(request, badUrls),
+    // One normal form of the path before routing (decision 0321): what the router matches, the
+    // guards, the logs and the key search all see the same path.
+    rewriteUrl: (request) => normalizePath(rewriteBadEscapes(request, badUrls)),
     // What the router still refuses before any route runs gets the same {error, detail} as the
     // rest, with a request id.
     frameworkErrors: (error, request, reply) => {
@@ -126,6 +130,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   app.setSerializerCompiler(serializerCompiler);
   const httpApp = app as unknown as HttpApp;
   const routeMethods = new RouteMethods();
+  routeTables.set(httpApp, routeMethods);
   app.addHook("onRoute", (route) => {
     routeMethods.add(route.method, route.url);
     documentBodyErrors(route.schema);
@@ -136,6 +141,18 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   refuseBadInput(httpApp, badUrls);
   setErrorAnswers(httpApp, routeMethods);
   return httpApp;
+}
+
+const routeTables = new WeakMap<HttpApp, RouteMethods>();
+
+/** Every route the app declares (HEAD aside), for tests that walk the route table. */
+export function declaredRoutesOf(app: HttpApp): { method: string; url: string }[] {
+  return routeTables.get(app)?.list() ?? [];
+}
+
+/** The declared path of the app's route that a method and a concrete path reach, if any. */
+export function declaredRouteOf(app: HttpApp, method: string, path: string): string | undefined {
+  return routeTables.get(app)?.routeFor(method, path);
 }
 
 /** The caller's request id when it is a sane one, else a fresh one. */
@@ -259,6 +276,7 @@ function refuseDuplicateMembers(app: HttpApp): void {
   const parseJson = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    rememberRawBody(request, body as string);
     const duplicate = duplicateMember(body as string);
     if (duplicate) {
       const path = ["body", ...duplicate].join(".");

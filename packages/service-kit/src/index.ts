@@ -18,7 +18,8 @@ export {
   INTERNAL_HEADERS,
   type InternalCaller,
   internalCaller,
-  requireInternalToken,
+  requireSignedCalls,
+  type SignedCallOptions,
 } from "./internal-api.ts";
 export {
   createInternalClient,
@@ -27,6 +28,7 @@ export {
   type InternalClientOptions,
   type InternalIdentity,
   type InternalReply,
+  type InternalSigning,
   type InternalText,
   parseInternalJson,
 } from "./internal-client.ts";

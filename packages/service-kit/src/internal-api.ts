@@ -1,11 +1,18 @@
-import { secretsEqual } from "@th/api-keys";
+import { parseInternalCallerKeys } from "@th/config";
 import type { FastifyRequest } from "fastify";
 import type { HttpApp } from "./app.ts";
 import { ApiError } from "./errors.ts";
+import {
+  bodyDigestOf,
+  macMatches,
+  NonceMemory,
+  parseSignatureHeader,
+  SIGNED_CALL_HEADERS,
+} from "./internal-signature.ts";
+import { rawBodyOf } from "./raw-body.ts";
 
-/** Headers the gateway sets on its calls to a service's internal API. */
+/** Headers a caller sets on its calls to a service's internal API (signed: decision 0320). */
 export const INTERNAL_HEADERS = {
-  token: "x-th-internal-token",
   tenant: "x-th-tenant-id",
   member: "x-th-member-id",
   key: "x-th-key-id",
@@ -28,20 +35,115 @@ export function foliosFromHeader(value: string | string[] | undefined): string[]
   return value.length === 0 ? [] : value.split(",").map(decodeURIComponent);
 }
 
+export interface SignedCallOptions {
+  /** This service's name, as its callers' keys were derived for it. */
+  service: string;
+  /** `caller:key` pairs (`INTERNAL_CALLER_KEYS`): the callers this service accepts. */
+  callerKeys: string;
+  /** How far a call's timestamp may be from now, either way (30 s unless set). */
+  windowMs?: number;
+  now?: () => number;
+}
+
 /**
- * Refuses any call under `/internal/` that lacks the shared internal token. The internal port
- * is not exposed outside the cluster; the token is the second lock.
+ * Every route of the app answers only calls signed by a caller it accepts (decision 0320). The
+ * decision is taken on the route that matched, never on the raw URL: a percent-encoded path
+ * reaches the same route and meets the same check. The signature names the route the caller
+ * meant, so a parameter that happens to spell another route's literal segment (a folio named
+ * `count`) is refused instead of reaching that route. A request that matches no route gets its
+ * 404 and learns nothing else.
  */
-export function requireInternalToken(app: HttpApp, token: string): void {
-  app.addHook("onRequest", async (request) => {
-    if (!request.url.startsWith("/internal/")) {
+export function requireSignedCalls(app: HttpApp, options: SignedCallOptions): void {
+  const keys = parseInternalCallerKeys(options.callerKeys);
+  if (keys === undefined) {
+    throw new Error("INTERNAL_CALLER_KEYS must be comma-separated caller:key pairs");
+  }
+  const now = options.now ?? Date.now;
+  const windowMs = options.windowMs ?? 30_000;
+  const nonces = new NonceMemory(windowMs, now());
+  app.addHook("onRequest", (request, _reply, done) => {
+    const route = request.routeOptions.url;
+    if (route === undefined) {
+      done();
       return;
     }
-    const presented = request.headers[INTERNAL_HEADERS.token];
-    if (typeof presented !== "string" || !secretsEqual(presented, token)) {
-      throw new ApiError("unauthorized", "internal API: missing or wrong internal token");
-    }
+    const problem = signedCallProblem(request, route, {
+      service: options.service,
+      keys,
+      windowMs,
+      nonces,
+      now: now(),
+    });
+    done(
+      problem === undefined ? undefined : new ApiError("unauthorized", `internal API: ${problem}`),
+    );
   });
+  // After the body is parsed, before it is validated: the body is the one that was signed.
+  app.addHook("preValidation", (request, _reply, done) => {
+    if (request.routeOptions.url === undefined) {
+      done();
+      return;
+    }
+    const signed = request.headers[SIGNED_CALL_HEADERS.bodyDigest];
+    done(
+      signed === bodyDigestOf(rawBodyOf(request))
+        ? undefined
+        : new ApiError("unauthorized", "internal API: the body is not the one that was signed"),
+    );
+  });
+}
+
+interface VerifyContext {
+  service: string;
+  keys: Map<string, string>;
+  windowMs: number;
+  nonces: NonceMemory;
+  now: number;
+}
+
+/** Why a call is refused, or undefined when it is a fresh, unaltered call from an accepted caller. */
+function signedCallProblem(
+  request: FastifyRequest,
+  route: string,
+  context: VerifyContext,
+): string | undefined {
+  const header = (name: string) => {
+    const value = request.headers[name];
+    return typeof value === "string" ? value : "";
+  };
+  const caller = header(SIGNED_CALL_HEADERS.caller);
+  const key = context.keys.get(caller);
+  const signature = parseSignatureHeader(header(SIGNED_CALL_HEADERS.signature));
+  if (key === undefined || signature === undefined) {
+    return "the call is not signed by a caller this service accepts";
+  }
+  if (Math.abs(context.now - signature.at) > context.windowMs) {
+    return "the call's signature has expired";
+  }
+  if (header(SIGNED_CALL_HEADERS.route) !== route) {
+    return "the call was signed for another route";
+  }
+  const call = {
+    caller,
+    receiver: context.service,
+    at: signature.at,
+    nonce: signature.nonce,
+    method: request.method,
+    route,
+    target: request.originalUrl ?? request.url,
+    bodyDigest: header(SIGNED_CALL_HEADERS.bodyDigest),
+    tenantId: header(INTERNAL_HEADERS.tenant),
+    memberId: header(INTERNAL_HEADERS.member),
+    keyId: header(INTERNAL_HEADERS.key),
+    tier: header(INTERNAL_HEADERS.tier),
+  };
+  if (!macMatches(key, call, signature.mac)) {
+    return "the call's signature does not match it";
+  }
+  // Last, so that a forged call cannot use up a nonce a real one will carry.
+  return context.nonces.firstSight(`${caller}/${signature.nonce}`, context.now)
+    ? undefined
+    : "the call was already made once (a replay)";
 }
 
 export interface InternalCaller {
@@ -50,7 +152,7 @@ export interface InternalCaller {
   keyId: string;
 }
 
-/** The tenant, member and key the gateway authenticated for this call. */
+/** The tenant, member and key the gateway authenticated for this call (covered by its signature). */
 export function internalCaller(request: FastifyRequest): InternalCaller {
   const read = (name: string) => {
     const value = request.headers[name];

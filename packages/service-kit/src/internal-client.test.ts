@@ -1,9 +1,11 @@
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiError } from "./errors.ts";
 import { foliosFromHeader, foliosHeader, INTERNAL_HEADERS } from "./internal-api.ts";
 import { createInternalClient } from "./internal-client.ts";
+import { SIGNED_CALL_HEADERS } from "./internal-signature.ts";
 
 let server: Server;
 let baseUrl: string;
@@ -43,10 +45,11 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-const client = () => createInternalClient({ baseUrl, internalToken: "t0ken", timeoutMs: 300 });
+const signing = { caller: "gateway", root: "r".repeat(40), receiver: "parcels" };
+const client = () => createInternalClient({ baseUrl, signing, timeoutMs: 300 });
 
 describe("the internal client", () => {
-  it("sends the internal token, the caller's identity, the request id and a JSON body under the base path", async () => {
+  it("signs the call and sends the caller's identity, the request id and a JSON body under the base path", async () => {
     seen.length = 0;
     const reply = await client().send<{ echoed: unknown }>("POST", "/things", {
       identity: { tenantId: "ten_1", memberId: "mem_1", keyId: "key_1", tier: "pro" },
@@ -56,7 +59,14 @@ describe("the internal client", () => {
     expect(reply).toEqual({ status: 201, body: { echoed: { folios: ["23-1"] } } });
     const headers = seen[0]?.request.headers ?? {};
     expect(seen[0]?.request.url).toBe("/base/things");
-    expect(headers[INTERNAL_HEADERS.token]).toBe("t0ken");
+    expect(headers[SIGNED_CALL_HEADERS.caller]).toBe("gateway");
+    expect(headers[SIGNED_CALL_HEADERS.route]).toBe("/base/things");
+    expect(headers[SIGNED_CALL_HEADERS.signature]).toMatch(/^t=\d+,n=[\w-]+,v1=[0-9a-f]{64}$/);
+    expect(headers[SIGNED_CALL_HEADERS.bodyDigest]).toBe(
+      createHash("sha256")
+        .update(seen[0]?.body ?? "")
+        .digest("hex"),
+    );
     expect(headers[INTERNAL_HEADERS.tenant]).toBe("ten_1");
     expect(headers[INTERNAL_HEADERS.member]).toBe("mem_1");
     expect(headers[INTERNAL_HEADERS.key]).toBe("key_1");
@@ -92,7 +102,7 @@ describe("the internal client", () => {
   it("maps a refused connection to unavailable", async () => {
     const closed = createInternalClient({
       baseUrl: "http://127.0.0.1:1",
-      internalToken: "t0ken",
+      signing,
       timeoutMs: 300,
     });
     const error = await closed.send("GET", "/x").catch((caught: unknown) => caught);

@@ -1,7 +1,14 @@
+import { internalCallerKey } from "@th/config";
 import { injectContext } from "@th/telemetry";
 import { Pool } from "undici";
 import { ApiError } from "./errors.ts";
 import { INTERNAL_HEADERS } from "./internal-api.ts";
+import {
+  bodyDigestOf,
+  nextNonce,
+  SIGNED_CALL_HEADERS,
+  signatureHeader,
+} from "./internal-signature.ts";
 
 /** Who a call is made for: the tenant, member and key the gateway authenticated. */
 export interface InternalIdentity {
@@ -12,6 +19,12 @@ export interface InternalIdentity {
 }
 
 export interface InternalCall {
+  /**
+   * The receiver's route pattern when the path holds parameters
+   * (`/internal/v1/parcels/by-folio/:folio`); the path without its query when not given. The receiver
+   * refuses a call that matched any other route.
+   */
+  route?: string;
   identity?: InternalIdentity;
   /** The public request's id, carried so both services' logs name the same request. */
   requestId?: string;
@@ -29,11 +42,19 @@ export interface InternalReply<T = unknown> {
 export interface InternalClientOptions {
   /** The service's internal API, e.g. http://parcels:8080. */
   baseUrl: string;
-  internalToken: string;
+  /** Who signs the calls: this service's name and signing root, and the receiving service. */
+  signing: InternalSigning;
   /** Bounds the wait for the answer's headers, and then each wait for more of its body. */
   timeoutMs: number;
   /** Keep-alive connections to the service at most (32 unless set). */
   connections?: number;
+}
+
+export interface InternalSigning {
+  caller: string;
+  /** The caller's `INTERNAL_SIGNING_SECRET`; the key for `receiver` is derived from it. */
+  root: string;
+  receiver: string;
 }
 
 /** An answer as the service wrote it, for a caller that passes a body through unchanged. */
@@ -53,8 +74,8 @@ export interface InternalClient {
 /**
  * The one client for services' internal APIs: a keep-alive connection pool per upstream (a call
  * reuses a warm socket instead of WHATWG fetch's streams and a new timer signal each time),
- * bounded timeouts, the internal token, the caller's identity, the request id and the trace
- * context on every call. A service that does not answer is `unavailable`, the closed error set's
+ * bounded timeouts, a signature over the call and the caller's identity (decision 0320), the
+ * request id and the trace context on every call. A service that does not answer is `unavailable`, the closed error set's
  * code for a backing service; what a service does answer is returned for the caller to judge.
  */
 export function createInternalClient(options: InternalClientOptions): InternalClient {
@@ -68,16 +89,38 @@ export function createInternalClient(options: InternalClientOptions): InternalCl
     keepAliveTimeout: 30_000,
   });
 
-  function headersOf(call: InternalCall, hasBody: boolean): Record<string, string> {
+  const signingKey = internalCallerKey(options.signing.root, options.signing.receiver);
+
+  function headersOf(method: string, path: string, call: InternalCall, body: string | undefined) {
+    const identity = call.identity;
+    const bodyDigest = bodyDigestOf(body);
+    // Signed as the receiver sees them: nothing between may rewrite an internal URL.
+    const target = `${prefix}${path}`;
+    const route = `${prefix}${call.route ?? path.split("?", 1)[0] ?? path}`;
     const headers: Record<string, string> = {
       ...call.headers,
-      [INTERNAL_HEADERS.token]: options.internalToken,
+      [SIGNED_CALL_HEADERS.caller]: options.signing.caller,
+      [SIGNED_CALL_HEADERS.route]: route,
+      [SIGNED_CALL_HEADERS.bodyDigest]: bodyDigest,
+      [SIGNED_CALL_HEADERS.signature]: signatureHeader(signingKey, {
+        caller: options.signing.caller,
+        receiver: options.signing.receiver,
+        at: Date.now(),
+        nonce: nextNonce(),
+        method,
+        route,
+        target,
+        bodyDigest,
+        tenantId: identity?.tenantId ?? "",
+        memberId: identity?.memberId ?? "",
+        keyId: identity?.keyId ?? "",
+        tier: identity?.tier ?? "",
+      }),
     };
     if (call.requestId !== undefined) {
       headers[INTERNAL_HEADERS.requestId] = call.requestId;
       headers["x-request-id"] = call.requestId;
     }
-    const identity = call.identity;
     if (identity) {
       headers[INTERNAL_HEADERS.tenant] = identity.tenantId;
       headers[INTERNAL_HEADERS.member] = identity.memberId;
@@ -86,7 +129,7 @@ export function createInternalClient(options: InternalClientOptions): InternalCl
         headers[INTERNAL_HEADERS.tier] = identity.tier;
       }
     }
-    if (hasBody) {
+    if (body !== undefined) {
       headers["content-type"] = "application/json";
     }
     // A no-op unless tracing is on; then the service's spans continue this request's trace.
@@ -94,13 +137,13 @@ export function createInternalClient(options: InternalClientOptions): InternalCl
   }
 
   async function sendText(method: string, path: string, call: InternalCall = {}) {
-    const hasBody = call.body !== undefined;
+    const body = call.body !== undefined ? JSON.stringify(call.body) : undefined;
     try {
       const response = await pool.request({
         method: method as "GET",
         path: `${prefix}${path}`,
-        headers: headersOf(call, hasBody),
-        body: hasBody ? JSON.stringify(call.body) : null,
+        headers: headersOf(method, path, call, body),
+        body: body ?? null,
       });
       const text = await response.body.text();
       return { status: response.statusCode, headers: response.headers, text };

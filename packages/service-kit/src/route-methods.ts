@@ -4,7 +4,7 @@
  * router finds a route for a method and a path, but cannot list the methods a concrete path has.
  */
 export class RouteMethods {
-  readonly #routes: { pattern: RegExp; method: string }[] = [];
+  readonly #routes: { pattern: RegExp; method: string; url: string }[] = [];
 
   add(methods: string | readonly string[], url: string): void {
     const pattern = patternOf(url);
@@ -12,9 +12,26 @@ export class RouteMethods {
       // Fastify adds a HEAD for every GET, and the reads that cost lead-views refuse it: Allow
       // names only what the routes were declared with.
       if (method.toUpperCase() !== "HEAD") {
-        this.#routes.push({ pattern, method: method.toUpperCase() });
+        this.#routes.push({ pattern, method: method.toUpperCase(), url });
       }
     }
+  }
+
+  /** Every declared route: its method and path. */
+  list(): { method: string; url: string }[] {
+    return this.#routes.map(({ method, url }) => ({ method, url }));
+  }
+
+  /**
+   * The declared path of the route a method and a concrete path reach, the most literal one
+   * when several patterns match, as the router prefers; undefined for none.
+   */
+  routeFor(method: string, path: string): string | undefined {
+    const matches = this.#routes
+      .filter((route) => route.method === method.toUpperCase() && route.pattern.test(path))
+      .map((route) => route.url);
+    const parameters = (url: string) => url.replaceAll("::", "").split(":").length;
+    return matches.sort((a, b) => parameters(a) - parameters(b))[0];
   }
 
   /** The methods some route answers for `path` (no query string), sorted; empty for none. */

@@ -80,3 +80,6 @@ export async function createTestHarness<Config extends ServiceConfig>(options: {
     },
   };
 }
+
+export { declaredRoutesOf } from "./app.ts";
+export { signedHeaders, signedInject, type TestCall } from "./signed-calls-testing.ts";

@@ -16,7 +16,10 @@ import {
 import { createKeysClient } from "./clients/keys-client.ts";
 import type { Config } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
+import { signInBackoffPolicy } from "./domain/sign-in-accounts.ts";
 import { registerEdge } from "./edge/authenticate.ts";
+import { createBatchCharge } from "./edge/batch-calls.ts";
+import { registerClientAddress } from "./edge/client-address.ts";
 import { createEdgeStore, EDGE_REDIS_OPTIONS } from "./edge/edge-store.ts";
 import { createVoidPublisher } from "./edge/lead-view-voids.ts";
 import { LIMIT_HEADER_DOCS, tenantlessHeaders } from "./edge/limit-headers.ts";
@@ -60,6 +63,8 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     documentedHeaders: LIMIT_HEADER_DOCS,
     webhooks: webhookDocument(),
   });
+  // Before the edge's hooks: the per-IP windows key on the client behind trusted proxies.
+  registerClientAddress(http, config.TRUSTED_PROXIES);
   // First, so that every answer carries them: errors, unknown paths and the dashboard's files.
   registerSecurityHeaders(http, headerOptions);
   // Key requests that arrive together share one script call; on a connection of its own with
@@ -80,10 +85,10 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     onAuthorizeBatch: () => authorizeCalls?.inc(),
   });
   const upstreams: InternalClient[] = [];
-  const upstreamOf = (baseUrl: string) => {
+  const upstreamOf = (baseUrl: string, receiver: string) => {
     const client = createInternalClient({
       baseUrl,
-      internalToken: config.INTERNAL_TOKEN,
+      signing: { caller: "gateway", root: config.INTERNAL_SIGNING_SECRET, receiver },
       timeoutMs: config.UPSTREAM_TIMEOUT_MS,
     });
     upstreams.push(client);
@@ -92,15 +97,16 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
   http.addHook("onClose", async () => {
     await Promise.all(upstreams.map((client) => client.close()));
   });
-  const keysUpstream = upstreamOf(config.KEYS_URL);
-  const ledgerUpstream = upstreamOf(config.LEDGER_URL);
-  const parcelsUpstream = upstreamOf(config.PARCELS_URL);
-  const matcherUpstream = upstreamOf(config.MATCHER_URL);
+  const keysUpstream = upstreamOf(config.KEYS_URL, "keys");
+  const ledgerUpstream = upstreamOf(config.LEDGER_URL, "quota-ledger");
+  const parcelsUpstream = upstreamOf(config.PARCELS_URL, "parcels");
+  const matcherUpstream = upstreamOf(config.MATCHER_URL, "matcher");
   // On the edge's auto-pipelined connection: the reservations of reads that arrive together leave
   // in one write.
   const meter = createLeadViewMeter(edgeRedis, {
     loadUsage: ledgerUsageLoader({
-      get: (path, tenantId) => ledgerUpstream.send("GET", path, { requestId: `seed_${tenantId}` }),
+      get: (path, tenantId, route) =>
+        ledgerUpstream.send("GET", path, { route, requestId: `seed_${tenantId}` }),
       unavailable: (detail) => new ApiError("unavailable", detail),
     }),
   });
@@ -128,6 +134,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     accessSeconds: config.SESSION_ACCESS_SECONDS,
     refreshSeconds: config.SESSION_REFRESH_SECONDS,
     keys: keysUpstream,
+    hostPrefix: config.SESSION_COOKIE_HOST_PREFIX ?? config.NODE_ENV === "production",
   });
   registerEdge(http, {
     store,
@@ -154,7 +161,12 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     store,
     sessions,
     authFailureRatePerMinute: config.AUTH_FAILURE_RATE_PER_MINUTE,
+    accessSeconds: config.SESSION_ACCESS_SECONDS,
     refreshSeconds: config.SESSION_REFRESH_SECONDS,
+    signInBackoff: signInBackoffPolicy({
+      freeAttempts: config.SIGN_IN_FREE_ATTEMPTS,
+      longestLockSeconds: config.SIGN_IN_MAX_LOCK_SECONDS,
+    }),
     now,
   });
   registerDashboardLeadRoutes(http, { parcels: parcelsUpstream });
@@ -169,7 +181,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     sessionSeconds: config.SESSION_ACCESS_SECONDS,
   });
   registerLeadRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
-  const dispatcherUpstream = upstreamOf(config.DISPATCHER_URL);
+  const dispatcherUpstream = upstreamOf(config.DISPATCHER_URL, "webhook-dispatcher");
   registerWatchlistRoutes(http, { matcher: matcherUpstream, dispatcher: dispatcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
   registerWebhookRoutes(http, { dispatcher: dispatcherUpstream });
@@ -177,6 +189,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     parcels: parcelsUpstream,
     matcher: matcherUpstream,
     metering,
+    chargeFurtherCalls: createBatchCharge(edgeRedis, now),
     securityHeaders: security,
   });
   registerExportRoutes(http, {

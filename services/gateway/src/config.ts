@@ -1,4 +1,13 @@
-import { baseShape, DEV_SECRETS, defineConfig, vars, z } from "@th/config";
+import {
+  baseShape,
+  DEV_INTERNAL_SIGNING_SECRETS,
+  DEV_SECRETS,
+  defineConfig,
+  internalSigningSecret,
+  vars,
+  z,
+} from "@th/config";
+import { parseTrustedProxies } from "./edge/client-address.ts";
 
 const DEV_SESSION_SECRET = "dev-session-secret-not-for-production-0000";
 
@@ -16,7 +25,8 @@ export const configSchema = defineConfig(
     HTTP_KEEP_ALIVE_TIMEOUT_MS: vars.positiveInt(65_000),
     /** Server pepper of API key hashes; must equal the keys service's. */
     KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
-    INTERNAL_TOKEN: vars.internalToken(),
+    /** Signs the gateway's calls to the services' internal APIs (decision 0320). */
+    INTERNAL_SIGNING_SECRET: internalSigningSecret("gateway"),
     KEYS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8081"),
     LEDGER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8082"),
     PARCELS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8083"),
@@ -43,6 +53,31 @@ export const configSchema = defineConfig(
     SESSION_ACCESS_SECONDS: vars.positiveInt(900),
     /** Lifetime of a dashboard sign-in: after it the member signs in again. */
     SESSION_REFRESH_SECONDS: vars.positiveInt(43_200),
+    /**
+     * `__Host-` names for the dashboard's cookies (decision 0339): set when the dashboard is
+     * served over TLS. Unset: on in production, off in development over plain HTTP.
+     */
+    SESSION_COOKIE_HOST_PREFIX: z.stringbool().optional(),
+    /** Failed sign-ins of one account before it locks (1 s, doubling); decision 0335. */
+    SIGN_IN_FREE_ATTEMPTS: vars.positiveInt(5),
+    /** The longest lock of an account after failed sign-ins. */
+    SIGN_IN_MAX_LOCK_SECONDS: vars.positiveInt(900),
+    /**
+     * Proxies whose X-Forwarded-For names the client (decision 0336): addresses, CIDR ranges or
+     * `loopback` / `linklocal` / `uniquelocal`, comma-separated. Empty: the socket's address is
+     * the client, whatever the header says.
+     */
+    TRUSTED_PROXIES: z
+      .string()
+      .default("")
+      .transform((text, ctx) => {
+        try {
+          return parseTrustedProxies(text);
+        } catch (error) {
+          ctx.addIssue({ code: "custom", message: (error as Error).message });
+          return z.NEVER;
+        }
+      }),
     /** Where the dashboard's built assets are; empty: the `@th/dashboard` package's `dist`. */
     DASHBOARD_DIR: z.string().optional(),
     /**
@@ -52,7 +87,13 @@ export const configSchema = defineConfig(
      */
     HSTS: z.stringbool({ error: "must be true or false" }).optional(),
   },
-  { devDefaults: { ...DEV_SECRETS, SESSION_SECRET: DEV_SESSION_SECRET } },
+  {
+    devDefaults: {
+      ...DEV_SECRETS,
+      INTERNAL_SIGNING_SECRET: DEV_INTERNAL_SIGNING_SECRETS.gateway,
+      SESSION_SECRET: DEV_SESSION_SECRET,
+    },
+  },
 );
 
 export type Config = ReturnType<typeof configSchema.load>;

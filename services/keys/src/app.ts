@@ -2,11 +2,11 @@ import { pepperOf } from "@th/config";
 import {
   createHttpApp,
   createOutboxRelay,
-  requireInternalToken,
+  requireSignedCalls,
   type ServiceApp,
   type ServiceDeps,
 } from "@th/service-kit";
-import type { Config } from "./config.ts";
+import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { createAccounts } from "./db/accounts.ts";
 import { LocalPaymentProvider, type PaymentProvider } from "./domain/payment-provider.ts";
 import { registerInternalAccountRoutes } from "./routes/internal-accounts.ts";
@@ -26,7 +26,10 @@ export async function buildApp(deps: ServiceDeps<Config>, options: KeysAppOption
   });
   const relay = createOutboxRelay({ pool: deps.pool, bus: deps.bus, logger: deps.logger });
   const http = await createHttpApp({ logger: deps.logger, title: "keys (internal)" });
-  requireInternalToken(http, deps.config.INTERNAL_TOKEN);
+  requireSignedCalls(http, {
+    service: INTERNAL_RECEIVER.service,
+    callerKeys: deps.config.INTERNAL_CALLER_KEYS,
+  });
   registerInternalAccountRoutes(http, accounts);
   // Events of a request go out right after it, not at the next relay tick.
   http.addHook("onResponse", async () => {

@@ -1,8 +1,11 @@
-import { DEV_SECRETS, defineConfig, serviceShape, vars, z } from "@th/config";
+import { DEV_SECRETS, defineConfig, receiverDevDefaults, serviceShape, vars, z } from "@th/config";
+
+/** This service's name on the internal API and the callers it accepts (decision 0320). */
+export const INTERNAL_RECEIVER = { service: "keys", callers: ["gateway"] } as const;
 
 export const configSchema = defineConfig(
   {
-    ...serviceShape({ port: 8081, internalPort: 9081 }),
+    ...serviceShape({ port: 8081, internalPort: 9081, ...INTERNAL_RECEIVER }),
     /** Server pepper of API key hashes (HMAC-SHA-256); 32 bytes. */
     KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
     /** `local` is the built-in test processor; a real processor adds its own value. */
@@ -10,7 +13,7 @@ export const configSchema = defineConfig(
     /** How often ended trials are looked for and charged. */
     TRIAL_CONVERSION_INTERVAL_MS: vars.positiveInt(60_000),
   },
-  { devDefaults: DEV_SECRETS },
+  { devDefaults: { ...DEV_SECRETS, ...receiverDevDefaults(INTERNAL_RECEIVER) } },
 );
 
 export type Config = ReturnType<typeof configSchema.load>;

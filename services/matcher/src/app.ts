@@ -2,11 +2,11 @@ import type { RunningConsumer } from "@th/bus";
 import {
   createHttpApp,
   createOutboxRelay,
-  requireInternalToken,
+  requireSignedCalls,
   type ServiceApp,
   type ServiceDeps,
 } from "@th/service-kit";
-import type { Config } from "./config.ts";
+import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { consumeParcelsForMatching, type MatchCounters } from "./consumers/match.ts";
 import { consumeParcelsForProjection } from "./consumers/projection.ts";
 import { createWatchlistStore } from "./db/watchlists.ts";
@@ -40,7 +40,10 @@ export async function buildApp(
     title: "Terminal House matcher (internal)",
     description: "Watchlists, manual runs and match polling; called by the gateway only.",
   });
-  requireInternalToken(http, config.INTERNAL_TOKEN);
+  requireSignedCalls(http, {
+    service: INTERNAL_RECEIVER.service,
+    callerKeys: config.INTERNAL_CALLER_KEYS,
+  });
 
   // A batch of parcels can bring thousands of matches; each relay round is a select, one
   // produce request and an update, so larger rounds mean fewer of them.

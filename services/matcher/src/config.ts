@@ -1,8 +1,14 @@
-import { DEV_SECRETS, defineConfig, serviceShape, vars } from "@th/config";
+import { DEV_SECRETS, defineConfig, receiverDevDefaults, serviceShape, vars } from "@th/config";
+
+/** This service's name on the internal API and the callers it accepts (decision 0320). */
+export const INTERNAL_RECEIVER = {
+  service: "matcher",
+  callers: ["gateway", "webhook-dispatcher"],
+} as const;
 
 export const configSchema = defineConfig(
   {
-    ...serviceShape({ port: 8084, internalPort: 9084 }),
+    ...serviceShape({ port: 8084, internalPort: 9084, ...INTERNAL_RECEIVER }),
     /** parcel.ingested partitions this instance matches at once (their writes share transactions). */
     MATCH_PARTITIONS_CONCURRENTLY: vars.positiveInt(12),
     /** parcel.ingested partitions written into the parcel projection at once. */
@@ -16,7 +22,7 @@ export const configSchema = defineConfig(
     /** Refresh of the watchlist cache when no change notification arrived. */
     WATCHLIST_POLL_MS: vars.positiveInt(1000),
   },
-  { devDefaults: DEV_SECRETS },
+  { devDefaults: { ...DEV_SECRETS, ...receiverDevDefaults(INTERNAL_RECEIVER) } },
 );
 
 export type Config = ReturnType<typeof configSchema.load>;

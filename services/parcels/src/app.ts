@@ -1,5 +1,10 @@
-import { createHttpApp, type ServiceApp, type ServiceDeps } from "@th/service-kit";
-import type { Config } from "./config.ts";
+import {
+  createHttpApp,
+  requireSignedCalls,
+  type ServiceApp,
+  type ServiceDeps,
+} from "@th/service-kit";
+import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { ensureSecondaryIndexes, publishPending, tryWithIngestLock } from "./db/parcel-store.ts";
 import { registerParcelRoutes } from "./routes/parcels.ts";
 
@@ -12,7 +17,11 @@ export async function buildApp(
     title: "Terminal House parcels (internal)",
     description: "The parcel store behind lead reads; called by the gateway only.",
   });
-  registerParcelRoutes(http, { pool: deps.pool, internalToken: deps.config.INTERNAL_TOKEN });
+  requireSignedCalls(http, {
+    service: INTERNAL_RECEIVER.service,
+    callerKeys: deps.config.INTERNAL_CALLER_KEYS,
+  });
+  registerParcelRoutes(http, { pool: deps.pool });
   http.get("/internal/v1/openapi.json", { schema: { hide: true } }, async () => http.swagger());
   let recovery: Promise<void> = Promise.resolve();
 

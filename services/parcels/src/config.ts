@@ -1,15 +1,15 @@
-import { DEV_SECRETS, defineConfig, serviceShape, vars } from "@th/config";
+import { DEV_SECRETS, defineConfig, receiverDevDefaults, serviceShape, vars } from "@th/config";
 
-/** The token internal callers present in development; production must set its own. */
-export const DEV_INTERNAL_TOKEN = DEV_SECRETS.INTERNAL_TOKEN;
+/** This service's name on the internal API and the callers it accepts (decision 0320). */
+export const INTERNAL_RECEIVER = { service: "parcels", callers: ["gateway"] } as const;
 
 export const configSchema = defineConfig(
   {
-    ...serviceShape({ port: 8083, internalPort: 9083 }),
+    ...serviceShape({ port: 8083, internalPort: 9083, ...INTERNAL_RECEIVER }),
     /** Rows per store-and-publish batch of an ingest. */
     INGEST_BATCH_SIZE: vars.positiveInt(2000),
   },
-  { devDefaults: DEV_SECRETS },
+  { devDefaults: { ...DEV_SECRETS, ...receiverDevDefaults(INTERNAL_RECEIVER) } },
 );
 
 export type Config = ReturnType<typeof configSchema.load>;

@@ -2,11 +2,11 @@ import type { RunningConsumer } from "@th/bus";
 import { contracts } from "@th/contracts";
 import {
   createHttpApp,
-  requireInternalToken,
+  requireSignedCalls,
   type ServiceApp,
   type ServiceDeps,
 } from "@th/service-kit";
-import type { Config } from "./config.ts";
+import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import {
   consumeLeadViews,
   consumeLeadViewVoids,
@@ -75,7 +75,10 @@ export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOp
   }
 
   const http = await createHttpApp({ logger: deps.logger, title: "quota-ledger (internal)" });
-  requireInternalToken(http, deps.config.INTERNAL_TOKEN);
+  requireSignedCalls(http, {
+    service: INTERNAL_RECEIVER.service,
+    callerKeys: deps.config.INTERNAL_CALLER_KEYS,
+  });
   registerInternalUsageRoutes(http, {
     ledger,
     tenants,

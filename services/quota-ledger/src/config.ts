@@ -1,8 +1,14 @@
-import { DEV_SECRETS, defineConfig, serviceShape, vars } from "@th/config";
+import { DEV_SECRETS, defineConfig, receiverDevDefaults, serviceShape, vars } from "@th/config";
+
+/** This service's name on the internal API and the callers it accepts (decision 0320). */
+export const INTERNAL_RECEIVER = {
+  service: "quota-ledger",
+  callers: ["gateway", "webhook-dispatcher"],
+} as const;
 
 export const configSchema = defineConfig(
   {
-    ...serviceShape({ port: 8082, internalPort: 9082 }),
+    ...serviceShape({ port: 8082, internalPort: 9082, ...INTERNAL_RECEIVER }),
     /** How long the seed answer waits for the ledger to reach the tenant's partition's end. */
     SEED_CATCH_UP_TIMEOUT_MS: vars.positiveInt(5000),
     /** leadview.recorded partitions written at once by the live ledger consumer. */
@@ -10,7 +16,7 @@ export const configSchema = defineConfig(
     /** How long a rebuild waits for the live ledger to reach the offsets it replayed. */
     REBUILD_LIVE_CATCH_UP_TIMEOUT_MS: vars.positiveInt(30_000),
   },
-  { devDefaults: DEV_SECRETS },
+  { devDefaults: { ...DEV_SECRETS, ...receiverDevDefaults(INTERNAL_RECEIVER) } },
 );
 
 export type Config = ReturnType<typeof configSchema.load>;

@@ -6,13 +6,13 @@ import { createLeadViewMeter, ledgerUsageLoader, type UsageLoader } from "@th/qu
 import {
   createHttpApp,
   createOutboxRelay,
-  requireInternalToken,
+  requireSignedCalls,
   type ServiceApp,
   type ServiceDeps,
   unavailableStore,
 } from "@th/service-kit";
 import { internalGetter, matcherWatchlists, type WatchlistDirectory } from "./clients/internal.ts";
-import type { Config } from "./config.ts";
+import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { matchSubscriptions, retrySubscriptions, tenantSubscriptions } from "./consumers/index.ts";
 import { countWaiting } from "./db/deliveries.ts";
 import { createTenantSlots } from "./delivery/concurrency.ts";
@@ -52,13 +52,16 @@ export interface DispatcherOptions {
 export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOptions = {}) {
   const { config, pool, logger } = deps;
   const now = options.now ?? (() => Date.now());
-  const internal = {
-    internalToken: config.INTERNAL_TOKEN,
+  const signedAs = (receiver: string) => ({
+    signing: { caller: INTERNAL_RECEIVER.service, root: config.INTERNAL_SIGNING_SECRET, receiver },
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
-  };
+  });
   const policy = { allowLoopback: config.WEBHOOK_ALLOW_LOOPBACK_HTTP };
   const http = await createHttpApp({ logger, title: "webhook-dispatcher internal API" });
-  requireInternalToken(http, config.INTERNAL_TOKEN);
+  requireSignedCalls(http, {
+    service: INTERNAL_RECEIVER.service,
+    callerKeys: config.INTERNAL_CALLER_KEYS,
+  });
   const relay = createOutboxRelay({ pool, bus: deps.bus, logger, intervalMs: 200 });
   const secrets = createSecretStore({
     pool,
@@ -117,7 +120,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       loadUsage:
         options.loadUsage ??
         ledgerUsageLoader({
-          get: internalGetter({ ...internal, baseUrl: config.LEDGER_URL }),
+          get: internalGetter({ ...signedAs("quota-ledger"), baseUrl: config.LEDGER_URL }),
           unavailable: (detail) => new Error(detail),
         }),
     }),
@@ -134,8 +137,13 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     pool,
     secrets,
     watchlists:
-      options.watchlists ?? matcherWatchlists({ ...internal, baseUrl: config.MATCHER_URL }),
+      options.watchlists ??
+      matcherWatchlists({ ...signedAs("matcher"), baseUrl: config.MATCHER_URL }),
     policy,
+    limits: {
+      perWatchlist: config.MAX_ENDPOINTS_PER_WATCHLIST,
+      perTenant: config.MAX_ENDPOINTS_PER_TENANT,
+    },
     now,
     wake: () => worker.wake(),
   });

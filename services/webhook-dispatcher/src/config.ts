@@ -1,8 +1,10 @@
 import {
   ConfigError,
-  DEV_SECRETS,
+  DEV_INTERNAL_SIGNING_SECRETS,
   decodeKey,
   defineConfig,
+  internalSigningSecret,
+  receiverDevDefaults,
   serviceShape,
   vars,
   z,
@@ -12,9 +14,14 @@ import {
 export const DEV_SECRET_KEYS =
   "dev1:4d1b2f0c8a7e6d5c4b3a29180f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6";
 
+/** This service's name on the internal API and the callers it accepts (decision 0320). */
+export const INTERNAL_RECEIVER = { service: "webhook-dispatcher", callers: ["gateway"] } as const;
+
 export const configSchema = defineConfig(
   {
-    ...serviceShape({ port: 8085, internalPort: 9085 }),
+    ...serviceShape({ port: 8085, internalPort: 9085, ...INTERNAL_RECEIVER }),
+    /** Signs this service's calls to the matcher and the ledger (decision 0320). */
+    INTERNAL_SIGNING_SECRET: internalSigningSecret("webhook-dispatcher"),
     /** The matcher's internal API, asked whether a watchlist belongs to the caller's tenant. */
     MATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8084"),
     /** The quota ledger's internal API, for re-seeding lead-view counters. */
@@ -69,8 +76,18 @@ export const configSchema = defineConfig(
     RETRY_SWEEP_GRACE_MS: vars.positiveInt(5_000),
     /** Concurrency of a tenant not yet seen on `tenant.changed`. */
     DEFAULT_CONCURRENT_WEBHOOKS: vars.positiveInt(5),
+    /** Webhook endpoints one watchlist may have; one more answers 409 and creates nothing. */
+    MAX_ENDPOINTS_PER_WATCHLIST: vars.positiveInt(5),
+    /** Webhook endpoints one tenant may have across its watchlists; likewise. */
+    MAX_ENDPOINTS_PER_TENANT: vars.positiveInt(50),
   },
-  { devDefaults: { INTERNAL_TOKEN: DEV_SECRETS.INTERNAL_TOKEN, SECRET_KEYS: DEV_SECRET_KEYS } },
+  {
+    devDefaults: {
+      ...receiverDevDefaults(INTERNAL_RECEIVER),
+      INTERNAL_SIGNING_SECRET: DEV_INTERNAL_SIGNING_SECRETS["webhook-dispatcher"],
+      SECRET_KEYS: DEV_SECRET_KEYS,
+    },
+  },
 );
 
 export type Config = ReturnType<typeof configSchema.load>;

@@ -44,7 +44,8 @@ export const getLead = defineOperation({
   operationId: "getLead",
   method: "GET",
   path: "/v1/leads/:folio",
-  internalPath: "/internal/v1/parcels/:folio",
+  // A segment of its own: no folio can spell a sibling route (`count`, `lookup`) of the owner.
+  internalPath: "/internal/v1/parcels/by-folio/:folio",
   summary:
     "One lead by folio (county number + county parcel id, e.g. 23-3059010240130); one lead-view",
   params: z.object({ folio: folioInputSchema }),

@@ -14,6 +14,7 @@ export function createKeysClient(upstream: InternalClient) {
     upstream,
     async lookup(keyHash: string, requestId: string): Promise<KeyLookup | null> {
       const reply = await upstream.send<KeyLookup>("GET", `/internal/v1/keys/by-hash/${keyHash}`, {
+        route: "/internal/v1/keys/by-hash/:key_hash",
         requestId,
       });
       if (reply.status === 404) {

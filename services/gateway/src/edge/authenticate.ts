@@ -5,7 +5,7 @@ import { billingPeriods } from "./billing-periods.ts";
 import { refuseUnreadMediaTypes, registerBodySearch } from "./body-search.ts";
 import { createClientLimits } from "./client-limits.ts";
 import type { EdgeSessions, QuotaReader } from "./edge-context.ts";
-import { passesEdge, urlHoldsKey } from "./edge-paths.ts";
+import { edgePathOf, passesEdge, urlHoldsKey } from "./edge-paths.ts";
 import type { EdgeStore } from "./edge-store.ts";
 import { createKeyAuthentication } from "./key-authentication.ts";
 import { registerLimitHeaders } from "./limit-headers-hook.ts";
@@ -63,7 +63,7 @@ export function registerEdge(app: HttpApp, options: EdgeOptions): void {
       return limits.admitPublic(request);
     }
     const header = request.headers.authorization;
-    if (!header && sessions && admitSession && request.url.startsWith("/v1/")) {
+    if (!header && sessions && admitSession && edgePathOf(request).startsWith("/v1/")) {
       const claims = sessions.read(request);
       if (claims === "invalid") {
         await limits.refuse(

@@ -5,10 +5,18 @@ import { hasBody, isEdgePath, passesEdge, urlHoldsKey } from "./edge-paths.ts";
 
 function request(fields: {
   url?: string;
+  route?: string;
   is404?: boolean;
   headers?: Record<string, string>;
 }): FastifyRequest {
-  return { url: "/", is404: false, headers: {}, ...fields } as unknown as FastifyRequest;
+  const { route, ...rest } = fields;
+  return {
+    url: "/",
+    is404: false,
+    headers: {},
+    routeOptions: { url: route },
+    ...rest,
+  } as unknown as FastifyRequest;
 }
 
 describe("the paths behind the edge", () => {
@@ -26,6 +34,12 @@ describe("the paths behind the edge", () => {
     expect(passesEdge(request({ url: "/v2/leads", is404: true, headers: bearer }))).toBe(true);
     expect(passesEdge(request({ url: "/v2/leads", is404: true }))).toBe(false);
     expect(passesEdge(request({ url: "/health", is404: false, headers: bearer }))).toBe(false);
+  });
+
+  it("are judged by the route that matched, not by the URL as it was sent", () => {
+    expect(passesEdge(request({ url: "/%761/health?probe=x", route: "/v1/health" }))).toBe(true);
+    expect(passesEdge(request({ url: "/%6Dcp", route: "/mcp" }))).toBe(true);
+    expect(passesEdge(request({ url: "/v1/../dashboard", route: "/dashboard/*" }))).toBe(false);
   });
 });
 

@@ -7,13 +7,22 @@ export function isEdgePath(url: string): boolean {
 }
 
 /**
+ * The path the edge judges a request by: the declared path of the route that matched, never the
+ * URL as sent, so `/%761/health` meets the guards of `/v1/health` (decision 0321). A request no
+ * route matched is judged by its path in the one normal form the router reads too.
+ */
+export function edgePathOf(request: FastifyRequest): string {
+  return request.routeOptions.url ?? request.url;
+}
+
+/**
  * `/v1`, `/mcp`, and a request for no route at all that carries a Bearer credential: a
  * tenant whose client mistypes a path (`/v2/leads`) gets the 404 with its six headers, like any
  * answer to a tenant, and a bad key there is a 401. Probes and the dashboard's pages do not.
  */
 export function passesEdge(request: FastifyRequest): boolean {
   return (
-    isEdgePath(request.url) ||
+    isEdgePath(edgePathOf(request)) ||
     (request.is404 && /^Bearer /i.test(request.headers.authorization ?? ""))
   );
 }

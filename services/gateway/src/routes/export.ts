@@ -13,7 +13,7 @@ import { leadCsvHeader, leadCsvRow, matchCsvHeader, matchCsvRow } from "../domai
 import { quotaUpgradeUrlFor, tenancyOf } from "../edge/authenticate.ts";
 import { type Metering, refuseHeadOnMeteredRead } from "../edge/metering.ts";
 import { callAs, relay } from "./forward.ts";
-import { ownerPath, publicRoute } from "./operation.ts";
+import { ownerTarget, publicRoute } from "./operation.ts";
 
 const PAGE_SIZE = 200;
 
@@ -159,7 +159,7 @@ function registerWatchlistExport(app: HttpApp, deps: ExportDeps, matcher: Intern
         matcher,
         request,
         "GET",
-        ownerPath(getWatchlist, request.params),
+        ownerTarget(getWatchlist, request.params),
       );
       if (watchlist.status !== 200) {
         return relay(reply, watchlist);
@@ -169,7 +169,7 @@ function registerWatchlistExport(app: HttpApp, deps: ExportDeps, matcher: Intern
         request.query.max_rows,
       );
       await refuseBeyondQuota(request, rows, deps.upgradeUrl);
-      const matches = ownerPath(exportWatchlistMatchesCsv, request.params);
+      const matches = exportWatchlistMatchesCsv;
       return sendCsv(
         reply,
         `watchlist-${request.params.id}.csv`,
@@ -188,7 +188,7 @@ async function* matchLines(
   deps: ExportDeps,
   matcher: InternalClient,
   request: FastifyRequest,
-  matchesPath: string,
+  matches: typeof exportWatchlistMatchesCsv,
   rows: number,
 ) {
   yield matchCsvHeader();
@@ -199,7 +199,12 @@ async function* matchLines(
     if (cursor) {
       query.set("cursor", cursor);
     }
-    const page = await callAs(matcher, request, "GET", `${matchesPath}?${query}`);
+    const page = await callAs(
+      matcher,
+      request,
+      "GET",
+      ownerTarget(matches, request.params as Record<string, string>, query),
+    );
     if (page.status !== 200) {
       throw new Error(`export page failed with ${page.status}`);
     }

@@ -9,16 +9,29 @@ import {
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { tenancyOf } from "../edge/authenticate.ts";
 
+/** A path on an owner's internal API and the route it means there (the call is signed for it). */
+export interface OwnerTarget {
+  path: string;
+  route: string;
+}
+
+/** The path and route of a target; a plain path means the route of the same (literal) path. */
+function targetOf(target: string | OwnerTarget): { path: string; route?: string } {
+  return typeof target === "string" ? { path: target } : target;
+}
+
 /** Calls the owning service as the authenticated caller. */
 export async function callAs(
   upstream: InternalClient,
   request: FastifyRequest,
   method: string,
-  path: string,
+  target: string | OwnerTarget,
   body?: unknown,
 ): Promise<InternalReply> {
   const tenancy = tenancyOf(request);
+  const { path, route } = targetOf(target);
   return upstream.send(method, path, {
+    ...(route !== undefined ? { route } : {}),
     identity: tenancy,
     requestId: request.id,
     ...(body !== undefined ? { body } : {}),
@@ -33,11 +46,13 @@ export async function callAsText(
   upstream: InternalClient,
   request: FastifyRequest,
   method: string,
-  path: string,
+  target: string | OwnerTarget,
   body?: unknown,
 ): Promise<InternalText> {
   const tenancy = tenancyOf(request);
+  const { path, route } = targetOf(target);
   return upstream.sendText(method, path, {
+    ...(route !== undefined ? { route } : {}),
     identity: tenancy,
     requestId: request.id,
     ...(body !== undefined ? { body } : {}),

@@ -14,7 +14,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import type { Metering } from "../edge/metering.ts";
 import { callAs, callAsText, foliosOfLeads, relay, relayText, sendJsonText } from "./forward.ts";
-import { internalUrl, ownerPath, publicRoute } from "./operation.ts";
+import { internalUrl, ownerTarget, publicRoute } from "./operation.ts";
 
 interface LeadDeps {
   parcels: InternalClient;
@@ -50,8 +50,8 @@ export function registerLeadRoutes(app: HttpApp, deps: LeadDeps): void {
 
 function registerGetLeadRoute(app: HttpApp, deps: LeadDeps): void {
   app.get(getLead.path, publicRoute(getLead), async (request, reply) => {
-    const path = ownerPath(getLead, request.params);
-    const upstream = await callAsText(deps.parcels, request, "GET", path);
+    const target = ownerTarget(getLead, request.params);
+    const upstream = await callAsText(deps.parcels, request, "GET", target);
     if (upstream.status !== 200) {
       return relayText(reply, upstream);
     }
@@ -148,7 +148,7 @@ async function pollWatchlistLeads(
     deps.matcher,
     request,
     "GET",
-    `${ownerPath(pollWatchlistMatches, { id: watchlistId })}?${params}`,
+    ownerTarget(pollWatchlistMatches, { id: watchlistId }, params),
   );
   if (matches.status !== 200) {
     return relay(reply, matches);

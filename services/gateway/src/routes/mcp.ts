@@ -1,6 +1,6 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import {
   getLead,
   type Lead,
@@ -19,9 +19,10 @@ import {
 } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import type { ChargeFurtherCalls } from "../edge/batch-calls.ts";
 import type { Metering } from "../edge/metering.ts";
 import { callAs } from "./forward.ts";
-import { ownerPath } from "./operation.ts";
+import { ownerTarget } from "./operation.ts";
 
 export const MCP_SERVER_NAME = "terminal-house";
 
@@ -100,6 +101,8 @@ interface McpDeps {
   parcels: InternalClient;
   matcher: InternalClient;
   metering: Metering;
+  /** Charges a batch's further calls to the tenant's rolling minute (`createBatchCharge`). */
+  chargeFurtherCalls: ChargeFurtherCalls;
   /** What every answer carries (`securityHeaders`); this route writes its answer itself. */
   securityHeaders: Record<string, string>;
 }
@@ -126,7 +129,12 @@ function registerGetLeadTool(server: McpServer, request: FastifyRequest, deps: M
     },
     async ({ folio }) => {
       try {
-        const upstream = await callAs(deps.parcels, request, "GET", ownerPath(getLead, { folio }));
+        const upstream = await callAs(
+          deps.parcels,
+          request,
+          "GET",
+          ownerTarget(getLead, { folio }),
+        );
         if (upstream.status !== 200) {
           throw upstreamFailure(upstream.status, upstream.body);
         }
@@ -253,7 +261,7 @@ function registerListMatchesTool(server: McpServer, request: FastifyRequest, dep
           deps.matcher,
           request,
           "GET",
-          `${ownerPath(pollWatchlistMatches, { id: watchlist_id })}?${query}`,
+          ownerTarget(pollWatchlistMatches, { id: watchlist_id }, query),
         );
         if (upstream.status !== 200) {
           throw upstreamFailure(upstream.status, upstream.body);
@@ -279,6 +287,13 @@ function registerListMatchesTool(server: McpServer, request: FastifyRequest, dep
 /** JSON-RPC 2.0's error codes for a body that is not JSON, and for JSON that is not a request. */
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
+/**
+ * A call refused by the tenant's per-minute limit. MCP reserves -32020 to -32099 for its own
+ * codes and asks new ones outside JSON-RPC's -32768 to -32000, so HTTP's 429 (decision 0342).
+ */
+export const RATE_LIMITED = 429;
+/** The most messages a batch may hold; the SDK's transport refuses more. */
+export const MAX_BATCH_MESSAGES = 100;
 
 const jsonRpcErrorSchema = z
   .object({
@@ -298,6 +313,9 @@ function notJsonRpc(body: unknown): string | null {
   if (messages.length === 0) {
     return "Invalid Request: an empty batch";
   }
+  if (messages.length > MAX_BATCH_MESSAGES) {
+    return `Invalid Request: a batch holds at most ${MAX_BATCH_MESSAGES} messages`;
+  }
   const wrong = messages.find(
     (message) =>
       message === null ||
@@ -307,6 +325,43 @@ function notJsonRpc(body: unknown): string | null {
   return wrong === undefined
     ? null
     : 'Invalid Request: every message must be an object with "jsonrpc": "2.0"';
+}
+
+/**
+ * Answers each call of a batch past the first `allowed` with a JSON-RPC error carrying the API's
+ * 429 body, without running it; a notification past them is dropped, as it gets no answer. The
+ * transport hands the server a batch's messages in their order, so the calls that fit the
+ * minute are the first ones, as if sent one by one.
+ */
+function refuseCallsBeyond(
+  transport: StreamableHTTPServerTransport,
+  allowed: number,
+  refusal: ApiError,
+  request: FastifyRequest,
+): void {
+  const deliver = transport.onmessage;
+  let seen = 0;
+  transport.onmessage = (message, extra) => {
+    seen++;
+    if (seen <= allowed) {
+      deliver?.(message, extra);
+      return;
+    }
+    if (isJSONRPCRequest(message)) {
+      const answer = {
+        jsonrpc: "2.0" as const,
+        id: message.id,
+        error: {
+          code: RATE_LIMITED,
+          message: `Rate limited: ${refusal.message}`,
+          data: refusal.body(request.id),
+        },
+      };
+      transport.send(answer).catch((error: unknown) => {
+        request.log.warn({ err: error }, "a refused MCP call could not be answered");
+      });
+    }
+  };
 }
 
 /**
@@ -363,6 +418,10 @@ export function registerMcpRoutes(app: HttpApp, deps: McpDeps): void {
       if (invalid !== null) {
         return reply.status(400).send(jsonRpcError(INVALID_REQUEST, invalid));
       }
+      // Every message of a batch is a call of its own in the tenant's rolling minute; the edge
+      // charged the first.
+      const calls = Array.isArray(request.body) ? request.body.length : 1;
+      const further = await deps.chargeFurtherCalls(request, calls - 1);
       const server = serverFor(request, deps);
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
@@ -391,6 +450,9 @@ export function registerMcpRoutes(app: HttpApp, deps: McpDeps): void {
         void server.close();
       });
       await server.connect(transport);
+      if (further.refusal) {
+        refuseCallsBeyond(transport, 1 + further.allowed, further.refusal, request);
+      }
       await transport.handleRequest(request.raw, raw, request.body);
     },
   );

@@ -2,7 +2,7 @@ import { type Operation, requestSchemas } from "@th/api-schemas";
 import type { Surface } from "@th/billing";
 import { type ErrorCode, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { callAs, relay } from "./forward.ts";
+import { callAs, type OwnerTarget, relay } from "./forward.ts";
 
 /** An operation of the table as the gateway publishes it. */
 export type PublicOperation = Operation<ErrorCode, Surface>;
@@ -34,23 +34,35 @@ export function publicRoute<const O extends PublicOperation>(operation: O) {
   };
 }
 
-/** The operation's path on its owner's internal API, with these parameters. */
-export function ownerPath(operation: PublicOperation, params: Record<string, string>): string {
-  return operation.internalPath.replace(
+/**
+ * The operation's path on its owner's internal API with these parameters and query, and the
+ * route it means there, which the call is signed for (decision 0320).
+ */
+export function ownerTarget(
+  operation: PublicOperation,
+  params: Record<string, string>,
+  query?: string | URLSearchParams,
+): OwnerTarget {
+  const path = operation.internalPath.replace(
     /::|:(\w+)(\((?:[^()\\]|\\.)*\))?/g,
     (match, name: string | undefined) =>
       name === undefined ? ":" : encodeURIComponent(params[name] ?? match),
   );
+  const search = query === undefined ? "" : String(query);
+  return { path: search === "" ? path : `${path}?${search}`, route: operation.internalPath };
 }
 
 /**
- * The owner's internal URL for this request: the operation's internal path with the request's
- * parameters, and the request's query string as the caller wrote it.
+ * The owner's internal target for this request: the operation's internal path with the
+ * request's parameters, and the request's query string as the caller wrote it.
  */
-export function internalUrl(operation: PublicOperation, request: FastifyRequest): string {
-  const path = ownerPath(operation, (request.params ?? {}) as Record<string, string>);
+export function internalUrl(operation: PublicOperation, request: FastifyRequest): OwnerTarget {
   const query = request.url.indexOf("?");
-  return query === -1 ? path : `${path}${request.url.slice(query)}`;
+  return ownerTarget(
+    operation,
+    (request.params ?? {}) as Record<string, string>,
+    query === -1 ? undefined : request.url.slice(query + 1),
+  );
 }
 
 /**
@@ -62,15 +74,16 @@ export async function callOwner(
   operation: PublicOperation,
   request: FastifyRequest,
 ) {
-  const url = internalUrl(operation, request);
+  const target = internalUrl(operation, request);
   const body = operation.body !== undefined ? request.body : undefined;
   if (operation.access === "public") {
-    return upstream.send(operation.method, url, {
+    return upstream.send(operation.method, target.path, {
+      route: target.route,
       requestId: request.id,
       ...(body !== undefined ? { body } : {}),
     });
   }
-  return callAs(upstream, request, operation.method, url, body);
+  return callAs(upstream, request, operation.method, target, body);
 }
 
 /**

@@ -12,8 +12,8 @@ import type { HttpApp, InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import type { EdgeStore } from "../edge/edge-store.ts";
-import { callAs, relay } from "./forward.ts";
-import { callOwner, forwardOperation, ownerPath, publicRoute } from "./operation.ts";
+import { callAs, type OwnerTarget, relay } from "./forward.ts";
+import { callOwner, forwardOperation, ownerTarget, publicRoute } from "./operation.ts";
 
 interface TeamDeps {
   keys: InternalClient;
@@ -50,10 +50,10 @@ async function removeThenRefuse(
   deps: TeamDeps,
   request: FastifyRequest,
   reply: FastifyReply,
-  path: string,
+  target: OwnerTarget,
   alsoRefuse?: () => Promise<void>,
 ) {
-  const upstream = await callAs(deps.keys, request, "DELETE", path);
+  const upstream = await callAs(deps.keys, request, "DELETE", target);
   if (upstream.status !== 200) {
     return relay(reply, upstream);
   }
@@ -64,7 +64,7 @@ async function removeThenRefuse(
 
 function registerRevokeKeyRoute(app: HttpApp, deps: TeamDeps): void {
   app.delete(revokeApiKey.path, publicRoute(revokeApiKey), async (request, reply) =>
-    removeThenRefuse(deps, request, reply, ownerPath(revokeApiKey, request.params)),
+    removeThenRefuse(deps, request, reply, ownerTarget(revokeApiKey, request.params)),
   );
 }
 
@@ -94,7 +94,7 @@ function registerRemoveMemberRoute(app: HttpApp, deps: TeamDeps): void {
       deps,
       request,
       reply,
-      `${ownerPath(removeMember, request.params)}?revoke_keys=${request.query.revoke_keys}`,
+      ownerTarget(removeMember, request.params, `revoke_keys=${request.query.revoke_keys}`),
       // Their dashboard sessions end too.
       () => deps.store.endMemberSessions(request.params.member_id, deps.sessionSeconds),
     ),

@@ -38,6 +38,7 @@ export function registerUsageRoute(app: HttpApp, deps: { ledger: InternalClient 
         "GET",
         `/internal/v1/usage/${encodeURIComponent(tenancy.tenantId)}`,
         {
+          route: "/internal/v1/usage/:tenant_id",
           identity: tenancy,
           requestId: request.id,
         },

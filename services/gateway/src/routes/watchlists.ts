@@ -14,7 +14,7 @@ import { ApiError, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { callAs, relay } from "./forward.ts";
-import { callOwner, forwardOperation, ownerPath, publicRoute } from "./operation.ts";
+import { callOwner, forwardOperation, ownerTarget, publicRoute } from "./operation.ts";
 
 interface WatchlistDeps {
   matcher: InternalClient;
@@ -86,7 +86,7 @@ function registerDeleteRoute(app: HttpApp, deps: WatchlistDeps): void {
       deps.dispatcher,
       request,
       "DELETE",
-      ownerPath(listWebhookEndpoints, request.params),
+      ownerTarget(listWebhookEndpoints, request.params),
     ).catch((error: unknown) => ({ status: 0, body: String(error) }));
     if (endpoints.status !== 200) {
       request.log.warn(

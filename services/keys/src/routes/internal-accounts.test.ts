@@ -4,7 +4,7 @@ import { on } from "@th/bus";
 import { pepperOf } from "@th/config";
 import { contracts, type KeyRevoked, type TenantChanged } from "@th/contracts";
 import { INTERNAL_HEADERS } from "@th/service-kit";
-import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { createTestHarness, signedInject, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
@@ -31,7 +31,8 @@ afterAll(async () => {
   await harness.close();
 });
 
-const token = { [INTERNAL_HEADERS.token]: readConfig({}).INTERNAL_TOKEN };
+/** A call that names no tenant, member or key (signed like every call). */
+const token: Record<string, string> = {};
 
 function as(caller: { tenantId: string; memberId: string; keyId?: string }) {
   return {
@@ -48,16 +49,10 @@ async function call(
   headers: Record<string, string>,
   payload?: object,
 ) {
-  const response = await app.http?.inject({
-    method,
-    url,
-    headers,
-    ...(payload ? { payload } : {}),
-  });
-  if (!response) {
+  if (!app.http) {
     throw new Error("no http app");
   }
-  return response;
+  return app.http.inject(signedInject(app.http, "keys", { method, url, headers, body: payload }));
 }
 
 async function startTrial(tier: string, paymentMethod = "pm_card_visa") {
@@ -371,10 +366,22 @@ describe("tenant events", () => {
 });
 
 describe("internal API", () => {
-  it("refuses calls without the internal token", async () => {
-    const response = await call("GET", "/internal/v1/api-keys", {});
-    expect(response.statusCode).toBe(401);
-    expect(response.json().error).toBe("unauthorized");
+  it("refuses calls that no accepted caller signed", async () => {
+    const http = app.http;
+    if (!http) {
+      throw new Error("no http app");
+    }
+    const unsigned = await http.inject({ method: "GET", url: "/internal/v1/api-keys" });
+    expect(unsigned.statusCode).toBe(401);
+    expect(unsigned.json().error).toBe("unauthorized");
+    const forged = await http.inject(
+      signedInject(http, "keys", {
+        method: "GET",
+        url: "/internal/v1/api-keys",
+        root: "a-signing-root-this-service-never-accepted",
+      }),
+    );
+    expect(forged.statusCode).toBe(401);
   });
 });
 

@@ -1,6 +1,6 @@
 import { contracts } from "@th/contracts";
 import { INTERNAL_HEADERS } from "@th/service-kit";
-import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { createTestHarness, signedInject, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
@@ -27,7 +27,8 @@ afterAll(async () => {
   await harness.close();
 });
 
-const token = { [INTERNAL_HEADERS.token]: readConfig({}).INTERNAL_TOKEN };
+/** A call that names no tenant, member or key (signed like every call). */
+const token: Record<string, string> = {};
 const as = (caller: { tenantId: string; memberId: string }) => ({
   ...token,
   [INTERNAL_HEADERS.tenant]: caller.tenantId,
@@ -41,16 +42,10 @@ async function call(
   headers: Record<string, string>,
   payload?: object,
 ) {
-  const response = await app.http?.inject({
-    method,
-    url,
-    headers,
-    ...(payload ? { payload } : {}),
-  });
-  if (!response) {
+  if (!app.http) {
     throw new Error("no http app");
   }
-  return response;
+  return app.http.inject(signedInject(app.http, "keys", { method, url, headers, body: payload }));
 }
 
 let trials = 0;

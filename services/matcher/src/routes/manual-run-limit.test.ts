@@ -4,8 +4,8 @@
 import { randomBytes } from "node:crypto";
 import { createWatchlist, runWatchlist } from "@th/api-schemas";
 import { createPool, type Pool, type PoolClient } from "@th/db";
-import { INTERNAL_HEADERS } from "@th/service-kit";
-import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { type HttpApp, INTERNAL_HEADERS } from "@th/service-kit";
+import { createTestHarness, signedInject, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
@@ -32,33 +32,43 @@ afterAll(async () => {
 
 function callerHeaders(tenantId: string) {
   return {
-    [INTERNAL_HEADERS.token]: harness.config.INTERNAL_TOKEN,
     [INTERNAL_HEADERS.tenant]: tenantId,
     [INTERNAL_HEADERS.member]: "mem_test",
     [INTERNAL_HEADERS.key]: "key_test",
   };
 }
 
+function httpOf(built: { http?: HttpApp }): HttpApp {
+  if (!built.http) {
+    throw new Error("no http app");
+  }
+  return built.http;
+}
+
 async function watchlistOf(tenantId: string, index: number): Promise<string> {
-  const response = await app.http?.inject({
-    method: "POST",
-    url: createWatchlist.internalPath,
-    headers: callerHeaders(tenantId),
-    payload: {
-      name: `List ${index}`,
-      recipe: { filters: { counties: [23] }, signals: { high_equity: 1 } },
-    },
-  });
+  const response = await httpOf(app).inject(
+    signedInject(httpOf(app), "matcher", {
+      method: "POST",
+      url: createWatchlist.internalPath,
+      headers: callerHeaders(tenantId),
+      body: {
+        name: `List ${index}`,
+        recipe: { filters: { counties: [23] }, signals: { high_equity: 1 } },
+      },
+    }),
+  );
   expect(response?.statusCode, response?.body).toBe(201);
   return response?.json().id;
 }
 
 function startRun(tenantId: string, watchlistId: string) {
-  return app.http?.inject({
-    method: "POST",
-    url: runWatchlist.internalPath.replace(":id", watchlistId),
-    headers: callerHeaders(tenantId),
-  });
+  return httpOf(app).inject(
+    signedInject(httpOf(app), "matcher", {
+      method: "POST",
+      url: runWatchlist.internalPath.replace(":id", watchlistId),
+      headers: callerHeaders(tenantId),
+    }),
+  );
 }
 
 /**

@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { leadSchema, unservedOperations } from "@th/api-schemas";
 import { foliosFromHeader, INTERNAL_HEADERS } from "@th/service-kit";
-import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
+import { createTestHarness, signedInject, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
-import { type Config, DEV_INTERNAL_TOKEN, readConfig } from "../config.ts";
+import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
 import { NAL_HEADER_LINE, nalLine } from "../ingest/generate-nal.ts";
 import { ingestFile } from "../ingest/ingest-file.ts";
@@ -14,7 +14,6 @@ import { ingestFile } from "../ingest/ingest-file.ts";
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;
 let dir: string;
-const headers = { "x-th-internal-token": DEV_INTERNAL_TOKEN };
 
 const parcel = (county: number, parcelId: string, extra: Record<string, string | number>) =>
   nalLine({
@@ -75,38 +74,72 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const get = (url: string, withToken = true) =>
-  app.http?.inject({ method: "GET", url, headers: withToken ? headers : {} });
+function http() {
+  if (!app.http) {
+    throw new Error("no http app");
+  }
+  return app.http;
+}
 
-describe("internal token", () => {
-  it("refuses a request without x-th-internal-token with 401 in the error shape", async () => {
-    const response = await get("/internal/v1/parcels/23-0101000000010", false);
-    expect(response?.statusCode).toBe(401);
-    expect(response?.json()).toMatchObject({ error: "unauthorized", detail: expect.any(String) });
-  });
+/** A call signed as the gateway signs it; for the route the URL reaches unless one is named. */
+const call = (method: "GET" | "POST", url: string, body?: unknown, route?: string) =>
+  http().inject(
+    signedInject(http(), "parcels", {
+      method,
+      url,
+      ...(body !== undefined ? { body } : {}),
+      ...(route !== undefined ? { route } : {}),
+    }),
+  );
+const get = (url: string) => call("GET", url);
+const post = (url: string, body: unknown) => call("POST", url, body);
 
-  it("refuses a wrong token", async () => {
-    const response = await app.http?.inject({
-      method: "POST",
-      url: "/internal/v1/parcels/lookup",
-      headers: { "x-th-internal-token": "wrong-token-wrong-token" },
-      payload: { folios: ["23-0101000000010"] },
+describe("signed internal calls", () => {
+  it("refuses an unsigned request with 401 in the error shape", async () => {
+    const response = await http().inject({
+      method: "GET",
+      url: "/internal/v1/parcels/by-folio/23-0101000000010",
     });
-    expect(response?.statusCode).toBe(401);
+    expect(response.statusCode).toBe(401);
+    expect(response.json()).toMatchObject({ error: "unauthorized", detail: expect.any(String) });
   });
 
-  it("refuses the development default token in production", () => {
-    expect(() => readConfig({ NODE_ENV: "production" })).toThrow(/INTERNAL_TOKEN/);
+  it("refuses a call signed with a root this service does not accept", async () => {
+    const response = await http().inject(
+      signedInject(http(), "parcels", {
+        method: "POST",
+        url: "/internal/v1/parcels/lookup",
+        body: { folios: ["23-0101000000010"] },
+        root: "a-signing-root-nobody-gave-this-service",
+      }),
+    );
+    expect(response.statusCode).toBe(401);
+  });
+
+  it("never lets a folio reach another route: `count` signed for the folio route is refused, not counted", async () => {
+    const confused = await call(
+      "GET",
+      "/internal/v1/parcels/count",
+      undefined,
+      "/internal/v1/parcels/by-folio/:folio",
+    );
+    expect(confused.statusCode).toBe(401);
+    expect(confused.body).not.toContain('"count"');
+    expect((await get("/internal/v1/parcels/count")).statusCode).toBe(200);
+  });
+
+  it("refuses the development default caller keys in production", () => {
+    expect(() => readConfig({ NODE_ENV: "production" })).toThrow(/INTERNAL_CALLER_KEYS/);
+    const keys = `gateway:${"a-real-key-of-this-deployment-".repeat(2)}`;
     expect(
-      readConfig({ NODE_ENV: "production", INTERNAL_TOKEN: "a-real-secret-of-some-length" })
-        .INTERNAL_TOKEN,
-    ).toBe("a-real-secret-of-some-length");
+      readConfig({ NODE_ENV: "production", INTERNAL_CALLER_KEYS: keys }).INTERNAL_CALLER_KEYS,
+    ).toBe(keys);
   });
 });
 
-describe("GET /internal/v1/parcels/:folio", () => {
+describe("GET /internal/v1/parcels/by-folio/:folio", () => {
   it("returns the lead record with normalized owner, equity estimate and signal reasons", async () => {
-    const response = await get("/internal/v1/parcels/23-0101000000010");
+    const response = await get("/internal/v1/parcels/by-folio/23-0101000000010");
     expect(response?.statusCode).toBe(200);
     const lead = leadSchema.parse(response?.json());
     expect(lead).toMatchObject({
@@ -141,7 +174,7 @@ describe("GET /internal/v1/parcels/:folio", () => {
   });
 
   it("accepts a bare parcel id that only one county has", async () => {
-    const response = await get("/internal/v1/parcels/0101000000010");
+    const response = await get("/internal/v1/parcels/by-folio/0101000000010");
     expect(response?.statusCode).toBe(200);
     expect(response?.json().folio).toBe("23-0101000000010");
     // The gateway meters the lead by this header without parsing the body.
@@ -151,13 +184,13 @@ describe("GET /internal/v1/parcels/:folio", () => {
   });
 
   it("answers 409 with the candidate folios for a bare parcel id two counties share", async () => {
-    const response = await get("/internal/v1/parcels/SHARED01");
+    const response = await get("/internal/v1/parcels/by-folio/SHARED01");
     expect(response?.statusCode).toBe(409);
     expect(response?.json().detail).toContain("16-SHARED01, 23-SHARED01");
   });
 
   it("answers 404 for an unknown folio", async () => {
-    const response = await get("/internal/v1/parcels/23-NOPE");
+    const response = await get("/internal/v1/parcels/by-folio/23-NOPE");
     expect(response?.statusCode).toBe(404);
     expect(response?.json().error).toBe("not_found");
   });
@@ -165,11 +198,8 @@ describe("GET /internal/v1/parcels/:folio", () => {
 
 describe("POST /internal/v1/parcels/lookup", () => {
   it("returns the folios that exist and lists the missing ones", async () => {
-    const response = await app.http?.inject({
-      method: "POST",
-      url: "/internal/v1/parcels/lookup",
-      headers,
-      payload: { folios: ["23-P0001", "23-NOPE", "16-SHARED01", "23-P0001"] },
+    const response = await post("/internal/v1/parcels/lookup", {
+      folios: ["23-P0001", "23-NOPE", "16-SHARED01", "23-P0001"],
     });
     expect(response?.statusCode).toBe(200);
     const body = response?.json();
@@ -186,11 +216,8 @@ describe("POST /internal/v1/parcels/lookup", () => {
   });
 
   it("names the folios a bare parcel id two counties share could mean, apart from the missing ones", async () => {
-    const response = await app.http?.inject({
-      method: "POST",
-      url: "/internal/v1/parcels/lookup",
-      headers,
-      payload: { folios: ["SHARED01", "0101000000010"] },
+    const response = await post("/internal/v1/parcels/lookup", {
+      folios: ["SHARED01", "0101000000010"],
     });
     expect(response?.statusCode).toBe(200);
     expect(response?.json()).toMatchObject({
@@ -203,11 +230,8 @@ describe("POST /internal/v1/parcels/lookup", () => {
   });
 
   it("rejects more than 100 folios with 400 naming the field", async () => {
-    const response = await app.http?.inject({
-      method: "POST",
-      url: "/internal/v1/parcels/lookup",
-      headers,
-      payload: { folios: Array.from({ length: 101 }, (_, index) => `23-X${index}`) },
+    const response = await post("/internal/v1/parcels/lookup", {
+      folios: Array.from({ length: 101 }, (_, index) => `23-X${index}`),
     });
     expect(response?.statusCode).toBe(400);
     expect(response?.json()).toMatchObject({ error: "invalid_request" });

@@ -16,7 +16,6 @@ import {
   foliosHeader,
   type HttpApp,
   INTERNAL_HEADERS,
-  requireInternalToken,
 } from "@th/service-kit";
 import { z } from "zod";
 import {
@@ -61,9 +60,8 @@ async function resolveOne(pool: Pool, requested: string): Promise<StoredParcel |
  * (`@th/api-schemas`); a parcel read takes a folio as given and a search has no polling mode,
  * so only the batch shares the public request schema.
  */
-export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool; internalToken: string }) {
+export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool }) {
   const { pool } = deps;
-  requireInternalToken(app, deps.internalToken);
 
   app.get(
     getLead.internalPath,

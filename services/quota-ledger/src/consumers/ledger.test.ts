@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { freshTenant, internalToken, leadView, tenantChange } from "../testing/fixtures.ts";
+import { freshTenant, leadView, signedGet, tenantChange } from "../testing/fixtures.ts";
 
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;
@@ -26,11 +26,10 @@ afterAll(async () => {
 
 /** Asks the seed route, which answers only once the ledger has read the tenant's partition. */
 async function seed(tenantId: string, periodStart: string, day: string) {
-  const response = await app.http?.inject({
-    method: "GET",
-    url: `/internal/v1/usage/${tenantId}/seed?period_start=${periodStart}&day=${day}`,
-    headers: internalToken,
-  });
+  const response = await signedGet(
+    app.http,
+    `/internal/v1/usage/${tenantId}/seed?period_start=${periodStart}&day=${day}`,
+  );
   expect(response?.statusCode).toBe(200);
   return response?.json() as { used: number; folios_today: string[]; caught_up: boolean };
 }

@@ -8,7 +8,7 @@ import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
 import { createShadowLedger } from "../db/shadow-ledger.ts";
 import { currentPeriod } from "../domain/period.ts";
-import { freshTenant, internalToken, leadView, tenantChange } from "../testing/fixtures.ts";
+import { freshTenant, leadView, signedGet, tenantChange } from "../testing/fixtures.ts";
 import { formatRebuildReport, rebuildLedger, replayIntoShadow } from "./rebuild.ts";
 
 let harness: TestHarness<Config>;
@@ -42,11 +42,10 @@ beforeAll(async () => {
     [...views, views[0], views[4]].flatMap((v) => (v ? [v] : [])),
   );
   for (const tenant of [tenantA, tenantB]) {
-    const response = await app.http?.inject({
-      method: "GET",
-      url: `/internal/v1/usage/${tenant}/seed?period_start=2026-11-05&day=2026-11-15`,
-      headers: internalToken,
-    });
+    const response = await signedGet(
+      app.http,
+      `/internal/v1/usage/${tenant}/seed?period_start=2026-11-05&day=2026-11-15`,
+    );
     expect(response?.json().caught_up).toBe(true);
   }
   await vi.waitFor(async () => expect(await app.tenants.all()).toHaveLength(2), {
@@ -236,10 +235,6 @@ describe("ledger rebuild", () => {
 
 /** What the usage endpoint says tenant A (or another) used this period. */
 async function usedOf(tenantId: string): Promise<number> {
-  const response = await app.http?.inject({
-    method: "GET",
-    url: `/internal/v1/usage/${tenantId}`,
-    headers: internalToken,
-  });
+  const response = await signedGet(app.http, `/internal/v1/usage/${tenantId}`);
   return response?.json().used;
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { freshTenant, internalToken, leadView, tenantChange } from "../testing/fixtures.ts";
+import { freshTenant, leadView, signedGet, tenantChange } from "../testing/fixtures.ts";
 import { rebuildLedger } from "./rebuild.ts";
 
 let harness: TestHarness<Config>;
@@ -48,11 +48,10 @@ const voidOf = (tenant: string, requestId: string, folios: string[]): LeadViewVo
 
 /** The usage figures once the ledger has read the tenant's recorded events. */
 async function usage(tenant: string) {
-  const response = await app.http?.inject({
-    method: "GET",
-    url: `/internal/v1/usage/${tenant}/seed?period_start=${PERIOD}&day=${DAY}`,
-    headers: internalToken,
-  });
+  const response = await signedGet(
+    app.http,
+    `/internal/v1/usage/${tenant}/seed?period_start=${PERIOD}&day=${DAY}`,
+  );
   const body = response?.json() as { used: number; folios_today: string[]; caught_up: boolean };
   expect(body.caught_up).toBe(true);
   return { used: body.used, folios: body.folios_today };

@@ -1,11 +1,10 @@
 import { contracts } from "@th/contracts";
-import { INTERNAL_HEADERS } from "@th/service-kit";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { freshTenant, internalToken, leadView, tenantChange } from "../testing/fixtures.ts";
+import { freshTenant, leadView, signedGet, tenantChange } from "../testing/fixtures.ts";
 
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;
@@ -26,7 +25,11 @@ afterAll(async () => {
   await harness.close();
 });
 
-async function get(url: string, headers: Record<string, string> = internalToken) {
+async function get(url: string) {
+  return signedGet(app.http, url);
+}
+
+async function getUnsigned(url: string, headers: Record<string, string> = {}) {
   const response = await app.http?.inject({ method: "GET", url, headers });
   if (!response) {
     throw new Error("no http app");
@@ -72,23 +75,22 @@ describe("GET /internal/v1/usage/:tenant_id/seed", () => {
       ...harness,
       config: { ...harness.config, SEED_CATCH_UP_TIMEOUT_MS: 200 },
     });
-    const response = await stalled.http?.inject({
-      method: "GET",
-      url: `/internal/v1/usage/${tenant}/seed?period_start=2026-11-05&day=2026-11-15`,
-      headers: internalToken,
-    });
+    const response = await signedGet(
+      stalled.http,
+      `/internal/v1/usage/${tenant}/seed?period_start=2026-11-05&day=2026-11-15`,
+    );
     expect(response?.json()).toMatchObject({ caught_up: false });
     await stalled.http?.close();
   });
 
-  it("refuses calls without the internal token", async () => {
+  it("refuses calls that no accepted caller signed", async () => {
     const url = "/internal/v1/usage/ten_x/seed?period_start=2026-11-05&day=2026-11-15";
-    const missing = await get(url, {});
+    const missing = await getUnsigned(url);
     expect(missing.statusCode).toBe(401);
     expect(missing.json()).toMatchObject({ error: "unauthorized" });
-    const wrong = await get(url, { [INTERNAL_HEADERS.token]: "not-the-internal-token" });
+    const wrong = await getUnsigned(url, { "x-th-internal-token": "a-shared-token-of-old" });
     expect(wrong.statusCode).toBe(401);
-    expect((await get("/internal/v1/usage/ten_x", {})).statusCode).toBe(401);
+    expect((await getUnsigned("/internal/v1/usage/ten_x")).statusCode).toBe(401);
   });
 
   it("answers 400 naming each bad query field", async () => {

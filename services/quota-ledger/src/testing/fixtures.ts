@@ -1,8 +1,15 @@
 import type { LeadViewRecorded, TenantChanged } from "@th/contracts";
-import { INTERNAL_HEADERS } from "@th/service-kit";
-import { readConfig } from "../config.ts";
+import type { HttpApp } from "@th/service-kit";
+import { signedInject } from "@th/service-kit/testing";
+import { INTERNAL_RECEIVER } from "../config.ts";
 
-export const internalToken = { [INTERNAL_HEADERS.token]: readConfig({}).INTERNAL_TOKEN };
+/** A GET of the ledger's internal API, signed as the gateway signs it. */
+export async function signedGet(http: HttpApp | undefined, url: string) {
+  if (!http) {
+    throw new Error("no http app");
+  }
+  return http.inject(signedInject(http, INTERNAL_RECEIVER.service, { method: "GET", url }));
+}
 
 let sequence = 0;
 

@@ -1,3 +1,4 @@
+import { getWatchlist } from "@th/api-schemas";
 import {
   ApiError,
   createInternalClient,
@@ -5,12 +6,15 @@ import {
   type InternalClientOptions,
 } from "@th/service-kit";
 
-/** A GET of another service's internal API on the one internal client, as status and parsed body. */
+/**
+ * A GET of another service's internal API on the one internal client, signed for the route it
+ * reaches there, as status and parsed body.
+ */
 export function internalGetter(
   options: InternalClientOptions,
-): (path: string) => Promise<{ status: number; body: unknown }> {
+): (path: string, _tenantId: string, route: string) => Promise<{ status: number; body: unknown }> {
   const client = createInternalClient(options);
-  return (path) => client.send("GET", path);
+  return (path, _tenantId, route) => client.send("GET", path, { route });
 }
 
 /**
@@ -31,7 +35,7 @@ export function matcherWatchlists(options: InternalClientOptions): WatchlistDire
         reply = await matcher.send(
           "GET",
           `/internal/v1/watchlists/${encodeURIComponent(watchlistId)}`,
-          { identity: caller },
+          { route: getWatchlist.internalPath, identity: caller },
         );
       } catch {
         throw new ApiError(
