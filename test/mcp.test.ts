@@ -50,6 +50,24 @@ function initializeBody() {
   });
 }
 
+/** A JSON-RPC batch of `tools/call`s, one per folio, each reading one lead with get_lead. */
+function getLeadBatch(folioList: readonly string[]) {
+  return JSON.stringify(
+    folioList.map((folio, index) => ({
+      jsonrpc: "2.0",
+      id: index + 1,
+      method: "tools/call",
+      params: { name: "get_lead", arguments: { folio } },
+    })),
+  );
+}
+
+interface JsonRpcAnswer {
+  id: number;
+  result?: { isError?: boolean; structuredContent?: { lead: { folio: string } } };
+  error?: { code: number; message: string; data?: Record<string, unknown> };
+}
+
 async function rawPost(key: string | undefined, body = initializeBody()) {
   return fetch(mcpUrl, {
     method: "POST",
@@ -258,6 +276,77 @@ describe("MCP", () => {
     ]) {
       expect(response.headers.get(name), name).not.toBeNull();
     }
+  });
+
+  it("Authentication 3: charges every call of a JSON-RPC batch to the tenant's rolling minute, so X-RateLimit-Remaining drops by the batch's size", async () => {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, { rate_per_minute: 100 });
+    const before = Number(
+      (await stack.request("GET", "/v1/me", { key: tenant.key })).headers["x-ratelimit-remaining"],
+    );
+    const batch = JSON.stringify(
+      Array.from({ length: 5 }, (_, index) => ({ jsonrpc: "2.0", id: index + 1, method: "ping" })),
+    );
+    const response = await rawPost(tenant.key, batch);
+    expect(response.status).toBe(200);
+    const answers = (await response.json()) as JsonRpcAnswer[];
+    expect(answers.map((answer) => answer.id).sort()).toEqual([1, 2, 3, 4, 5]);
+    expect(answers.every((answer) => answer.error === undefined)).toBe(true);
+    expect(Number(response.headers.get("x-ratelimit-remaining"))).toBe(before - 5);
+    // The next request sees all five gone, as if they had come one by one.
+    const after = await stack.request("GET", "/v1/me", { key: tenant.key });
+    expect(Number(after.headers["x-ratelimit-remaining"])).toBe(before - 6);
+  });
+
+  it("Authentication 3: refuses the calls of a batch past the tenant's remaining minute with a JSON-RPC 429 error each, and never runs them", async () => {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, { rate_per_minute: 10 });
+    for (let i = 0; i < 3; i++) {
+      expect((await stack.request("GET", "/v1/me", { key: tenant.key })).statusCode).toBe(200);
+    }
+    const leadViews = await remainingOf(tenant.key);
+    // Ten lead reads in one request, with six requests of the minute left (the /v1/me above
+    // took the fourth): the first six are read and charged, the last four refused.
+    const wanted = folios.slice(0, 10);
+    expect(wanted).toHaveLength(10);
+    const response = await rawPost(tenant.key, getLeadBatch(wanted));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-ratelimit-remaining")).toBe("0");
+    const answers = ((await response.json()) as JsonRpcAnswer[]).sort((a, b) => a.id - b.id);
+    expect(answers).toHaveLength(10);
+    const served = answers.filter((answer) => answer.result !== undefined);
+    const refused = answers.filter((answer) => answer.error !== undefined);
+    expect(served.map((answer) => answer.id)).toEqual([1, 2, 3, 4, 5, 6]);
+    for (const answer of served) {
+      expect(answer.result?.isError).toBeFalsy();
+      expect(answer.result?.structuredContent?.lead.folio).toBe(wanted[answer.id - 1]);
+    }
+    expect(refused.map((answer) => answer.id)).toEqual([7, 8, 9, 10]);
+    for (const answer of refused) {
+      expect(answer.error?.code).toBe(429);
+      expect(answer.error?.data).toMatchObject({
+        error: "rate_limited",
+        retry_after_seconds: expect.any(Number),
+      });
+    }
+    // Only the six calls that ran read a lead: four lead-views were never spent.
+    expect(Number(response.headers.get("x-quota-lead-views-remaining"))).toBe(leadViews - 6);
+    expect((await stack.request("GET", "/v1/me", { key: tenant.key })).statusCode).toBe(429);
+  });
+
+  it("refuses a batch of more than 100 messages as an invalid request costing one call, before running or charging any of it", async () => {
+    const tenant = await stack.startTrial("operator");
+    const before = Number(
+      (await stack.request("GET", "/v1/me", { key: tenant.key })).headers["x-ratelimit-remaining"],
+    );
+    const response = await rawPost(
+      tenant.key,
+      getLeadBatch(Array.from({ length: 101 }, () => folios[0] as string)),
+    );
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ error: { code: -32600 } });
+    expect(Number(response.headers.get("x-ratelimit-remaining"))).toBe(before - 1);
+    expect(await remainingOf(tenant.key)).toBe(2000);
   });
 
   it("shares the tenant's per-minute limit with REST", async () => {
