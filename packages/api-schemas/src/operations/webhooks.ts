@@ -96,8 +96,12 @@ const attemptSchema = z
     duration_ms: z.number().int().nullable(),
     status_code: z.number().int().nullable(),
     failure: z.string().nullable(),
-    error: z.string().nullable(),
-    response_excerpt: z.string().nullable(),
+    error: z
+      .string()
+      .nullable()
+      .describe(
+        "A coarse reason (connection refused, tls handshake failed, …); nothing the receiver sent back is kept",
+      ),
     state: z.string(),
   })
   .meta({ id: "WebhookAttempt" });
@@ -127,7 +131,9 @@ export const createWebhookEndpoint = defineOperation({
       .string()
       .min(1)
       .max(2048)
-      .describe("HTTPS; private, loopback and link-local addresses are refused"),
+      .describe(
+        "HTTPS to a public address: private, loopback, link-local, shared and reserved addresses, and IPv6 forms carrying them, are refused",
+      ),
     events: z.array(z.string()).min(1).describe("Only watchlist.match"),
   }),
   responses: { 201: createdEndpointSchema },
@@ -223,7 +229,7 @@ export const getWebhookDelivery = defineOperation({
   owner,
   tags,
   surface,
-  summary: "One delivery with its body and every attempt (status, latency, response excerpt)",
+  summary: "One delivery with its body and every attempt (status, latency, failure reason)",
   params: deliveryParams,
   responses: { 200: deliveryDetailSchema },
   errors: [...edgeErrors, "not_found"],

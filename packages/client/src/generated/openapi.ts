@@ -542,7 +542,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One delivery with its body and every attempt (status, latency, response excerpt) */
+        /** One delivery with its body and every attempt (status, latency, failure reason) */
         get: operations["getWebhookDelivery"];
         put?: never;
         post?: never;
@@ -1195,8 +1195,8 @@ export interface components {
             duration_ms: number | null;
             status_code: number | null;
             failure: string | null;
+            /** @description A coarse reason (connection refused, tls handshake failed, …); nothing the receiver sent back is kept */
             error: string | null;
-            response_excerpt: string | null;
             state: string;
         };
         WebhookDeliveryDetailInput: {
@@ -1773,8 +1773,8 @@ export interface components {
             duration_ms: number | null;
             status_code: number | null;
             failure: string | null;
+            /** @description A coarse reason (connection refused, tls handshake failed, …); nothing the receiver sent back is kept */
             error: string | null;
-            response_excerpt: string | null;
             state: string;
         };
         WebhookDeliveryDetail: {
@@ -6059,7 +6059,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description HTTPS; private, loopback and link-local addresses are refused */
+                    /** @description HTTPS to a public address: private, loopback, link-local, shared and reserved addresses, and IPv6 forms carrying them, are refused */
                     url: string;
                     /** @description Only watchlist.match */
                     events: string[];

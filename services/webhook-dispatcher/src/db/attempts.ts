@@ -14,7 +14,6 @@ export interface AttemptRecord {
   statusCode: number | null;
   failure: string | null;
   error: string | null;
-  excerpt: string | null;
   state: "complete" | "retrying" | "exhausted" | "dead_letter";
   dueAt: Date | null;
   deadLetterReason: string | null;
@@ -34,10 +33,7 @@ function shardOf(event: OutboxEvent): number {
   return outboxShard(contract, event.payload);
 }
 
-/**
- * Text a receiver or its network sent us, fit for a Postgres text column, which cannot hold NUL
- * (a UTF-16 "OK" is `O\0K\0`).
- */
+/** Text fit for a Postgres text column, which cannot hold NUL. */
 function storableText(text: string): string {
   return text.includes("\u0000") ? text.replaceAll("\u0000", "") : text;
 }
@@ -65,7 +61,6 @@ export async function writeAttempts(
     status_code: r.statusCode,
     failure: r.failure,
     error: r.error === null ? null : storableText(r.error),
-    excerpt: r.excerpt === null ? null : storableText(r.excerpt),
     state: r.state,
     due_at: r.dueAt,
     dead_letter_reason: r.deadLetterReason,
@@ -84,7 +79,7 @@ export async function writeAttempts(
     text: `WITH input AS (
        SELECT * FROM json_to_recordset($1::json)
          AS i(id uuid, lease_token uuid, replay_no int, attempt int, attempted_at timestamptz,
-              duration_ms int, status_code int, failure text, error text, excerpt text,
+              duration_ms int, status_code int, failure text, error text,
               state text, due_at timestamptz, dead_letter_reason text,
               recorded_at timestamptz, hold_until timestamptz, charge boolean)
      ), prior AS (
@@ -110,9 +105,9 @@ export async function writeAttempts(
        RETURNING d.id
      ), attempted AS (
        INSERT INTO attempts (delivery_id, replay_no, attempt, attempted_at, duration_ms,
-                             status_code, failure, error, response_excerpt, state)
+                             status_code, failure, error, state)
        SELECT i.id, i.replay_no, i.attempt, i.attempted_at, i.duration_ms, i.status_code,
-              i.failure, i.error, i.excerpt, i.state
+              i.failure, i.error, i.state
          FROM input i JOIN updated u ON u.id = i.id
        ON CONFLICT DO NOTHING
      ), events AS (

@@ -69,8 +69,7 @@ export async function selectDeliveryState(
 
 export async function selectAttempts(db: Queryable, deliveryId: string): Promise<AttemptRow[]> {
   const { rows } = await db.query(
-    `SELECT replay_no, attempt, attempted_at, duration_ms, status_code, failure, error,
-            response_excerpt, state
+    `SELECT replay_no, attempt, attempted_at, duration_ms, status_code, failure, error, state
        FROM attempts WHERE delivery_id = $1 ORDER BY replay_no, attempt`,
     [deliveryId],
   );

@@ -49,7 +49,6 @@ export function createOutcomeWriter(options: {
         statusCode: outcome.statusCode,
         failure: outcome.failure,
         error: outcome.error,
-        excerpt: outcome.excerpt,
         state,
         dueAt,
         deadLetterReason: outcome.deadLetterReason,

@@ -1,53 +1,65 @@
 import { type LookupAddress, lookup } from "node:dns";
-import { lookup as lookupAsync } from "node:dns/promises";
 import type { LookupFunction } from "node:net";
 import { Agent, type Dispatcher } from "undici";
-import { type AddressPolicy, isIpLiteral } from "../domain/address.ts";
+import type { AddressPolicy } from "../domain/address.ts";
+import { BLOCKED_AT_CONNECT, networkReasonOf } from "../domain/failure.ts";
 import type { AttemptResult } from "../domain/schedule.ts";
-import { parseTarget, refusalFor, type Target } from "../domain/target.ts";
+import { parseTarget, refusalFor, type Target, targetOf } from "../domain/target.ts";
 
 export const USER_AGENT = "terminal-house-webhooks/1.0";
-const EXCERPT_BYTES = 1024;
 
 export class BlockedAddressError extends Error {
   readonly code = "EBLOCKED";
 }
 
-/** Why a URL may not be an endpoint, or null. Resolves the host now (again at every delivery). */
+/**
+ * Resolves a name and answers its addresses only when every one of them may be reached: the one
+ * check a subscription and every connection make. The refusal never names the addresses, so
+ * neither answer says what a name resolves to inside the network.
+ */
+function resolvePublic(
+  hostname: string,
+  protocol: string,
+  policy: AddressPolicy,
+  callback: (error: Error | null, addresses: LookupAddress[]) => void,
+): void {
+  lookup(hostname, { all: true, verbatim: true }, (error, addresses: LookupAddress[]) => {
+    if (error) {
+      callback(error, []);
+      return;
+    }
+    if (
+      addresses.length === 0 ||
+      addresses.some((address) => refusalFor(protocol, address.address, policy) !== null)
+    ) {
+      callback(new BlockedAddressError(BLOCKED_AT_CONNECT), []);
+      return;
+    }
+    callback(null, addresses);
+  });
+}
+
+/**
+ * Why a URL may not be an endpoint, or null: the URL read as every delivery reads it, and its
+ * host resolved now (again at every connection). A name that does not resolve and one that
+ * resolves to an address that is not public get the same answer, so subscribing cannot be used
+ * to ask which internal names exist.
+ */
 export async function refuseEndpointUrl(
   raw: string,
   policy: AddressPolicy,
 ): Promise<string | null> {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return "url must be an absolute URL";
+  const target = targetOf(raw, policy);
+  if (target.kind === "refused") {
+    return target.reason;
   }
-  if (url.username || url.password) {
-    return "url must not carry credentials";
+  if (target.literal) {
+    return null;
   }
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && policy.allowLoopback)) {
-    return "url must use https";
-  }
-  const host = url.hostname.replace(/^\[|\]$/g, "");
-  let addresses: string[];
-  if (isIpLiteral(host)) {
-    addresses = [host];
-  } else {
-    try {
-      addresses = (await lookupAsync(host, { all: true, verbatim: true })).map((a) => a.address);
-    } catch {
-      return `url host ${host} does not resolve`;
-    }
-  }
-  for (const address of addresses) {
-    const refusal = refusalFor(url.protocol, address, policy);
-    if (refusal) {
-      return `url host ${host} resolves to a refused address: ${refusal}`;
-    }
-  }
-  return null;
+  const resolved = await new Promise<boolean>((resolve) =>
+    resolvePublic(target.host, target.protocol, policy, (error) => resolve(error === null)),
+  );
+  return resolved ? null : `url host ${target.host} must resolve to public addresses only`;
 }
 
 /**
@@ -60,21 +72,10 @@ function guardedLookup(protocol: string, policy: AddressPolicy): LookupFunction 
     lookupOptions: { all?: boolean },
     callback: (...args: unknown[]) => void,
   ) => {
-    lookup(hostname, { all: true, verbatim: true }, (error, addresses: LookupAddress[]) => {
+    resolvePublic(hostname, protocol, policy, (error, addresses) => {
       if (error) {
         callback(error);
-        return;
-      }
-      for (const address of addresses) {
-        const refusal = refusalFor(protocol, address.address, policy);
-        if (refusal) {
-          callback(
-            new BlockedAddressError(`${hostname} resolves to a refused address: ${refusal}`),
-          );
-          return;
-        }
-      }
-      if (lookupOptions?.all) {
+      } else if (lookupOptions?.all) {
         callback(null, addresses);
       } else {
         const first = addresses[0] as LookupAddress;
@@ -86,7 +87,8 @@ function guardedLookup(protocol: string, policy: AddressPolicy): LookupFunction 
 
 /**
  * Posts one body to a target through `agent` and answers the attempt's result: the receiver's
- * status with an excerpt of its body, or why it failed (a timeout, the network, a refused address).
+ * status, or the coarse reason it failed (a timeout, the network, a refused address). The answer's
+ * body is read to its end, so the connection can be kept, and dropped unread.
  */
 function post(
   agent: Dispatcher,
@@ -119,8 +121,6 @@ function post(
       controller?.abort(new Error("attempt timed out"));
     }, timeoutMs);
     let status = 0;
-    let excerpt: Buffer[] = [];
-    let kept = 0;
     agent.dispatch(
       { origin: target.origin, path: target.path, method: "POST", headers, body },
       {
@@ -133,32 +133,15 @@ function post(
         onResponseStart(_controller, statusCode) {
           // Informational answers (1xx) come before the final one.
           status = statusCode;
-          excerpt = [];
-          kept = 0;
         },
-        onResponseData(_controller, chunk: Buffer) {
-          if (kept < EXCERPT_BYTES) {
-            excerpt.push(chunk);
-            kept += chunk.length;
-          }
-        },
+        onResponseData() {},
         onResponseEnd() {
-          finish({
-            kind: "response",
-            status,
-            durationMs: elapsed(),
-            excerpt: Buffer.concat(excerpt).subarray(0, EXCERPT_BYTES).toString("utf8"),
-          });
+          finish({ kind: "response", status, durationMs: elapsed() });
         },
         onResponseError(_controller, error: Error & { code?: string; cause?: unknown }) {
           if (status !== 0) {
             // The answer's status arrived and its body broke off: still the receiver's answer.
-            finish({
-              kind: "response",
-              status,
-              durationMs: elapsed(),
-              excerpt: Buffer.concat(excerpt).subarray(0, EXCERPT_BYTES).toString("utf8"),
-            });
+            finish({ kind: "response", status, durationMs: elapsed() });
             return;
           }
           const blocked =
@@ -168,7 +151,7 @@ function post(
           finish({
             kind: "failure",
             failure: blocked ? "blocked_address" : "network",
-            error: `${error.code ?? "error"}: ${error.message}`.slice(0, 500),
+            error: blocked ? BLOCKED_AT_CONNECT : networkReasonOf(error),
             durationMs: elapsed(),
           });
         },

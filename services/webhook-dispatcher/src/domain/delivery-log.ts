@@ -40,7 +40,6 @@ export interface AttemptRow {
   status_code: number | null;
   failure: string | null;
   error: string | null;
-  response_excerpt: string | null;
   state: string;
 }
 

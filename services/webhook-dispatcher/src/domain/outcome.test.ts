@@ -16,7 +16,7 @@ const delivery = {
   replay_no: 0,
   first_attempted_at: null,
 };
-const ok: AttemptResult = { kind: "response", status: 204, durationMs: 12, excerpt: "" };
+const ok: AttemptResult = { kind: "response", status: 204, durationMs: 12 };
 const view: LeadViewRecorded = {
   tenant_id: "ten_1",
   folio: "23-A1",
@@ -58,7 +58,7 @@ describe("the outcome of a delivery attempt", () => {
   it("writes no lead-view for an attempt that did not deliver, even when it carries one", () => {
     const outcome = attempt({
       view,
-      result: { kind: "response", status: 503, durationMs: 5, excerpt: "busy" },
+      result: { kind: "response", status: 503, durationMs: 5 },
     });
     expect(topics(outcome)).not.toContain(contracts.leadViewRecorded.topic);
   });
@@ -66,7 +66,7 @@ describe("the outcome of a delivery attempt", () => {
   it("retries a 5xx after the next stage's delay and writes that stage's retry record", () => {
     const outcome = attempt({
       attempt: 2,
-      result: { kind: "response", status: 503, durationMs: 5, excerpt: "busy" },
+      result: { kind: "response", status: 503, durationMs: 5 },
     });
     expect(outcome.state).toBe("retrying");
     expect(outcome.dueAt).toEqual(new Date(NOW + 5_000));
@@ -74,7 +74,6 @@ describe("the outcome of a delivery attempt", () => {
       statusCode: 503,
       failure: "http_status",
       error: "receiver answered 503",
-      excerpt: "busy",
     });
     expect(topics(outcome)).toEqual([
       contracts.deliveryAttempted.topic,
@@ -102,7 +101,7 @@ describe("the outcome of a delivery attempt", () => {
   it("leaves the last failed attempt exhausted, due for its dead letter after the delay, reported as dead-lettered", () => {
     const outcome = attempt({
       attempt: 5,
-      result: { kind: "failure", failure: "network", error: "ECONNRESET", durationMs: 5 },
+      result: { kind: "failure", failure: "network", error: "connection reset", durationMs: 5 },
     });
     expect(outcome.state).toBe("exhausted");
     expect(outcome.dueAt).toEqual(new Date(NOW + 30 * 60_000));
@@ -115,7 +114,7 @@ describe("the outcome of a delivery attempt", () => {
 
   it("dead-letters a 4xx at once as rejected by the receiver, with its dead-letter event", () => {
     const outcome = attempt({
-      result: { kind: "response", status: 410, durationMs: 5, excerpt: "gone" },
+      result: { kind: "response", status: 410, durationMs: 5 },
     });
     expect(outcome).toMatchObject({
       state: "dead_letter",
@@ -155,7 +154,7 @@ describe("a dead letter", () => {
       attempts: 5,
       status: null,
       failure: "network",
-      error: "ECONNRESET",
+      error: "connection reset",
       firstAttemptedAt: new Date(NOW - 60_000),
       lastAttemptedAt: new Date(NOW - 1_000),
       now: NOW,

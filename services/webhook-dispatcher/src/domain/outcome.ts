@@ -136,7 +136,6 @@ export interface Outcome {
   statusCode: number | null;
   failure: FailureKind | null;
   error: string | null;
-  excerpt: string | null;
   events: OutboxEvent[];
 }
 
@@ -240,7 +239,6 @@ export function outcomeOf(input: AttemptInput): Outcome {
     statusCode,
     failure,
     error,
-    excerpt: result.kind === "response" ? result.excerpt : null,
     events,
   };
 }

@@ -4,8 +4,12 @@ export const MAX_ATTEMPTS = 5;
 export const DEAD_LETTER_AFTER_MS = 30 * 60_000;
 export const HOLD_MS = 30 * 86_400_000;
 
+/**
+ * What an attempt came to. A response keeps its status only: nothing of what a receiver (or
+ * whatever answered at that address) sent back is kept or shown (decision 0331).
+ */
 export type AttemptResult =
-  | { kind: "response"; status: number; durationMs: number; excerpt: string }
+  | { kind: "response"; status: number; durationMs: number }
   | { kind: "failure"; failure: FailureKind; error: string; durationMs: number };
 
 export type Verdict = "complete" | "retry" | "dead_letter";
