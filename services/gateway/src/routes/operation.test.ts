@@ -14,13 +14,16 @@ const request = (url: string, params: Record<string, string>) =>
   ({ url, params }) as unknown as FastifyRequest;
 
 describe("internalUrl", () => {
-  it("fills the owner's path with the request's parameters", () => {
+  it("fills the owner's path with the request's parameters and names the route it means there", () => {
     expect(
       internalUrl(
         getWebhookEndpoint,
         request("/v1/watchlists/wl_1/webhooks/ep_2", { id: "wl_1", endpoint_id: "ep_2" }),
       ),
-    ).toBe("/internal/v1/watchlists/wl_1/webhooks/ep_2");
+    ).toEqual({
+      path: "/internal/v1/watchlists/wl_1/webhooks/ep_2",
+      route: getWebhookEndpoint.internalPath,
+    });
   });
 
   it("keeps a colon action literal and drops the parameter's pattern", () => {
@@ -29,7 +32,7 @@ describe("internalUrl", () => {
         rotateWebhookSecret,
         request("/v1/watchlists/wl_1/webhooks/ep_2:rotate", { id: "wl_1", endpoint_id: "ep_2" }),
       ),
-    ).toBe("/internal/v1/watchlists/wl_1/webhooks/ep_2:rotate");
+    ).toMatchObject({ path: "/internal/v1/watchlists/wl_1/webhooks/ep_2:rotate" });
   });
 
   it("encodes a parameter and passes the query string as the caller wrote it", () => {
@@ -41,7 +44,9 @@ describe("internalUrl", () => {
           endpoint_id: "ep",
         }),
       ),
-    ).toBe("/internal/v1/watchlists/a%20b/webhooks/ep/deliveries?state=parked&limit=5");
+    ).toMatchObject({
+      path: "/internal/v1/watchlists/a%20b/webhooks/ep/deliveries?state=parked&limit=5",
+    });
   });
 });
 
