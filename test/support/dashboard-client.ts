@@ -9,7 +9,7 @@ interface StoredCookie {
 
 type Method = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
 
-export function dashboardClient(stack: EdgeStack, ip = "192.0.2.44") {
+export function dashboardClient(stack: EdgeStack, ip = "192.0.2.44", gateway = stack.gateway) {
   const jar = new Map<string, StoredCookie>();
   let csrf: string | null = null;
   const setCookies: string[][] = [];
@@ -34,7 +34,7 @@ export function dashboardClient(stack: EdgeStack, ip = "192.0.2.44") {
         jar.set(name, { value, path });
       }
     }
-    csrf = jar.get("th_csrf")?.value ?? null;
+    csrf = jar.get("__Host-th_csrf")?.value ?? jar.get("th_csrf")?.value ?? null;
   }
 
   function cookieHeader(url: string): string {
@@ -55,7 +55,7 @@ export function dashboardClient(stack: EdgeStack, ip = "192.0.2.44") {
     url: string,
     init: { body?: unknown; headers?: Record<string, string>; csrf?: boolean } = {},
   ) {
-    const app = stack.gateway.http;
+    const app = gateway.http;
     if (!app) {
       throw new Error("no gateway");
     }

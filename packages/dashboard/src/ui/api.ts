@@ -36,8 +36,11 @@ export function whenSignedOut(handler: () => void): void {
   onSignedOut = handler;
 }
 
+/** The session's CSRF cookie: `__Host-th_csrf` when served over TLS, `th_csrf` in development. */
 function csrfToken(): string {
-  return readCookie(document.cookie, "th_csrf") ?? "";
+  return (
+    readCookie(document.cookie, "__Host-th_csrf") ?? readCookie(document.cookie, "th_csrf") ?? ""
+  );
 }
 
 let refreshing: Promise<boolean> | null = null;

@@ -35,6 +35,9 @@ export function createClientLimits(options: LimitOptions, now: () => number): Cl
     },
 
     async admitPublic(request) {
+      if (request.routeOptions.config?.edge?.ownCredential) {
+        return;
+      }
       const window = await options.store.limitIp(
         "public",
         request.ip,

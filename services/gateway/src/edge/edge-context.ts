@@ -8,6 +8,12 @@ import type { RateWindow } from "./edge-store.ts";
 export interface EdgeRouteConfig {
   /** No key needed; an Authorization header is ignored; a per-IP limit applies. */
   public?: boolean;
+  /**
+   * With `public`: the route checks a credential of its own (the dashboard's refresh and sign-out
+   * carry the session's refresh token), so the public per-IP limit does not apply and cannot
+   * starve it; the route counts its refusals in the client's failed-authentication window.
+   */
+  ownCredential?: boolean;
   /** The surface a tier must open; `rest` when not said. */
   surface?: Surface;
 }
@@ -45,6 +51,8 @@ export interface SessionClaims {
 /** The dashboard's second way in: a signed session cookie instead of a key. */
 export interface EdgeSessions {
   /** The access token's claims; null without a session cookie; "invalid" when it fails to verify. */
+  /** The member's session epoch the token was issued at; a password change raises it. */
+  epoch: number;
   read(request: FastifyRequest): SessionClaims | null | "invalid";
   /** On a tenant-cache miss: the tenant's snapshot, or null when the member may not sign in. */
   tenantOf(memberId: string, requestId: string): Promise<TenantChanged | null>;

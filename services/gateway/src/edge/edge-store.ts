@@ -10,6 +10,11 @@ import { dailyCalendar } from "./store/calendar.ts";
 import { cachedRecords, PUT_KEY_LUA, PUT_TENANT_LUA, type RecordRedis } from "./store/records.ts";
 import { IP_LIMIT_LUA, type IpLimitRedis, ipLimits } from "./store/rolling-minute.ts";
 import { sessionMarks } from "./store/session-marks.ts";
+import {
+  SIGN_IN_ATTEMPT_LUA,
+  type SignInBackoffRedis,
+  signInBackoff,
+} from "./store/sign-in-backoff.ts";
 
 export type { Authorization } from "./store/authorization.ts";
 export type { RateWindow } from "./store/rolling-minute.ts";
@@ -27,6 +32,9 @@ export type { RateWindow } from "./store/rolling-minute.ts";
  *   failed authentication
  * - `session:<id>`   a signed-out dashboard session, until its tokens would have expired
  * - `member-sessions-ended:<member id>`  a removed member, until their access tokens expire
+ * - `member-epoch:<member id>`  the member's session epoch after a password change or reset:
+ *   access tokens of an earlier epoch are refused, until they would have expired
+ * - `signin:<sha-256 of the email>`  hash {n, until}: an account's failed sign-ins and lock
  *
  * The scripts live with their concern under store/: the rolling minute, the authorization of a
  * key or session, and the cached records.
@@ -48,17 +56,18 @@ export interface EdgeStoreOptions {
   onAuthorizeBatch?: (size: number) => void;
 }
 
-type EdgeRedis = AuthorizationRedis & IpLimitRedis & RecordRedis;
+type EdgeRedis = AuthorizationRedis & IpLimitRedis & RecordRedis & SignInBackoffRedis;
 
 /** Defines the edge's scripts on the connection, once however many stores share it. */
 function withEdgeScripts(redis: Redis): EdgeRedis {
   if (!("thAuthorizeBatch" in redis)) {
     // Without numberOfKeys the first argument says how many keys follow.
     redis.defineCommand("thAuthorizeBatch", { lua: AUTHORIZE_BATCH_LUA });
-    redis.defineCommand("thAuthorizeSession", { numberOfKeys: 2, lua: AUTHORIZE_SESSION_LUA });
+    redis.defineCommand("thAuthorizeSession", { numberOfKeys: 3, lua: AUTHORIZE_SESSION_LUA });
     redis.defineCommand("thIpLimit", { numberOfKeys: 2, lua: IP_LIMIT_LUA });
     redis.defineCommand("thPutKey", { numberOfKeys: 1, lua: PUT_KEY_LUA });
     redis.defineCommand("thPutTenant", { numberOfKeys: 1, lua: PUT_TENANT_LUA });
+    redis.defineCommand("thSignInAttempt", { numberOfKeys: 1, lua: SIGN_IN_ATTEMPT_LUA });
   }
   return redis as EdgeRedis;
 }
@@ -77,6 +86,7 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
     ...sessionAuthorization(edge, context),
     ...sessionMarks(redis),
     ...ipLimits(edge),
+    ...signInBackoff(edge),
     ...cachedRecords(edge, options.tenantTtlSeconds),
   };
 }

@@ -59,7 +59,10 @@ export function createSessionAuthentication(
       answer = await store.authorizeSession(claims, now());
     }
     if (answer.kind === "revoked") {
-      return refuse(request, "this dashboard session was signed out; sign in again");
+      return refuse(
+        request,
+        "this dashboard session was signed out or ended by a password change; sign in again",
+      );
     }
     if (answer.kind === "inactive") {
       return refuse(request, "the subscription of this tenant has ended");

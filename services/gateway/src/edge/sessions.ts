@@ -1,22 +1,48 @@
 import { randomBytes } from "node:crypto";
 import fastifyJwt from "@fastify/jwt";
 import type { TenantChanged } from "@th/contracts";
-import type { HttpApp, InternalClient } from "@th/service-kit";
+import type { HttpApp, InternalClient, InternalReply } from "@th/service-kit";
 import { parseCookie, stringifySetCookie } from "cookie";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { EdgeSessions, SessionClaims } from "./edge-context.ts";
 
 /**
- * Dashboard sessions: a short-lived access token and a longer refresh token, both JWTs signed
- * by the gateway (`@fastify/jwt`, HS256), each in an httpOnly, Secure, SameSite=Strict cookie.
- * A third cookie, readable by the page, carries the CSRF token the session's tokens are bound
- * to; state-changing calls echo it in `X-CSRF-Token` (double submit, checked against the
- * signed claim, so a cookie planted by a sibling site cannot forge it).
+ * Dashboard sessions: a short-lived access token and a refresh token, both JWTs signed by the
+ * gateway (`@fastify/jwt`, HS256), each in an httpOnly, Secure, SameSite=Strict cookie. A third
+ * cookie, readable by the page, carries the CSRF token the session's tokens are bound to;
+ * state-changing calls echo it in `X-CSRF-Token` (double submit, checked against the signed
+ * claim, so a cookie planted by a sibling site cannot forge it).
+ *
+ * The keys service keeps the session itself (decision 0337): the refresh token wraps a one-time
+ * token it issued, spent at each refresh, and both tokens carry the member's session epoch,
+ * which a password change or reset raises.
  */
-export const SESSION_COOKIE = "th_session";
-export const REFRESH_COOKIE = "th_refresh";
-export const CSRF_COOKIE = "th_csrf";
 export const REFRESH_PATH = "/v1/dashboard/session";
+
+/** The cookies' names, and where the refresh cookie is sent. */
+export interface CookieNames {
+  session: string;
+  refresh: string;
+  csrf: string;
+  refreshPath: string;
+}
+
+/**
+ * Over TLS the cookies are `__Host-` cookies (decision 0339): a browser takes them only when
+ * Secure, with Path=/ and no Domain, so neither a sibling subdomain nor a plain-HTTP page can
+ * plant one. That rules out the refresh cookie's narrower path. Without the prefix (development
+ * over plain HTTP) the names and paths stay as they were.
+ */
+export function cookieNames(hostPrefix: boolean): CookieNames {
+  return hostPrefix
+    ? {
+        session: "__Host-th_session",
+        refresh: "__Host-th_refresh",
+        csrf: "__Host-th_csrf",
+        refreshPath: "/",
+      }
+    : { session: "th_session", refresh: "th_refresh", csrf: "th_csrf", refreshPath: REFRESH_PATH };
+}
 
 interface TokenClaims {
   typ: "access" | "refresh";
@@ -28,6 +54,10 @@ interface TokenClaims {
   role: "admin" | "member";
   company: string;
   tier: string;
+  /** The member's session epoch at issue; tokens from before the epoch mechanism read as 0. */
+  ep?: number;
+  /** Refresh tokens only: the keys service's one-time token for the next refresh. */
+  rt?: string;
   exp?: number;
 }
 
@@ -37,11 +67,25 @@ export interface SessionMember {
   tenant: TenantChanged;
 }
 
+/** A session as the keys service opens or refreshes it. */
+export interface OpenedSession extends SessionMember {
+  session: {
+    id: string;
+    epoch: number;
+    /** The next one-time refresh token; null on a second refresh within the grace. */
+    refresh_token: string | null;
+    expires_at: string;
+  };
+}
+
 export interface SessionOptions {
   secret: string;
   accessSeconds: number;
+  /** How long a sign-in lasts; the keys service ends the session then. */
   refreshSeconds: number;
   keys: InternalClient;
+  /** `__Host-` cookie names (served over TLS). */
+  hostPrefix: boolean;
 }
 
 /**
@@ -79,7 +123,7 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
     sign: { algorithm: "HS256" },
     verify: { algorithms: ["HS256"] },
   });
-
+  const names = cookieNames(options.hostPrefix);
   const cookie = (httpOnly: boolean, path: string, maxAge: number) => ({ httpOnly, path, maxAge });
 
   function verify(token: string | undefined, typ: TokenClaims["typ"]): TokenClaims | null {
@@ -95,7 +139,13 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
   }
 
   function claimsOf(claims: TokenClaims): SessionClaims {
-    return { tenantId: claims.tid, memberId: claims.sub, sessionId: claims.sid, csrf: claims.csrf };
+    return {
+      tenantId: claims.tid,
+      memberId: claims.sub,
+      sessionId: claims.sid,
+      csrf: claims.csrf,
+      epoch: claims.ep ?? 0,
+    };
   }
 
   /** Asks the keys service whether the member may hold a session, with the tenant's snapshot. */
@@ -103,14 +153,14 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
     const reply = await options.keys.send(
       "GET",
       `/internal/v1/members/${encodeURIComponent(memberId)}/session`,
-      { requestId },
+      { route: "/internal/v1/members/:member_id/session", requestId },
     );
     return reply.status === 200 ? (reply.body as SessionMember) : null;
   }
 
   const edge: EdgeSessions = {
     read(request) {
-      const token = cookieOf(request, SESSION_COOKIE);
+      const token = cookieOf(request, names.session);
       if (!token) {
         return null;
       }
@@ -124,78 +174,99 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
 
   return {
     edge,
-    memberState,
+    names,
 
-    /** Issues the three cookies for a member; the same session id and CSRF token on refresh. */
+    /** Sign-in at the keys service: 201 with an opened session, else its refusal. */
+    open(body: object, requestId: string): Promise<InternalReply> {
+      return options.keys.send("POST", "/internal/v1/sessions", {
+        requestId,
+        body: { ...body, lifetime_seconds: options.refreshSeconds },
+      });
+    },
+
+    /** Spends the refresh token at the keys service: 200 with the next, else the session is over. */
+    rotate(sessionId: string, refreshToken: string, requestId: string): Promise<InternalReply> {
+      return options.keys.send("POST", "/internal/v1/sessions/refresh", {
+        requestId,
+        body: { session_id: sessionId, refresh_token: refreshToken },
+      });
+    },
+
+    /** Sign-out: the keys service ends the session, so its refresh tokens stop working. */
+    async end(sessionId: string, requestId: string): Promise<void> {
+      await options.keys.send("POST", "/internal/v1/sessions/end", {
+        requestId,
+        body: { session_id: sessionId },
+      });
+    },
+
+    /**
+     * Sets the cookies of an opened or refreshed session: always a new access token; a new
+     * refresh token (and the CSRF cookie) when the keys service issued one.
+     */
     issue(
       reply: FastifyReply,
-      who: SessionMember,
-      session: { sid: string; csrf: string; refreshExpiresAt?: Date } = {
-        sid: `ses_${randomBytes(12).toString("base64url")}`,
-        csrf: randomBytes(24).toString("base64url"),
-      },
+      opened: OpenedSession,
+      csrf = randomBytes(24).toString("base64url"),
     ) {
+      const { session } = opened;
       const base = {
-        sub: who.member.id,
-        tid: who.tenant.tenant_id,
-        sid: session.sid,
-        csrf: session.csrf,
-        email: who.member.email,
-        role: who.member.role,
-        company: who.company,
-        tier: who.tenant.tier,
+        sub: opened.member.id,
+        tid: opened.tenant.tenant_id,
+        sid: session.id,
+        csrf,
+        email: opened.member.email,
+        role: opened.member.role,
+        company: opened.company,
+        tier: opened.tenant.tier,
+        ep: session.epoch,
       };
-      const now = Date.now();
-      const expiresAt = new Date(now + options.accessSeconds * 1000);
-      const access = app.jwt.sign(
-        { ...base, typ: "access" },
-        { expiresIn: `${options.accessSeconds}s` },
-      );
-      setCookie(reply, SESSION_COOKIE, access, cookie(true, "/", options.accessSeconds));
-      let refreshExpiresAt = session.refreshExpiresAt;
-      if (!refreshExpiresAt) {
-        refreshExpiresAt = new Date(now + options.refreshSeconds * 1000);
-        const refresh = app.jwt.sign(
-          { ...base, typ: "refresh" },
-          { expiresIn: `${options.refreshSeconds}s` },
-        );
-        setCookie(
-          reply,
-          REFRESH_COOKIE,
-          refresh,
-          cookie(true, REFRESH_PATH, options.refreshSeconds),
-        );
-        setCookie(reply, CSRF_COOKIE, session.csrf, cookie(false, "/", options.refreshSeconds));
+      const nowSeconds = Math.floor(Date.now() / 1000);
+      const endsAt = Math.floor(Date.parse(session.expires_at) / 1000);
+      // No access token outlives its session.
+      const accessExp = Math.min(nowSeconds + options.accessSeconds, endsAt);
+      const access = app.jwt.sign({ ...base, typ: "access", exp: accessExp });
+      setCookie(reply, names.session, access, cookie(true, "/", accessExp - nowSeconds));
+      if (session.refresh_token !== null) {
+        const refresh = app.jwt.sign({
+          ...base,
+          typ: "refresh",
+          rt: session.refresh_token,
+          exp: endsAt,
+        });
+        const maxAge = endsAt - nowSeconds;
+        setCookie(reply, names.refresh, refresh, cookie(true, names.refreshPath, maxAge));
+        setCookie(reply, names.csrf, csrf, cookie(false, "/", maxAge));
       }
       return {
-        member: who.member,
+        member: opened.member,
         tenant: {
-          id: who.tenant.tenant_id,
-          company: who.company,
-          tier: who.tenant.tier as "starter" | "operator" | "team" | "custom",
+          id: opened.tenant.tenant_id,
+          company: opened.company,
+          tier: opened.tenant.tier as "starter" | "operator" | "team" | "custom",
         },
-        csrf_token: session.csrf,
-        expires_at: expiresAt.toISOString(),
-        refresh_expires_at: refreshExpiresAt.toISOString(),
+        csrf_token: csrf,
+        expires_at: new Date(accessExp * 1000).toISOString(),
+        refresh_expires_at: new Date(endsAt * 1000).toISOString(),
       };
     },
 
     /** The refresh token's claims, or null when it is missing, forged or expired. */
     refreshClaims(request: FastifyRequest) {
-      const claims = verify(cookieOf(request, REFRESH_COOKIE), "refresh");
+      const claims = verify(cookieOf(request, names.refresh), "refresh");
       return claims ? { ...claims, expiresAt: new Date((claims.exp ?? 0) * 1000) } : null;
     },
 
     /** The access token's full claims, for the session route that describes the session. */
     accessClaims(request: FastifyRequest) {
-      const claims = verify(cookieOf(request, SESSION_COOKIE), "access");
+      const claims = verify(cookieOf(request, names.session), "access");
       return claims ? { ...claims, expiresAt: new Date((claims.exp ?? 0) * 1000) } : null;
     },
 
     clear(reply: FastifyReply) {
-      setCookie(reply, SESSION_COOKIE, "", cookie(true, "/", 0));
-      setCookie(reply, REFRESH_COOKIE, "", cookie(true, REFRESH_PATH, 0));
-      setCookie(reply, CSRF_COOKIE, "", cookie(false, "/", 0));
+      setCookie(reply, names.session, "", cookie(true, "/", 0));
+      setCookie(reply, names.refresh, "", cookie(true, names.refreshPath, 0));
+      setCookie(reply, names.csrf, "", cookie(false, "/", 0));
     },
   };
 }

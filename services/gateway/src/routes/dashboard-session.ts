@@ -9,14 +9,23 @@ import {
 import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
+import {
+  lockWaitSeconds,
+  signInAccountKey,
+  type signInBackoffPolicy,
+} from "../domain/sign-in-accounts.ts";
 import { CSRF_HEADER, tenancyOf } from "../edge/authenticate.ts";
 import type { EdgeStore } from "../edge/edge-store.ts";
-import type { DashboardSessions, SessionMember } from "../edge/sessions.ts";
+import type { DashboardSessions, OpenedSession } from "../edge/sessions.ts";
 import { relay } from "./forward.ts";
 import { callOwner, forwardOperation, publicRoute } from "./operation.ts";
 
 const publicAtEdge = { edge: { public: true } };
+// Refresh and sign-out carry the session's own token: not in the public per-IP window, so
+// anonymous traffic from the same address (a shared office or proxy) cannot starve them.
+const ownCredentialAtEdge = { edge: { public: true, ownCredential: true } };
 const tags = ["dashboard"];
+const SESSION_ENDED = "the dashboard session has ended; sign in again";
 
 function sameToken(sent: unknown, expected: string): boolean {
   if (typeof sent !== "string") {
@@ -32,14 +41,18 @@ interface SessionDeps {
   store: EdgeStore;
   sessions: DashboardSessions;
   authFailureRatePerMinute: number;
+  /** Lifetime of an access token: how long a raised session epoch must be remembered. */
+  accessSeconds: number;
   refreshSeconds: number;
+  signInBackoff: ReturnType<typeof signInBackoffPolicy>;
   now: () => number;
 }
 
 /**
- * Sign-in for the web dashboard. The session routes are public at the edge (per-IP limit) so
- * an expired access cookie can still be refreshed or signed out; each checks its own token.
- * Wrong credentials count against the client IP's failed-authentication window, like bad keys.
+ * Sign-in for the web dashboard. The session routes are public at the edge so an expired access
+ * cookie can still be refreshed or signed out; each checks its own token. Wrong credentials
+ * count against the client IP's failed-authentication window, like bad keys, and against the
+ * account's own window, which locks it with a growing back-off (decision 0335).
  */
 export function registerDashboardSessionRoutes(app: HttpApp, deps: SessionDeps): void {
   registerSignIn(app, deps);
@@ -49,21 +62,26 @@ export function registerDashboardSessionRoutes(app: HttpApp, deps: SessionDeps):
   registerPasswordRoutes(app, deps);
 }
 
-/** Counts a failed sign-in against the client IP, then refuses it (429 once over the window). */
-async function refuseSignIn(
+/**
+ * Counts a refused credential against the client IP, then refuses it: 429 once the client is
+ * over its window or when the account is locked (`lockedUntilMs` set), else 401 with `detail`.
+ */
+async function refuseCredential(
   deps: SessionDeps,
   request: FastifyRequest,
   detail: string,
+  lockedUntilMs = 0,
 ): Promise<never> {
+  const now = deps.now();
   const window = await deps.store.limitIp(
     "authfail",
     request.ip,
     deps.authFailureRatePerMinute,
-    deps.now(),
+    now,
   );
   request.edge = { window };
   if (!window.allowed) {
-    const seconds = Math.max(1, Math.ceil((window.retryAtMs - deps.now()) / 1000));
+    const seconds = Math.max(1, Math.ceil((window.retryAtMs - now) / 1000));
     throw new ApiError(
       "rate_limited",
       `too many failed sign-ins from this client; wait ${seconds} s`,
@@ -71,7 +89,29 @@ async function refuseSignIn(
       { "retry-after": String(seconds) },
     );
   }
+  if (lockedUntilMs > 0) {
+    const seconds = lockWaitSeconds(lockedUntilMs, now);
+    throw new ApiError(
+      "rate_limited",
+      `too many failed sign-ins for this account; wait ${seconds} s before trying again`,
+      { retry_after_seconds: seconds },
+      { "retry-after": String(seconds) },
+    );
+  }
   throw new ApiError("unauthorized", detail);
+}
+
+/**
+ * Counts a password check against the account before it is made. While the account is locked
+ * the password is not checked at all, so a right one gets the same answer as a wrong one.
+ */
+async function beginPasswordCheck(deps: SessionDeps, request: FastifyRequest, email: string) {
+  const account = signInAccountKey(email);
+  const attempt = await deps.store.beginSignIn(account, deps.now(), deps.signInBackoff);
+  if (!attempt.allowed) {
+    await refuseCredential(deps, request, "this account is locked", attempt.lockedUntilMs);
+  }
+  return { account, lockedUntilMs: attempt.lockedUntilMs };
 }
 
 function registerSignIn(app: HttpApp, deps: SessionDeps): void {
@@ -92,19 +132,26 @@ function registerSignIn(app: HttpApp, deps: SessionDeps): void {
       },
     },
     async (request, reply) => {
-      const answer = await deps.keys.send("POST", "/internal/v1/credentials/verify", {
-        requestId: request.id,
-        body: request.body,
-      });
+      const check = await beginPasswordCheck(deps, request, request.body.email);
+      const answer = await deps.sessions.open(request.body, request.id);
       if (answer.status === 401) {
-        return refuseSignIn(deps, request, "email or password is not correct");
+        return refuseCredential(
+          deps,
+          request,
+          "email or password is not correct",
+          check.lockedUntilMs,
+        );
       }
-      if (answer.status !== 200) {
+      // A conflict names the accounts the password opened: it was proved as much as a success.
+      if (answer.status === 201 || answer.status === 409) {
+        await deps.store.signInSucceeded(check.account);
+      }
+      if (answer.status !== 201) {
         return relay(reply, answer);
       }
-      const who = answer.body as SessionMember;
-      await deps.store.putTenant(who.tenant);
-      return reply.status(201).send(deps.sessions.issue(reply, who));
+      const opened = answer.body as OpenedSession;
+      await deps.store.putTenant(opened.tenant);
+      return reply.status(201).send(deps.sessions.issue(reply, opened));
     },
   );
 }
@@ -139,12 +186,17 @@ function registerSessionRead(app: HttpApp, deps: SessionDeps): void {
   );
 }
 
+/** How long a mark about this session must last: until its refresh token would expire. */
+function markSeconds(deps: SessionDeps, expiresAt: Date): number {
+  return Math.max(1, Math.ceil((expiresAt.getTime() - Date.now()) / 1000), deps.accessSeconds);
+}
+
 function registerRefresh(app: HttpApp, deps: SessionDeps): void {
   const { sessions } = deps;
   app.post(
     "/v1/dashboard/session/refresh",
     {
-      config: publicAtEdge,
+      config: ownCredentialAtEdge,
       schema: {
         tags,
         operationId: "refreshDashboardSession",
@@ -158,25 +210,31 @@ function registerRefresh(app: HttpApp, deps: SessionDeps): void {
     },
     async (request, reply) => {
       const claims = sessions.refreshClaims(request);
-      if (!claims || (await deps.store.isSessionRevoked(claims.sid))) {
+      if (!claims?.rt) {
         sessions.clear(reply);
-        throw new ApiError("unauthorized", "the dashboard session has ended; sign in again");
+        return refuseCredential(deps, request, SESSION_ENDED);
+      }
+      if (await deps.store.isSessionRevoked(claims.sid)) {
+        sessions.clear(reply);
+        throw new ApiError("unauthorized", SESSION_ENDED);
       }
       if (!sameToken(request.headers[CSRF_HEADER], claims.csrf)) {
         throw new ApiError("forbidden", "missing or wrong X-CSRF-Token");
       }
-      const who = await sessions.memberState(claims.sub, request.id);
-      if (!who || who.tenant.tenant_id !== claims.tid) {
-        await deps.store.revokeSession(claims.sid, deps.refreshSeconds);
-        sessions.clear(reply);
-        throw new ApiError("unauthorized", "this member can no longer sign in to the dashboard");
+      const answer = await sessions.rotate(claims.sid, claims.rt, request.id);
+      const opened = answer.status === 200 ? (answer.body as OpenedSession) : null;
+      if (answer.status !== 200 && answer.status !== 401) {
+        return relay(reply, answer);
       }
-      await deps.store.putTenant(who.tenant);
-      return sessions.issue(reply, who, {
-        sid: claims.sid,
-        csrf: claims.csrf,
-        refreshExpiresAt: claims.expiresAt,
-      });
+      if (!opened || opened.tenant.tenant_id !== claims.tid) {
+        // Ended, expired, the member gone, or a spent token presented again: in the last case the
+        // keys service has just ended the session, and its access tokens must stop here too.
+        await deps.store.revokeSession(claims.sid, markSeconds(deps, claims.expiresAt));
+        sessions.clear(reply);
+        throw new ApiError("unauthorized", SESSION_ENDED);
+      }
+      await deps.store.putTenant(opened.tenant);
+      return sessions.issue(reply, opened, claims.csrf);
     },
   );
 }
@@ -186,7 +244,7 @@ function registerSignOut(app: HttpApp, deps: SessionDeps): void {
   app.delete(
     "/v1/dashboard/session",
     {
-      config: publicAtEdge,
+      config: ownCredentialAtEdge,
       schema: {
         tags,
         operationId: "signOut",
@@ -203,7 +261,12 @@ function registerSignOut(app: HttpApp, deps: SessionDeps): void {
         if (!sameToken(request.headers[CSRF_HEADER], claims.csrf)) {
           throw new ApiError("forbidden", "missing or wrong X-CSRF-Token");
         }
+        // The mark refuses the session's tokens at every instance for its whole life; ending it at
+        // the keys service as well keeps it ended should the mark be lost.
         await deps.store.revokeSession(claims.sid, deps.refreshSeconds);
+        await sessions.end(claims.sid, request.id).catch((error: unknown) => {
+          request.log.warn({ err: error }, "sign-out could not reach the keys service");
+        });
       }
       sessions.clear(reply);
       return reply.status(204).send(null);
@@ -211,21 +274,58 @@ function registerSignOut(app: HttpApp, deps: SessionDeps): void {
   );
 }
 
-/** Passwords: the member's own change, a one-time token's redemption, an admin's invite link. */
+/** What the keys service answers when a password was set: the member and their new epoch. */
+interface PasswordSet {
+  member_id: string;
+  session_epoch: number;
+}
+
+/**
+ * Passwords: the member's own change, a one-time token's redemption, an admin's invite link. A
+ * change or reset ends every session of the member (decision 0337): the keys service ends them
+ * and raises the member's epoch, and the edge is told the epoch so the access tokens of the old
+ * one stop at once rather than when they expire.
+ */
 function registerPasswordRoutes(app: HttpApp, deps: SessionDeps): void {
+  const { sessions } = deps;
   app.put(changePassword.path, publicRoute(changePassword), async (request, reply) => {
-    if (!tenancyOf(request).sessionId) {
+    const claims = sessions.accessClaims(request);
+    if (!tenancyOf(request).sessionId || !claims) {
       throw new ApiError("forbidden", "passwords are changed from a dashboard session");
     }
+    // The current password is a password check like a sign-in's, in the same account window.
+    const check = await beginPasswordCheck(deps, request, claims.email);
     const upstream = await callOwner(deps.keys, changePassword, request);
-    return upstream.status === 204 ? reply.status(204).send(null) : relay(reply, upstream);
+    if (upstream.status === 403 && check.lockedUntilMs > 0) {
+      return refuseCredential(
+        deps,
+        request,
+        "the current password is not correct",
+        check.lockedUntilMs,
+      );
+    }
+    if (upstream.status !== 200) {
+      return relay(reply, upstream);
+    }
+    await deps.store.signInSucceeded(check.account);
+    await endOlderSessions(deps, upstream.body as PasswordSet);
+    sessions.clear(reply);
+    return reply.status(204).send(null);
   });
 
   app.post(setPassword.path, publicRoute(setPassword), async (request, reply) => {
     const upstream = await callOwner(deps.keys, setPassword, request);
+    if (upstream.status !== 200) {
+      return relay(reply, upstream);
+    }
     // The owner answers with the member whose password was set; the public answer is empty.
-    return upstream.status === 200 ? reply.status(204).send(null) : relay(reply, upstream);
+    await endOlderSessions(deps, upstream.body as PasswordSet);
+    return reply.status(204).send(null);
   });
 
   forwardOperation(app, issuePasswordToken, deps.keys);
+}
+
+async function endOlderSessions(deps: SessionDeps, set: PasswordSet): Promise<void> {
+  await deps.store.raiseMemberEpoch(set.member_id, set.session_epoch, deps.accessSeconds);
 }

@@ -2,6 +2,7 @@ import { createContacts } from "./contacts.ts";
 import { createCredentials } from "./credentials.ts";
 import { createKeys } from "./keys.ts";
 import { createMembers } from "./members.ts";
+import { createSessions } from "./sessions.ts";
 import { createSubscription } from "./subscription.ts";
 import type { AccountsDeps } from "./tenant-rows.ts";
 import { createTrials } from "./trials.ts";
@@ -10,7 +11,7 @@ export type { AccountsDeps, Caller } from "./tenant-rows.ts";
 
 /**
  * The keys service's store, one part per concern: trials, API keys, members, the
- * subscription, sign-in credentials and contact messages. All parts share one pool and clock.
+ * subscription, sign-in credentials, dashboard sessions and contact messages. All parts share one pool and clock.
  */
 export function createAccounts(deps: AccountsDeps) {
   return {
@@ -19,6 +20,7 @@ export function createAccounts(deps: AccountsDeps) {
     ...createMembers(deps),
     ...createSubscription(deps),
     ...createCredentials(deps),
+    ...createSessions(deps),
     ...createContacts(deps),
   };
 }

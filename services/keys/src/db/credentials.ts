@@ -9,11 +9,12 @@ import {
 import {
   DECOY_HASH,
   hashPassword,
+  needsRehash,
   newPasswordToken,
   passwordTokenHash,
   verifyPassword,
 } from "../domain/passwords.ts";
-import { type TenantJson, tenantChangedEvent, tenantFromJson } from "../domain/tenants.ts";
+import { endSessionsForPassword, openSession } from "./sessions.ts";
 import { type AccountsDeps, type Caller, type Queryable, requireAdmin } from "./tenant-rows.ts";
 
 /** Spends every open password token of a member: only the latest link may work. */
@@ -43,30 +44,6 @@ export async function insertPasswordToken(
     [passwordTokenHash(token), tenantId, memberId, purpose, createdBy, issuedAt, expiresAt],
   );
   return { member_id: memberId, purpose, token, expires_at: expiresAt.toISOString() };
-}
-
-/** A member who may hold a dashboard session: active, of a tenant that is not cancelled. */
-async function sessionMember(client: Queryable, memberId: string, now: () => Date) {
-  const { rows } = await client.query<{
-    id: string;
-    email: string;
-    role: "admin" | "member";
-    tenant: TenantJson;
-  }>(
-    `SELECT m.id, m.email, m.role, row_to_json(t) AS tenant FROM members m
-     JOIN tenants t ON t.id = m.tenant_id WHERE m.id = $1 AND m.removed_at IS NULL`,
-    [memberId],
-  );
-  const row = rows[0];
-  if (!row) {
-    return null;
-  }
-  const tenant = tenantFromJson(row.tenant);
-  return {
-    member: { id: row.id, email: row.email, role: row.role },
-    company: tenant.company,
-    tenant: tenantChangedEvent(tenant, now()),
-  };
 }
 
 interface SignInCandidate {
@@ -118,29 +95,47 @@ async function candidateOpenedBy(
   return matching[0] ?? null;
 }
 
-/** Dashboard sign-in, sessions and password links. */
+/**
+ * A hash of an older scheme or weaker setting is replaced by one of the current setting once its
+ * password has been proved. Only if it is still the hash that was checked: a password changed in
+ * the meantime stays changed.
+ */
+async function upgradeHash(client: Queryable, member: SignInCandidate, password: string) {
+  if (!needsRehash(member.password_hash)) {
+    return;
+  }
+  await client.query("UPDATE members SET password_hash = $3 WHERE id = $1 AND password_hash = $2", [
+    member.id,
+    member.password_hash,
+    await hashPassword(password),
+  ]);
+}
+
+/** Dashboard sign-in and password links. */
 export function createCredentials(deps: AccountsDeps) {
   const { pool, now } = deps;
 
   return {
     /**
-     * Dashboard sign-in. Every path costs one scrypt check, so the answer time does not tell
-     * whether the email exists. An email used in several tenants needs `tenant_id` when the
-     * password matches more than one of them.
+     * Dashboard sign-in: opens a session. Every path costs one password check, so the answer
+     * time does not tell whether the email exists. An email used in several tenants needs
+     * `tenant_id` when the password matches more than one of them. Null: not signed in.
      */
-    async verifyCredentials(input: { email: string; password: string; tenant_id?: string }) {
+    async signIn(input: {
+      email: string;
+      password: string;
+      tenant_id?: string;
+      lifetime_seconds: number;
+    }) {
       const candidates = await signInCandidates(pool, input.email, input.tenant_id ?? null);
       const member = await candidateOpenedBy(candidates, input.password);
-      return member ? sessionMember(pool, member.id, now) : null;
-    },
-
-    /** Whether a member may still hold a session, with the tenant's current snapshot. */
-    async sessionState(memberId: string) {
-      const state = await sessionMember(pool, memberId, now);
-      if (!state || (state.tenant.status !== "trialing" && state.tenant.status !== "active")) {
+      if (!member) {
         return null;
       }
-      return state;
+      await upgradeHash(pool, member, input.password);
+      return inTransaction(pool, (client) =>
+        openSession(deps, client, member.id, input.lifetime_seconds),
+      );
     },
 
     /**
@@ -169,7 +164,10 @@ export function createCredentials(deps: AccountsDeps) {
       });
     },
 
-    /** Sets a password with a one-time token; the token and any other open one are spent. */
+    /**
+     * Sets a password with a one-time token; the token and any other open one are spent, and
+     * every session of the member ends (a reset is how a member takes an account back).
+     */
     async redeemPasswordToken(token: string, password: string) {
       const hash = await hashPassword(password);
       return inTransaction(pool, async (client) => {
@@ -192,11 +190,15 @@ export function createCredentials(deps: AccountsDeps) {
           [row.member_id, hash, at],
         );
         await spendOpenTokens(client, row.member_id, at);
-        return { member_id: row.member_id };
+        const epoch = await endSessionsForPassword(client, row.member_id, at);
+        return { member_id: row.member_id, session_epoch: epoch };
       });
     },
 
-    /** A signed-in member changes their own password, proving the current one. */
+    /**
+     * A signed-in member changes their own password, proving the current one. Every session of
+     * the member ends, this one included: whoever else held one is out at once.
+     */
     async changePassword(caller: Caller, current: string, next: string) {
       const { rows } = await pool.query<{ password_hash: string | null }>(
         "SELECT password_hash FROM members WHERE id = $1 AND tenant_id = $2 AND removed_at IS NULL",
@@ -206,10 +208,16 @@ export function createCredentials(deps: AccountsDeps) {
       if (!(await verifyPassword(current, stored))) {
         throw new ApiError("forbidden", "the current password is not correct");
       }
-      await pool.query(
-        "UPDATE members SET password_hash = $2, password_set_at = $3 WHERE id = $1",
-        [caller.memberId, await hashPassword(next), now()],
-      );
+      const hash = await hashPassword(next);
+      return inTransaction(pool, async (client) => {
+        const at = now();
+        await client.query(
+          "UPDATE members SET password_hash = $2, password_set_at = $3 WHERE id = $1",
+          [caller.memberId, hash, at],
+        );
+        const epoch = await endSessionsForPassword(client, caller.memberId, at);
+        return { member_id: caller.memberId, session_epoch: epoch };
+      });
     },
   };
 }

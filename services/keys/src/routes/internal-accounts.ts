@@ -2,7 +2,6 @@ import {
   addMember,
   apiKeySchema,
   cancelSubscription,
-  changePassword,
   changeTier,
   contactResponseSchema,
   contactSales,
@@ -10,18 +9,13 @@ import {
   getAccount,
   issueApiKey,
   issuedApiKeySchema,
-  issuePasswordToken,
   listApiKeys,
   listMembers,
   memberSchema,
-  passwordTokenSchema,
   removeMember,
   reportCompromise,
   requestSchemas,
   revokeApiKey,
-  sessionMemberSchema,
-  setPassword,
-  signInBodySchema,
   startTrial,
   startTrialResponseSchema,
   tenantSchema,
@@ -29,8 +23,8 @@ import {
 import { ApiError, errorResponses, type HttpApp, internalCaller } from "@th/service-kit";
 import { z } from "zod";
 import type { Accounts } from "../db/accounts.ts";
+import { registerInternalPasswordRoutes } from "./internal-passwords.ts";
 
-const memberIdParams = z.object({ member_id: z.string().min(1).max(64) });
 const revokedSchema = z.object({ key_hashes: z.array(z.string()) });
 
 /**
@@ -45,7 +39,7 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
   registerKeyRoutes(app, accounts);
   registerMemberRoutes(app, accounts);
   registerSubscriptionRoutes(app, accounts);
-  registerPasswordRoutes(app, accounts);
+  registerInternalPasswordRoutes(app, accounts);
 }
 
 /** The public site's forms: a trial and a contact message. */
@@ -98,6 +92,32 @@ function registerKeyRoutes(app: HttpApp, accounts: Accounts): void {
         throw new ApiError("not_found", "unknown key");
       }
       return found;
+    },
+  );
+
+  // The gateway found this key under an older pepper: it sends the key, whose hash under the
+  // current pepper is made here (decision 0345).
+  app.post(
+    "/internal/v1/keys/rehash",
+    {
+      schema: {
+        body: z.strictObject({
+          key: z.string().regex(/^th_live_[0-9A-Za-z]{38}$/),
+          /** The pepper version the gateway holds current; nothing moves unless it is ours. */
+          pepper_version: z.number().int().min(1),
+        }),
+        response: {
+          200: z.object({ key_hash: z.string(), pepper_version: z.number().int() }),
+          ...errorResponses("not_found", "conflict"),
+        },
+      },
+    },
+    async (request) => {
+      const moved = await accounts.rehashKey(request.body.key, request.body.pepper_version);
+      if (!moved) {
+        throw new ApiError("not_found", "no key under an older pepper");
+      }
+      return moved;
     },
   );
 
@@ -266,85 +286,5 @@ function registerSubscriptionRoutes(app: HttpApp, accounts: Accounts): void {
       },
     },
     async (request) => accounts.cancel(internalCaller(request)),
-  );
-}
-
-/** Dashboard sign-in: credentials, session checks and one-time password links. */
-function registerPasswordRoutes(app: HttpApp, accounts: Accounts): void {
-  app.post(
-    "/internal/v1/credentials/verify",
-    {
-      schema: {
-        body: signInBodySchema,
-        response: { 200: sessionMemberSchema, ...errorResponses("unauthorized", "conflict") },
-      },
-    },
-    async (request) => {
-      const found = await accounts.verifyCredentials(request.body);
-      if (!found) {
-        throw new ApiError("unauthorized", "email or password is not correct");
-      }
-      return found;
-    },
-  );
-
-  app.get(
-    "/internal/v1/members/:member_id/session",
-    {
-      schema: {
-        params: memberIdParams,
-        response: { 200: sessionMemberSchema, ...errorResponses("not_found") },
-      },
-    },
-    async (request) => {
-      const state = await accounts.sessionState(request.params.member_id);
-      if (!state) {
-        throw new ApiError("not_found", "no active member with this id");
-      }
-      return state;
-    },
-  );
-
-  app.post(
-    issuePasswordToken.internalPath,
-    {
-      schema: {
-        ...requestSchemas(issuePasswordToken),
-        response: { 201: passwordTokenSchema, ...errorResponses("forbidden", "not_found") },
-      },
-    },
-    async (request, reply) =>
-      reply
-        .status(201)
-        .send(await accounts.issuePasswordToken(internalCaller(request), request.params.member_id)),
-  );
-
-  app.post(
-    setPassword.internalPath,
-    {
-      schema: {
-        ...requestSchemas(setPassword),
-        response: { 200: z.object({ member_id: z.string() }), ...errorResponses("not_found") },
-      },
-    },
-    async (request) => accounts.redeemPasswordToken(request.body.token, request.body.password),
-  );
-
-  app.put(
-    changePassword.internalPath,
-    {
-      schema: {
-        ...requestSchemas(changePassword),
-        response: { 204: z.null(), ...errorResponses("forbidden") },
-      },
-    },
-    async (request, reply) => {
-      await accounts.changePassword(
-        internalCaller(request),
-        request.body.current_password,
-        request.body.new_password,
-      );
-      return reply.status(204).send(null);
-    },
   );
 }

@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { hashPassword, verifyPassword } from "../domain/passwords.ts";
 import { LocalPaymentProvider } from "../domain/payment-provider.ts";
 
 let harness: TestHarness<Config>;
@@ -68,25 +67,16 @@ async function startTrial(tier: string, password?: string) {
   };
 }
 
+/** A sign-in: 201 with an opened session when the email and password match. */
 const verify = (email: string, password: string) =>
-  call("POST", "/internal/v1/credentials/verify", token, { email, password });
-
-describe("password hashes", () => {
-  it("verify the password they were made from and nothing else", async () => {
-    const stored = await hashPassword("correct horse battery");
-    expect(stored).toMatch(/^scrypt\$32768\$8\$1\$/);
-    expect(await verifyPassword("correct horse battery", stored)).toBe(true);
-    expect(await verifyPassword("correct horse batterY", stored)).toBe(false);
-    expect(await hashPassword("correct horse battery")).not.toBe(stored);
-  });
-});
+  call("POST", "/internal/v1/sessions", token, { email, password, lifetime_seconds: 3_600 });
 
 describe("the trial's first admin", () => {
   it("signs in with the password given at trial start, and no setup link is issued", async () => {
     const trial = await startTrial("team", "s3cret-passphrase");
     expect(trial.body.password_setup).toBeNull();
     const ok = await verify(trial.email.toUpperCase(), "s3cret-passphrase");
-    expect(ok.statusCode).toBe(200);
+    expect(ok.statusCode).toBe(201);
     expect(ok.json()).toMatchObject({
       member: { id: trial.caller.memberId, role: "admin" },
       tenant: { tenant_id: trial.caller.tenantId, tier: "team", status: "trialing" },
@@ -106,7 +96,7 @@ describe("the trial's first admin", () => {
       password: "a brand new passphrase",
     });
     expect(set.statusCode).toBe(200);
-    expect((await verify(trial.email, "a brand new passphrase")).statusCode).toBe(200);
+    expect((await verify(trial.email, "a brand new passphrase")).statusCode).toBe(201);
     const again = await call("POST", "/internal/v1/password", token, {
       token: setup.token,
       password: "another passphrase!",
@@ -168,7 +158,7 @@ describe("admins invite and reset members", () => {
       password: "too-late-passphrase",
     });
     expect(late.statusCode).toBe(404);
-    expect((await verify("analyst@pw.test", "analyst-passphrase")).statusCode).toBe(200);
+    expect((await verify("analyst@pw.test", "analyst-passphrase")).statusCode).toBe(201);
   });
 
   it("another tenant's member is not found", async () => {
@@ -206,7 +196,7 @@ describe("session state", () => {
       current_password: "admin-passphrase-5",
       new_password: "next-passphrase-5",
     });
-    expect(right.statusCode).toBe(204);
-    expect((await verify(admin.email, "next-passphrase-5")).statusCode).toBe(200);
+    expect(right.statusCode).toBe(200);
+    expect((await verify(admin.email, "next-passphrase-5")).statusCode).toBe(201);
   });
 });

@@ -94,13 +94,16 @@ return answers
 
 /**
  * A dashboard session names its tenant and member in a signed token, so there is no key to look
- * up: KEYS[1] is the session's revocation mark (set at sign-out); ARGV[1] the key prefix, ARGV[2]
- * now (ms), ARGV[3] today's calendar, ARGV[4..6] the tenant, member and session id, ARGV[7]
- * how close to its expiry (ms) a tenant record asks for a refresh (reported, not acted on: a
- * session that misses fetches the tenant itself).
+ * up: KEYS[1] is the session's revocation mark (set at sign-out), KEYS[2] the member's (set at
+ * removal), KEYS[3] the member's session epoch mark (raised by a password change or reset);
+ * ARGV[1] the key prefix, ARGV[2] now (ms), ARGV[3] today's calendar, ARGV[4..6] the tenant,
+ * member and session id, ARGV[7] how close to its expiry (ms) a tenant record asks for a refresh
+ * (reported, not acted on: a session that misses fetches the tenant itself), ARGV[8] the epoch
+ * the token was issued at.
  */
 export const AUTHORIZE_SESSION_LUA = `${SLIDE_LUA}${TENANT_WINDOW_LUA}
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return 'revoked' end
+if tonumber(redis.call('GET', KEYS[3]) or '-1') > tonumber(ARGV[8]) then return 'revoked' end
 local answer = authorizeTenant({ARGV[4], ARGV[5], ARGV[6]}, tonumber(ARGV[2]), ARGV[1], ARGV[3], tonumber(ARGV[7]))
 saveWindows()
 return answer
@@ -260,13 +263,14 @@ export function sessionAuthorization(redis: AuthorizationRedis, context: Authori
      * minute and lead-view counter. `keyId` in the answer is the session id.
      */
     async authorizeSession(
-      session: { tenantId: string; memberId: string; sessionId: string },
+      session: { tenantId: string; memberId: string; sessionId: string; epoch: number },
       now = Date.now(),
     ): Promise<Authorization> {
       return authorizationOf(
         await redis.thAuthorizeSession(
           `th:session:${session.sessionId}`,
           `th:member-sessions-ended:${session.memberId}`,
+          `th:member-epoch:${session.memberId}`,
           prefix,
           Math.floor(now),
           calendarOf(now),
@@ -274,6 +278,7 @@ export function sessionAuthorization(redis: AuthorizationRedis, context: Authori
           session.memberId,
           session.sessionId,
           refreshBelowMs,
+          session.epoch,
         ),
       );
     },
