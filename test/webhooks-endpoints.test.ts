@@ -118,6 +118,30 @@ describe("webhook endpoints", () => {
     }
   });
 
+  it("an attacker's 20 simultaneous subscribes to one watchlist get five 201s and fifteen 409 conflicts, and only five endpoints exist", async () => {
+    const tenant = "tn_endpoint_burst";
+    expect(readConfig({}).MAX_ENDPOINTS_PER_WATCHLIST).toBe(5);
+    const replies = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        stack.call(tenant, "POST", "/watchlists/wl_burst/webhooks", {
+          url: `${receiver.url}?n=${i}`,
+          events: ["watchlist.match"],
+        }),
+      ),
+    );
+    const statuses = replies.map((reply) => reply.status).sort();
+    expect(statuses).toEqual([...new Array(5).fill(201), ...new Array(15).fill(409)]);
+    for (const reply of replies.filter((r) => r.status === 409)) {
+      expect(reply.body).toMatchObject({
+        error: "conflict",
+        detail: expect.stringMatching(/watchlist wl_burst already has 5 webhook endpoints/),
+      });
+      expect(reply.body.secret).toBeUndefined();
+    }
+    const list = await stack.call(tenant, "GET", "/watchlists/wl_burst/webhooks");
+    expect(list.body.data).toHaveLength(5);
+  });
+
   it("stores secrets sealed with AES-256-GCM under a named key", async () => {
     const created = await stack.subscribe(TENANT, "wl_sealed", receiver.url);
     const { rows } = await stack.pool.query(

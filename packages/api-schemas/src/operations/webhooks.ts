@@ -137,7 +137,8 @@ export const createWebhookEndpoint = defineOperation({
     events: z.array(z.string()).min(1).describe("Only watchlist.match"),
   }),
   responses: { 201: createdEndpointSchema },
-  errors: [...edgeErrors, "not_found"],
+  // conflict: the watchlist or the account already has as many endpoints as allowed.
+  errors: [...edgeErrors, "not_found", "conflict"],
 });
 
 export const listWebhookEndpoints = defineOperation({

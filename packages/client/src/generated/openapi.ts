@@ -6143,6 +6143,21 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

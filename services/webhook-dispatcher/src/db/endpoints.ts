@@ -5,6 +5,31 @@ import type { EndpointRecord } from "../domain/endpoints.ts";
 
 type Queryable = Pool | PoolClient;
 
+/**
+ * Holds the tenant's subscribe lock until the transaction ends: one subscribe of a tenant at a
+ * time counts and inserts, so a burst cannot all count the same free places. The two-key lock
+ * keeps these apart from any other advisory lock on the database.
+ */
+export async function lockTenantSubscribes(client: PoolClient, tenantId: string): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtext('webhook-endpoints'), hashtext($1))", [
+    tenantId,
+  ]);
+}
+
+/** The tenant's endpoints and those of one of its watchlists, removed ones left out. */
+export async function countEndpoints(
+  db: Queryable,
+  tenantId: string,
+  watchlistId: string,
+): Promise<{ tenant: number; watchlist: number }> {
+  const { rows } = await db.query<{ tenant: number; watchlist: number }>(
+    `SELECT count(*)::int AS tenant, (count(*) FILTER (WHERE watchlist_id = $2))::int AS watchlist
+       FROM endpoints WHERE tenant_id = $1 AND deleted_at IS NULL`,
+    [tenantId, watchlistId],
+  );
+  return rows[0] ?? { tenant: 0, watchlist: 0 };
+}
+
 export async function insertEndpoint(
   client: PoolClient,
   endpoint: { id: string; tenantId: string; watchlistId: string; url: string; events: string[] },

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { endpointView, newEndpointId, subscribableEvents } from "./endpoints.ts";
+import {
+  endpointCapRefusal,
+  endpointView,
+  newEndpointId,
+  subscribableEvents,
+} from "./endpoints.ts";
 import { EVENT_TYPE } from "./payload.ts";
 
 describe("subscribableEvents", () => {
@@ -34,5 +39,25 @@ describe("newEndpointId", () => {
     const id = newEndpointId();
     expect(id).toMatch(/^we_[A-Za-z0-9_-]{16}$/);
     expect(newEndpointId()).not.toBe(id);
+  });
+});
+
+describe("endpointCapRefusal", () => {
+  const limits = { perWatchlist: 5, perTenant: 50 };
+
+  it("allows one more while both counts are under their caps", () => {
+    expect(endpointCapRefusal({ tenant: 49, watchlist: 4 }, limits, "wl_a")).toBeNull();
+  });
+
+  it("refuses the watchlist's sixth endpoint, naming the watchlist and its cap", () => {
+    expect(endpointCapRefusal({ tenant: 5, watchlist: 5 }, limits, "wl_a")).toMatch(
+      /watchlist wl_a already has 5 webhook endpoints, the most allowed \(5\)/,
+    );
+  });
+
+  it("refuses the tenant's fifty-first endpoint on a watchlist with room", () => {
+    expect(endpointCapRefusal({ tenant: 50, watchlist: 0 }, limits, "wl_b")).toMatch(
+      /this account already has 50 webhook endpoints, the most allowed \(50\)/,
+    );
   });
 });

@@ -37,3 +37,28 @@ export function subscribableEvents(requested: readonly string[]): string[] | nul
   const events = [...new Set(requested)];
   return events.length === 0 || events.some((event) => event !== EVENT_TYPE) ? null : events;
 }
+
+/** How many endpoints may exist at once (removed ones do not count). */
+export interface EndpointLimits {
+  perWatchlist: number;
+  perTenant: number;
+}
+
+/**
+ * Why one more endpoint may not be subscribed, or null. Each endpoint is one more stream of
+ * signed requests the service sends wherever its URL points; the caps bound what one account can
+ * make the service send and hold.
+ */
+export function endpointCapRefusal(
+  existing: { tenant: number; watchlist: number },
+  limits: EndpointLimits,
+  watchlistId: string,
+): string | null {
+  if (existing.watchlist >= limits.perWatchlist) {
+    return `watchlist ${watchlistId} already has ${existing.watchlist} webhook endpoints, the most allowed (${limits.perWatchlist}); remove one before subscribing another`;
+  }
+  if (existing.tenant >= limits.perTenant) {
+    return `this account already has ${existing.tenant} webhook endpoints, the most allowed (${limits.perTenant}); remove one before subscribing another`;
+  }
+  return null;
+}

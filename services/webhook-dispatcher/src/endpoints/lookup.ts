@@ -5,13 +5,14 @@ import type { WatchlistDirectory } from "../clients/internal.ts";
 import { selectEndpoint } from "../db/endpoints.ts";
 import type { SecretStore } from "../delivery/secret-store.ts";
 import type { AddressPolicy } from "../domain/address.ts";
-import { type EndpointView, endpointView } from "../domain/endpoints.ts";
+import { type EndpointLimits, type EndpointView, endpointView } from "../domain/endpoints.ts";
 
 export interface EndpointDeps {
   pool: Pool;
   secrets: SecretStore;
   watchlists: WatchlistDirectory;
   policy: AddressPolicy;
+  limits: EndpointLimits;
   now: () => number;
   wake: () => void;
 }

@@ -3,8 +3,10 @@
 import { inTransaction } from "@th/db";
 import { ApiError, type InternalCaller } from "@th/service-kit";
 import {
+  countEndpoints,
   insertEndpoint,
   lockEndpoint,
+  lockTenantSubscribes,
   markEndpointRemoved,
   markEndpointsOfWatchlistRemoved,
   selectEndpointsOf,
@@ -14,6 +16,7 @@ import { hasSecretCreatedAfter } from "../db/secrets.ts";
 import { refuseEndpointUrl } from "../delivery/sender.ts";
 import {
   type EndpointView,
+  endpointCapRefusal,
   endpointView,
   newEndpointId,
   subscribableEvents,
@@ -42,7 +45,11 @@ async function checkSubscription(
   return events;
 }
 
-/** A new endpoint with its first secret, which is returned this once. */
+/**
+ * A new endpoint with its first secret, which is returned this once; refused with nothing
+ * created when the watchlist or the tenant already has as many endpoints as allowed. The count
+ * and the insert run under the tenant's lock, so concurrent subscribes cannot pass the caps.
+ */
 async function createEndpoint(
   deps: EndpointDeps,
   caller: InternalCaller,
@@ -53,6 +60,12 @@ async function createEndpoint(
   await requireWatchlist(deps, caller, watchlistId);
   const id = newEndpointId();
   return inTransaction(deps.pool, async (client) => {
+    await lockTenantSubscribes(client, caller.tenantId);
+    const existing = await countEndpoints(client, caller.tenantId, watchlistId);
+    const full = endpointCapRefusal(existing, deps.limits, watchlistId);
+    if (full) {
+      throw new ApiError("conflict", full);
+    }
     const createdAt = await insertEndpoint(client, {
       id,
       tenantId: caller.tenantId,
