@@ -46,13 +46,13 @@ export interface SessionClaims {
   sessionId: string;
   /** The CSRF token bound to the session; state-changing calls echo it in X-CSRF-Token. */
   csrf: string;
+  /** The member's session epoch the token was issued at; a password change raises it. */
+  epoch: number;
 }
 
 /** The dashboard's second way in: a signed session cookie instead of a key. */
 export interface EdgeSessions {
   /** The access token's claims; null without a session cookie; "invalid" when it fails to verify. */
-  /** The member's session epoch the token was issued at; a password change raises it. */
-  epoch: number;
   read(request: FastifyRequest): SessionClaims | null | "invalid";
   /** On a tenant-cache miss: the tenant's snapshot, or null when the member may not sign in. */
   tenantOf(memberId: string, requestId: string): Promise<TenantChanged | null>;
