@@ -20,6 +20,7 @@ import { createMembership } from "./delivery/membership.ts";
 import { createSecretStore } from "./delivery/secret-store.ts";
 import { createSender } from "./delivery/sender.ts";
 import { createWorker } from "./delivery/worker.ts";
+import type { EndpointLimits } from "./domain/endpoints.ts";
 import { createSecretBox } from "./domain/secrets.ts";
 import { createEndpointService } from "./endpoints/service.ts";
 import { registerWebhookRoutes } from "./routes/webhooks.ts";
@@ -46,6 +47,14 @@ export interface DispatcherOptions {
   now?: () => number;
   /** Whether an idle instance helps with the other members' tenants (yes, unless a bench's control). */
   helpOthers?: boolean;
+}
+
+/** How many endpoints a watchlist and a tenant may have (decision 0332). */
+function endpointLimits(config: Config): EndpointLimits {
+  return {
+    perWatchlist: config.MAX_ENDPOINTS_PER_WATCHLIST,
+    perTenant: config.MAX_ENDPOINTS_PER_TENANT,
+  };
 }
 
 /** Builds the dispatcher without starting it, so tests can drive it directly. */
@@ -140,10 +149,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       options.watchlists ??
       matcherWatchlists({ ...signedAs("matcher"), baseUrl: config.MATCHER_URL }),
     policy,
-    limits: {
-      perWatchlist: config.MAX_ENDPOINTS_PER_WATCHLIST,
-      perTenant: config.MAX_ENDPOINTS_PER_TENANT,
-    },
+    limits: endpointLimits(config),
     now,
     wake: () => worker.wake(),
   });
