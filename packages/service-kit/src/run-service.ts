@@ -5,7 +5,7 @@ import { createLogger, type Logger, startTelemetry } from "@th/telemetry";
 import { Redis } from "ioredis";
 import type { HttpApp } from "./app.ts";
 import { unavailableStore } from "./errors.ts";
-import { startInternalServer } from "./internal-server.ts";
+import { type ReadinessCheck, startInternalServer } from "./internal-server.ts";
 import { stopOnSignals } from "./lifecycle.ts";
 import { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
 import { registerSecurityHeaders } from "./security-headers.ts";
@@ -125,6 +125,30 @@ function databaseUrlOf(config: ServiceConfig): string {
   return url;
 }
 
+/** The process's Redis client; a service that keeps nothing there gets one that never connects. */
+function redisOf(config: ServiceConfig, usesRedis: boolean, logger: Logger): Redis {
+  const redis = new Redis(config.REDIS_URL, { ...REDIS_OPTIONS, lazyConnect: !usesRedis });
+  redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
+  return redis;
+}
+
+/**
+ * What `/readyz` waits for: only the stores the service uses. Postgres where it has a pool,
+ * Redis where it keeps anything there, Kafka always.
+ */
+function readinessChecks(stores: {
+  pool: Pool | undefined;
+  redis: Redis | undefined;
+  bus: Bus;
+}): Record<string, ReadinessCheck> {
+  const { pool, redis, bus } = stores;
+  return {
+    ...(pool ? { postgres: () => pingDatabase(pool) } : {}),
+    ...(redis ? { redis: async () => (await redis.ping()) === "PONG" } : {}),
+    kafka: () => bus.ping(),
+  };
+}
+
 export async function runService<Config extends ServiceConfig>(
   spec: ServiceSpec<Config>,
   argv: readonly string[],
@@ -154,9 +178,7 @@ export async function runService<Config extends ServiceConfig>(
         onConnectionError: (error) => logger.warn({ err: error }, "postgres connection lost"),
       })
     : undefined;
-  // A service that keeps nothing in Redis gets a client that never connects unless used.
-  const redis = new Redis(config.REDIS_URL, { ...REDIS_OPTIONS, lazyConnect: !spec.usesRedis });
-  redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
+  const redis = redisOf(config, spec.usesRedis, logger);
   const bus = new Bus({
     ...kafkaConnection(config),
     clientId: spec.name,
@@ -248,11 +270,7 @@ export async function runService<Config extends ServiceConfig>(
     port: config.INTERNAL_PORT,
     timeouts,
     metrics,
-    checks: {
-      ...(pool ? { postgres: () => pingDatabase(pool) } : {}),
-      ...(spec.usesRedis ? { redis: async () => (await redis.ping()) === "PONG" } : {}),
-      kafka: () => bus.ping(),
-    },
+    checks: readinessChecks({ pool, redis: spec.usesRedis ? redis : undefined, bus }),
   });
   logger.info(
     {
