@@ -200,3 +200,33 @@ describe("session state", () => {
     expect((await verify(admin.email, "next-passphrase-5")).statusCode).toBe(201);
   });
 });
+
+describe("password hashes of the scrypt era", () => {
+  // Made by this service before Argon2id (scrypt N = 2^15, r = 8, p = 1).
+  const SCRYPT_ERA_HASH =
+    "scrypt$32768$8$1$oTpFaCo-b51Z7nD5m69mcg$wAmPjUVCEx-LiVPcctwMcx46Jr2uSHowdr8QRElu2Dw";
+  const storedHash = async (memberId: string) =>
+    (
+      await harness.pool.query<{ password_hash: string }>(
+        "SELECT password_hash FROM members WHERE id = $1",
+        [memberId],
+      )
+    ).rows[0]?.password_hash;
+
+  it("still sign in, and are replaced by an Argon2id hash at that sign-in; a wrong password replaces nothing", async () => {
+    const trial = await startTrial("team", "placeholder-passphrase");
+    const memberId = trial.caller.memberId;
+    await harness.pool.query("UPDATE members SET password_hash = $2 WHERE id = $1", [
+      memberId,
+      SCRYPT_ERA_HASH,
+    ]);
+    expect((await verify(trial.email, "legacy scrypt passphrasE")).statusCode).toBe(401);
+    expect(await storedHash(memberId)).toBe(SCRYPT_ERA_HASH);
+
+    expect((await verify(trial.email, "legacy scrypt passphrase")).statusCode).toBe(201);
+    const upgraded = await storedHash(memberId);
+    expect(upgraded).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+    expect((await verify(trial.email, "legacy scrypt passphrase")).statusCode).toBe(201);
+    expect(await storedHash(memberId)).toBe(upgraded);
+  });
+});
