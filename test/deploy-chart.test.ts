@@ -246,6 +246,21 @@ describe("the terminal-house Helm chart", () => {
     }
   });
 
+  it("trusts no proxy's X-Forwarded-For unless told which, and hands the gateway the ones it is told", async () => {
+    const gatewayEnv = (manifests: Manifest[]) => {
+      const deployment = byKind(manifests, "Deployment").find(
+        (d) => d.metadata.name === "th-gateway",
+      );
+      return podEnvironment(manifests, deployment?.spec.template.spec.containers[0]);
+    };
+    const none = gatewayEnv(await render());
+    expect(gatewayConfig(none).TRUSTED_PROXIES).toEqual([]);
+    const told = gatewayEnv(
+      await render("--set-string", "ingress.trustedProxies=10.42.0.0/16\\,10.43.0.7"),
+    );
+    expect(gatewayConfig(told).TRUSTED_PROXIES).toEqual(["10.42.0.0/16", "10.43.0.7"]);
+  });
+
   it("hands the database URL to every service but the gateway, which keeps no database", async () => {
     const manifests = await render();
     for (const service of serviceNames) {
