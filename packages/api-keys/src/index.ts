@@ -96,6 +96,20 @@ export function rememberingKeyHasher(
   };
 }
 
+/** A pepper and its version, as a stored hash records it (decision 0345). */
+export interface VersionedPepper {
+  version: number;
+  key: Buffer | KeyObject;
+}
+
+/** The key's hash under each of these peppers, in their order: the stored forms it may have. */
+export function keyHashes(
+  key: string,
+  peppers: readonly VersionedPepper[],
+): { version: number; hash: string }[] {
+  return peppers.map((pepper) => ({ version: pepper.version, hash: hashApiKey(key, pepper.key) }));
+}
+
 /** The pepper as a key object, built once: rebuilding it per request costs more than the HMAC. */
 export function pepperKey(pepper: Buffer): KeyObject {
   return createSecretKey(pepper);

@@ -7,6 +7,7 @@ import {
   internalCallerKeys,
 } from "./internal-signing.ts";
 import { kafkaSettingProblems, kafkaShape } from "./kafka.ts";
+import { keyPeppersOf, keyPeppersSetting } from "./key-peppers.ts";
 
 export { type HttpServerSettings, httpServerShape } from "./http-server.ts";
 export {
@@ -27,6 +28,12 @@ export {
   Secret,
   securityProtocolOf,
 } from "./kafka.ts";
+export {
+  type KeyPepper,
+  type KeyPeppers,
+  keyPeppersOf,
+  parseKeyPeppers,
+} from "./key-peppers.ts";
 export { z };
 
 /** Thrown once at start-up when the environment does not satisfy a service's config schema. */
@@ -135,6 +142,8 @@ export const vars = {
     z.string().refine((value) => decodeKey(value) !== undefined, {
       message: "must be 32 bytes, written as 64 hex characters or base64",
     }),
+  /** The API-key pepper: one key (version 1) or `version:key` pairs, the current first. */
+  keyPeppers: keyPeppersSetting,
 };
 
 export function decodeKey(value: string): Buffer | undefined {
@@ -145,9 +154,9 @@ export function decodeKey(value: string): Buffer | undefined {
   return decoded.length === 32 ? decoded : undefined;
 }
 
-/** The API-key pepper as bytes: `vars.secretKey()` already refused a value that does not decode. */
+/** The current API-key pepper as bytes: the one new key hashes are made with. */
 export function pepperOf(config: { KEY_PEPPER: string }): Buffer {
-  return decodeKey(config.KEY_PEPPER) as Buffer;
+  return keyPeppersOf(config).current.key;
 }
 
 /**

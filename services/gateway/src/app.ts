@@ -1,6 +1,6 @@
-import { pepperKey, rememberingKeyHasher } from "@th/api-keys";
+import { keyHashes, pepperKey, rememberingKeyHasher } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
-import { pepperOf } from "@th/config";
+import { type KeyPeppers, keyPeppersOf } from "@th/config";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
 import { createLeadViewMeter, ledgerUsageLoader } from "@th/quota";
 import {
@@ -45,6 +45,24 @@ export const API_VERSION = "1.0.0";
 
 export interface GatewayOptions {
   now?: () => number;
+}
+
+/**
+ * How the edge hashes a presented key: under the current pepper, remembered for the keys of a
+ * busy deployment's active tenants (a few megabytes at most), and under each older pepper when
+ * the current one does not know it (decision 0345).
+ */
+function keyHashing(peppers: KeyPeppers) {
+  const older = peppers.all
+    .filter((pepper) => pepper.version !== peppers.current.version)
+    .map((pepper) => ({ version: pepper.version, key: pepperKey(pepper.key) }));
+  return {
+    hashKey: rememberingKeyHasher(pepperKey(peppers.current.key), 10_000),
+    olderPeppers: {
+      currentVersion: peppers.current.version,
+      hashes: (key: string) => keyHashes(key, older),
+    },
+  };
 }
 
 /** Builds the gateway without listening, so tests can `inject` requests. */
@@ -141,8 +159,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     sessions: sessions.edge,
     onRateLimited: (scope) => rateLimited?.inc({ scope }),
     keys: createKeysClient(keysUpstream),
-    // The keys of a busy deployment's active tenants; a few megabytes at most.
-    hashKey: rememberingKeyHasher(pepperKey(pepperOf(config)), 10_000),
+    ...keyHashing(keyPeppersOf(config)),
     upgradeUrl: config.UPGRADE_URL,
     publicRatePerMinute: config.PUBLIC_RATE_PER_MINUTE,
     authFailureRatePerMinute: config.AUTH_FAILURE_RATE_PER_MINUTE,

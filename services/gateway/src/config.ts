@@ -23,8 +23,11 @@ export const configSchema = defineConfig(
      * just sent on it would fail with 502 (decision 0340).
      */
     HTTP_KEEP_ALIVE_TIMEOUT_MS: vars.positiveInt(65_000),
-    /** Server pepper of API key hashes; must equal the keys service's. */
-    KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
+    /**
+     * Server pepper of API key hashes; must equal the keys service's. One 32-byte key (version 1)
+     * or `version:key` pairs, the current first: keys hashed under any listed version work.
+     */
+    KEY_PEPPER: vars.keyPeppers().default(DEV_SECRETS.KEY_PEPPER),
     /** Signs the gateway's calls to the services' internal APIs (decision 0320). */
     INTERNAL_SIGNING_SECRET: internalSigningSecret("gateway"),
     KEYS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8081"),

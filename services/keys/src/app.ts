@@ -1,4 +1,4 @@
-import { pepperOf } from "@th/config";
+import { keyPeppersOf } from "@th/config";
 import {
   createHttpApp,
   createOutboxRelay,
@@ -20,7 +20,7 @@ export interface KeysAppOptions {
 export async function buildApp(deps: ServiceDeps<Config>, options: KeysAppOptions = {}) {
   const accounts = createAccounts({
     pool: deps.pool,
-    pepper: pepperOf(deps.config),
+    peppers: keyPeppersOf(deps.config),
     payments: options.payments ?? new LocalPaymentProvider(),
     now: options.now ?? (() => new Date()),
   });

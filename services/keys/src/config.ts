@@ -6,8 +6,12 @@ export const INTERNAL_RECEIVER = { service: "keys", callers: ["gateway"] } as co
 export const configSchema = defineConfig(
   {
     ...serviceShape({ port: 8081, internalPort: 9081, ...INTERNAL_RECEIVER }),
-    /** Server pepper of API key hashes (HMAC-SHA-256); 32 bytes. */
-    KEY_PEPPER: vars.secretKey().default(DEV_SECRETS.KEY_PEPPER),
+    /**
+     * Server pepper of API key hashes (HMAC-SHA-256): one 32-byte key (version 1) or
+     * `version:key` pairs, the current first (decision 0345). New keys are hashed under the
+     * current; a key under another listed version is re-hashed under it when next used.
+     */
+    KEY_PEPPER: vars.keyPeppers().default(DEV_SECRETS.KEY_PEPPER),
     /** `local` is the built-in test processor; a real processor adds its own value. */
     PAYMENT_PROVIDER: z.enum(["local"]).default("local"),
     /** How often ended trials are looked for and charged. */

@@ -25,6 +25,28 @@ export function createKeysClient(upstream: InternalClient) {
       }
       return reply.body;
     },
+
+    /**
+     * Asks the keys service to move a key found under an older pepper to the current one
+     * (decision 0345); the new hash, or null when there was nothing to move.
+     */
+    async rehash(
+      key: string,
+      currentVersion: number,
+      requestId: string,
+    ): Promise<{ key_hash: string } | null> {
+      const reply = await upstream.send<{ key_hash: string }>("POST", "/internal/v1/keys/rehash", {
+        body: { key, pepper_version: currentVersion },
+        requestId,
+      });
+      if (reply.status === 404 || reply.status === 409) {
+        return null;
+      }
+      if (reply.status !== 200) {
+        throw new Error(`re-hashing a key failed with ${reply.status}`);
+      }
+      return reply.body;
+    },
   };
 }
 

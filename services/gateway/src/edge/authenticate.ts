@@ -19,8 +19,16 @@ export { quotaUpgradeUrlFor } from "./tier-gate.ts";
 export interface EdgeOptions {
   store: EdgeStore;
   keys: KeysClient;
-  /** A key's stored hash (see `rememberingKeyHasher`). */
+  /** A key's stored hash under the current pepper (see `rememberingKeyHasher`). */
   hashKey: (key: string) => string;
+  /**
+   * The peppers before the current one (decision 0345): a key unknown under the current pepper
+   * is looked for under each, and one found is re-hashed under the current.
+   */
+  olderPeppers?: {
+    currentVersion: number;
+    hashes: (key: string) => readonly { version: number; hash: string }[];
+  };
   upgradeUrl: string;
   publicRatePerMinute: number;
   authFailureRatePerMinute: number;

@@ -46,7 +46,7 @@ export function rebuilding(): ApiError {
   return new ApiError("unavailable", "authentication state is being rebuilt; try again shortly");
 }
 
-type KeyOptions = Pick<EdgeOptions, "store" | "keys" | "hashKey">;
+type KeyOptions = Pick<EdgeOptions, "store" | "keys" | "hashKey" | "olderPeppers">;
 
 /**
  * API-key authentication: the key from the Authorization header, its answer from Redis (one
@@ -105,6 +105,63 @@ export function createKeyAuthentication(
     return answer;
   }
 
+  // One re-hash at a time per key, however many of its requests arrive meanwhile.
+  const rehashing = new Map<string, Promise<void>>();
+
+  /**
+   * Moves a key found under an older pepper to the current one, in the background: the keys
+   * service re-hashes it, then the edge's record follows the new hash and the old one is
+   * dropped, so the next request finds the key in one lookup.
+   */
+  function rehashInBackground(
+    request: FastifyRequest,
+    key: string,
+    oldHash: string,
+    found: Admitted,
+  ): void {
+    const older = options.olderPeppers;
+    if (!older || rehashing.has(oldHash)) {
+      return;
+    }
+    const task = options.keys
+      .rehash(key, older.currentVersion, request.id)
+      .then(async (moved) => {
+        if (!moved) {
+          return;
+        }
+        const record = { tenantId: found.tenantId, memberId: found.memberId, keyId: found.keyId };
+        await options.store.putKey(moved.key_hash, { ...record, revoked: false });
+        await options.store.forgetKey(oldHash);
+      })
+      .catch((error: unknown) => {
+        request.log.warn({ err: error }, "re-hashing a key under the current pepper failed");
+      })
+      .finally(() => rehashing.delete(oldHash));
+    rehashing.set(oldHash, task);
+  }
+
+  /**
+   * The answer for a key unknown under the current pepper: the first older pepper under which
+   * it is known. Only an unknown key is looked for further, so a key revoked under the current
+   * pepper stays revoked whatever an older hash of it still says.
+   */
+  async function resolveUnderOlderPeppers(
+    request: FastifyRequest,
+    key: string,
+  ): Promise<Authorization> {
+    for (const older of options.olderPeppers?.hashes(key) ?? []) {
+      const answer = await resolve(request, older.hash);
+      if (answer.kind === "unknown") {
+        continue;
+      }
+      if (answer.kind === "ok") {
+        rehashInBackground(request, key, older.hash, answer);
+      }
+      return answer;
+    }
+    return { kind: "unknown" };
+  }
+
   /** The tenant's answer for the request's key; refuses a request without a usable, live key. */
   return async function authenticateKey(
     request: FastifyRequest,
@@ -114,7 +171,10 @@ export function createKeyAuthentication(
     if (typeof key !== "string") {
       return refuse(request, key.refusal);
     }
-    const answer = await resolve(request, options.hashKey(key));
+    let answer = await resolve(request, options.hashKey(key));
+    if (answer.kind === "unknown" && options.olderPeppers) {
+      answer = await resolveUnderOlderPeppers(request, key);
+    }
     if (answer.kind === "ok") {
       return answer;
     }

@@ -1,4 +1,4 @@
-import { generateApiKey, hashApiKey, lastFour } from "@th/api-keys";
+import { generateApiKey, hashApiKey, keyHashes, lastFour } from "@th/api-keys";
 import { contracts, type KeyRevokeReason } from "@th/contracts";
 import { inTransaction, type PoolClient } from "@th/db";
 import { ApiError, enqueueEvent } from "@th/service-kit";
@@ -7,7 +7,7 @@ import { newId } from "../domain/ids.ts";
 import { type TenantJson, tenantChangedEvent, tenantFromJson } from "../domain/tenants.ts";
 import { type AccountsDeps, type Caller, requireAdmin } from "./tenant-rows.ts";
 
-type KeyDeps = Pick<AccountsDeps, "pepper" | "now">;
+type KeyDeps = Pick<AccountsDeps, "peppers" | "now">;
 
 /** Issues a key to a member; the secret is returned once and only its hash is kept. */
 export async function insertKey(
@@ -24,15 +24,25 @@ export async function insertKey(
     tenant_id: tenantId,
     member_id: memberId,
     label,
-    key_hash: hashApiKey(secret, deps.pepper),
+    key_hash: hashApiKey(secret, deps.peppers.current.key),
     last4: lastFour(secret),
     created_at: issuedAt,
     revoked_at: null,
   };
   await client.query(
-    `INSERT INTO api_keys (id, tenant_id, member_id, label, key_hash, last4, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [row.id, tenantId, memberId, label, row.key_hash, row.last4, issuedAt],
+    `INSERT INTO api_keys (id, tenant_id, member_id, label, key_hash, last4, created_at,
+                           pepper_version)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [
+      row.id,
+      tenantId,
+      memberId,
+      label,
+      row.key_hash,
+      row.last4,
+      issuedAt,
+      deps.peppers.current.version,
+    ],
   );
   await enqueueEvent(client, contracts.keyIssued, keyIssuedEvent(row));
   return { ...keyView(row, issuedAt), secret };
@@ -64,14 +74,18 @@ export async function revokeRows(
 /** API keys: lookup for the gateway, and listing, issuing and revoking for admins. */
 export function createKeys(deps: AccountsDeps) {
   const { pool, now } = deps;
+  const versions = deps.peppers.all.map((pepper) => pepper.version);
 
   return {
-    /** What the gateway needs to authorize a request carrying this key hash. */
+    /**
+     * What the gateway needs to authorize a request carrying this key hash. A hash made with a
+     * pepper no longer configured is not found: removing a pepper voids the keys still under it.
+     */
     async lookupKey(keyHash: string) {
       const { rows } = await pool.query<KeyRow & { tenant: TenantJson }>(
         `SELECT k.*, row_to_json(t) AS tenant FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-         WHERE k.key_hash = $1`,
-        [keyHash],
+         WHERE k.key_hash = $1 AND k.pepper_version = ANY($2::smallint[])`,
+        [keyHash, versions],
       );
       const row = rows[0];
       if (!row) {
@@ -84,6 +98,46 @@ export function createKeys(deps: AccountsDeps) {
         revoked: row.revoked_at !== null,
         tenant: tenantChangedEvent(tenantFromJson(row.tenant), now()),
       };
+    },
+
+    /**
+     * Moves a key hashed under an older listed pepper to the current one, given the key itself
+     * (the gateway, which holds it while authenticating, sends it): the hash is recomputed here,
+     * never taken from the caller. The caller names the version it holds current; while a
+     * rotation rolls out and the two differ, nothing moves. Undefined when no row holds the key
+     * under an older pepper.
+     */
+    async rehashKey(
+      secret: string,
+      callersCurrent: number,
+    ): Promise<{ key_hash: string; pepper_version: number } | undefined> {
+      const current = deps.peppers.current;
+      if (callersCurrent !== current.version) {
+        throw new ApiError(
+          "conflict",
+          `the current pepper here is version ${current.version}, not ${callersCurrent}`,
+        );
+      }
+      const older = keyHashes(
+        secret,
+        deps.peppers.all.filter((pepper) => pepper.version !== current.version),
+      );
+      if (older.length === 0) {
+        return undefined;
+      }
+      const keyHash = hashApiKey(secret, current.key);
+      const { rowCount } = await pool.query(
+        `UPDATE api_keys k SET key_hash = $1, pepper_version = $2
+           FROM unnest($3::text[], $4::smallint[]) AS o (hash, version)
+          WHERE k.key_hash = o.hash AND k.pepper_version = o.version`,
+        [
+          keyHash,
+          current.version,
+          older.map((each) => each.hash),
+          older.map((each) => each.version),
+        ],
+      );
+      return rowCount ? { key_hash: keyHash, pepper_version: current.version } : undefined;
     },
 
     async listKeys(caller: Caller) {

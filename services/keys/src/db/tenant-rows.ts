@@ -1,3 +1,4 @@
+import type { KeyPeppers } from "@th/config";
 import { contracts } from "@th/contracts";
 import type { Pool, PoolClient } from "@th/db";
 import { ApiError, enqueueEvent } from "@th/service-kit";
@@ -7,7 +8,8 @@ import { type TenantRow, tenantChangedEvent } from "../domain/tenants.ts";
 /** What every part of the accounts store is built from. */
 export interface AccountsDeps {
   pool: Pool;
-  pepper: Buffer;
+  /** The peppers of API-key hashes: new hashes under the current, lookups under any listed. */
+  peppers: KeyPeppers;
   payments: PaymentProvider;
   now: () => Date;
 }

@@ -72,6 +72,11 @@ export function cachedRecords(redis: RecordRedis, tenantTtlSeconds: number) {
         .exec();
     },
 
+    /** A key record no hash leads to any more (its key was re-hashed under a newer pepper). */
+    async forgetKey(keyHash: string) {
+      await redis.del(`th:key:${keyHash}`);
+    },
+
     async putUnknown(keyHash: string) {
       await redis
         .multi()
