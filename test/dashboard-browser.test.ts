@@ -2,7 +2,8 @@
 // (serving the built app and the API on one origin), keys, parcels, ledger, matcher and a
 // webhook dispatcher on real Postgres, Redis and Kafka. Screenshots of every page land in
 // test/artifacts/dashboard/.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,6 +35,7 @@ let page: Page;
 let profile: string;
 let origin: string;
 let tenant: Awaited<ReturnType<EdgeStack["startTrial"]>>;
+let folios: string[];
 
 async function shot(name: string) {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
@@ -66,7 +68,7 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     stack = await startEdgeStack({
       gatewayEnv: { DISPATCHER_URL: `http://127.0.0.1:${dispatcherPort}` },
     });
-    await stack.ingestSample();
+    folios = await stack.ingestSample();
     const gatewayHttp = stack.gateway.http;
     if (!gatewayHttp) {
       throw new Error("the gateway has no HTTP app");
@@ -224,6 +226,55 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     await page.getByRole("button", { name: "Search" }).click();
     await page.getByTestId("lead-row").first().waitFor();
     expect(await page.getByText("No parcel matches these filters.").count()).toBe(0);
+  });
+
+  it("downloads the CSV export from its own link, and lets no page of another origin spend a lead-view through the session cookie", async () => {
+    await go("Leads");
+    // Only the header row: the download is the check, not its size.
+    await page.getByLabel("Min just value ($)").fill("999999999999");
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("link", { name: "Export CSV (1 lead-view per row)" }).click(),
+    ]);
+    expect(await download.failure()).toBeNull();
+    const csv = readFileSync((await download.path()) as string, "utf8");
+    expect(csv.split("\r\n")[0]).toMatch(/^folio,/);
+    await page.getByLabel("Min just value ($)").fill("");
+    // A page of another origin on the same site (a sibling subdomain; here another port): the
+    // SameSite=Strict session cookie rides along with its <img>, and the read is refused.
+    const left = async () =>
+      Number(
+        (await stack.request("GET", "/v1/account", { key: tenant.key })).headers[
+          "x-quota-lead-views-remaining"
+        ],
+      );
+    const before = await left();
+    const folio = folios[folios.length - 1] as string;
+    const attacker = createServer((_request, response) => {
+      response.setHeader("content-type", "text/html; charset=utf-8");
+      response.end(`<!doctype html><img src="${origin}/v1/leads/${folio}">`);
+    });
+    await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
+    const evil = await context.newPage();
+    try {
+      // The browser withholds the answer from the page either way (opaque response blocking):
+      // the attack needs no answer, only the server's charge.
+      const sent = new Promise<void>((resolve) => {
+        const done = (request: { url(): string }) => {
+          if (request.url().includes("/v1/leads/")) {
+            resolve();
+          }
+        };
+        evil.on("requestfinished", done);
+        evil.on("requestfailed", done);
+      });
+      await evil.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`);
+      await sent;
+    } finally {
+      await evil.close();
+      attacker.close();
+    }
+    expect(await left()).toBe(before);
   });
 
   it("subscribes a webhook with its secret shown once, and replays a dead letter", async () => {

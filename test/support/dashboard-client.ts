@@ -1,5 +1,5 @@
 // A browser-like client for the dashboard's API over `inject`: it keeps the cookies the gateway
-// sets (honouring their paths) and echoes the CSRF token on state-changing calls, as the page does.
+// sets (honouring their paths) and echoes the CSRF token on every call, as the page does.
 import type { EdgeStack } from "./edge-stack.ts";
 
 interface StoredCookie {
@@ -60,7 +60,7 @@ export function dashboardClient(stack: EdgeStack, ip = "192.0.2.44", gateway = s
       throw new Error("no gateway");
     }
     const cookies = cookieHeader(url);
-    const sendCsrf = init.csrf ?? method !== "GET";
+    const sendCsrf = init.csrf ?? true;
     const response = await app.inject({
       method,
       url,

@@ -20,6 +20,7 @@ import { signInBackoffPolicy } from "./domain/sign-in-accounts.ts";
 import { registerEdge } from "./edge/authenticate.ts";
 import { createBatchCharge } from "./edge/batch-calls.ts";
 import { registerClientAddress } from "./edge/client-address.ts";
+import { registerPaidReadCsrf } from "./edge/csrf.ts";
 import { createEdgeStore, EDGE_REDIS_OPTIONS } from "./edge/edge-store.ts";
 import { createVoidPublisher } from "./edge/lead-view-voids.ts";
 import { LIMIT_HEADER_DOCS, tenantlessHeaders } from "./edge/limit-headers.ts";
@@ -172,6 +173,8 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
         day: new Date(now()).toISOString().slice(0, 10),
       }),
   });
+  // After the edge admitted a session: its reads that cost lead-views need the CSRF proof too.
+  registerPaidReadCsrf(http, sessions.edge);
   registerHealthRoutes(http, { version: API_VERSION });
   registerDashboardSessionRoutes(http, {
     keys: keysUpstream,

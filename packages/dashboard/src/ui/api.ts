@@ -66,10 +66,9 @@ export async function api<T = unknown>(
   body?: unknown,
   retried = false,
 ): Promise<T> {
-  const headers: Record<string, string> = {};
-  if (method !== "GET") {
-    headers["x-csrf-token"] = csrfToken();
-  }
+  // On reads too: a read that costs lead-views is refused without it (or the browser's word
+  // that this page sent it), so another site cannot spend the tenant's quota.
+  const headers: Record<string, string> = { "x-csrf-token": csrfToken() };
   if (body !== undefined) {
     headers["content-type"] = "application/json";
   }

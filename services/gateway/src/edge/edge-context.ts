@@ -16,6 +16,11 @@ export interface EdgeRouteConfig {
   ownCredential?: boolean;
   /** The surface a tier must open; `rest` when not said. */
   surface?: Surface;
+  /**
+   * The route's answers cost lead-views: a dashboard session must show that its own page sent
+   * the request, a GET included (edge/csrf.ts).
+   */
+  leadViews?: boolean;
 }
 
 declare module "fastify" {

@@ -2,6 +2,7 @@ import { type Operation, requestSchemas } from "@th/api-schemas";
 import type { Surface } from "@th/billing";
 import { type ErrorCode, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { EdgeRouteConfig } from "../edge/edge-context.ts";
 import { callAs, type OwnerTarget, relay } from "./forward.ts";
 
 /** An operation of the table as the gateway publishes it. */
@@ -10,17 +11,32 @@ export type PublicOperation = Operation<ErrorCode, Surface>;
 const security = [{ bearerAuth: [] }];
 
 /**
+ * What the edge is told of an operation: that it is public, or the surface its tier gate opens
+ * and whether its answers cost lead-views. An operation the quota can refuse (`quota_exceeded`)
+ * is one that spends lead-views, so a dashboard session must prove its page sent it, a GET
+ * included (decision 0343).
+ */
+export function edgeConfigOf(operation: PublicOperation): EdgeRouteConfig | undefined {
+  if (operation.access === "public") {
+    return { public: true };
+  }
+  const edge: EdgeRouteConfig = {};
+  if (operation.surface !== undefined) {
+    edge.surface = operation.surface;
+  }
+  if (operation.errors.includes("quota_exceeded")) {
+    edge.leadViews = true;
+  }
+  return Object.keys(edge).length > 0 ? edge : undefined;
+}
+
+/**
  * The route options of an operation: its tier gate and the schema it is validated and
  * documented with, taken from the table.
  */
 export function publicRoute<const O extends PublicOperation>(operation: O) {
   const access = operation.access ?? "key";
-  const edge =
-    access === "public"
-      ? { public: true }
-      : operation.surface !== undefined
-        ? { surface: operation.surface }
-        : undefined;
+  const edge = edgeConfigOf(operation);
   return {
     ...(edge !== undefined ? { config: { edge } } : {}),
     schema: {
