@@ -1,9 +1,10 @@
 import { PUBLIC_OPERATIONS } from "@th/api-schemas";
 import { describe, expect, it } from "vitest";
-import { edgeConfigOf } from "../routes/operation.ts";
+import { edgeConfigOf, type PublicOperation } from "../routes/operation.ts";
 import { sentByOwnPage } from "./csrf.ts";
 
 const TOKEN = "c".repeat(32);
+const OPERATIONS: readonly PublicOperation[] = PUBLIC_OPERATIONS;
 
 describe("a session's proof that its own page sent a paid read", () => {
   it("is the session's CSRF token, or the browser's word that a page of this origin sent it", () => {
@@ -25,7 +26,7 @@ describe("a session's proof that its own page sent a paid read", () => {
 
 describe("the operations whose answers cost lead-views", () => {
   it("are exactly the lead reads and the CSV exports, the ones the quota can refuse", () => {
-    const paid = PUBLIC_OPERATIONS.filter((operation) => edgeConfigOf(operation)?.leadViews)
+    const paid = OPERATIONS.filter((operation) => edgeConfigOf(operation)?.leadViews)
       .map((operation) => `${operation.method} ${operation.path}`)
       .sort();
     expect(paid).toEqual([
@@ -38,9 +39,9 @@ describe("the operations whose answers cost lead-views", () => {
   });
 
   it("keep their surface, and a public operation stays public only", () => {
-    const csv = PUBLIC_OPERATIONS.find((operation) => operation.operationId === "exportLeadsCsv");
+    const csv = OPERATIONS.find((operation) => operation.operationId === "exportLeadsCsv");
     expect(csv && edgeConfigOf(csv)).toEqual({ surface: "csv", leadViews: true });
-    const publicOne = PUBLIC_OPERATIONS.find((operation) => operation.access === "public");
+    const publicOne = OPERATIONS.find((operation) => operation.access === "public");
     expect(publicOne && edgeConfigOf(publicOne)).toEqual({ public: true });
   });
 });
