@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { firstLoadReport } from "@th/dashboard/build";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
+import { buildApp as buildGateway } from "@th/gateway/app";
 import type { HttpApp } from "@th/service-kit";
 import { signedInject } from "@th/service-kit/testing";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
@@ -408,5 +409,47 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("heading", { name: "Overview" }).waitFor();
     await page.getByText("Second Shop Realty").first().waitFor();
+  });
+
+  it("served as over TLS, with `__Host-` cookies, signs in and changes state with the CSRF cookie the page reads", async () => {
+    const tls = await buildGateway({
+      ...stack.harness,
+      config: { ...stack.gatewayConfig, SESSION_COOKIE_HOST_PREFIX: true },
+    });
+    const tlsHttp = tls.http as HttpApp;
+    await tlsHttp.listen({ port: 0, host: "127.0.0.1" });
+    const tlsOrigin = `http://127.0.0.1:${(tlsHttp.server.address() as AddressInfo).port}`;
+    const member = await stack.startTrial("team", { password: PASSWORD });
+    const tab = await context.newPage();
+    try {
+      await tab.goto(`${tlsOrigin}/`);
+      await tab.getByLabel("Email").fill(member.email);
+      await tab.getByLabel("Password").fill(PASSWORD);
+      await tab.getByRole("button", { name: "Sign in" }).click();
+      await tab.getByRole("heading", { name: "Overview" }).waitFor();
+      const cookies = await context.cookies(tlsOrigin);
+      for (const name of ["__Host-th_session", "__Host-th_refresh", "__Host-th_csrf"]) {
+        expect(
+          cookies.find((cookie) => cookie.name === name),
+          name,
+        ).toMatchObject({
+          secure: true,
+          path: "/",
+          sameSite: "Strict",
+        });
+      }
+      await tab
+        .getByRole("navigation", { name: "Dashboard" })
+        .getByRole("link", { name: "API keys" })
+        .click();
+      await tab.getByLabel("Label").fill("issued over TLS");
+      await tab.getByRole("button", { name: "Issue key" }).click();
+      const secret = (await tab.getByTestId("secret-once").locator("code").textContent()) ?? "";
+      expect(secret).toMatch(/^th_live_/);
+    } finally {
+      await tab.close();
+      await tls.stop();
+      await tlsHttp.close();
+    }
   });
 });
