@@ -7,6 +7,7 @@ import {
   ApiError,
   createHttpApp,
   createInternalClient,
+  type HttpApp,
   type InternalClient,
   registerSecurityHeaders,
   type ServiceApp,
@@ -66,10 +67,13 @@ function keyHashing(peppers: KeyPeppers) {
   };
 }
 
-/** Builds the gateway without listening, so tests can `inject` requests. */
-export async function buildApp(deps: StorelessServiceDeps<Config>, options: GatewayOptions = {}) {
+/**
+ * The HTTP app with what every answer carries, set before any other hook: the client's address
+ * behind trusted proxies, the security headers, and the tenant-less limit headers on answers
+ * written before the edge could read the request.
+ */
+async function createGatewayHttp(deps: StorelessServiceDeps<Config>, now: () => number) {
   const { config } = deps;
-  const now = options.now ?? (() => Date.now());
   const headerOptions = { hsts: config.HSTS ?? config.NODE_ENV === "production" };
   const security = securityHeaders(headerOptions);
   const http = await createHttpApp({
@@ -86,6 +90,38 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
   registerClientAddress(http, config.TRUSTED_PROXIES);
   // First, so that every answer carries them: errors, unknown paths and the dashboard's files.
   registerSecurityHeaders(http, headerOptions);
+  return { http, security };
+}
+
+/** One signed internal client per service the gateway calls, closed with the app. */
+function createUpstreams(http: HttpApp, config: Config) {
+  const upstreams: InternalClient[] = [];
+  const upstreamOf = (baseUrl: string, receiver: string) => {
+    const client = createInternalClient({
+      baseUrl,
+      signing: { caller: "gateway", root: config.INTERNAL_SIGNING_SECRET, receiver },
+      timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    });
+    upstreams.push(client);
+    return client;
+  };
+  http.addHook("onClose", async () => {
+    await Promise.all(upstreams.map((client) => client.close()));
+  });
+  return {
+    keys: upstreamOf(config.KEYS_URL, "keys"),
+    ledger: upstreamOf(config.LEDGER_URL, "quota-ledger"),
+    parcels: upstreamOf(config.PARCELS_URL, "parcels"),
+    matcher: upstreamOf(config.MATCHER_URL, "matcher"),
+    dispatcher: upstreamOf(config.DISPATCHER_URL, "webhook-dispatcher"),
+  };
+}
+
+/** Builds the gateway without listening, so tests can `inject` requests. */
+export async function buildApp(deps: StorelessServiceDeps<Config>, options: GatewayOptions = {}) {
+  const { config } = deps;
+  const now = options.now ?? (() => Date.now());
+  const { http, security } = await createGatewayHttp(deps, now);
   // Key requests that arrive together share one script call; on a connection of its own with
   // auto-pipelining, the other edge calls of requests that arrive together leave in one write
   // and return in one read.
@@ -103,23 +139,13 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     tenantTtlSeconds: config.TENANT_CACHE_SECONDS,
     onAuthorizeBatch: () => authorizeCalls?.inc(),
   });
-  const upstreams: InternalClient[] = [];
-  const upstreamOf = (baseUrl: string, receiver: string) => {
-    const client = createInternalClient({
-      baseUrl,
-      signing: { caller: "gateway", root: config.INTERNAL_SIGNING_SECRET, receiver },
-      timeoutMs: config.UPSTREAM_TIMEOUT_MS,
-    });
-    upstreams.push(client);
-    return client;
-  };
-  http.addHook("onClose", async () => {
-    await Promise.all(upstreams.map((client) => client.close()));
-  });
-  const keysUpstream = upstreamOf(config.KEYS_URL, "keys");
-  const ledgerUpstream = upstreamOf(config.LEDGER_URL, "quota-ledger");
-  const parcelsUpstream = upstreamOf(config.PARCELS_URL, "parcels");
-  const matcherUpstream = upstreamOf(config.MATCHER_URL, "matcher");
+  const {
+    keys: keysUpstream,
+    ledger: ledgerUpstream,
+    parcels: parcelsUpstream,
+    matcher: matcherUpstream,
+    dispatcher: dispatcherUpstream,
+  } = createUpstreams(http, config);
   // On the edge's auto-pipelined connection: the reservations of reads that arrive together leave
   // in one write.
   const meter = createLeadViewMeter(edgeRedis, {
@@ -201,7 +227,6 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     sessionSeconds: config.SESSION_ACCESS_SECONDS,
   });
   registerLeadRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
-  const dispatcherUpstream = upstreamOf(config.DISPATCHER_URL, "webhook-dispatcher");
   registerWatchlistRoutes(http, { matcher: matcherUpstream, dispatcher: dispatcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
   registerWebhookRoutes(http, { dispatcher: dispatcherUpstream });
