@@ -180,6 +180,22 @@ function rewriteBadEscapes(request: IncomingMessage, badUrls: WeakSet<IncomingMe
   }
 }
 
+/** What a connection's error means to the client: too slow, too large, or not HTTP. */
+function nonHttpError(error: NodeJS.ErrnoException): ApiError {
+  if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+    return new ApiError(
+      "request_timeout",
+      "the request did not arrive in time (its headers or its body); send it at once",
+    );
+  }
+  return error.code === "HPE_HEADER_OVERFLOW"
+    ? new ApiError(
+        "headers_too_large",
+        `the request's header block exceeds ${MAX_HEADER_BYTES} bytes (the request line included)`,
+      )
+    : new ApiError("invalid_request", "the request is not valid HTTP/1.1");
+}
+
 /**
  * Bytes that are not HTTP never reach a route; they still get the same shape, a request id and
  * the headers every answer carries. A header block over the limit is 431 (RFC 6585).
@@ -194,13 +210,7 @@ function answerNonHttp(
     return;
   }
   const requestId = nextRequestId();
-  const apiError =
-    error.code === "HPE_HEADER_OVERFLOW"
-      ? new ApiError(
-          "headers_too_large",
-          `the request's header block exceeds ${MAX_HEADER_BYTES} bytes (the request line included)`,
-        )
-      : new ApiError("invalid_request", "the request is not valid HTTP/1.1");
+  const apiError = nonHttpError(error);
   const body = JSON.stringify(apiError.body(requestId));
   const headers = Object.entries({ ...outsideHeaders(), "x-request-id": requestId })
     .map(([name, value]) => `${name}: ${value}\r\n`)

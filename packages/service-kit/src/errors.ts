@@ -13,6 +13,7 @@ export const ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   conflict: 409,
   seat_limit_reached: 409,
   payload_too_large: 413,

@@ -729,7 +729,7 @@ export interface components {
     schemas: {
         ErrorInput: {
             /** @enum {string} */
-            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
+            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
             detail: string;
             request_id?: string;
             fields?: {
@@ -1307,7 +1307,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
+            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
             detail: string;
             request_id?: string;
             fields?: {
