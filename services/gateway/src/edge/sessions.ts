@@ -117,6 +117,45 @@ function setCookie(
   );
 }
 
+/** The keys service's side of a session: the member's state, sign-in, refresh and sign-out. */
+function keysSessionCalls(options: Pick<SessionOptions, "keys" | "refreshSeconds">) {
+  return {
+    /** Whether the member may hold a session, with the tenant's snapshot. */
+    async memberState(memberId: string, requestId: string): Promise<SessionMember | null> {
+      const reply = await options.keys.send(
+        "GET",
+        `/internal/v1/members/${encodeURIComponent(memberId)}/session`,
+        { route: "/internal/v1/members/:member_id/session", requestId },
+      );
+      return reply.status === 200 ? (reply.body as SessionMember) : null;
+    },
+
+    /** Sign-in: 201 with an opened session, else the keys service's refusal. */
+    open(body: object, requestId: string): Promise<InternalReply> {
+      return options.keys.send("POST", "/internal/v1/sessions", {
+        requestId,
+        body: { ...body, lifetime_seconds: options.refreshSeconds },
+      });
+    },
+
+    /** Spends the refresh token: 200 with the next, else the session is over. */
+    rotate(sessionId: string, refreshToken: string, requestId: string): Promise<InternalReply> {
+      return options.keys.send("POST", "/internal/v1/sessions/refresh", {
+        requestId,
+        body: { session_id: sessionId, refresh_token: refreshToken },
+      });
+    },
+
+    /** Sign-out: the session ends, so its refresh tokens stop working. */
+    async end(sessionId: string, requestId: string): Promise<void> {
+      await options.keys.send("POST", "/internal/v1/sessions/end", {
+        requestId,
+        body: { session_id: sessionId },
+      });
+    },
+  };
+}
+
 export async function registerSessions(app: HttpApp, options: SessionOptions) {
   await app.register(fastifyJwt, {
     secret: options.secret,
@@ -124,6 +163,7 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
     verify: { algorithms: ["HS256"] },
   });
   const names = cookieNames(options.hostPrefix);
+  const calls = keysSessionCalls(options);
   const cookie = (httpOnly: boolean, path: string, maxAge: number) => ({ httpOnly, path, maxAge });
 
   function verify(token: string | undefined, typ: TokenClaims["typ"]): TokenClaims | null {
@@ -148,16 +188,6 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
     };
   }
 
-  /** Asks the keys service whether the member may hold a session, with the tenant's snapshot. */
-  async function memberState(memberId: string, requestId: string): Promise<SessionMember | null> {
-    const reply = await options.keys.send(
-      "GET",
-      `/internal/v1/members/${encodeURIComponent(memberId)}/session`,
-      { route: "/internal/v1/members/:member_id/session", requestId },
-    );
-    return reply.status === 200 ? (reply.body as SessionMember) : null;
-  }
-
   const edge: EdgeSessions = {
     read(request) {
       const token = cookieOf(request, names.session);
@@ -168,37 +198,14 @@ export async function registerSessions(app: HttpApp, options: SessionOptions) {
       return claims ? claimsOf(claims) : "invalid";
     },
     async tenantOf(memberId, requestId) {
-      return (await memberState(memberId, requestId))?.tenant ?? null;
+      return (await calls.memberState(memberId, requestId))?.tenant ?? null;
     },
   };
 
   return {
+    ...calls,
     edge,
     names,
-
-    /** Sign-in at the keys service: 201 with an opened session, else its refusal. */
-    open(body: object, requestId: string): Promise<InternalReply> {
-      return options.keys.send("POST", "/internal/v1/sessions", {
-        requestId,
-        body: { ...body, lifetime_seconds: options.refreshSeconds },
-      });
-    },
-
-    /** Spends the refresh token at the keys service: 200 with the next, else the session is over. */
-    rotate(sessionId: string, refreshToken: string, requestId: string): Promise<InternalReply> {
-      return options.keys.send("POST", "/internal/v1/sessions/refresh", {
-        requestId,
-        body: { session_id: sessionId, refresh_token: refreshToken },
-      });
-    },
-
-    /** Sign-out: the keys service ends the session, so its refresh tokens stop working. */
-    async end(sessionId: string, requestId: string): Promise<void> {
-      await options.keys.send("POST", "/internal/v1/sessions/end", {
-        requestId,
-        body: { session_id: sessionId },
-      });
-    },
 
     /**
      * Sets the cookies of an opened or refreshed session: always a new access token; a new
