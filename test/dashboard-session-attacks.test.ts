@@ -151,6 +151,24 @@ describe("refresh and sign-out from a busy address", () => {
   });
 });
 
+describe("a forged refresh token", () => {
+  it("is refused and counted in the address's failed-authentication window, not waved through as public", async () => {
+    const forger = nextIp();
+    const forged = () =>
+      stack.request("POST", "/v1/dashboard/session/refresh", {
+        ip: forger,
+        headers: { cookie: "th_refresh=eyJhbGciOiJIUzI1NiJ9.e30.forged", "x-csrf-token": "x" },
+      });
+    const first = await forged();
+    expect(first.statusCode).toBe(401);
+    expect(first.headers["x-ratelimit-limit"]).toBe("60");
+    const second = await forged();
+    expect(Number(second.headers["x-ratelimit-remaining"])).toBe(
+      Number(first.headers["x-ratelimit-remaining"]) - 1,
+    );
+  });
+});
+
 describe("a stolen refresh token", () => {
   it("replayed after its owner refreshed ends the whole session: the thief's and the owner's tokens stop at once", async () => {
     const tenant = await stack.startTrial("team", { password: PASSWORD });
