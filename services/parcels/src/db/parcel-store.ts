@@ -1,4 +1,4 @@
-import { decodeValue, type EncodedRecords, encodeValue, ValueEncoder } from "@th/bus";
+import { decodeValue, type EncodedRecords, encodeValue } from "@th/bus";
 import {
   contracts,
   type ParcelIngested,
@@ -17,6 +17,7 @@ import {
 import type { ParcelDetail } from "../domain/lead.ts";
 import type { RollSale, SdfSale } from "../domain/nal-row.ts";
 import type { BuiltParcel, StoredParcelState } from "../domain/parcel.ts";
+import { ParcelRecords } from "./parcel-record.ts";
 
 export interface StoredParcel {
   event: ParcelIngested;
@@ -56,7 +57,7 @@ export function storedEvent(row: StoredEventColumns): ParcelIngested {
 export class ParcelBatch {
   /** Each parcel's folio, the key it is published under, in the order added. */
   readonly folios: string[] = [];
-  readonly #records = new ValueEncoder(contracts.parcelIngested);
+  readonly #records = new ParcelRecords();
   /** Rows of parcels not stored yet, and of parcels stored already. */
   readonly #fresh = new CopyBinary();
   readonly #known = new CopyBinary();
