@@ -5,6 +5,7 @@
 import type { ChildProcess } from "node:child_process";
 import { contracts, type LeadViewRecorded } from "@th/contracts";
 import { LEAD_VIEW_COUNTER_PREFIX, utcDay } from "@th/quota";
+import { signedHeaders } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type Receiver,
@@ -63,8 +64,14 @@ async function views(tenant: string): Promise<LeadViewRecorded[]> {
 
 /** `used` on the quota ledger's usage endpoint. */
 async function ledgerUsed(tenant: string): Promise<number | undefined> {
-  const response = await fetch(`${stack.ledgerUrl}/internal/v1/usage/${tenant}`, {
-    headers: stack.headersFor(tenant),
+  const url = `/internal/v1/usage/${tenant}`;
+  const response = await fetch(`${stack.ledgerUrl}${url}`, {
+    headers: signedHeaders("quota-ledger", {
+      method: "GET",
+      url,
+      route: "/internal/v1/usage/:tenant_id",
+      headers: stack.headersFor(tenant),
+    }),
   });
   return response.status === 200 ? ((await response.json()) as { used: number }).used : undefined;
 }
