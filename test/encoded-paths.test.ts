@@ -2,7 +2,7 @@
 // each path character escaped in every way the router decodes, must meet the same guards as the
 // plain path or find no route at all (decision 0321). Then the doors that stood open, one by one.
 import { generateApiKey } from "@th/api-keys";
-import { declaredRoutesOf } from "@th/service-kit/testing";
+import { declaredRoutesOf, percentEscapeAt } from "@th/service-kit/testing";
 import { createLogger } from "@th/telemetry";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,20 +34,6 @@ function concretePath(route: string): string {
     .replace(/:\w+(\((?:[^()\\]|\\.)*\))?/g, (match) => (match === "::" ? match : "p1"))
     .replaceAll("::", ":")
     .replace(/\*$/, "x");
-}
-
-/** The path with the characters at these positions (modulo its length) percent-escaped. */
-function escapeAt(path: string, positions: readonly number[], lowerHex: boolean): string {
-  const characters = [...path];
-  for (const position of positions) {
-    const index = position % characters.length;
-    const character = characters[index] as string;
-    if (character.length === 1 && character !== "/") {
-      const hex = character.charCodeAt(0).toString(16).padStart(2, "0");
-      characters[index] = `%${lowerHex ? hex : hex.toUpperCase()}`;
-    }
-  }
-  return characters.join("");
 }
 
 async function answer(method: Method, url: string, headers: Record<string, string> = {}) {
@@ -85,7 +71,7 @@ describe("every route of the gateway, spelled with percent-escapes", () => {
           fc.array(fc.nat(), { minLength: 1, maxLength: 4 }),
           fc.boolean(),
           async (positions, lowerHex) => {
-            const url = `${escapeAt(path, positions, lowerHex)}?probe=${key}`;
+            const url = `${percentEscapeAt(path, positions, lowerHex)}?probe=${key}`;
             const escaped = await answer(route.method, url);
             if (escaped.status !== 404) {
               expect(escaped, `${route.method} ${url}`).toEqual(plain);
@@ -103,7 +89,7 @@ describe("every route of the gateway, spelled with percent-escapes", () => {
       const plain = await answer(route.method, path);
       await fc.assert(
         fc.asyncProperty(fc.array(fc.nat(), { minLength: 1, maxLength: 4 }), async (positions) => {
-          const url = escapeAt(path, positions, false);
+          const url = percentEscapeAt(path, positions, false);
           const escaped = await answer(route.method, url);
           if (escaped.status !== 404) {
             expect(escaped.status, `${route.method} ${url}`).toBe(plain.status);

@@ -10,7 +10,7 @@ import { createHttpApp, type HttpApp } from "./app.ts";
 import { errorResponses } from "./errors.ts";
 import { INTERNAL_HEADERS, internalCaller, requireSignedCalls } from "./internal-api.ts";
 import { NonceMemory } from "./internal-signature.ts";
-import { signedHeaders, signedInject } from "./signed-calls-testing.ts";
+import { percentEscapeAt, signedHeaders, signedInject } from "./signed-calls-testing.ts";
 
 const RECEIVER = "parcels";
 let app: HttpApp;
@@ -173,7 +173,7 @@ describe("signed internal calls", () => {
         fc.array(fc.nat(), { maxLength: 6 }),
         fc.boolean(),
         async (path, positions, lowerHex) => {
-          const url = escapeAt(path, positions, lowerHex);
+          const url = percentEscapeAt(path, positions, lowerHex);
           const response = await app.inject({ method: "GET", url, headers: identity });
           expect([401, 404, 405]).toContain(response.statusCode);
         },
@@ -193,17 +193,3 @@ describe("NonceMemory", () => {
     expect(memory.firstSight("b", 9000)).toBe(true);
   });
 });
-
-/** The path with the characters at these positions (modulo its length) percent-escaped. */
-function escapeAt(path: string, positions: readonly number[], lowerHex: boolean): string {
-  const characters = [...path];
-  for (const position of positions) {
-    const index = position % characters.length;
-    const character = characters[index] as string;
-    if (character.length === 1 && character !== "/") {
-      const hex = character.charCodeAt(0).toString(16).padStart(2, "0");
-      characters[index] = `%${lowerHex ? hex : hex.toUpperCase()}`;
-    }
-  }
-  return characters.join("");
-}

@@ -74,3 +74,24 @@ export function signedInject(app: HttpApp, receiver: string, call: TestCall) {
     ...(call.body !== undefined ? { payload: call.body as object } : {}),
   };
 }
+
+/**
+ * The path with the characters at these positions (modulo its length) percent-escaped, as an
+ * attacker spells a path to slip past a guard that reads the raw URL.
+ */
+export function percentEscapeAt(
+  path: string,
+  positions: readonly number[],
+  lowerHex: boolean,
+): string {
+  const characters = [...path];
+  for (const position of positions) {
+    const index = position % characters.length;
+    const character = characters[index] as string;
+    if (character.length === 1 && character !== "/") {
+      const hex = character.charCodeAt(0).toString(16).padStart(2, "0");
+      characters[index] = `%${lowerHex ? hex : hex.toUpperCase()}`;
+    }
+  }
+  return characters.join("");
+}

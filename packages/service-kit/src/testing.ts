@@ -82,4 +82,9 @@ export async function createTestHarness<Config extends ServiceConfig>(options: {
 }
 
 export { declaredRoutesOf } from "./app.ts";
-export { signedHeaders, signedInject, type TestCall } from "./signed-calls-testing.ts";
+export {
+  percentEscapeAt,
+  signedHeaders,
+  signedInject,
+  type TestCall,
+} from "./signed-calls-testing.ts";
