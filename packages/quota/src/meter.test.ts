@@ -1,20 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { testRedisUrl } from "@th/test-stores";
-import { Redis } from "ioredis";
+import { closeTestRedis, openTestRedis } from "@th/test-stores";
 import { afterAll, describe, expect, it } from "vitest";
 import { createLeadViewMeter, type LedgerUsage, utcDay } from "./index.ts";
 
-const redis = new Redis(testRedisUrl(), {
-  keyPrefix: `test:${randomBytes(6).toString("hex")}:`,
-});
-afterAll(async () => {
-  const keys = await redis.keys("*");
-  const prefix = redis.options.keyPrefix ?? "";
-  if (keys.length > 0) {
-    await redis.del(...keys.map((key) => key.slice(prefix.length)));
-  }
-  redis.disconnect();
-});
+const redis = openTestRedis();
+afterAll(() => closeTestRedis(redis));
 
 const period = { start: new Date("2026-11-10T00:00:00Z"), end: new Date("2026-12-10T00:00:00Z") };
 let ledger: Record<string, LedgerUsage> = {};

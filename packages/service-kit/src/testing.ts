@@ -1,10 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { type AnyTopicContract, Bus } from "@th/bus";
 import type { MigrationSet } from "@th/db";
 import { createTestDatabase, type TestDatabase } from "@th/db/testing";
 import { createLogger, type Logger } from "@th/telemetry";
-import { startTestKafka, testRedisUrl } from "@th/test-stores";
-import { Redis } from "ioredis";
+import { closeTestRedis, openTestRedis, startTestKafka, testRedisUrl } from "@th/test-stores";
 import { unavailableStore } from "./errors.ts";
 import type { CommonConfig, ServiceConfig, ServiceDeps } from "./run-service.ts";
 
@@ -41,7 +39,7 @@ export async function createTestHarness<Config extends ServiceConfig>(options: {
   const brokers = options.brokers ?? broker?.brokers ?? [];
   const logger = options.logger ?? createLogger({ service: "test", level: "fatal" });
   const redisUrl = testRedisUrl(options.config.REDIS_URL);
-  const redis = new Redis(redisUrl, { keyPrefix: `test:${randomBytes(6).toString("hex")}:` });
+  const redis = openTestRedis(options.config.REDIS_URL);
   const bus = new Bus({
     brokers,
     clientId: "test",
@@ -68,13 +66,7 @@ export async function createTestHarness<Config extends ServiceConfig>(options: {
     brokers,
     async close() {
       await bus.close();
-      const keys = await redis.keys("*");
-      if (keys.length > 0) {
-        // KEYS returns prefixed names; strip the prefix so DEL does not add it twice.
-        const prefix = redis.options.keyPrefix ?? "";
-        await redis.del(...keys.map((key) => key.slice(prefix.length)));
-      }
-      redis.disconnect();
+      await closeTestRedis(redis);
       await db.drop();
       await broker?.stop();
     },

@@ -35,3 +35,4 @@ export async function startTestKafka(): Promise<TestKafka> {
 export function testRedisUrl(fallback = "redis://127.0.0.1:6379"): string {
   return resolvedMode() === "containers" ? (process.env.REDIS_URL ?? fallback) : fallback;
 }
+export { closeTestRedis, openTestRedis } from "./redis.ts";

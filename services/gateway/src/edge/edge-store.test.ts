@@ -2,14 +2,11 @@ import { randomBytes } from "node:crypto";
 import { billingPeriodAt } from "@th/billing";
 import { tenantChanged } from "@th/contracts/samples";
 import { createLeadViewMeter, utcDay } from "@th/quota";
-import { testRedisUrl } from "@th/test-stores";
-import { Redis } from "ioredis";
+import { closeTestRedis, openTestRedis } from "@th/test-stores";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEdgeStore } from "./edge-store.ts";
 
-const redis = new Redis(testRedisUrl(), {
-  keyPrefix: `test:${randomBytes(6).toString("hex")}:`,
-});
+const redis = openTestRedis();
 const batchSizes: number[] = [];
 const store = createEdgeStore(redis, {
   tenantTtlSeconds: 30,
@@ -19,14 +16,7 @@ const meter = createLeadViewMeter(redis, {
   loadUsage: async () => ({ used: 0, foliosToday: [] }),
 });
 
-afterAll(async () => {
-  const prefix = redis.options.keyPrefix ?? "";
-  const keys = (await redis.keys("*")).map((key) => key.slice(prefix.length));
-  if (keys.length > 0) {
-    await redis.del(...keys);
-  }
-  redis.disconnect();
-});
+afterAll(() => closeTestRedis(redis));
 
 async function tenantWithKey(anniversary: string) {
   const tenantId = `ten_${randomBytes(4).toString("hex")}`;

@@ -1,25 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { testRedisUrl } from "@th/test-stores";
-import { Redis } from "ioredis";
+import { closeTestRedis, openTestRedis } from "@th/test-stores";
 import { afterAll, describe, expect, it } from "vitest";
 import { signInAccountKey, signInBackoffPolicy } from "../../domain/sign-in-accounts.ts";
 import { createEdgeStore } from "../edge-store.ts";
 
-const redis = new Redis(testRedisUrl(), {
-  keyPrefix: `test:${randomBytes(6).toString("hex")}:`,
-});
+const redis = openTestRedis();
 const store = createEdgeStore(redis, { tenantTtlSeconds: 30 });
 const policy = signInBackoffPolicy({ freeAttempts: 5, longestLockSeconds: 900 });
 const T0 = Date.parse("2026-03-20T10:00:00Z");
 
-afterAll(async () => {
-  const prefix = redis.options.keyPrefix ?? "";
-  const keys = (await redis.keys("*")).map((key) => key.slice(prefix.length));
-  if (keys.length > 0) {
-    await redis.del(...keys);
-  }
-  redis.disconnect();
-});
+afterAll(() => closeTestRedis(redis));
 
 const account = () => signInAccountKey(`victim-${randomBytes(4).toString("hex")}@acme.test`);
 

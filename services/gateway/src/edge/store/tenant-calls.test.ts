@@ -2,25 +2,17 @@
 // on real Redis: each call counts like a request of its own, and the first ones fit.
 import { randomBytes } from "node:crypto";
 import { tenantChanged } from "@th/contracts/samples";
-import { testRedisUrl } from "@th/test-stores";
-import { Redis } from "ioredis";
+import { closeTestRedis, openTestRedis } from "@th/test-stores";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEdgeStore } from "../edge-store.ts";
 import { tenantCalls } from "./tenant-calls.ts";
 
-const redis = new Redis(testRedisUrl(), { keyPrefix: `test:${randomBytes(6).toString("hex")}:` });
+const redis = openTestRedis();
 const store = createEdgeStore(redis, { tenantTtlSeconds: 30 });
 const calls = tenantCalls(redis);
 const NOW = Date.parse("2026-03-20T10:00:00Z");
 
-afterAll(async () => {
-  const prefix = redis.options.keyPrefix ?? "";
-  const keys = (await redis.keys("*")).map((key) => key.slice(prefix.length));
-  if (keys.length > 0) {
-    await redis.del(...keys);
-  }
-  redis.disconnect();
-});
+afterAll(() => closeTestRedis(redis));
 
 /** A tenant allowed `limit` requests a minute, and one key of it. */
 async function tenant(limit: number) {
