@@ -15,6 +15,23 @@ export function stateCode(raw: string | null): string | null {
   if (raw === null) {
     return null;
   }
+  const known = STATE_CODES_SEEN.get(raw);
+  if (known !== undefined) {
+    return known;
+  }
+  const code = spelledStateCode(raw);
+  // A roll writes a few dozen spellings; the bound only matters for a file of nonsense.
+  if (STATE_CODES_SEEN.size >= 4096) {
+    STATE_CODES_SEEN.clear();
+  }
+  STATE_CODES_SEEN.set(raw, code);
+  return code;
+}
+
+/** Codes of the spellings met so far: a roll repeats a few of them on every row. */
+const STATE_CODES_SEEN = new Map<string, string | null>();
+
+function spelledStateCode(raw: string): string | null {
   const code = normalizeStateCode(raw);
   if (code !== null) {
     return code;
@@ -26,10 +43,16 @@ export function stateCode(raw: string | null): string | null {
 /** Words separated by single spaces, nothing around them: already clean but for the case. */
 const SINGLE_SPACED = /^\S+(?: \S+)*$/;
 
+/** Single-spaced words of printable ASCII without a lower-case letter: upper case already. */
+const CLEAN_ALREADY = /^[!-`{-~]+(?: [!-`{-~]+)*$/;
+
 /** Upper case with runs of whitespace collapsed; null when nothing is left. */
 export function cleanText(raw: string | null): string | null {
   if (raw === null) {
     return null;
+  }
+  if (CLEAN_ALREADY.test(raw)) {
+    return raw;
   }
   if (SINGLE_SPACED.test(raw)) {
     return raw.toUpperCase();
@@ -42,6 +65,10 @@ export function cleanText(raw: string | null): string | null {
 export function normalizeZip(raw: string | null): string | null {
   if (raw === null) {
     return null;
+  }
+  // Most rows: five digits, already as they should be.
+  if (FIVE_DIGITS.test(raw)) {
+    return raw;
   }
   const trimmed = raw.trim();
   const digits = trimmed.replace(/\D/g, "");
@@ -58,12 +85,14 @@ export function normalizeZip(raw: string | null): string | null {
   return trimmed === "" ? null : trimmed.toUpperCase();
 }
 
+const FIVE_DIGITS = /^\d{5}$/;
+const STARTS_WITH_FIVE_DIGITS = /^\d{5}/;
+
 export function zip5(zip: string | null): string | null {
-  if (zip === null) {
+  if (zip === null || !STARTS_WITH_FIVE_DIGITS.test(zip)) {
     return null;
   }
-  const match = /^(\d{5})/.exec(zip);
-  return match?.[1] ?? null;
+  return zip.length === 5 ? zip : zip.slice(0, 5);
 }
 
 const STREET_WORDS: ReadonlyMap<string, string> = new Map(
@@ -100,12 +129,27 @@ const STREET_WORDS: ReadonlyMap<string, string> = new Map(
 );
 
 /**
+ * A line that `comparableStreet` would give back as it is: upper-case letters, digits and single
+ * spaces between words, none of them a word it abbreviates. Nearly every cleaned roll line is one;
+ * telling them by one pattern skips the split and join.
+ */
+const ALREADY_COMPARABLE = new RegExp(
+  `^(?!(?:.* )?(?:${[...STREET_WORDS]
+    .filter(([word, short]) => word !== short && /^[A-Z]+$/.test(word))
+    .map(([word]) => word)
+    .join("|")})(?: |$))[A-Z0-9]+(?: [A-Z0-9]+)*$`,
+);
+
+/**
  * A street line reduced for comparison: upper case, punctuation dropped, USPS suffixes and
  * directionals abbreviated, so "123 North Main Street" and "123 N MAIN ST." compare equal.
  */
 export function comparableStreet(raw: string | null): string | null {
   if (raw === null) {
     return null;
+  }
+  if (ALREADY_COMPARABLE.test(raw)) {
+    return raw;
   }
   const upper = raw.toUpperCase();
   const text = /[.,'#]/.test(upper) ? upper.replace(/[.,']/g, "").replace(/#/g, " # ") : upper;

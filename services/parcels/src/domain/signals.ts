@@ -46,9 +46,18 @@ export const SIGNAL_THRESHOLDS = {
 } as const;
 
 /** "$1,234,567"; toLocaleString is an order of magnitude slower on the ingest hot path. */
-const money = (value: number) => {
-  const digits = String(Math.abs(Math.round(value))).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-  return `${value < 0 ? "-" : ""}$${digits}`;
+export const money = (value: number) => {
+  const digits = String(Math.abs(Math.round(value)));
+  if (digits.includes("e")) {
+    // Written with an exponent: no roll value comes near, grouped as it always was.
+    return `${value < 0 ? "-" : ""}$${digits.replace(/\B(?=(\d{3})+(?!\d))/g, ",")}`;
+  }
+  // Digits before the first comma, then a comma before every three.
+  let grouped = digits.slice(0, ((digits.length - 1) % 3) + 1);
+  for (let at = grouped.length; at < digits.length; at += 3) {
+    grouped += `,${digits.slice(at, at + 3)}`;
+  }
+  return `${value < 0 ? "-" : ""}$${grouped}`;
 };
 
 function yearsSince(sale: { year: number; month: number }, asOf: Date): number {
