@@ -174,45 +174,72 @@ export function priorRollOf(
 }
 
 /**
- * Derives a lead from one roll row: normalized owner and situs, use class, homestead, sales,
- * the equity estimate and the signals. Pure: the same row and context give the same result.
+ * What a roll row says once normalized, and its content hash: all a diff needs to tell an
+ * unchanged parcel, which then needs nothing more (`finishParcel` derives the rest).
  */
-export function buildParcel(row: NalRow, context: ParcelContext): BuiltParcel {
+export interface RollFacts {
+  row: NalRow;
+  /** The facts the content hash is taken over, in the record's shape. */
+  facts: {
+    county_no: number;
+    parcel_id: string;
+    roll_year: number;
+    roll_stage: RollStage;
+    situs: ParcelIngested["situs"];
+    land_use: ParcelIngested["land_use"];
+    owner: ParcelIngested["owner"];
+    just_value: number;
+    assessed_value: number | null;
+    taxable_value: number | null;
+    land_value: number | null;
+    year_built: number | null;
+    living_area_sqft: number | null;
+    land_sqft: number | null;
+    homestead: boolean;
+    last_sale: Sale | null;
+    last_qualified_sale: Sale | null;
+  };
+  contentHash: string;
+  history: RollSale[];
+  lastSale: RollSale | null;
+  situsLine1: string | null;
+  mailingLine1: string | null;
+}
+
+/** Normalizes a roll row's facts and hashes them. Pure. */
+export function rollFactsOf(
+  row: NalRow,
+  context: Pick<ParcelContext, "rollStage" | "recordedSales">,
+): RollFacts {
   const history = saleHistory(row, context.recordedSales);
   const lastSale = history[0] ?? null;
   const lastQualified = history.find(isQualifiedSale) ?? null;
-  const homestead = isHomestead(row);
-  const useClass = useClassOf(row.dorUc);
-  const ownerName = cleanText(row.ownerName) ?? "";
-  const mailingZip = normalizeZip(row.ownerZip);
-  const mailingState = stateCode(row.ownerState);
   const situsLine1 = cleanText(row.situsAddress1);
-  const situsCity = cleanText(row.situsCity);
-  const situsZip = normalizeZip(row.situsZip);
   const mailingLine1 = cleanText(row.ownerAddress1);
-  const equity = estimateEquity(row.justValue, history, context.asOf);
-  const priorRoll = priorRollOf(context.previous, row.rollYear);
-
-  const rollFacts = {
+  const facts = {
     county_no: row.countyNo,
     parcel_id: row.parcelId,
     roll_year: row.rollYear,
     roll_stage: context.rollStage,
     situs: {
       address: joinLines(situsLine1, cleanText(row.situsAddress2)),
-      city: situsCity,
-      zip: situsZip,
+      city: cleanText(row.situsCity),
+      zip: normalizeZip(row.situsZip),
     },
-    land_use: { dor_uc: row.dorUc, use_class: useClass, appraiser_uc: row.appraiserUc },
+    land_use: {
+      dor_uc: row.dorUc,
+      use_class: useClassOf(row.dorUc),
+      appraiser_uc: row.appraiserUc,
+    },
     owner: {
-      name: ownerName,
-      mailing_state: mailingState,
+      name: cleanText(row.ownerName) ?? "",
+      mailing_state: stateCode(row.ownerState),
       mailing_address: {
         line1: mailingLine1,
         line2: cleanText(row.ownerAddress2),
         city: cleanText(row.ownerCity),
         state: row.ownerState,
-        zip: mailingZip,
+        zip: normalizeZip(row.ownerZip),
       },
     },
     just_value: row.justValue,
@@ -222,26 +249,52 @@ export function buildParcel(row: NalRow, context: ParcelContext): BuiltParcel {
     year_built: row.yearBuilt,
     living_area_sqft: row.livingAreaSqft,
     land_sqft: row.landSqft,
-    homestead,
+    homestead: isHomestead(row),
     last_sale: toSale(lastSale),
     last_qualified_sale: toSale(lastQualified),
   };
-  const contentHash = contentHashOf(rollFacts);
+  return {
+    row,
+    facts,
+    contentHash: contentHashOf(facts),
+    history,
+    lastSale,
+    situsLine1,
+    mailingLine1,
+  };
+}
 
+/**
+ * Derives a lead from one roll row: normalized owner and situs, use class, homestead, sales,
+ * the equity estimate and the signals. Pure: the same row and context give the same result.
+ */
+export function buildParcel(row: NalRow, context: ParcelContext): BuiltParcel {
+  return finishParcel(rollFactsOf(row, context), context);
+}
+
+/** The rest of a lead from its roll facts: the equity estimate, the signals and the record. */
+export function finishParcel(roll: RollFacts, context: ParcelContext): BuiltParcel {
+  const { row, facts } = roll;
+  const equity = estimateEquity(row.justValue, roll.history, context.asOf);
+  const priorRoll = priorRollOf(context.previous, row.rollYear);
+  const situsZip5 = zip5(facts.situs.zip);
+  const mailingStreet = comparableStreet(roll.mailingLine1);
   const signals = evaluateSignals({
-    homestead,
-    useClass,
+    homestead: facts.homestead,
+    useClass: facts.land_use.use_class,
     dorUc: row.dorUc,
-    ownerName,
+    ownerName: facts.owner.name,
     fiduciaryName: cleanText(row.fiduciaryName),
-    mailingStreet: comparableStreet(mailingLine1),
-    mailingZip5: zip5(mailingZip),
-    mailingState,
-    situsStreet: comparableStreet(situsLine1),
-    situsZip5: zip5(situsZip),
+    mailingStreet,
+    mailingZip5: zip5(facts.owner.mailing_address.zip),
+    mailingState: facts.owner.mailing_state,
+    // The same line reduces to the same street: most owners get their mail at the parcel.
+    situsStreet:
+      roll.situsLine1 === roll.mailingLine1 ? mailingStreet : comparableStreet(roll.situsLine1),
+    situsZip5,
     justValue: row.justValue,
     equity,
-    lastSale,
+    lastSale: roll.lastSale,
     publicLand: row.publicLand,
     priorRoll,
     asOf: context.asOf,
@@ -255,11 +308,11 @@ export function buildParcel(row: NalRow, context: ParcelContext): BuiltParcel {
     roll_year: row.rollYear,
     roll_stage: context.rollStage,
     source_file: context.sourceFile,
-    content_hash: contentHash,
+    content_hash: roll.contentHash,
     previous_content_hash: context.previous?.contentHash ?? null,
-    situs: rollFacts.situs,
-    land_use: rollFacts.land_use,
-    owner: rollFacts.owner,
+    situs: facts.situs,
+    land_use: facts.land_use,
+    owner: facts.owner,
     valuation: {
       just_value: row.justValue,
       assessed_value: row.assessedValue,
@@ -271,9 +324,9 @@ export function buildParcel(row: NalRow, context: ParcelContext): BuiltParcel {
     year_built: row.yearBuilt,
     living_area_sqft: row.livingAreaSqft,
     land_sqft: row.landSqft,
-    homestead,
-    last_sale: rollFacts.last_sale,
-    last_qualified_sale: rollFacts.last_qualified_sale,
+    homestead: facts.homestead,
+    last_sale: facts.last_sale,
+    last_qualified_sale: facts.last_qualified_sale,
     signals_fired: signals.map((signal) => signal.name),
     observed_at: context.observedAt,
   };
@@ -281,7 +334,15 @@ export function buildParcel(row: NalRow, context: ParcelContext): BuiltParcel {
     context.sourceFileId === undefined
       ? null
       : { fileId: context.sourceFileId, line: row.line, seqNo: row.seqNo };
-  return { event, signals, equity, priorRoll, situsCity, situsZip5: zip5(situsZip), source };
+  return {
+    event,
+    signals,
+    equity,
+    priorRoll,
+    situsCity: facts.situs.city,
+    situsZip5,
+    source,
+  };
 }
 
 /**

@@ -6,10 +6,11 @@ import { ParcelBatch } from "../db/parcel-store.ts";
 import type { Reject } from "../domain/header.ts";
 import type { NalRow, RollSale, RowResult } from "../domain/nal-row.ts";
 import {
-  buildParcel,
+  finishParcel,
   folioOf,
   isLaterRecord,
   isStaleRoll,
+  rollFactsOf,
   type StoredParcelState,
   standingInFile,
 } from "../domain/parcel.ts";
@@ -113,7 +114,7 @@ export async function diffBatch(
       });
       continue;
     }
-    const parcel = buildParcel(row, {
+    const context = {
       ingestId: file.ingestId,
       sourceFile: file.sourceFile,
       sourceFileId: file.sourceFileId,
@@ -122,7 +123,9 @@ export async function diffBatch(
       asOf: file.asOf,
       previous,
       recordedSales: sales.get(folio) ?? [],
-    });
+    };
+    // The content hash first: an unchanged parcel needs neither its signals nor its record.
+    const roll = rollFactsOf(row, context);
     if (standing === "later" && previous?.source) {
       // The stored record is an earlier one of this file: it is the duplicate, already counted
       // when it was stored. This row replaces it even when their content is the same, so the
@@ -130,10 +133,10 @@ export async function diffBatch(
       file.reject(
         duplicateReject({ line: previous.source.line, parcelId: row.parcelId }, row.line),
       );
-      outcome.batch.add(parcel, true);
+      outcome.batch.add(finishParcel(roll, context), true);
       continue;
     }
-    if (previous?.contentHash === parcel.event.content_hash) {
+    if (previous?.contentHash === roll.contentHash) {
       outcome.unchanged += 1;
       continue;
     }
@@ -142,7 +145,7 @@ export async function diffBatch(
     } else {
       outcome.new += 1;
     }
-    outcome.batch.add(parcel, previous !== null);
+    outcome.batch.add(finishParcel(roll, context), previous !== null);
   }
   return outcome;
 }
