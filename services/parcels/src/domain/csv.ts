@@ -11,9 +11,6 @@ export function fieldValues(fields: Fields): string[] {
     : Array.from({ length: fields.length }, (_, index) => fields.at(index) ?? "");
 }
 
-/** Where the commas of the line being read are, grown as lines need. */
-let commaScratch = new Int32Array(256);
-
 /**
  * The fields of a line without quotes, each sliced out only when read: a roll row has 165 and a
  * lead is built from about 40. Splitting every line into all of its fields was about half of the
@@ -24,19 +21,10 @@ export class LineFields implements Fields {
   /** Where each field ends: at its comma, the last one at the end of the line. */
   readonly #ends: Int32Array;
 
-  constructor(line: string) {
-    let count = 0;
-    for (let comma = line.indexOf(","); comma !== -1; comma = line.indexOf(",", comma + 1)) {
-      if (count === commaScratch.length - 1) {
-        const grown = new Int32Array(commaScratch.length * 2);
-        grown.set(commaScratch);
-        commaScratch = grown;
-      }
-      commaScratch[count++] = comma;
-    }
-    commaScratch[count++] = line.length;
+  /** `ends`: where each field of `line` ends (`CsvReader` finds them as it looks for the line's end). */
+  constructor(line: string, ends: Int32Array) {
     this.#line = line;
-    this.#ends = commaScratch.slice(0, count);
+    this.#ends = ends;
   }
 
   get length(): number {
@@ -96,6 +84,31 @@ const QUOTE = 34;
 const COMMA = 44;
 const NEWLINE = 10;
 const CARRIAGE_RETURN = 13;
+const TAB = 9;
+const DELETE = 0x7f;
+const REPLACEMENT = 0xfffd;
+
+/** Where the commas of the line being read are, grown as lines need. */
+let commaScratch = new Int32Array(256);
+
+function grown(scratch: Int32Array): Int32Array<ArrayBuffer> {
+  const larger = new Int32Array(scratch.length * 2);
+  larger.set(scratch);
+  return larger;
+}
+
+/** Where each field of a line without quotes ends: at its comma, the last at the line's end. */
+function endsOf(line: string): Int32Array {
+  let count = 0;
+  for (let comma = line.indexOf(","); comma !== -1; comma = line.indexOf(",", comma + 1)) {
+    if (count === commaScratch.length - 1) {
+      commaScratch = grown(commaScratch);
+    }
+    commaScratch[count++] = comma;
+  }
+  commaScratch[count++] = line.length;
+  return commaScratch.slice(0, count);
+}
 
 /**
  * Streaming RFC 4180 reader: push text chunks, collect whole records. Quoted fields may hold
@@ -184,6 +197,11 @@ export class CsvReader {
     let position = 0;
     const length = text.length;
     while (position < length) {
+      const next = this.#plainLine(text, position, out);
+      if (next >= 0) {
+        position = next;
+        continue;
+      }
       const newline = text.indexOf("\n", position);
       if (newline === -1) {
         return position;
@@ -199,7 +217,7 @@ export class CsvReader {
           const problem = unreadable(line);
           out.push(
             problem === null
-              ? { fields: new LineFields(line), line: this.#line }
+              ? { fields: new LineFields(line, endsOf(line)), line: this.#line }
               : { fields: [], line: this.#line, error: problem },
           );
         }
@@ -207,13 +225,57 @@ export class CsvReader {
         position = newline + 1;
         continue;
       }
-      const next = this.#quotedRecord(text, position, out, final);
-      if (next === -1) {
+      const after = this.#quotedRecord(text, position, out, final);
+      if (after === -1) {
         return position;
       }
-      position = next;
+      position = after;
     }
     return position;
+  }
+
+  /**
+   * The common line, read in one pass over the chunk: no quote, nothing unreadable, not too long.
+   * Its commas are noted on the way to its end, so its fields need no second look. Returns the
+   * index after its line break, or -1 for any other line (or one not ended yet), which the general
+   * path reads.
+   */
+  #plainLine(text: string, start: number, out: RecordSink): number {
+    const length = Math.min(text.length, start + MAX_RECORD_CHARS + 2);
+    let count = 0;
+    for (let index = start; index < length; index++) {
+      const code = text.charCodeAt(index);
+      if (code === COMMA) {
+        if (count === commaScratch.length - 1) {
+          commaScratch = grown(commaScratch);
+        }
+        commaScratch[count++] = index - start;
+      } else if (code < 32 || code === QUOTE || code === DELETE || code === REPLACEMENT) {
+        if (code !== NEWLINE) {
+          if (code === TAB || code === CARRIAGE_RETURN) {
+            continue;
+          }
+          return -1;
+        }
+        let end = index;
+        if (end > start && text.charCodeAt(end - 1) === CARRIAGE_RETURN) {
+          end -= 1;
+        }
+        if (end - start > MAX_RECORD_CHARS) {
+          return -1;
+        }
+        if (end > start) {
+          commaScratch[count++] = end - start;
+          out.push({
+            fields: new LineFields(text.slice(start, end), commaScratch.slice(0, count)),
+            line: this.#line,
+          });
+        }
+        this.#line += 1;
+        return index + 1;
+      }
+    }
+    return -1;
   }
 
   /**
@@ -281,8 +343,17 @@ export class CsvReader {
         this.#line += newlines + 1;
         return index + 1;
       }
-      field += text[index];
-      index += 1;
+      // Up to the next character that could end the field, at once.
+      let runEnd = index + 1;
+      while (runEnd < length) {
+        const next = text.charCodeAt(runEnd);
+        if (next === COMMA || next === QUOTE || next === NEWLINE || next === CARRIAGE_RETURN) {
+          break;
+        }
+        runEnd += 1;
+      }
+      field += text.slice(index, runEnd);
+      index = runEnd;
     }
     return final ? length : -1;
   }

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { generateNalLines, NAL_HEADER_LINE, nalLine } from "../ingest/generate-nal.ts";
+import {
+  generateNalLines,
+  NAL_HEADER_LINE,
+  nalLine,
+  seededRandom,
+} from "../ingest/generate-nal.ts";
 import { CsvReader, type CsvRecord, fieldValues, MAX_RECORD_CHARS } from "./csv.ts";
 import { headerDriftRejects, mapHeader } from "./header.ts";
 import {
@@ -113,6 +118,50 @@ describe("CSV reading", () => {
       fields: ["E", "5"],
       line: 20_004,
     });
+  });
+
+  it("reads lines without quotes as a plain comma split, controls refused, whatever the chunks", () => {
+    // Lines of commas, tabs, lone CRs, controls, DEL, U+FFFD and letters beyond ASCII, ended by
+    // LF or CRLF: each is a comma split of the line, or refused for what it holds.
+    const random = seededRandom(7);
+    const alphabet = [
+      "A",
+      "z",
+      "9",
+      " ",
+      ",",
+      ",",
+      "\t",
+      "\r",
+      "\u0001",
+      "\u007f",
+      "\ufffd",
+      "é",
+      "中",
+    ];
+    const lines = Array.from(
+      { length: 400 },
+      (_, index) =>
+        Array.from(
+          { length: 1 + Math.floor(random() * 40) },
+          () => alphabet[Math.floor(random() * alphabet.length)],
+        ).join("") + (index % 2 === 0 ? "" : ",end"),
+    ).filter((line) => !line.endsWith("\r"));
+    const text = lines.map((line, index) => `${line}${index % 3 === 0 ? "\r\n" : "\n"}`).join("");
+    const expected = lines.map((line, index) => {
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+      const control = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufffd]/.exec(line)?.[0];
+      const error =
+        control === undefined
+          ? undefined
+          : control === "\ufffd"
+            ? "holds bytes that are not UTF-8"
+            : `holds a control character (U+${control.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")})`;
+      return { line: index + 1, fields: error ? [] : line.split(","), ...(error ? { error } : {}) };
+    });
+    for (const chunkSize of [1, 3, 64, 1 << 16]) {
+      expect(readAll(text, chunkSize)).toEqual(expected);
+    }
   });
 
   it("flags a quote that is never closed, naming its line and that the rest of the file is lost, instead of throwing", () => {
