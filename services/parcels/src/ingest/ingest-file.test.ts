@@ -62,6 +62,22 @@ beforeEach(async () => {
   await harness.pool.query("UPDATE publish_watermark SET published_through = 0");
 });
 
+const rowValues = {
+  CO_NO: 23,
+  PARCEL_ID: "A1",
+  ASMNT_YR: 2025,
+  DOR_UC: "001",
+  JV: 300000,
+  OWN_NAME: "DOE JOHN",
+  OWN_ADDR1: "1 MAIN ST",
+  OWN_CITY: "MIAMI",
+  OWN_STATE: "FL",
+  OWN_ZIPCD: "33125",
+  PHY_ADDR1: "1 MAIN ST",
+  PHY_CITY: "MIAMI",
+  PHY_ZIPCD: "33125",
+};
+
 const row = (parcelId: string, extra: Record<string, string | number> = {}) =>
   nalLine({
     CO_NO: 23,
@@ -279,6 +295,45 @@ describe("a parcel repeated in its file", () => {
     expect(await storedValues()).toEqual([
       ["23-E1", 320000, 4],
       ["23-E2", 300000, 5],
+    ]);
+  });
+
+  it("diffs a parcel of the next batch against what the batch before stores, in a store that holds parcels", async () => {
+    // Not a first load: each batch is looked up while the next is read, so a lookup must not run
+    // ahead of the store of a batch that holds the same parcel.
+    await ingest(await writeRoll("NAL16F202501.csv", [nalLine({ ...rowValues, CO_NO: 16 })]), 10);
+    published = [];
+    const path = await writeRoll("NAL23F202501.csv", [
+      row("H1"),
+      row("H2"),
+      row("H1", { JV: 320000 }),
+      row("H3"),
+      row("H3", { JV: 330000 }),
+      row("H4"),
+    ]);
+    const summary = await ingest(path);
+    expect(summary).toMatchObject({ read: 6, new: 4, changed: 0, unchanged: 0, rejected: 2 });
+    expect(duplicates(summary)).toEqual([
+      [2, "H1", "duplicate parcel in file; kept line 4"],
+      [5, "H3", "duplicate parcel in file; kept line 6"],
+    ]);
+    const [first, , again] = published;
+    expect(published.map((event) => event.folio)).toEqual([
+      "23-H1",
+      "23-H2",
+      "23-H1",
+      "23-H3",
+      "23-H3",
+      "23-H4",
+    ]);
+    expect(again?.previous_content_hash).toBe(first?.content_hash);
+    expect(published[4]?.previous_content_hash).toBe(published[3]?.content_hash);
+    expect(await storedValues()).toEqual([
+      ["16-A1", 300000, 2],
+      ["23-H1", 320000, 4],
+      ["23-H2", 300000, 3],
+      ["23-H3", 330000, 6],
+      ["23-H4", 300000, 7],
     ]);
   });
 

@@ -66,8 +66,17 @@ export interface StoreState {
   watermarkByCaller: boolean;
 }
 
+/** A grouped batch whose parcels are being looked up. */
+interface LookingUp {
+  byFolio: ReadonlyMap<string, NalRow>;
+  folios: readonly string[];
+  found: Promise<[ReadonlyMap<string, StoredParcelState>, ReadonlyMap<string, RollSale[]>]>;
+}
+
 export class ParcelPipeline {
   #storing: Promise<void> = Promise.resolve();
+  /** The batch accepted last, looked up while the next one is read; diffed when that arrives. */
+  #ahead: LookingUp | null = null;
   #publishing: Promise<void> = Promise.resolve();
   #storingFolios: ReadonlyMap<string, NalRow> = new Map();
   #storeError: unknown;
@@ -98,7 +107,11 @@ export class ParcelPipeline {
     return this.#indexesDropped;
   }
 
-  /** Groups and diffs one batch of rows, then hands it to the store lane. */
+  /**
+   * Groups one batch of rows and starts looking its parcels up, then diffs the batch before it
+   * and hands that to the store lane: a batch's lookup runs in Postgres while the next batch is
+   * read, so neither waits for the other.
+   */
   async accept(results: readonly RowResult<NalRow>[]): Promise<void> {
     if (this.#storeError !== undefined) {
       throw this.#storeError;
@@ -109,22 +122,33 @@ export class ParcelPipeline {
       return;
     }
     const folios = [...byFolio.keys()];
-    // A parcel of the batch being stored must be diffed against what that batch stores.
-    if (!this.#state.firstLoad && folios.some((folio) => this.#storingFolios.has(folio))) {
+    const ahead = this.#ahead;
+    this.#ahead = null;
+    // A parcel of a batch not stored yet must be diffed against what that batch stores.
+    const unstored = (folio: string) =>
+      ahead?.byFolio.has(folio) === true || this.#storingFolios.has(folio);
+    if (!this.#state.firstLoad && folios.some(unstored)) {
+      if (ahead !== null) {
+        await this.#diffAndStore(ahead);
+      }
       await this.#storing;
+      this.#ahead = this.#lookUp(byFolio, folios, false);
+      return;
     }
-    const diffed = await this.#lookUpAndDiff(byFolio, folios, this.#state.firstLoad);
-    await this.#tally.timed("waitStore", () => this.#storing);
-    this.#storingFolios = byFolio;
-    this.#storing = this.#store(byFolio, folios, diffed);
-    this.#storing.catch((error: unknown) => {
-      this.#storeError ??= error;
-    });
+    this.#ahead = this.#lookUp(byFolio, folios, this.#state.firstLoad);
+    if (ahead !== null) {
+      await this.#diffAndStore(ahead);
+    }
   }
 
   /** Waits until every accepted batch is stored. */
-  stored(): Promise<void> {
-    return this.#storing;
+  async stored(): Promise<void> {
+    const ahead = this.#ahead;
+    this.#ahead = null;
+    if (ahead !== null) {
+      await this.#diffAndStore(ahead);
+    }
+    await this.#storing;
   }
 
   /** Waits until every stored batch is on the topic. */
@@ -138,18 +162,35 @@ export class ParcelPipeline {
     await this.#publishing.catch(() => {});
   }
 
-  async #lookUpAndDiff(
+  /** Starts looking a batch's parcels up: their stored states and their recorded sales. */
+  #lookUp(
     byFolio: ReadonlyMap<string, NalRow>,
     folios: readonly string[],
     skipStates: boolean,
-  ): Promise<DiffOutcome> {
-    const [states, sales] = await this.#tally.timed("read", () =>
-      Promise.all([
-        skipStates ? new Map<string, StoredParcelState>() : loadStates(this.#pool, folios),
-        this.#state.sales ? loadRecordedSales(this.#pool, folios) : new Map<string, RollSale[]>(),
-      ]),
-    );
-    return this.#tally.timed("diff", () => diffBatch(this.#file, byFolio, states, sales));
+  ): LookingUp {
+    const found = Promise.all([
+      skipStates ? new Map<string, StoredParcelState>() : loadStates(this.#pool, folios),
+      this.#state.sales ? loadRecordedSales(this.#pool, folios) : new Map<string, RollSale[]>(),
+    ]);
+    // Awaited when the batch is diffed; a failure meanwhile is no unhandled rejection.
+    found.catch(() => {});
+    return { byFolio, folios, found };
+  }
+
+  /** Diffs a looked-up batch and hands it to the store lane once the one before is stored. */
+  async #diffAndStore(batch: LookingUp): Promise<void> {
+    const diffed = await this.#diff(batch);
+    await this.#tally.timed("waitStore", () => this.#storing);
+    this.#storingFolios = batch.byFolio;
+    this.#storing = this.#store(batch.byFolio, batch.folios, diffed);
+    this.#storing.catch((error: unknown) => {
+      this.#storeError ??= error;
+    });
+  }
+
+  async #diff(batch: LookingUp): Promise<DiffOutcome> {
+    const [states, sales] = await this.#tally.timed("read", () => batch.found);
+    return this.#tally.timed("diff", () => diffBatch(this.#file, batch.byFolio, states, sales));
   }
 
   /**
@@ -175,7 +216,7 @@ export class ParcelPipeline {
           : upsertParcels(this.#pool, outcome.batch),
       );
       if (maxSeq === null) {
-        outcome = await this.#lookUpAndDiff(byFolio, folios, false);
+        outcome = await this.#diff(this.#lookUp(byFolio, folios, false));
         maxSeq = await this.#tally.timed("store", () => upsertParcels(this.#pool, outcome.batch));
       }
       await this.#publishAfterEarlier(outcome, maxSeq);
