@@ -246,6 +246,7 @@ export const tenantChanged: TenantChanged = {
   billing_anniversary: "2025-09-30",
   trial_ends_at: "2025-10-14T09:30:00.000Z",
   changed_at: "2025-09-30T09:30:00.000Z",
+  standing: "good",
 };
 
 export const tenantChangedSparse: TenantChanged = {
@@ -255,6 +256,7 @@ export const tenantChangedSparse: TenantChanged = {
   limits: { lead_views_per_month: 500, rate_per_minute: 300, concurrent_webhooks: 0, seats: 1 },
   billing_anniversary: null,
   trial_ends_at: null,
+  standing: "suspended",
 };
 
 export const keyIssued: KeyIssued = {

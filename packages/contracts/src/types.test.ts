@@ -9,6 +9,7 @@ import {
   isUtcDay,
   KEY_REVOKE_REASONS,
   MATCH_TRIGGERS,
+  PAYMENT_STANDINGS,
   ROLL_STAGES,
   SURFACES,
   TENANT_STATUSES,
@@ -160,6 +161,7 @@ describe("TS types agree with the Avro schemas", () => {
       ["leadViewRecorded", "Surface", SURFACES],
       ["tenantChanged", "Tier", TIERS],
       ["tenantChanged", "TenantStatus", TENANT_STATUSES],
+      ["tenantChanged", "PaymentStanding", PAYMENT_STANDINGS],
       ["keyRevoked", "KeyRevokeReason", KEY_REVOKE_REASONS],
     ];
     for (const [name, enumName, symbols] of expectations) {

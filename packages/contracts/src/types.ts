@@ -244,6 +244,13 @@ export type Tier = (typeof TIERS)[number];
 export const TENANT_STATUSES = ["trialing", "active", "cancelled"] as const;
 export type TenantStatus = (typeof TENANT_STATUSES)[number];
 
+/**
+ * Whether a tenant's payments are in order, apart from its status: `past_due` while a failed
+ * payment's grace period runs (reads go on), `suspended` once it ran out (paid reads refused).
+ */
+export const PAYMENT_STANDINGS = ["good", "past_due", "suspended"] as const;
+export type PaymentStanding = (typeof PAYMENT_STANDINGS)[number];
+
 export interface QuotaLimits {
   lead_views_per_month: number;
   rate_per_minute: number;
@@ -261,6 +268,8 @@ export interface TenantChanged {
   billing_anniversary: UtcDay | null;
   trial_ends_at: Instant | null;
   changed_at: Instant;
+  /** Absent in records written before revision 2 of the schema, which read as `good`. */
+  standing?: PaymentStanding;
 }
 
 /** Which API key a key record speaks of, as the gateway authenticates it. */
