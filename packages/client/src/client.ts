@@ -34,6 +34,11 @@ export type LeadExport = Omit<Loose<QueryOf<"exportLeadsCsv">>, "signals"> & {
 export interface ClientOptions {
   /** The API key (th_live_…); defaults to the TERMINAL_HOUSE_API_KEY environment variable. */
   apiKey?: string;
+  /**
+   * A page signed in to the web dashboard: its session cookies authenticate the calls, so no key
+   * is sent (or needed). The page's own `fetch` adds what the session needs (the CSRF header).
+   */
+  session?: boolean;
   /** Where the API is served, without /v1 (default http://127.0.0.1:8080, `npm start`'s gateway). */
   baseUrl?: string;
   /**
@@ -93,8 +98,8 @@ async function page<T, B>(
 
 /** The openapi-fetch client for the key and base URL, retrying 429s when asked to. */
 function connect(options: ClientOptions): Api {
-  const apiKey = options.apiKey ?? environmentKey();
-  if (!apiKey) {
+  const apiKey = options.session ? undefined : (options.apiKey ?? environmentKey());
+  if (!apiKey && !options.session) {
     throw new Error("no API key: pass apiKey or set TERMINAL_HOUSE_API_KEY");
   }
   const baseUrl = (options.baseUrl ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
@@ -102,7 +107,9 @@ function connect(options: ClientOptions): Api {
   const retry = options.retry === true ? {} : options.retry || undefined;
   return createFetchClient<paths>({
     baseUrl,
-    headers: { authorization: `Bearer ${apiKey}` },
+    ...(apiKey
+      ? { headers: { authorization: `Bearer ${apiKey}` } }
+      : { credentials: "same-origin" }),
     fetch: retry ? retryingFetch(baseFetch, retry, options.sleep) : baseFetch,
   });
 }
@@ -223,7 +230,10 @@ function webhookCalls(api: Api) {
           params: { path: { id: watchlistId, endpoint_id: endpointId } },
         }),
       ),
-    /** A new signing secret; the old one keeps signing (beside it) for the overlap. */
+    /**
+     * A new signing secret (shown once); the old one stops signing at once. Let the receiver
+     * accept both secrets before rotating, and drop the old one after (docs/webhooks.md).
+     */
     rotate: (watchlistId: string, endpointId: string) =>
       unwrap(
         api.POST("/v1/watchlists/{id}/webhooks/{endpoint_id}:rotate", {

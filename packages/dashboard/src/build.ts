@@ -34,6 +34,10 @@ export function sourceFingerprint(): string {
   const hash = createHash("sha256");
   const inputs = [
     ...filesUnder(join(PACKAGE_DIR, "src", "ui")),
+    // The typed client the page calls the API with is bundled too.
+    ...filesUnder(join(PACKAGE_DIR, "..", "client", "src")).filter(
+      (file) => !file.endsWith(".test.ts"),
+    ),
     join(PACKAGE_DIR, "index.html"),
     join(PACKAGE_DIR, "package.json"),
     join(PACKAGE_DIR, "src", "routes.ts"),

@@ -1,7 +1,8 @@
+import type { Limits } from "@th/client";
 import { useEffect, useRef, useState } from "react";
-import { api, refreshSession, subscribeLimits, whenSignedOut } from "./api.ts";
+import { call, refreshSession, subscribeLimits, th, whenSignedOut } from "./api.ts";
 import { Link, navigate, usePath } from "./components.tsx";
-import { formatNumber, type Limits } from "./logic.ts";
+import { formatNumber } from "./logic.ts";
 import { KeysPage } from "./pages/keys.tsx";
 import { LeadsPage } from "./pages/leads.tsx";
 import { OverviewPage } from "./pages/overview.tsx";
@@ -23,6 +24,13 @@ const NAV = [
   { to: "/integrations", label: "MCP & exports" },
 ];
 
+/** Requests spent of the rolling minute; unknown when either header is absent. */
+function requestsUsed(limits: Limits): number | null {
+  return limits.rateLimit === null || limits.rateRemaining === null
+    ? null
+    : limits.rateLimit - limits.rateRemaining;
+}
+
 function LimitsBar() {
   const [limits, setLimits] = useState<Limits | null>(null);
   useEffect(() => subscribeLimits(setLimits), []);
@@ -38,7 +46,7 @@ function LimitsBar() {
       <div>
         <dt>Requests this minute</dt>
         <dd>
-          {formatNumber(limits.rateLimit - limits.rateRemaining)} / {formatNumber(limits.rateLimit)}
+          {formatNumber(requestsUsed(limits))} / {formatNumber(limits.rateLimit)}
         </dd>
       </div>
     </dl>
@@ -126,11 +134,12 @@ export function App() {
 
   useEffect(() => {
     whenSignedOut(() => setSession(null));
-    api<Session>("GET", "/v1/dashboard/session")
+    const current = () => call(th.GET("/v1/dashboard/session"));
+    current()
       .then(setSession)
       .catch(async () => {
         if (await refreshSession()) {
-          setSession(await api<Session>("GET", "/v1/dashboard/session").catch(() => null));
+          setSession(await current().catch(() => null));
         } else {
           setSession(null);
         }
@@ -144,7 +153,7 @@ export function App() {
     }
     const wait = Math.max(5_000, Date.parse(session.expires_at) - Date.now() - 60_000);
     const timer = window.setTimeout(async () => {
-      const next = await api<Session>("POST", "/v1/dashboard/session/refresh").catch(() => null);
+      const next = await call(th.POST("/v1/dashboard/session/refresh")).catch(() => null);
       setSession(next);
     }, wait);
     return () => window.clearTimeout(timer);
@@ -177,7 +186,7 @@ export function App() {
       session={session}
       path={path}
       onSignOut={async () => {
-        await api("DELETE", "/v1/dashboard/session").catch(() => undefined);
+        await call(th.DELETE("/v1/dashboard/session")).catch(() => undefined);
         setSession(null);
         navigate("/sign-in");
       }}

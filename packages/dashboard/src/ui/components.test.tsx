@@ -1,3 +1,4 @@
+import { parseLimits } from "@th/client";
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import { ApiFailure } from "./api.ts";
@@ -10,16 +11,23 @@ import {
   TextFields,
 } from "./components.tsx";
 
+const noLimits = parseLimits(new Headers());
+
 describe("an API failure on the page", () => {
   it("a tier gate becomes an upgrade prompt with the 403's own upgrade URL", () => {
     const html = renderToStaticMarkup(
       <Problem
         error={
-          new ApiFailure(403, {
-            error: "tier_required",
-            detail: "the Starter tier does not include the management API",
-            upgrade_url: "https://terminal.house/pricing?from=starter&to=team&feature=management",
-          })
+          new ApiFailure(
+            403,
+            {
+              error: "tier_required",
+              detail: "the Starter tier does not include the management API",
+              upgrade_url: "https://terminal.house/pricing?from=starter&to=team&feature=management",
+            },
+            noLimits,
+            null,
+          )
         }
       />,
     );
@@ -33,11 +41,16 @@ describe("an API failure on the page", () => {
     const html = renderToStaticMarkup(
       <Problem
         error={
-          new ApiFailure(400, {
-            error: "invalid_request",
-            detail: "invalid body",
-            fields: [{ path: "body.recipe.filters.counties.0", message: "must be a DOR county" }],
-          })
+          new ApiFailure(
+            400,
+            {
+              error: "invalid_request",
+              detail: "invalid body",
+              fields: [{ path: "body.recipe.filters.counties.0", message: "must be a DOR county" }],
+            },
+            noLimits,
+            null,
+          )
         }
       />,
     );

@@ -185,12 +185,8 @@ export function Problem(props: { error: unknown }) {
   if (!error) {
     return null;
   }
-  if (
-    error instanceof ApiFailure &&
-    error.body.error === "tier_required" &&
-    error.body.upgrade_url
-  ) {
-    return <UpgradePrompt detail={error.body.detail} url={error.body.upgrade_url} />;
+  if (error instanceof ApiFailure && error.code === "tier_required" && error.body?.upgrade_url) {
+    return <UpgradePrompt detail={error.detail} url={error.body.upgrade_url} />;
   }
   const detail = error instanceof Error ? error.message : String(error);
   const fields = error instanceof ApiFailure ? fieldMessages(error.body) : [];

@@ -6,7 +6,6 @@ import {
   fieldMessages,
   formFromRecipe,
   leadQuery,
-  limitsFromHeaders,
   mcpSnippet,
   readCookie,
   recipeFromForm,
@@ -21,28 +20,13 @@ describe("the page's CSRF token", () => {
   });
 });
 
-describe("the live limits", () => {
-  it("come from the six headers, and are absent without them", () => {
-    const headers: Record<string, string> = {
-      "x-ratelimit-limit": "600",
-      "x-ratelimit-remaining": "597",
-      "x-ratelimit-reset": "1800000000",
-      "x-quota-lead-views-limit": "5000",
-      "x-quota-lead-views-remaining": "4999",
-      "x-quota-resets": "2026-12-22T00:00:00.000Z",
-    };
-    const limits = limitsFromHeaders((name) => headers[name] ?? null);
-    expect(limits).toMatchObject({ rateLimit: 600, rateRemaining: 597, leadViewsRemaining: 4999 });
-    expect(limits?.quotaResetsAt?.toISOString()).toBe("2026-12-22T00:00:00.000Z");
-    expect(limitsFromHeaders(() => null)).toBeNull();
-  });
-});
-
 describe("the key rotation reminder", () => {
-  it("appears from 90 days on active keys only", () => {
-    expect(rotationReminder({ age_days: 89, revoked: false })).toBeNull();
-    expect(rotationReminder({ age_days: 90, revoked: false })).toMatch(/90 days old/);
-    expect(rotationReminder({ age_days: 400, revoked: true })).toBeNull();
+  it("K2 appears only on an active key the API says is due (older than 90 days)", () => {
+    expect(rotationReminder({ age_days: 90, revoked: false, rotation_due: false })).toBeNull();
+    expect(rotationReminder({ age_days: 90, revoked: false, rotation_due: true })).toMatch(
+      /90 days old/,
+    );
+    expect(rotationReminder({ age_days: 400, revoked: true, rotation_due: true })).toBeNull();
   });
 });
 

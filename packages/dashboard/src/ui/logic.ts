@@ -1,6 +1,8 @@
 // The dashboard's logic that does not touch the DOM: parsing, formatting and the shapes the
 // pages send. Kept pure so the component tests can check it without a browser.
 
+import type { operations } from "@th/client";
+
 // One catalogue with the validators; this entry point carries no zod into the bundle.
 export {
   LEAD_SIGNAL_DESCRIPTIONS as SIGNAL_DESCRIPTIONS,
@@ -8,7 +10,6 @@ export {
   RECIPE_USE_CLASSES as USE_CLASSES,
 } from "@th/api-schemas/catalogue";
 
-export const ROTATION_REMINDER_DAYS = 90;
 const DAY_MS = 86_400_000;
 
 /** The value of one cookie from `document.cookie`. */
@@ -20,34 +21,6 @@ export function readCookie(cookies: string, name: string): string | null {
     }
   }
   return null;
-}
-
-export interface Limits {
-  rateLimit: number;
-  rateRemaining: number;
-  rateResetsAt: Date;
-  leadViewsLimit: number | null;
-  leadViewsRemaining: number | null;
-  quotaResetsAt: Date | null;
-}
-
-/** The six limit headers of a response, when it carries them. */
-export function limitsFromHeaders(get: (name: string) => string | null): Limits | null {
-  const limit = get("x-ratelimit-limit");
-  if (limit === null) {
-    return null;
-  }
-  const views = get("x-quota-lead-views-limit");
-  const resets = get("x-quota-resets");
-  return {
-    rateLimit: Number(limit),
-    rateRemaining: Number(get("x-ratelimit-remaining") ?? 0),
-    rateResetsAt: new Date(Number(get("x-ratelimit-reset") ?? 0) * 1000),
-    leadViewsLimit: views === null ? null : Number(views),
-    leadViewsRemaining:
-      views === null ? null : Number(get("x-quota-lead-views-remaining") ?? views),
-    quotaResetsAt: resets ? new Date(resets) : null,
-  };
 }
 
 export function trialDaysLeft(trialEndsAt: string, now: Date): number {
@@ -64,12 +37,19 @@ export function formatAge(days: number): string {
   return `${days} days`;
 }
 
-/** The soft reminder: rotation is recommended past 90 days, never enforced. */
-export function rotationReminder(key: { age_days: number; revoked: boolean }): string | null {
-  if (key.revoked || key.age_days < ROTATION_REMINDER_DAYS) {
+/**
+ * The soft reminder, on an active key the API says is due: older than 90 days (strictly; the
+ * API decides, to the millisecond). Rotation is recommended, never enforced.
+ */
+export function rotationReminder(key: {
+  age_days: number;
+  revoked: boolean;
+  rotation_due: boolean;
+}): string | null {
+  if (key.revoked || !key.rotation_due) {
     return null;
   }
-  return `This key is ${key.age_days} days old. Consider issuing a new one and revoking this one.`;
+  return `This key is ${key.age_days} days old. Rotate it: issue a new key, deploy it, then revoke this one.`;
 }
 
 export function formatNumber(value: number | null | undefined): string {
@@ -179,22 +159,31 @@ export const EMPTY_FILTERS: LeadFilters = {
   max_equity: "",
 };
 
-/** The `GET /v1/leads` query string of a filter form; empty fields are left out. */
-export function leadQuery(filters: LeadFilters, extra: Record<string, string> = {}): string {
-  const params = new URLSearchParams();
+/** The lead search's query parameters, as the API declares them. */
+export type LeadSearchQuery = NonNullable<operations["searchLeadSummaries"]["parameters"]["query"]>;
+
+/** The lead search of a filter form; empty fields are left out. */
+export function leadSearch(
+  filters: LeadFilters,
+  extra: { limit?: string; cursor?: string } = {},
+): LeadSearchQuery {
+  const query: Record<string, string> = {};
   for (const [name, value] of Object.entries(filters)) {
     if (Array.isArray(value)) {
       if (value.length > 0) {
-        params.set(name, value.join(","));
+        query[name] = value.join(",");
       }
     } else if (value.trim() !== "") {
-      params.set(name, value.trim());
+      query[name] = value.trim();
     }
   }
-  for (const [name, value] of Object.entries(extra)) {
-    params.set(name, value);
-  }
-  const text = params.toString();
+  // The form offers only the API's use classes; the API refuses anything else by name.
+  return { ...(query as LeadSearchQuery), ...extra };
+}
+
+/** The same search as a query string (the CSV export's link). */
+export function leadQuery(filters: LeadFilters, extra: { limit?: string } = {}): string {
+  const text = new URLSearchParams(leadSearch(filters, extra)).toString();
   return text ? `?${text}` : "";
 }
 

@@ -1,15 +1,11 @@
 // What every page knows about the signed-in member and their tenant, in a module of its own so
 // the app shell and its pages both import it without importing each other.
+import type { Schemas } from "./api.ts";
 
-export interface Session {
-  member: { id: string; email: string; role: "admin" | "member" };
-  tenant: { id: string; company: string; tier: Tier };
-  csrf_token: string;
-  expires_at: string;
-  refresh_expires_at: string;
-}
+/** The signed-in member, their tenant and the session's times, as the API answers them. */
+export type Session = Schemas["DashboardSession"];
 
-export type Tier = "starter" | "operator" | "team" | "custom";
+export type Tier = Session["tenant"]["tier"];
 
 export const TIER_LABELS: Readonly<Record<Tier, string>> = {
   starter: "Starter",

@@ -1,8 +1,11 @@
+import { parseLimits } from "@th/client";
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import { ApiFailure } from "../api.ts";
 import type { Session } from "../session.ts";
 import { KeyRow, keysGated } from "./keys.tsx";
+
+const noLimits = parseLimits(new Headers());
 
 const session: Session = {
   member: { id: "mem_a", email: "ada@example.com", role: "admin" },
@@ -35,9 +38,15 @@ function row(shown = apiKey) {
 
 describe("the API keys page", () => {
   it("hides everything behind the refusal when the tier or the role does not allow keys", () => {
-    expect(keysGated(new ApiFailure(403, { error: "tier_required", detail: "x" }))).toBe(true);
-    expect(keysGated(new ApiFailure(403, { error: "forbidden", detail: "x" }))).toBe(true);
-    expect(keysGated(new ApiFailure(500, { error: "internal", detail: "x" }))).toBe(false);
+    expect(
+      keysGated(new ApiFailure(403, { error: "tier_required", detail: "x" }, noLimits, null)),
+    ).toBe(true);
+    expect(
+      keysGated(new ApiFailure(403, { error: "forbidden", detail: "x" }, noLimits, null)),
+    ).toBe(true);
+    expect(keysGated(new ApiFailure(500, { error: "internal", detail: "x" }, noLimits, null))).toBe(
+      false,
+    );
     expect(keysGated(undefined)).toBe(false);
   });
 
@@ -65,7 +74,8 @@ describe("the API keys page", () => {
     expect(html).not.toContain('role="note"');
   });
 
-  it("reminds to rotate an active key past ninety days", () => {
-    expect(row({ ...apiKey, age_days: 90 })).toContain('role="note"');
+  it("K2 reminds to rotate an active key the API says is older than ninety days, and not before", () => {
+    expect(row({ ...apiKey, age_days: 90 })).not.toContain('role="note"');
+    expect(row({ ...apiKey, age_days: 90, rotation_due: true })).toContain('role="note"');
   });
 });

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { ApiFailure, api } from "../api.ts";
+import { ApiFailure, call, type Schemas, th } from "../api.ts";
 import {
   Card,
   DataTable,
@@ -15,26 +15,14 @@ import {
 import { formatAge, formatDate, rotationReminder } from "../logic.ts";
 import type { Session } from "../session.ts";
 
-interface ApiKey {
-  id: string;
-  label: string;
-  last4: string;
-  member_id: string;
-  member_removed: boolean;
-  revoked: boolean;
-  created_at: string;
-  age_days: number;
-  rotation_due: boolean;
-}
-
-type IssuedKey = ApiKey & { secret: string };
+type ApiKey = Schemas["ApiKey"];
+type IssuedKey = Schemas["IssuedApiKey"];
 type Attempt = (work: () => Promise<void>) => Promise<void>;
 
 /** Whether the key list was refused for the tier or the role, which hides the whole page. */
 export function keysGated(error: unknown): boolean {
   return (
-    error instanceof ApiFailure &&
-    (error.body.error === "tier_required" || error.body.error === "forbidden")
+    error instanceof ApiFailure && (error.code === "tier_required" || error.code === "forbidden")
   );
 }
 
@@ -49,7 +37,7 @@ function IssueKeyCard(props: { attempt: Attempt; error: unknown; reload: () => P
         onSubmit={async (event) => {
           event.preventDefault();
           await props.attempt(async () => {
-            setIssued(await api<IssuedKey>("POST", "/v1/team/api-keys", { label }));
+            setIssued(await call(th.POST("/v1/team/api-keys", { body: { label } })));
             setLabel("");
             await props.reload();
           });
@@ -126,7 +114,7 @@ export function KeyRow(props: { apiKey: ApiKey; session: Session; onRevoke: () =
 }
 
 export function KeysPage(props: { session: Session }) {
-  const keys = useLoad(() => api<{ data: ApiKey[] }>("GET", "/v1/team/api-keys"));
+  const keys = useLoad(() => call(th.GET("/v1/team/api-keys")));
   const { error, attempt } = useAttempt();
 
   async function revoke(key: ApiKey) {
@@ -134,7 +122,7 @@ export function KeysPage(props: { session: Session }) {
       return;
     }
     await attempt(async () => {
-      await api("DELETE", `/v1/team/api-keys/${key.id}`);
+      await call(th.DELETE("/v1/team/api-keys/{key_id}", { params: { path: { key_id: key.id } } }));
       await keys.reload();
     });
   }

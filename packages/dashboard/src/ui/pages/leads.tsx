@@ -1,7 +1,5 @@
-// A type only: erased from the bundle, so no zod reaches the browser.
-import type { Lead } from "@th/api-schemas";
 import { useState } from "react";
-import { api } from "../api.ts";
+import { call, type Schemas, th } from "../api.ts";
 import {
   Card,
   CheckboxGroup,
@@ -21,6 +19,7 @@ import {
   JUST_VALUE_FIELDS,
   type LeadFilters,
   leadQuery,
+  leadSearch,
   SIGNAL_DESCRIPTIONS,
   SIGNALS,
   type TextFieldSpec,
@@ -28,15 +27,9 @@ import {
   USE_CLASSES,
 } from "../logic.ts";
 
-interface LeadSummary {
-  folio: string;
-  county: { number: number; name: string | null };
-  city: string | null;
-  zip: string | null;
-  use_class: string | null;
-  roll_year: number;
-  signals_fired: string[];
-}
+type Lead = Schemas["Lead"];
+type LeadSummary = Schemas["LeadSummary"];
+type SummaryPage = { leads: LeadSummary[]; next_cursor: string | null };
 
 function LeadRecord(props: { lead: Lead }) {
   const { lead } = props;
@@ -166,7 +159,11 @@ function LeadRow(props: { summary: LeadSummary }) {
             setError(null);
             try {
               // Viewing again the same UTC day costs nothing; the API decides, not the page.
-              setLead(await api<Lead>("GET", `/v1/leads/${encodeURIComponent(summary.folio)}`));
+              setLead(
+                await call(
+                  th.GET("/v1/leads/{folio}", { params: { path: { folio: summary.folio } } }),
+                ),
+              );
               setOpen(true);
             } catch (failure) {
               setError(failure);
@@ -209,9 +206,7 @@ const VALUE_FIELDS = [
 
 export function LeadsPage() {
   const [filters, setFilters] = useState<LeadFilters>(EMPTY_FILTERS);
-  const [page, setPage] = useState<{ leads: LeadSummary[]; next_cursor: string | null } | null>(
-    null,
-  );
+  const [page, setPage] = useState<SummaryPage | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [loading, setLoading] = useState(false);
   const setText = (name: TextKeys<LeadFilters>, value: string) =>
@@ -221,10 +216,8 @@ export function LeadsPage() {
     setLoading(true);
     setError(null);
     try {
-      const next = await api<{ leads: LeadSummary[]; next_cursor: string | null }>(
-        "GET",
-        `/v1/dashboard/leads${leadQuery(filters, { limit: "25", ...(cursor ? { cursor } : {}) })}`,
-      );
+      const query = leadSearch(filters, { limit: "25", ...(cursor ? { cursor } : {}) });
+      const next = await call(th.GET("/v1/dashboard/leads", { params: { query } }));
       setPage(cursor && page ? { ...next, leads: [...page.leads, ...next.leads] } : next);
     } catch (failure) {
       setError(failure);

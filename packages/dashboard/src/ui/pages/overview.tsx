@@ -1,37 +1,12 @@
+import type { Limits } from "@th/client";
 import { useEffect, useState } from "react";
-import { api, subscribeLimits } from "../api.ts";
+import { call, type Schemas, subscribeLimits, th } from "../api.ts";
 import { Card, Loading, Page, Problem, useLoad } from "../components.tsx";
-import {
-  dailySeries,
-  formatDate,
-  formatDateTime,
-  formatNumber,
-  type Limits,
-  trialDaysLeft,
-} from "../logic.ts";
-import { type Session, TIER_LABELS, type Tier } from "../session.ts";
+import { dailySeries, formatDate, formatDateTime, formatNumber, trialDaysLeft } from "../logic.ts";
+import { type Session, TIER_LABELS } from "../session.ts";
 
-export interface Tenant {
-  id: string;
-  company: string;
-  tier: Tier;
-  status: "trialing" | "active" | "cancelled";
-  seats: number;
-  lead_views_per_month: number;
-  rate_per_minute: number;
-  trial_ends_at: string;
-  billing_anniversary: string;
-  card: { brand: string; last4: string };
-}
-
-interface Usage {
-  period_start: string;
-  period_end: string;
-  cap: number;
-  used: number;
-  remaining: number;
-  daily: { day: string; lead_views: number }[];
-}
+/** The tenant as `GET /v1/account` answers it. */
+export type Tenant = Schemas["Tenant"];
 
 function DailyChart(props: { series: { day: string; count: number }[] }) {
   const max = Math.max(1, ...props.series.map((entry) => entry.count));
@@ -79,8 +54,8 @@ function DailyChart(props: { series: { day: string; count: number }[] }) {
 }
 
 export function OverviewPage(props: { session: Session }) {
-  const account = useLoad(() => api<Tenant>("GET", "/v1/account"));
-  const usage = useLoad(() => api<Usage>("GET", "/v1/usage"));
+  const account = useLoad(() => call(th.GET("/v1/account")));
+  const usage = useLoad(() => call(th.GET("/v1/usage")));
   const [limits, setLimits] = useState<Limits | null>(null);
   useEffect(() => subscribeLimits(setLimits), []);
   const tenant = account.data;
@@ -118,9 +93,7 @@ export function OverviewPage(props: { session: Session }) {
             </p>
           </Card>
           <Card title="Rate limit">
-            <p className="stat">
-              {formatNumber(limits ? limits.rateRemaining : tenant.rate_per_minute)}
-            </p>
+            <p className="stat">{formatNumber(limits?.rateRemaining ?? tenant.rate_per_minute)}</p>
             <p className="muted">
               requests left of {formatNumber(tenant.rate_per_minute)} per rolling minute, shared by
               every key and this dashboard

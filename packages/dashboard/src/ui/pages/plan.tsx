@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { api } from "../api.ts";
+import { call, th } from "../api.ts";
 import { Card, CopyButton, Loading, Page, Problem, useAttempt, useLoad } from "../components.tsx";
 import {
   claudeDesktopSnippet,
@@ -9,7 +9,6 @@ import {
   trialDaysLeft,
 } from "../logic.ts";
 import { type Session, TIER_LABELS } from "../session.ts";
-import type { Tenant } from "./overview.tsx";
 
 const TIERS = ["starter", "operator", "team", "custom"] as const;
 const TIER_FACTS: Record<(typeof TIERS)[number], string> = {
@@ -20,7 +19,7 @@ const TIER_FACTS: Record<(typeof TIERS)[number], string> = {
 };
 
 export function PlanPage(props: { session: Session }) {
-  const account = useLoad(() => api<Tenant>("GET", "/v1/account"));
+  const account = useLoad(() => call(th.GET("/v1/account")));
   const { error, setError, attempt } = useAttempt();
   const [note, setNote] = useState<string | null>(null);
   const tenant = account.data;
@@ -88,7 +87,7 @@ export function PlanPage(props: { session: Session }) {
                       disabled={!admin || tenant.status === "cancelled"}
                       onClick={async () => {
                         await attempt(async () => {
-                          await api("POST", "/v1/account/tier", { tier });
+                          await call(th.POST("/v1/account/tier", { body: { tier } }));
                           setNote(
                             `Moved to ${TIER_LABELS[tier]}; the new limits apply within seconds.`,
                           );
@@ -121,7 +120,7 @@ export function PlanPage(props: { session: Session }) {
                     return;
                   }
                   try {
-                    await api("POST", "/v1/account/cancel");
+                    await call(th.POST("/v1/account/cancel"));
                     setNote("Cancelled.");
                     await account.reload();
                   } catch (failure) {

@@ -1,9 +1,9 @@
 import { useState } from "react";
-import { ApiFailure, api } from "../api.ts";
+import { ApiFailure, call, type Schemas, th } from "../api.ts";
 import { Field, navigate, Problem, TextField } from "../components.tsx";
 import type { Session } from "../session.ts";
 
-type Account = { tenant_id: string; company: string };
+type Account = NonNullable<Schemas["Error"]["accounts"]>[number];
 
 export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -24,17 +24,17 @@ export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
           setError(null);
           try {
             props.onSignedIn(
-              await api<Session>("POST", "/v1/dashboard/session", {
-                email,
-                password,
-                ...(tenantId ? { tenant_id: tenantId } : {}),
-              }),
+              await call(
+                th.POST("/v1/dashboard/session", {
+                  body: { email, password, ...(tenantId ? { tenant_id: tenantId } : {}) },
+                }),
+              ),
             );
             navigate("/overview");
           } catch (failure) {
             const several =
               failure instanceof ApiFailure && failure.status === 409
-                ? (failure.body.accounts ?? [])
+                ? (failure.body?.accounts ?? [])
                 : [];
             if (several.length > 1) {
               setAccounts(several);
@@ -133,7 +133,7 @@ export function SetPasswordPage() {
             return;
           }
           try {
-            await api("POST", "/v1/public/password", { token, password });
+            await call(th.POST("/v1/public/password", { body: { token, password } }));
             setDone(true);
           } catch (failure) {
             setError(failure);

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { api } from "../api.ts";
+import { call, type Schemas, th } from "../api.ts";
 import {
   Card,
   CopyButton,
@@ -20,14 +20,8 @@ import {
   passwordLinkValidity,
   seatsLead,
 } from "../team-logic.ts";
-import type { Tenant } from "./overview.tsx";
 
-interface Member {
-  id: string;
-  email: string;
-  role: "admin" | "member";
-  created_at: string;
-}
+type Member = Schemas["Member"];
 
 interface PasswordLink {
   email: string;
@@ -73,7 +67,7 @@ function InviteCard(props: {
         onSubmit={async (event) => {
           event.preventDefault();
           await props.attempt(async () => {
-            const added = await api<Member>("POST", "/v1/team/members", { email, role });
+            const added = await call(th.POST("/v1/team/members", { body: { email, role } }));
             await props.issueLink(added);
             setEmail("");
             await props.reload();
@@ -125,9 +119,13 @@ export function RemoveMemberCard(props: {
         onSubmit={async (event) => {
           event.preventDefault();
           await props.attempt(async () => {
-            await api(
-              "DELETE",
-              `/v1/team/members/${member.id}?revoke_keys=${revokeKeys ? "true" : "false"}`,
+            await call(
+              th.DELETE("/v1/team/members/{member_id}", {
+                params: {
+                  path: { member_id: member.id },
+                  query: { revoke_keys: revokeKeys ? "true" : "false" },
+                },
+              }),
             );
             await props.onRemoved();
           });
@@ -198,8 +196,8 @@ export function MemberRow(props: {
 }
 
 export function TeamPage(props: { session: Session }) {
-  const members = useLoad(() => api<{ data: Member[] }>("GET", "/v1/team/members"));
-  const account = useLoad(() => api<Tenant>("GET", "/v1/account"));
+  const members = useLoad(() => call(th.GET("/v1/team/members")));
+  const account = useLoad(() => call(th.GET("/v1/account")));
   const [link, setLink] = useState<PasswordLink | null>(null);
   const [removing, setRemoving] = useState<Member | null>(null);
   const [revokeKeys, setRevokeKeys] = useState(false);
@@ -207,9 +205,10 @@ export function TeamPage(props: { session: Session }) {
   const isAdmin = props.session.member.role === "admin";
 
   async function linkFor(member: { id: string; email: string }) {
-    const token = await api<{ token: string; purpose: string }>(
-      "POST",
-      `/v1/team/members/${member.id}/password-token`,
+    const token = await call(
+      th.POST("/v1/team/members/{member_id}/password-token", {
+        params: { path: { member_id: member.id } },
+      }),
     );
     setLink({
       email: member.email,

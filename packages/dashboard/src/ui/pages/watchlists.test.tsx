@@ -7,9 +7,12 @@ const existing: Watchlist = {
   name: "Dade equity",
   recipe: { filters: { counties: [23] }, signals: { high_equity: 1 } },
   recipe_version: 2,
+  recipe_fingerprint: "f1",
+  recipe_effective_from: "2026-01-01T00:00:00.000Z",
   match_count: 0,
   last_match_at: null,
   created_at: "2026-01-01T00:00:00.000Z",
+  updated_at: "2026-01-01T00:00:00.000Z",
 };
 
 describe("the recipe editor", () => {

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { api } from "../api.ts";
+import { call, type Schemas, th } from "../api.ts";
 import {
   Card,
   CheckboxGroup,
@@ -29,33 +29,8 @@ import {
   USE_CLASSES,
 } from "../logic.ts";
 
-export interface Watchlist {
-  id: string;
-  name: string;
-  recipe: Record<string, unknown>;
-  recipe_version: number;
-  match_count: number;
-  last_match_at: string | null;
-  created_at: string;
-}
-
-interface Match {
-  match_id: string;
-  folio: string;
-  score: number;
-  signals_fired: string[];
-  matched_at: string;
-  trigger: string;
-}
-
-interface Run {
-  id: string;
-  status: "queued" | "running" | "succeeded" | "failed";
-  parcels_scanned: number;
-  parcels_total: number | null;
-  matches_found: number;
-  error: string | null;
-}
+export type Watchlist = Schemas["Watchlist"];
+type Run = Schemas["ManualRun"];
 
 const RECIPE_TEXT_FIELDS = [
   {
@@ -149,11 +124,20 @@ function RecipeJsonField(props: { json: string; setJson: (json: string) => void 
   );
 }
 
-/** Creates a watchlist, or saves a new recipe and name for an existing one. */
-function saveWatchlist(initial: Watchlist | undefined, name: string, recipe: unknown) {
+/**
+ * Creates a watchlist, or saves a new recipe and name for an existing one. The recipe goes out as
+ * the member wrote it (JSON included), so the API's validation, not the page's, says what is wrong.
+ */
+function saveWatchlist(initial: Watchlist | undefined, name: string, written: unknown) {
+  const recipe = written as Schemas["Recipe"];
   return initial
-    ? api<Watchlist>("PATCH", `/v1/watchlists/${initial.id}`, { name, recipe })
-    : api<Watchlist>("POST", "/v1/watchlists", { name, recipe });
+    ? call(
+        th.PATCH("/v1/watchlists/{id}", {
+          params: { path: { id: initial.id } },
+          body: { name, recipe },
+        }),
+      )
+    : call(th.POST("/v1/watchlists", { body: { name, recipe } }));
 }
 
 export function RecipeEditor(props: {
@@ -163,7 +147,9 @@ export function RecipeEditor(props: {
 }) {
   const [name, setName] = useState(props.initial?.name ?? "");
   const [form, setForm] = useState<RecipeForm>(
-    props.initial ? formFromRecipe(props.initial.recipe) : EMPTY_RECIPE_FORM,
+    props.initial
+      ? formFromRecipe(props.initial.recipe as Record<string, unknown>)
+      : EMPTY_RECIPE_FORM,
   );
   const [mode, setMode] = useState<EditorMode>("form");
   const [json, setJson] = useState(JSON.stringify(props.initial?.recipe ?? {}, null, 2));
@@ -237,18 +223,15 @@ function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void })
   const [editing, setEditing] = useState(false);
   const [run, setRun] = useState<Run | null>(null);
   const { error, attempt } = useAttempt();
+  const path = { id: watchlist.id };
   const matches = useLoad(
-    () =>
-      api<{ matches: Match[]; has_more: boolean }>(
-        "GET",
-        `/v1/watchlists/${watchlist.id}/matches?limit=50`,
-      ),
+    () => call(th.GET("/v1/watchlists/{id}/matches", { params: { path, query: { limit: 50 } } })),
     watchlist.id,
   );
 
   async function startRun() {
     await attempt(async () => {
-      let current = await api<Run>("POST", `/v1/watchlists/${watchlist.id}/run`, {});
+      let current: Run = await call(th.POST("/v1/watchlists/{id}/run", { params: { path } }));
       setRun(current);
       for (
         let i = 0;
@@ -256,7 +239,11 @@ function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void })
         i++
       ) {
         await new Promise((resolve) => setTimeout(resolve, 1000));
-        current = await api<Run>("GET", `/v1/watchlists/${watchlist.id}/runs/${current.id}`);
+        current = await call(
+          th.GET("/v1/watchlists/{id}/runs/{run_id}", {
+            params: { path: { ...path, run_id: current.id } },
+          }),
+        );
         setRun(current);
       }
       await matches.reload();
@@ -336,7 +323,7 @@ function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void })
 }
 
 export function WatchlistsPage() {
-  const list = useLoad(() => api<{ data: Watchlist[] }>("GET", "/v1/watchlists?limit=100"));
+  const list = useLoad(() => call(th.GET("/v1/watchlists", { params: { query: { limit: 100 } } })));
   const [creating, setCreating] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
   const current = list.data?.data.find((each) => each.id === selected) ?? list.data?.data[0];

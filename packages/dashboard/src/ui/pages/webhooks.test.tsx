@@ -1,6 +1,6 @@
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
-import { bulkReplayNote, DeliveryRow, deliveriesPath } from "./webhooks.tsx";
+import { bulkReplayNote, DeliveryRow, deliveriesQuery } from "./webhooks.tsx";
 
 const delivery: Parameters<typeof DeliveryRow>[0]["delivery"] = {
   id: "dlv_1",
@@ -8,11 +8,9 @@ const delivery: Parameters<typeof DeliveryRow>[0]["delivery"] = {
   state: "dead_letter",
   parked_reason: null,
   attempts: 8,
-  replay_no: 0,
   last_status_code: 500,
   last_failure: null,
   dead_letter_reason: "8 attempts failed",
-  created_at: "2026-01-01T00:00:00.000Z",
   last_attempted_at: "2026-01-01T01:00:00.000Z",
 };
 
@@ -21,7 +19,7 @@ function row(shown: typeof delivery, open = false) {
     <table>
       <tbody>
         <DeliveryRow
-          base="/v1/watchlists/wl_1/webhooks/we_1"
+          endpoint={{ id: "wl_1", endpoint_id: "we_1" }}
           delivery={shown}
           open={open}
           toggle={() => {}}
@@ -34,8 +32,8 @@ function row(shown: typeof delivery, open = false) {
 
 describe("the delivery log", () => {
   it("asks for one state's deliveries, or all of them, newest fifty", () => {
-    expect(deliveriesPath("/b", "")).toBe("/b/deliveries?limit=50");
-    expect(deliveriesPath("/b", "parked")).toBe("/b/deliveries?limit=50&state=parked");
+    expect(deliveriesQuery("")).toEqual({ limit: 50 });
+    expect(deliveriesQuery("parked")).toEqual({ limit: 50, state: "parked" });
   });
 
   it("says how many deliveries a bulk replay queued when the API tells", () => {
@@ -52,7 +50,7 @@ describe("the delivery log", () => {
   });
 
   it("offers no replay of a delivered one, and opens its attempts below it", () => {
-    const html = row({ ...delivery, state: "delivered", dead_letter_reason: null }, true);
+    const html = row({ ...delivery, state: "complete", dead_letter_reason: null }, true);
     expect(html).not.toContain(">Replay<");
     expect(html).toContain('aria-expanded="true"');
     expect(html).toMatch(/<tr><td colspan="6">/i);

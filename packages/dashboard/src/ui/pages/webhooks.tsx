@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { api } from "../api.ts";
+import { call, type Schemas, th } from "../api.ts";
 import {
   Card,
   DataTable,
@@ -16,47 +16,42 @@ import {
 import { formatDateTime } from "../logic.ts";
 import type { Watchlist } from "./watchlists.tsx";
 
-interface Endpoint {
+type Endpoint = Schemas["WebhookEndpoint"];
+/** What a row of the delivery log shows of a delivery. */
+type Delivery = Pick<
+  Schemas["WebhookDelivery"],
+  | "id"
+  | "folio"
+  | "state"
+  | "parked_reason"
+  | "attempts"
+  | "last_status_code"
+  | "last_failure"
+  | "dead_letter_reason"
+  | "last_attempted_at"
+>;
+type DeliveryState = Schemas["WebhookDelivery"]["state"];
+
+/** Where an endpoint's calls go: its watchlist and its id. */
+interface EndpointPath {
   id: string;
-  watchlist_id: string;
-  url: string;
-  events: string[];
-  created_at: string;
+  endpoint_id: string;
 }
 
-interface Delivery {
-  id: string;
-  folio: string;
-  state: string;
-  parked_reason: string | null;
-  attempts: number;
-  replay_no: number;
-  last_status_code: number | null;
-  last_failure: string | null;
-  dead_letter_reason: string | null;
-  created_at: string;
-  last_attempted_at: string | null;
-}
-
-interface Attempt {
-  replay_no: number;
-  attempt: number;
-  attempted_at: string;
-  duration_ms: number | null;
-  status_code: number | null;
-  failure: string | null;
-  state: string;
-}
-
-const VIEWS = [
+const VIEWS: readonly { state: DeliveryState | ""; label: string }[] = [
   { state: "", label: "All deliveries" },
   { state: "dead_letter", label: "Dead letters" },
   { state: "parked", label: "Parked" },
-] as const;
+];
 
-function Attempts(props: { base: string; delivery: Delivery }) {
+function Attempts(props: { endpoint: EndpointPath; delivery: Delivery }) {
   const detail = useLoad(
-    () => api<{ attempts: Attempt[] }>("GET", `${props.base}/deliveries/${props.delivery.id}`),
+    () =>
+      call(
+        th.GET("/v1/watchlists/{id}/webhooks/{endpoint_id}/deliveries/{delivery_id}", {
+          params: { path: { ...props.endpoint, delivery_id: props.delivery.id } },
+        }),
+      ),
     props.delivery.id,
   );
   if (!detail.data) {
@@ -90,9 +85,12 @@ function Attempts(props: { base: string; delivery: Delivery }) {
   );
 }
 
-/** The delivery log's path for a view ("" for every state), newest 50 first. */
-export function deliveriesPath(base: string, view: string): string {
-  return `${base}/deliveries?limit=50${view ? `&state=${view}` : ""}`;
+/** The delivery log's query for a view ("" for every state), newest 50 first. */
+export function deliveriesQuery(view: DeliveryState | ""): {
+  limit: number;
+  state?: DeliveryState;
+} {
+  return view ? { limit: 50, state: view } : { limit: 50 };
 }
 
 /** What a bulk replay says it did; the count is shown when the API gives one. */
@@ -102,7 +100,10 @@ export function bulkReplayNote(replayed: number | undefined): string {
 
 type Act = (work: () => Promise<string>) => Promise<void>;
 
-function ViewTabs(props: { view: string; setView: (view: string) => void }) {
+function ViewTabs(props: {
+  view: DeliveryState | "";
+  setView: (view: DeliveryState | "") => void;
+}) {
   return (
     <fieldset className="tabs">
       <legend className="visually-hidden">Delivery log view</legend>
@@ -123,7 +124,7 @@ function ViewTabs(props: { view: string; setView: (view: string) => void }) {
 
 /** Replays every dead letter since a UTC time (a day ago unless changed). */
 function BulkReplayForm(props: {
-  base: string;
+  endpoint: EndpointPath;
   since: string;
   setSince: (since: string) => void;
   act: Act;
@@ -134,12 +135,13 @@ function BulkReplayForm(props: {
       onSubmit={(event) => {
         event.preventDefault();
         void props.act(async () => {
-          const answer = await api<{ replayed?: number }>(
-            "POST",
-            `${props.base}/deliveries:replay`,
-            { since: new Date(`${props.since}:00Z`).toISOString() },
+          const answer = await call(
+            th.POST("/v1/watchlists/{id}/webhooks/{endpoint_id}/deliveries:replay", {
+              params: { path: props.endpoint },
+              body: { since: new Date(`${props.since}:00Z`).toISOString() },
+            }),
           );
-          return bulkReplayNote(answer?.replayed);
+          return bulkReplayNote(answer.replayed);
         });
       }}
     >
@@ -158,13 +160,13 @@ function BulkReplayForm(props: {
 
 /** One delivery: its state and last attempt, its attempts on demand, a replay if dead. */
 export function DeliveryRow(props: {
-  base: string;
+  endpoint: EndpointPath;
   delivery: Delivery;
   open: boolean;
   toggle: () => void;
   act: Act;
 }) {
-  const { base, delivery } = props;
+  const { endpoint, delivery } = props;
   return (
     <>
       <tr data-testid="delivery-row">
@@ -199,7 +201,12 @@ export function DeliveryRow(props: {
               className="button primary"
               onClick={() =>
                 void props.act(async () => {
-                  await api("POST", `${base}/deliveries/${delivery.id}:replay`, {});
+                  await call(
+                    th.POST(
+                      "/v1/watchlists/{id}/webhooks/{endpoint_id}/deliveries/{delivery_id}:replay",
+                      { params: { path: { ...endpoint, delivery_id: delivery.id } } },
+                    ),
+                  );
                   return `Delivery ${delivery.id} queued for replay.`;
                 })
               }
@@ -212,7 +219,7 @@ export function DeliveryRow(props: {
       {props.open ? (
         <tr>
           <td colSpan={6}>
-            <Attempts base={base} delivery={delivery} />
+            <Attempts endpoint={endpoint} delivery={delivery} />
           </td>
         </tr>
       ) : null}
@@ -221,8 +228,8 @@ export function DeliveryRow(props: {
 }
 
 function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
-  const base = `/v1/watchlists/${props.watchlistId}/webhooks/${props.endpoint.id}`;
-  const [view, setView] = useState<string>("");
+  const endpoint = { id: props.watchlistId, endpoint_id: props.endpoint.id };
+  const [view, setView] = useState<DeliveryState | "">("");
   const [open, setOpen] = useState<string | null>(null);
   const [since, setSince] = useState(() =>
     new Date(Date.now() - 86_400_000).toISOString().slice(0, 16),
@@ -230,8 +237,13 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
   const [note, setNote] = useState<string | null>(null);
   const { error, attempt } = useAttempt();
   const list = useLoad(
-    () => api<{ data: Delivery[] }>("GET", deliveriesPath(base, view)),
-    `${base}|${view}`,
+    () =>
+      call(
+        th.GET("/v1/watchlists/{id}/webhooks/{endpoint_id}/deliveries", {
+          params: { path: endpoint, query: deliveriesQuery(view) },
+        }),
+      ),
+    `${endpoint.id}|${endpoint.endpoint_id}|${view}`,
   );
   async function act(work: () => Promise<string>) {
     await attempt(async () => {
@@ -244,7 +256,7 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
     <div className="stack">
       <ViewTabs view={view} setView={setView} />
       {view === "dead_letter" ? (
-        <BulkReplayForm base={base} since={since} setSince={setSince} act={act} />
+        <BulkReplayForm endpoint={endpoint} since={since} setSince={setSince} act={act} />
       ) : null}
       {note ? (
         <p className="notice" role="status">
@@ -261,7 +273,7 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
           {list.data.data.map((delivery) => (
             <DeliveryRow
               key={delivery.id}
-              base={base}
+              endpoint={endpoint}
               delivery={delivery}
               open={open === delivery.id}
               toggle={() => setOpen(open === delivery.id ? null : delivery.id)}
@@ -275,8 +287,11 @@ function Deliveries(props: { watchlistId: string; endpoint: Endpoint }) {
 }
 
 function Endpoints(props: { watchlist: Watchlist }) {
-  const base = `/v1/watchlists/${props.watchlist.id}/webhooks`;
-  const endpoints = useLoad(() => api<{ data: Endpoint[] }>("GET", base), base);
+  const path = { id: props.watchlist.id };
+  const endpoints = useLoad(
+    () => call(th.GET("/v1/watchlists/{id}/webhooks", { params: { path } })),
+    path.id,
+  );
   const [url, setUrl] = useState("");
   const [secret, setSecret] = useState<{ title: string; secret: string } | null>(null);
   const { error, attempt } = useAttempt();
@@ -292,10 +307,12 @@ function Endpoints(props: { watchlist: Watchlist }) {
           onSubmit={async (event) => {
             event.preventDefault();
             await attempt(async () => {
-              const created = await api<Endpoint & { secret: string }>("POST", base, {
-                url,
-                events: ["watchlist.match"],
-              });
+              const created = await call(
+                th.POST("/v1/watchlists/{id}/webhooks", {
+                  params: { path },
+                  body: { url, events: ["watchlist.match"] },
+                }),
+              );
               setSecret({ title: `Signing secret for ${created.url}.`, secret: created.secret });
               setUrl("");
               await endpoints.reload();
@@ -336,12 +353,13 @@ function Endpoints(props: { watchlist: Watchlist }) {
                   className="button"
                   onClick={async () => {
                     await attempt(async () => {
-                      const rotated = await api<{
-                        secret: string;
-                        previous_secret_expires_at: string;
-                      }>("POST", `${base}/${endpoint.id}:rotate`, {});
+                      const rotated = await call(
+                        th.POST("/v1/watchlists/{id}/webhooks/{endpoint_id}:rotate", {
+                          params: { path: { ...path, endpoint_id: endpoint.id } },
+                        }),
+                      );
                       setSecret({
-                        title: `New signing secret for ${endpoint.url}; the old one also signs until ${formatDateTime(rotated.previous_secret_expires_at)}.`,
+                        title: `New signing secret for ${endpoint.url}; the old one stopped signing at ${formatDateTime(rotated.previous_secret_expires_at)}, so your receiver should accept both until it holds this one.`,
                         secret: rotated.secret,
                       });
                     });
@@ -375,7 +393,7 @@ function Endpoints(props: { watchlist: Watchlist }) {
 }
 
 export function WebhooksPage() {
-  const list = useLoad(() => api<{ data: Watchlist[] }>("GET", "/v1/watchlists?limit=100"));
+  const list = useLoad(() => call(th.GET("/v1/watchlists", { params: { query: { limit: 100 } } })));
   const [selected, setSelected] = useState<string>("");
   const watchlist = list.data?.data.find((each) => each.id === selected) ?? list.data?.data[0];
   return (
