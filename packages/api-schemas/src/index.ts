@@ -5,6 +5,7 @@ export const API_SCHEMAS_VERSION = "v1";
 
 export * from "./lead.ts";
 export * from "./operations/index.ts";
+export * from "./pipeline.ts";
 export * from "./recipe.ts";
 export * from "./team.ts";
 export * from "./watchlist.ts";

@@ -31,6 +31,8 @@ const DESIGN_TOPICS = [
   "tenant.changed",
   "key.issued",
   "key.revoked",
+  "pipeline.item-changed",
+  "pipeline.stage-changed",
 ];
 
 const YEAR_MS = 365 * 86_400_000;
@@ -65,6 +67,8 @@ describe("topic contracts", () => {
       "tenant.changed": "th.tenants.TenantChanged",
       "key.issued": "th.keys.KeyIssued",
       "key.revoked": "th.keys.KeyRevoked",
+      "pipeline.item-changed": "th.pipeline.PipelineItemChanged",
+      "pipeline.stage-changed": "th.pipeline.PipelineStageChanged",
     };
     for (const c of allContracts) {
       expect(c.schemaName).toBe(expected[c.topic]);
@@ -114,6 +118,8 @@ describe("topic contracts", () => {
       contracts.tenantChanged,
       contracts.keyIssued,
       contracts.keyRevoked,
+      contracts.pipelineItemChanged,
+      contracts.pipelineStageChanged,
     ];
     expect(new Set(tenantKeyed.map((c) => c.partitions)).size).toBe(1);
   });

@@ -10,6 +10,8 @@ import type {
   LeadViewVoided,
   MatchFound,
   ParcelIngested,
+  PipelineItemChanged,
+  PipelineStageChanged,
   TenantChanged,
 } from "./types.ts";
 
@@ -139,6 +141,19 @@ export const contracts = Object.freeze({
   ),
   keyIssued: define<KeyIssued>("key.issued", "th.keys.KeyIssued", RETAIN_FOREVER, byTenant),
   keyRevoked: define<KeyRevoked>("key.revoked", "th.keys.KeyRevoked", RETAIN_FOREVER, byTenant),
+  // A pipeline item's history is this stream, so it is kept as long as the items are.
+  pipelineItemChanged: define<PipelineItemChanged>(
+    "pipeline.item-changed",
+    "th.pipeline.PipelineItemChanged",
+    RETAIN_FOREVER,
+    byTenant,
+  ),
+  pipelineStageChanged: define<PipelineStageChanged>(
+    "pipeline.stage-changed",
+    "th.pipeline.PipelineStageChanged",
+    RETAIN_FOREVER,
+    byTenant,
+  ),
 });
 
 export type ContractName = keyof typeof contracts;
@@ -274,6 +289,10 @@ export type {
   Owner,
   ParcelIngested,
   PaymentStanding,
+  PipelineChangeType,
+  PipelineItemChanged,
+  PipelineStageChanged,
+  PipelineStageChangeType,
   QuotaLimits,
   RollStage,
   Sale,
@@ -294,6 +313,8 @@ export {
   KEY_REVOKE_REASONS,
   MATCH_TRIGGERS,
   PAYMENT_STANDINGS,
+  PIPELINE_CHANGE_TYPES,
+  PIPELINE_STAGE_CHANGE_TYPES,
   ROLL_STAGES,
   SURFACES,
   TENANT_STATUSES,

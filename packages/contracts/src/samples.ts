@@ -11,6 +11,8 @@ import type {
   LeadViewVoided,
   MatchFound,
   ParcelIngested,
+  PipelineItemChanged,
+  PipelineStageChanged,
   TenantChanged,
 } from "./types.ts";
 
@@ -291,4 +293,64 @@ export const keyRevokedSparse: KeyRevoked = {
   revoked_by_member_id: null,
   reason: "tenant_cancelled",
   revoked_at: "2025-12-01T12:00:00.000Z",
+};
+
+export const pipelineItemAdded: PipelineItemChanged = {
+  event_id: "ple_01HZX3K8Q2W5V7M9N4R6T8Y0A1",
+  tenant_id: "ten_01HZX2Y3Q4W5E6R7T8Y9U0I1O2",
+  item_id: "pli_01HZX3K8Q2W5V7M9N4R6T8Y0B2",
+  folio: "23-3059010240130",
+  version: 1,
+  type: "added",
+  member_id: "mem_01HZX2Y3Q4W5E6R7T8Y9U0I1O3",
+  key_id: "key_01HZX2Y3Q4W5E6R7T8Y9U0I1O4",
+  occurred_at: "2026-11-21T12:00:00.000Z",
+  stage_id: "stg_new",
+  from_stage_id: "stg_contacted",
+  assignee_id: "mem_01HZX2Y3Q4W5E6R7T8Y9U0I1O3",
+  tags: ["absentee", "hot"],
+  follow_up_on: "2026-11-24",
+  note_id: "note_01HZX3K8Q2W5V7M9N4R6T8Y0C3",
+  note_text: "Owner lives in Ohio; call after 6pm.",
+  lead_snapshot: '{"folio":"23-3059010240130"}',
+};
+
+export const pipelineItemMovedSparse: PipelineItemChanged = {
+  event_id: "ple_01HZX3K8Q2W5V7M9N4R6T8Y0A2",
+  tenant_id: "ten_01HZX2Y3Q4W5E6R7T8Y9U0I1O2",
+  item_id: "pli_01HZX3K8Q2W5V7M9N4R6T8Y0B2",
+  folio: "23-3059010240130",
+  version: 2,
+  type: "moved",
+  member_id: "mem_01HZX2Y3Q4W5E6R7T8Y9U0I1O3",
+  key_id: null,
+  occurred_at: "2026-11-21T12:05:00.000Z",
+  stage_id: null,
+  from_stage_id: null,
+  assignee_id: null,
+  tags: null,
+  follow_up_on: null,
+  note_id: null,
+  note_text: null,
+  lead_snapshot: null,
+};
+
+export const pipelineStageChanged: PipelineStageChanged = {
+  event_id: "pse_01HZX3K8Q2W5V7M9N4R6T8Y0D4",
+  tenant_id: "ten_01HZX2Y3Q4W5E6R7T8Y9U0I1O2",
+  stage_id: "stg_01HZX3K8Q2W5V7M9N4R6T8Y0E5",
+  type: "renamed",
+  name: "Appointment set",
+  position: 2,
+  retired: false,
+  member_id: "mem_01HZX2Y3Q4W5E6R7T8Y9U0I1O3",
+  occurred_at: "2026-11-21T12:10:00.000Z",
+};
+
+export const pipelineStageChangedSparse: PipelineStageChanged = {
+  ...pipelineStageChanged,
+  type: "created",
+  name: "New",
+  position: 0,
+  member_id: null,
 };

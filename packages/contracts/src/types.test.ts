@@ -10,6 +10,8 @@ import {
   KEY_REVOKE_REASONS,
   MATCH_TRIGGERS,
   PAYMENT_STANDINGS,
+  PIPELINE_CHANGE_TYPES,
+  PIPELINE_STAGE_CHANGE_TYPES,
   ROLL_STAGES,
   SURFACES,
   TENANT_STATUSES,
@@ -40,6 +42,8 @@ const samplesFor: { [K in ContractName]: readonly ValueOf<(typeof contracts)[K]>
   tenantChanged: [s.tenantChanged, s.tenantChangedSparse],
   keyIssued: [s.keyIssued],
   keyRevoked: [s.keyRevoked, s.keyRevokedSparse],
+  pipelineItemChanged: [s.pipelineItemAdded, s.pipelineItemMovedSparse],
+  pipelineStageChanged: [s.pipelineStageChanged, s.pipelineStageChangedSparse],
 };
 
 const entries = Object.entries(samplesFor) as [ContractName, readonly unknown[]][];
@@ -163,6 +167,8 @@ describe("TS types agree with the Avro schemas", () => {
       ["tenantChanged", "TenantStatus", TENANT_STATUSES],
       ["tenantChanged", "PaymentStanding", PAYMENT_STANDINGS],
       ["keyRevoked", "KeyRevokeReason", KEY_REVOKE_REASONS],
+      ["pipelineItemChanged", "PipelineChangeType", PIPELINE_CHANGE_TYPES],
+      ["pipelineStageChanged", "PipelineStageChangeType", PIPELINE_STAGE_CHANGE_TYPES],
     ];
     for (const [name, enumName, symbols] of expectations) {
       expect(enumsOf(contracts[name] as TopicContract<unknown>).get(enumName)).toEqual([

@@ -296,3 +296,63 @@ export interface KeyRevoked extends KeyIdentity {
   reason: KeyRevokeReason;
   revoked_at: Instant;
 }
+
+export const PIPELINE_CHANGE_TYPES = [
+  "added",
+  "moved",
+  "assigned",
+  "tagged",
+  "follow_up_set",
+  "noted",
+  "removed",
+  "other",
+] as const;
+export type PipelineChangeType = (typeof PIPELINE_CHANGE_TYPES)[number];
+
+/**
+ * `pipeline.item-changed`, key tenant_id. One change of a pipeline item; the item's history is
+ * the stream of these in version order, and folding them gives the item.
+ */
+export interface PipelineItemChanged {
+  event_id: string;
+  tenant_id: string;
+  item_id: string;
+  folio: string;
+  version: number;
+  type: PipelineChangeType;
+  member_id: string;
+  key_id: string | null;
+  occurred_at: Instant;
+  stage_id: string | null;
+  from_stage_id: string | null;
+  assignee_id: string | null;
+  tags: string[] | null;
+  follow_up_on: UtcDay | null;
+  note_id: string | null;
+  note_text: string | null;
+  /** The lead as read when added, JSON in the REST Lead shape. */
+  lead_snapshot: string | null;
+}
+
+export const PIPELINE_STAGE_CHANGE_TYPES = [
+  "created",
+  "renamed",
+  "reordered",
+  "retired",
+  "restored",
+  "other",
+] as const;
+export type PipelineStageChangeType = (typeof PIPELINE_STAGE_CHANGE_TYPES)[number];
+
+/** `pipeline.stage-changed`, key tenant_id. The stage as it is after a change. */
+export interface PipelineStageChanged {
+  event_id: string;
+  tenant_id: string;
+  stage_id: string;
+  type: PipelineStageChangeType;
+  name: string;
+  position: number;
+  retired: boolean;
+  member_id: string | null;
+  occurred_at: Instant;
+}

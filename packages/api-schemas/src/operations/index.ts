@@ -3,6 +3,7 @@
 import { exportOperations } from "./export.ts";
 import { leadOperations } from "./leads.ts";
 import type { Operation, OperationOwner } from "./operation.ts";
+import { pipelineOperations } from "./pipeline.ts";
 import { passwordOperations, signUpOperations } from "./sign-up.ts";
 import { accountOperations, teamOperations } from "./team.ts";
 import { watchlistOperations } from "./watchlists.ts";
@@ -11,6 +12,7 @@ import { webhookOperations } from "./webhooks.ts";
 export * from "./export.ts";
 export * from "./leads.ts";
 export * from "./operation.ts";
+export * from "./pipeline.ts";
 export * from "./sign-up.ts";
 export * from "./team.ts";
 export * from "./watchlists.ts";
@@ -26,6 +28,7 @@ export const PUBLIC_OPERATIONS = [
   ...watchlistOperations,
   ...webhookOperations,
   ...exportOperations,
+  ...pipelineOperations,
 ] as const;
 
 /**

@@ -1,7 +1,7 @@
 import type { ZodType } from "zod";
 
 /** The service that owns an operation: it holds the data and answers on its internal API. */
-export type OperationOwner = "keys" | "matcher" | "parcels" | "webhook-dispatcher";
+export type OperationOwner = "keys" | "matcher" | "parcels" | "pipeline" | "webhook-dispatcher";
 
 /**
  * One public operation, declared once: the gateway publishes and forwards it, the owner binds
