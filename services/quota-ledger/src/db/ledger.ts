@@ -12,50 +12,16 @@ export interface DailyLeadViews {
   lead_views: number;
 }
 
-/** The batch's events as a relation, in log order (`ord`). */
-const BATCH_VALUES = `unnest($1::text[], $2::date[], $3::text[], $4::date[], $5::text[], $6::text[],
-                $7::text[], $8::text[], $9::timestamptz[], $10::int[], $11::bigint[])
-         WITH ORDINALITY AS v(tenant_id, day, folio, billing_period_start, surface, request_id,
-                              key_id, member_id, recorded_at, source_partition, source_offset, ord)`;
-
-const NOT_VOIDED = `NOT EXISTS (SELECT 1 FROM lead_view_voids x
-                    WHERE x.tenant_id = v.tenant_id AND x.day = v.day AND x.folio = v.folio
-                      AND x.request_id = v.request_id)`;
-
 /**
- * Inserts a batch's lead-views in one statement: rows go in in log order, so the first event of a
- * (tenant, day, folio) wins as it does one at a time, a key twice in the batch is inserted once,
- * each period's counter moves by the rows actually inserted, and an event whose read was voided
- * is skipped.
+ * Records a batch's lead-views in one call (migration 20261229000000): rows go in in log order,
+ * so the first event of a (tenant, day, folio) wins as it does one at a time, a key twice in the
+ * batch is inserted once, each period's counter moves by the rows actually inserted, and an event
+ * whose read was voided is skipped. Only when some event was not inserted does it look for
+ * runners-up: events that lost to another request's event of their (tenant, day, folio), kept in
+ * case the charged one is voided. It takes the tenant buckets' locks shared first (see below).
  */
-const RECORD_BATCH_SQL = `
-WITH inserted AS (
-  INSERT INTO lead_views (tenant_id, day, folio, billing_period_start, surface, request_id,
-    key_id, member_id, recorded_at, source_partition, source_offset)
-  SELECT v.tenant_id, v.day, v.folio, v.billing_period_start, v.surface, v.request_id,
-         v.key_id, v.member_id, v.recorded_at, v.source_partition, v.source_offset
-    FROM ${BATCH_VALUES}
-   WHERE ${NOT_VOIDED}
-   ORDER BY v.ord
-  ON CONFLICT DO NOTHING
-  RETURNING tenant_id, billing_period_start
-)
-INSERT INTO period_usage (tenant_id, period_start, lead_views)
-SELECT tenant_id, billing_period_start, count(*) FROM inserted
- GROUP BY tenant_id, billing_period_start
-ON CONFLICT (tenant_id, period_start)
-DO UPDATE SET lead_views = period_usage.lead_views + EXCLUDED.lead_views`;
-
-/** The batch's events that lost to another request's event of their (tenant, day, folio). */
-const RUNNERS_UP_SQL = `
-INSERT INTO lead_view_runners_up (tenant_id, day, folio, billing_period_start, surface,
-  request_id, key_id, member_id, recorded_at, source_partition, source_offset)
-SELECT v.tenant_id, v.day, v.folio, v.billing_period_start, v.surface, v.request_id,
-       v.key_id, v.member_id, v.recorded_at, v.source_partition, v.source_offset
-  FROM ${BATCH_VALUES}
-  JOIN lead_views l ON l.tenant_id = v.tenant_id AND l.day = v.day AND l.folio = v.folio
- WHERE l.request_id <> v.request_id AND ${NOT_VOIDED}
-ON CONFLICT DO NOTHING`;
+const RECORD_BATCH_SQL =
+  "SELECT record_lead_views($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS inserted";
 
 /**
  * Recording and voiding one tenant's views are serialised, so neither misses the other: a record
@@ -65,8 +31,8 @@ ON CONFLICT DO NOTHING`;
 const LOCK_SPACE = 190_001;
 /** A power of two: a bucket is the hash's low bits. */
 const LOCK_BUCKETS = 64;
-const lockBuckets = (mode: "shared" | "exclusive") => `
-SELECT ${mode === "shared" ? "pg_advisory_xact_lock_shared" : "pg_advisory_xact_lock"}(${LOCK_SPACE}, b)
+const lockBucketsExclusive = `
+SELECT pg_advisory_xact_lock(${LOCK_SPACE}, b)
   FROM (SELECT DISTINCT hashtext(t) & ${LOCK_BUCKETS - 1} AS b FROM unnest($1::text[]) AS t
         ORDER BY 1) AS buckets`;
 
@@ -146,14 +112,11 @@ export function createLedger(pool: Pool) {
         views.map(({ position }) => position.partition),
         views.map(({ position }) => position.offset),
       ];
-      await inTransaction(pool, async (client) => {
-        await client.query({
-          name: "quota-ledger.lock-shared",
-          text: lockBuckets("shared"),
-          values: [values[0]],
-        });
-        await client.query({ name: "quota-ledger.record-batch", text: RECORD_BATCH_SQL, values });
-        await client.query({ name: "quota-ledger.runners-up", text: RUNNERS_UP_SQL, values });
+      // One round trip: the call is its own transaction.
+      await pool.query({
+        name: "quota-ledger.record-batch",
+        text: RECORD_BATCH_SQL,
+        values: [...values, LOCK_SPACE, LOCK_BUCKETS],
       });
     },
 
@@ -166,7 +129,7 @@ export function createLedger(pool: Pool) {
         return 0;
       }
       return inTransaction(pool, async (client) => {
-        await client.query(lockBuckets("exclusive"), [events.map((event) => event.tenant_id)]);
+        await client.query(lockBucketsExclusive, [events.map((event) => event.tenant_id)]);
         let uncharged = 0;
         for (const event of events) {
           uncharged += await voidRead(client, event);
