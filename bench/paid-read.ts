@@ -8,8 +8,13 @@
 // (bench/paced-load.ts, both servers at that rate), and again at a tenth of it, where the cores are
 // mostly idle and what remains is the path's own latency; and batches of 100 (POST /v1/leads/batch) with
 // the figure per lead beside them. Each phase prints the CPU per request of every process.
-// Run: node bench/paid-read.ts [seconds per phase] [rounds]
-// BENCH_NODE_ARGS passes Node flags to the gateway ("--cpu-prof --cpu-prof-dir=prof", say).
+// Run: node bench/paid-read.ts [seconds per phase] [rounds] [--statements] [--windows]
+// [--phases=singles,latency,batches]
+// --statements prints, for each saturated phase, the SQL statements the stack's database ran per
+// request (pg_stat_statements, which the server must preload); --phases runs only those named
+// (to profile one of them, say; latency needs singles); --windows prints each saturated phase's
+// span on the clock CPU profiles use. BENCH_NODE_ARGS passes Node flags to the gateway
+// ("--cpu-prof --cpu-prof-dir=prof", say); NODE_OPTIONS reaches every process.
 import type { ChildProcess } from "node:child_process";
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -21,9 +26,17 @@ import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
 import { startPaidReadStack } from "./support/paid-read-stack.ts";
 import { pidsOf, spawnUntilReady, stopChild } from "./support/processes.ts";
+import { openStatements, statementLines } from "./support/statements.ts";
 
-const seconds = Number(process.argv[2] ?? 8);
-const rounds = Number(process.argv[3] ?? 3);
+const flags = process.argv.slice(2).filter((arg) => arg.startsWith("--"));
+const positional = process.argv.slice(2).filter((arg) => !arg.startsWith("--"));
+const seconds = Number(positional[0] ?? 8);
+const rounds = Number(positional[1] ?? 3);
+const phases = new Set(
+  (flags.find((flag) => flag.startsWith("--phases="))?.slice(9) ?? "singles,latency,batches").split(
+    ",",
+  ),
+);
 const CONNECTIONS = 64;
 const TARGET_RATIO = 0.35;
 const TARGET_P99_MS = 10;
@@ -51,6 +64,12 @@ async function serve(name: string, args: string[], env: Record<string, string>):
 const setup = await startPaidReadStack({ tenants: 20, rows: 5_000, parcelsProcess: true });
 const { keys, folios } = setup;
 const { database } = setup;
+const statements = flags.includes("--statements")
+  ? await openStatements(setup.stack.harness.db.poolFor("parcels"), database)
+  : null;
+if (flags.includes("--statements") && !statements) {
+  process.stdout.write("pg_stat_statements is not preloaded by this server: no statements\n");
+}
 const gateway = await serve(
   "gateway",
   [
@@ -118,7 +137,11 @@ function cpuPerRequest(server: Server, before: ReturnType<typeof cpuNow>, reques
   ].join(", ");
 }
 
-async function saturate(server: Server, batchSize: number): Promise<{ rate: number; cpu: string }> {
+async function saturate(
+  server: Server,
+  batchSize: number,
+): Promise<{ rate: number; cpu: string; statements: string[] }> {
+  await statements?.reset();
   const before = cpuNow(server);
   const plan = join(dir, "plan.json");
   await writeFile(
@@ -142,9 +165,11 @@ async function saturate(server: Server, batchSize: number): Promise<{ rate: numb
       `${server.name} answered with errors: ${JSON.stringify(load.statuses)} ${JSON.stringify(load.samples)}`,
     );
   }
+  const cpu = cpuPerRequest(server, before, load.completed);
   return {
     rate: load.completed / load.seconds,
-    cpu: cpuPerRequest(server, before, load.completed),
+    cpu,
+    statements: statements ? statementLines(await statements.read(), load.completed) : [],
   };
 }
 
@@ -191,53 +216,82 @@ report(
   `${cpus().length} × ${cpus()[0]?.model ?? "?"}, load average ${loadavg()[0]?.toFixed(1)}`,
 );
 report("tenants / folios", `${keys.length} / ${folios.length}`);
+/** The statements a phase ran, one line each, when `--statements` asked for them. */
+function reportStatements(lines: readonly string[], unit: string): void {
+  for (const line of lines) {
+    process.stdout.write(`    per ${unit}: ${line}\n`);
+  }
+}
+
+/**
+ * With `--windows`, the phase's span on the monotonic clock in µs, which CPU profiles
+ * (`--cpu-prof`) stamp their samples with: a profile of the whole run is cut to one phase by it.
+ */
+async function inWindow<T>(label: string, phase: () => Promise<T>): Promise<T> {
+  const from = process.hrtime.bigint() / 1000n;
+  const result = await phase();
+  if (flags.includes("--windows")) {
+    report(`  window of ${label} (µs, monotonic)`, `${from} ${process.hrtime.bigint() / 1000n}`);
+  }
+  return result;
+}
+
 const edgeRates: number[] = [];
 const bareRates: number[] = [];
-for (let round = 0; round < rounds; round++) {
+for (let round = 0; phases.has("singles") && round < rounds; round++) {
   const order = round % 2 === 0 ? [gateway, bare] : [bare, gateway];
   for (const server of order) {
-    const result = await saturate(server, 0);
+    const result = await inWindow(`${server.name} singles`, () => saturate(server, 0));
     (server === gateway ? edgeRates : bareRates).push(result.rate);
     report(
       `round ${round + 1}: ${server.name}, single reads saturated`,
       `${result.rate.toFixed(0)} req/s; CPU per request: ${result.cpu}`,
     );
+    reportStatements(result.statements, "read");
   }
 }
-const edge = median(edgeRates);
-const ratio = edge / median(bareRates);
-report(
-  "single reads: gateway / bare (medians)",
-  `${ratio.toFixed(3)}x (target ≥ ${TARGET_RATIO}: ${ratio >= TARGET_RATIO ? "met" : "NOT met"})`,
-);
+if (phases.has("singles")) {
+  const edge = median(edgeRates);
+  const ratio = edge / median(bareRates);
+  report(
+    "single reads: gateway / bare (medians)",
+    `${ratio.toFixed(3)}x (target ≥ ${TARGET_RATIO}: ${ratio >= TARGET_RATIO ? "met" : "NOT met"})`,
+  );
+  if (phases.has("latency")) {
+    await measureLatency(edge);
+  }
+}
 
-const half = Math.round(edge / 2);
-const edgeLatency = await paced(gateway, half);
-const bareLatency = await paced(bare, half);
-report(
-  `p99 at half of the gateway's saturation (${half} req/s)`,
-  `gateway ${edgeLatency.p99} ms, bare ${bareLatency.p99} ms (target < ${TARGET_P99_MS} ms: ${edgeLatency.p99 < TARGET_P99_MS && edgeLatency.non2xx === 0 ? "met" : "NOT met"})`,
-);
-report(
-  "  event-loop delay p99 of the stack (keys, ledger)",
-  `${edgeLatency.stackLoopP99.toFixed(1)} ms while the gateway was paced`,
-);
-// At a tenth of saturation the cores are mostly idle: what remains is the path's own latency
-// (its hops, timers and batch windows), apart from waiting for a busy core.
-const tenth = Math.round(edge / 10);
-const quietEdge = await paced(gateway, tenth);
-const quietBare = await paced(bare, tenth);
-report(
-  `p99 at a tenth of the gateway's saturation (${tenth} req/s)`,
-  `gateway ${quietEdge.p99} ms, bare ${quietBare.p99} ms; event-loop delay p99 of the stack ${quietEdge.stackLoopP99.toFixed(1)} ms`,
-);
+async function measureLatency(edge: number): Promise<void> {
+  const half = Math.round(edge / 2);
+  const edgeLatency = await paced(gateway, half);
+  const bareLatency = await paced(bare, half);
+  report(
+    `p99 at half of the gateway's saturation (${half} req/s)`,
+    `gateway ${edgeLatency.p99} ms, bare ${bareLatency.p99} ms (target < ${TARGET_P99_MS} ms: ${edgeLatency.p99 < TARGET_P99_MS && edgeLatency.non2xx === 0 ? "met" : "NOT met"})`,
+  );
+  report(
+    "  event-loop delay p99 of the stack (keys, ledger)",
+    `${edgeLatency.stackLoopP99.toFixed(1)} ms while the gateway was paced`,
+  );
+  // At a tenth of saturation the cores are mostly idle: what remains is the path's own latency
+  // (its hops, timers and batch windows), apart from waiting for a busy core.
+  const tenth = Math.round(edge / 10);
+  const quietEdge = await paced(gateway, tenth);
+  const quietBare = await paced(bare, tenth);
+  report(
+    `p99 at a tenth of the gateway's saturation (${tenth} req/s)`,
+    `gateway ${quietEdge.p99} ms, bare ${quietBare.p99} ms; event-loop delay p99 of the stack ${quietEdge.stackLoopP99.toFixed(1)} ms`,
+  );
+}
 
-for (const server of [gateway, bare]) {
-  const result = await saturate(server, 100);
+for (const server of phases.has("batches") ? [gateway, bare] : []) {
+  const result = await inWindow(`${server.name} batches`, () => saturate(server, 100));
   report(
     `${server.name}: batches of 100 saturated`,
     `${result.rate.toFixed(0)} batches/s = ${(result.rate * 100).toFixed(0)} leads/s; CPU per batch: ${result.cpu}`,
   );
+  reportStatements(result.statements, "batch");
 }
 
 await Promise.all([stopChild(gateway.child), stopChild(bare.child)]);
