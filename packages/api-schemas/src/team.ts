@@ -78,6 +78,17 @@ export const tenantSchema = z
         "UTC day of activation; the monthly quota resets at 00:00 UTC on this day of each month (the month's last day when shorter)",
       ),
     card: z.object({ brand: z.string(), last4: z.string() }),
+    standing: z
+      .enum(["good", "past_due", "suspended"])
+      .describe(
+        "past_due: a payment failed and the grace period runs, reads go on; suspended: the grace ran out and paid reads answer 402 payment_required until a payment succeeds",
+      ),
+    next_charge_at: z
+      .string()
+      .nullable()
+      .describe(
+        "When the card is charged next: the trial's end while trialing, then each billing anniversary",
+      ),
   })
   .meta({ id: "Tenant" });
 
@@ -90,7 +101,9 @@ export const startTrialBodySchema = z
       .string()
       .min(3)
       .max(200)
-      .describe("Payment-method token from the card processor; the card number never reaches us"),
+      .describe(
+        "The card's payment-method id from the processor's own card element (Stripe: pm_…); the card number never reaches us. The built-in test processor takes test tokens such as pm_card_visa",
+      ),
     admin_password: z
       .string()
       .min(12)
@@ -201,6 +214,7 @@ export const edgeTenantSchema = z.object({
   billing_anniversary: z.string().nullable(),
   trial_ends_at: z.string().nullable(),
   changed_at: z.string(),
+  standing: z.enum(["good", "past_due", "suspended"]).optional(),
 });
 
 /** What the keys service tells the gateway about a member who may hold a dashboard session. */

@@ -9,6 +9,7 @@ export const ERROR_STATUS = {
   unauthorized: 401,
   quota_exceeded: 402,
   payment_declined: 402,
+  payment_required: 402,
   tier_required: 403,
   forbidden: 403,
   not_found: 404,

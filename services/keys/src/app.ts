@@ -6,6 +6,7 @@ import {
   type ServiceApp,
   type ServiceDeps,
 } from "@th/service-kit";
+import { StripePaymentProvider } from "./clients/stripe-payments.ts";
 import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { createAccounts } from "./db/accounts.ts";
 import { LocalPaymentProvider, type PaymentProvider } from "./domain/payment-provider.ts";
@@ -16,13 +17,39 @@ export interface KeysAppOptions {
   now?: () => Date;
 }
 
+/** The card processor the settings name (config.ts has checked that Stripe's are complete). */
+export function paymentsOf(config: Config): PaymentProvider {
+  if (config.PAYMENT_PROVIDER === "local") {
+    return new LocalPaymentProvider();
+  }
+  const setting = (value: string | undefined) => value ?? "";
+  return new StripePaymentProvider({
+    secretKey: setting(config.STRIPE_SECRET_KEY),
+    webhookSigningSecret: setting(config.STRIPE_WEBHOOK_SECRET),
+    prices: {
+      starter: setting(config.STRIPE_PRICE_STARTER),
+      operator: setting(config.STRIPE_PRICE_OPERATOR),
+      team: setting(config.STRIPE_PRICE_TEAM),
+      custom: setting(config.STRIPE_PRICE_CUSTOM),
+    },
+    timeoutMs: config.STRIPE_TIMEOUT_MS,
+  });
+}
+
 /** Builds the keys service without listening or starting its timers. */
 export async function buildApp(deps: ServiceDeps<Config>, options: KeysAppOptions = {}) {
+  const payments = options.payments ?? paymentsOf(deps.config);
+  if (payments.name === "local") {
+    deps.logger.warn(
+      "payments: the built-in test processor (PAYMENT_PROVIDER=local) charges nothing real; production refuses it",
+    );
+  }
   const accounts = createAccounts({
     pool: deps.pool,
     peppers: keyPeppersOf(deps.config),
-    payments: options.payments ?? new LocalPaymentProvider(),
+    payments,
     now: options.now ?? (() => new Date()),
+    graceDays: deps.config.PAYMENT_GRACE_DAYS,
   });
   const relay = createOutboxRelay({ pool: deps.pool, bus: deps.bus, logger: deps.logger });
   const http = await createHttpApp({ logger: deps.logger, title: "keys (internal)" });
@@ -44,9 +71,12 @@ export async function buildApp(deps: ServiceDeps<Config>, options: KeysAppOption
     async start() {
       relay.start();
       conversionTimer = setInterval(() => {
-        accounts.convertEndedTrials().catch((error: unknown) => {
-          deps.logger.warn({ err: error }, "trial conversion failed; will retry");
-        });
+        accounts
+          .convertEndedTrials()
+          .then(() => accounts.suspendLapsedGrace())
+          .catch((error: unknown) => {
+            deps.logger.warn({ err: error }, "trial conversion or grace sweep failed; will retry");
+          });
       }, deps.config.TRIAL_CONVERSION_INTERVAL_MS);
     },
     async stop() {

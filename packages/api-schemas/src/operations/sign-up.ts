@@ -25,10 +25,10 @@ export const startTrial = defineOperation({
   tags: ["public"],
   access: "public",
   summary:
-    "Start a 14-day trial of any tier with a card token; nothing is charged before day 14. The first API key is in this response only.",
+    "Start a 14-day trial of any tier with a card's payment-method token; the card is confirmed and nothing is charged before day 14. The trial activates when the card is confirmed, and the first API key is in this response only. One trial per card (409); limited per client address and per email domain (429).",
   body: startTrialBodySchema,
   responses: { 201: startTrialResponseSchema },
-  errors: ["payment_declined", "rate_limited"],
+  errors: ["payment_declined", "conflict", "rate_limited"],
 });
 
 export const contactSales = defineOperation({

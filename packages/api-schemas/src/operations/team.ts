@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { billingSchema } from "../billing.ts";
 import {
   addMemberBodySchema,
   apiKeySchema,
@@ -163,10 +164,24 @@ export const cancelSubscription = defineOperation({
   internalPath: "/internal/v1/tenant/cancel",
   owner,
   ...account,
-  summary: "Cancel at any time; nothing is charged during the trial",
+  summary:
+    "Cancel at any time: the subscription ends at once and nothing more is charged (nothing at all during the trial)",
   responses: { 200: tenantSchema },
   errors: ["unauthorized", "forbidden", "rate_limited"],
 });
 
+export const getBilling = defineOperation({
+  operationId: "getBilling",
+  method: "GET",
+  path: "/v1/account/billing",
+  internalPath: "/internal/v1/tenant/billing",
+  owner,
+  ...account,
+  summary:
+    "Billing: the tier and its limits, the trial's end and the next charge date, the card, the latest invoices with the processor's hosted pages, and every tier's price",
+  responses: { 200: billingSchema },
+  errors: ["unauthorized", "rate_limited"],
+});
+
 /** The tenant's subscription, in the order the gateway registers it. */
-export const accountOperations = [getAccount, changeTier, cancelSubscription] as const;
+export const accountOperations = [getAccount, changeTier, cancelSubscription, getBilling] as const;

@@ -1,3 +1,4 @@
+import { createBilling } from "./billing.ts";
 import { createContacts } from "./contacts.ts";
 import { createCredentials } from "./credentials.ts";
 import { createKeys } from "./keys.ts";
@@ -11,7 +12,7 @@ export type { AccountsDeps, Caller } from "./tenant-rows.ts";
 
 /**
  * The keys service's store, one part per concern: trials, API keys, members, the
- * subscription, sign-in credentials, dashboard sessions and contact messages. All parts share one pool and clock.
+ * subscription, sign-in credentials, dashboard sessions, contact messages and the processor's billing events. All parts share one pool and clock.
  */
 export function createAccounts(deps: AccountsDeps) {
   return {
@@ -22,6 +23,7 @@ export function createAccounts(deps: AccountsDeps) {
     ...createCredentials(deps),
     ...createSessions(deps),
     ...createContacts(deps),
+    ...createBilling(deps),
   };
 }
 

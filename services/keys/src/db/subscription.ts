@@ -22,7 +22,7 @@ type CustomLimits = Partial<{
 
 /** The tenant's subscription: its tier, negotiated caps and cancellation. */
 export function createSubscription(deps: AccountsDeps) {
-  const { pool, now } = deps;
+  const { pool, payments, now } = deps;
 
   return {
     async getTenant(caller: Caller) {
@@ -48,10 +48,20 @@ export function createSubscription(deps: AccountsDeps) {
         if (shortfall) {
           throw new ApiError("seat_limit_reached", shortfall);
         }
+        // The processor's price moves first, under the row lock: a move that failed there changes
+        // nothing here, and a retry after a failure here reuses the move's idempotency key.
+        const moved = tenant.payment_subscription_ref
+          ? await payments.moveTier({
+              tenantId: tenant.id,
+              subscriptionRef: tenant.payment_subscription_ref,
+              tier,
+              revision: tenant.revision,
+            })
+          : null;
         const limits = TIERS[tier].limits;
         await client.query(
           `UPDATE tenants SET tier = $2, seats = $3, lead_views_per_month = $4, rate_per_minute = $5,
-             concurrent_webhooks = $6 WHERE id = $1`,
+             concurrent_webhooks = $6, next_charge_at = coalesce($7, next_charge_at) WHERE id = $1`,
           [
             tenant.id,
             tier,
@@ -59,6 +69,7 @@ export function createSubscription(deps: AccountsDeps) {
             limits.lead_views_per_month,
             limits.rate_per_minute,
             limits.concurrent_webhooks,
+            moved?.nextChargeAt ?? null,
           ],
         );
         return tenantView(await bumpTenant(client, { ...tenant, tier }, now));
@@ -91,14 +102,23 @@ export function createSubscription(deps: AccountsDeps) {
       });
     },
 
-    /** Cancels at any time. During the trial nothing is ever charged. */
+    /**
+     * Cancels at any time: the processor's subscription is cancelled at once, so nothing more
+     * is charged (during the trial, nothing ever is).
+     */
     async cancel(caller: Caller) {
       return inTransaction(pool, async (client) => {
         await requireAdmin(client, caller);
         const tenant = await loadTenant(client, caller.tenantId, true);
+        if (tenant.status !== "cancelled" && tenant.payment_subscription_ref) {
+          await payments.cancel({
+            tenantId: tenant.id,
+            subscriptionRef: tenant.payment_subscription_ref,
+          });
+        }
         if (tenant.status !== "cancelled") {
           await client.query(
-            "UPDATE tenants SET status = 'cancelled', cancelled_at = $2 WHERE id = $1",
+            "UPDATE tenants SET status = 'cancelled', cancelled_at = $2, next_charge_at = NULL WHERE id = $1",
             [tenant.id, now()],
           );
         }

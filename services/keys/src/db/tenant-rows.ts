@@ -12,6 +12,8 @@ export interface AccountsDeps {
   peppers: KeyPeppers;
   payments: PaymentProvider;
   now: () => Date;
+  /** Days a past-due tenant keeps reading after its payment first failed (PAYMENT_GRACE_DAYS). */
+  graceDays: number;
 }
 
 /** Who is calling, as the gateway authenticated it. */

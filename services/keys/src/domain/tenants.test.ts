@@ -23,15 +23,25 @@ const row: TenantRow = {
   activated_at: new Date("2026-03-09T15:04:05.000Z"),
   trial_ends_at: new Date("2026-03-23T15:04:05.000Z"),
   revision: 3,
+  payment_provider: "stripe",
+  payment_subscription_ref: "sub_1",
+  card_fingerprint: "fp_1",
+  standing: "past_due",
+  past_due_since: new Date("2026-04-02T00:00:00.000Z"),
+  next_charge_at: new Date("2026-04-09T00:00:00.000Z"),
 };
 
 describe("tenant views", () => {
-  it("show the billing anniversary as the activation date and never the payment reference", () => {
+  it("show the billing anniversary as the activation date and never the processor's references or the card's fingerprint", () => {
     const view = tenantView(row);
     expect(view.billing_anniversary).toBe("2026-03-09");
     expect(view.trial_ends_at).toBe("2026-03-23T15:04:05.000Z");
     expect(view.card).toEqual({ brand: "visa", last4: "4242" });
-    expect(JSON.stringify(view)).not.toContain("cus_1");
+    expect(view.standing).toBe("past_due");
+    expect(view.next_charge_at).toBe("2026-04-09T00:00:00.000Z");
+    for (const reference of ["cus_1", "sub_1", "fp_1"]) {
+      expect(JSON.stringify(view)).not.toContain(reference);
+    }
   });
 
   it("show a placeholder card when the processor gave no brand or last four", () => {
@@ -57,6 +67,7 @@ describe("tenant views", () => {
       billing_anniversary: "2026-03-09",
       trial_ends_at: "2026-03-23T15:04:05.000Z",
       changed_at: "2026-04-01T00:00:00.000Z",
+      standing: "past_due",
     });
   });
 
@@ -65,8 +76,13 @@ describe("tenant views", () => {
       ...row,
       activated_at: row.activated_at.toISOString(),
       trial_ends_at: row.trial_ends_at.toISOString(),
+      past_due_since: "2026-04-02T00:00:00.000Z",
+      next_charge_at: "2026-04-09T00:00:00.000Z",
     };
     expect(tenantFromJson(json)).toEqual(row);
+    expect(
+      tenantFromJson({ ...json, past_due_since: null, next_charge_at: null }).past_due_since,
+    ).toBeNull();
   });
 });
 

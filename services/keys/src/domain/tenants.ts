@@ -1,5 +1,5 @@
 import { TIERS } from "@th/billing";
-import type { TenantChanged, Tier } from "@th/contracts";
+import type { PaymentStanding, TenantChanged, TenantStatus, Tier } from "@th/contracts";
 
 export const DAY_MS = 86_400_000;
 
@@ -8,7 +8,7 @@ export interface TenantRow {
   id: string;
   company: string;
   tier: Tier;
-  status: "trialing" | "active" | "cancelled";
+  status: TenantStatus;
   seats: number;
   lead_views_per_month: number;
   rate_per_minute: number;
@@ -19,12 +19,26 @@ export interface TenantRow {
   activated_at: Date;
   trial_ends_at: Date;
   revision: number;
+  /** `local` or `stripe`: the processor that holds the tenant's customer and subscription. */
+  payment_provider: string;
+  payment_subscription_ref: string | null;
+  card_fingerprint: string | null;
+  standing: PaymentStanding;
+  /** When the payment that is owed first failed; the grace period runs from here. */
+  past_due_since: Date | null;
+  /** When the processor charges next, as it last said. */
+  next_charge_at: Date | null;
 }
 
 /** A tenant row read through `row_to_json`: its timestamps arrive as text. */
-export type TenantJson = Omit<TenantRow, "activated_at" | "trial_ends_at"> & {
+export type TenantJson = Omit<
+  TenantRow,
+  "activated_at" | "trial_ends_at" | "past_due_since" | "next_charge_at"
+> & {
   activated_at: string;
   trial_ends_at: string;
+  past_due_since: string | null;
+  next_charge_at: string | null;
 };
 
 export function tenantFromJson(tenant: TenantJson): TenantRow {
@@ -32,6 +46,8 @@ export function tenantFromJson(tenant: TenantJson): TenantRow {
     ...tenant,
     activated_at: new Date(tenant.activated_at),
     trial_ends_at: new Date(tenant.trial_ends_at),
+    past_due_since: tenant.past_due_since === null ? null : new Date(tenant.past_due_since),
+    next_charge_at: tenant.next_charge_at === null ? null : new Date(tenant.next_charge_at),
   };
 }
 
@@ -54,6 +70,8 @@ export function tenantView(row: TenantRow) {
     trial_ends_at: row.trial_ends_at.toISOString(),
     billing_anniversary: billingAnniversary(row),
     card: { brand: row.card_brand ?? "card", last4: row.card_last4 ?? "????" },
+    standing: row.standing,
+    next_charge_at: row.next_charge_at?.toISOString() ?? null,
   };
 }
 
@@ -73,6 +91,7 @@ export function tenantChangedEvent(row: TenantRow, now: Date): TenantChanged {
     billing_anniversary: billingAnniversary(row),
     trial_ends_at: row.trial_ends_at.toISOString(),
     changed_at: now.toISOString(),
+    standing: row.standing,
   };
 }
 

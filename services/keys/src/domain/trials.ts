@@ -1,4 +1,5 @@
 import { TRIAL_DAYS } from "@th/billing";
+import { firstChargeCents } from "./billing.ts";
 import { MONTHLY_PRICE_CENTS } from "./prices.ts";
 import { DAY_MS, type TenantRow } from "./tenants.ts";
 
@@ -8,18 +9,21 @@ export function trialEndsAt(activatedAt: Date): Date {
 }
 
 /**
- * The first month's charge when a trial ends. Its idempotency key names the tenant and the
- * trial's end, so a retried or repeated conversion never charges twice.
+ * The built-in processor's charge when a trial ends: the rest of the first quota month, up to
+ * the first paid anniversary (the share Stripe's anchored cycle charges too). Its idempotency
+ * key names the tenant and the trial's end, so a retried or repeated conversion never charges
+ * twice.
  */
-export function firstMonthCharge(tenant: Pick<TenantRow, "id" | "tier" | "trial_ends_at">) {
+export function firstMonthCharge(
+  tenant: Pick<TenantRow, "id" | "tier" | "activated_at" | "trial_ends_at">,
+) {
   return {
-    amountCents: MONTHLY_PRICE_CENTS[tenant.tier],
+    amountCents: firstChargeCents(
+      MONTHLY_PRICE_CENTS[tenant.tier],
+      tenant.activated_at,
+      tenant.trial_ends_at,
+    ),
     periodStart: tenant.trial_ends_at,
     idempotencyKey: `${tenant.id}:${tenant.trial_ends_at.toISOString()}`,
   };
-}
-
-/** A paid first month makes the tenant active; a refused charge cancels it. */
-export function statusAfterTrial(charged: boolean): "active" | "cancelled" {
-  return charged ? "active" : "cancelled";
 }

@@ -131,8 +131,8 @@ describe("trial start", () => {
   });
 });
 
-describe("trial conversion", () => {
-  it("charges nothing before day 14, then activates a paid trial and cancels one whose charge fails", async () => {
+describe("trial conversion with the built-in processor", () => {
+  it("charges nothing before day 14, then activates a paid trial and makes one whose charge fails past due", async () => {
     const paid = (await startTrial("team")).json();
     const failing = (await startTrial("team", "pm_card_charge_fails")).json();
     const started = clock;
@@ -142,7 +142,12 @@ describe("trial conversion", () => {
     clock = new Date(started.getTime() + 14 * DAY);
     const due = await app.accounts.convertEndedTrials();
     expect(due.activated).toContain(paid.tenant.id);
-    expect(due.cancelled).toContain(failing.tenant.id);
+    expect(due.pastDue).toContain(failing.tenant.id);
+    const { rows: standing } = await harness.pool.query(
+      "SELECT status, standing FROM tenants WHERE id = $1",
+      [failing.tenant.id],
+    );
+    expect(standing).toEqual([{ status: "active", standing: "past_due" }]);
     const again = await app.accounts.convertEndedTrials();
     expect(again.activated).not.toContain(paid.tenant.id);
     const { rows } = await harness.pool.query("SELECT status FROM charges WHERE tenant_id = $1", [

@@ -23,6 +23,7 @@ import {
 import { ApiError, errorResponses, type HttpApp, internalCaller } from "@th/service-kit";
 import { z } from "zod";
 import type { Accounts } from "../db/accounts.ts";
+import { registerInternalBillingRoutes } from "./internal-billing.ts";
 import { registerInternalPasswordRoutes } from "./internal-passwords.ts";
 
 const revokedSchema = z.object({ key_hashes: z.array(z.string()) });
@@ -40,6 +41,7 @@ export function registerInternalAccountRoutes(app: HttpApp, accounts: Accounts):
   registerMemberRoutes(app, accounts);
   registerSubscriptionRoutes(app, accounts);
   registerInternalPasswordRoutes(app, accounts);
+  registerInternalBillingRoutes(app, accounts);
 }
 
 /** The public site's forms: a trial and a contact message. */
@@ -49,7 +51,10 @@ function registerSignUpRoutes(app: HttpApp, accounts: Accounts): void {
     {
       schema: {
         ...requestSchemas(startTrial),
-        response: { 201: startTrialResponseSchema, ...errorResponses("payment_declined") },
+        response: {
+          201: startTrialResponseSchema,
+          ...errorResponses("payment_declined", "conflict", "unavailable"),
+        },
       },
     },
     async (request, reply) => reply.status(201).send(await accounts.startTrial(request.body)),
