@@ -21,6 +21,7 @@ export type { PublishOptions } from "./publisher.ts";
 export type { ReplayedRecord, ReplayOptions, ReplayResult } from "./replay.ts";
 
 import { kafkaClient } from "./kafka-client.ts";
+import { type LingeringOptions, LingeringPublisher } from "./lingering.ts";
 import { partitionOfKey } from "./partitioner.ts";
 import { Publisher, type PublishOptions } from "./publisher.ts";
 import { awaitKafka, type KafkaProblem } from "./reachability.ts";
@@ -262,6 +263,18 @@ export class Bus {
     await this.publishRecords(
       contract,
       list.map((value) => ({ value })),
+      options,
+    );
+  }
+
+  /**
+   * A publisher of one topic whose concurrent publishes share a produce request (see
+   * `LingeringPublisher`): for a hot path where many callers each publish a few records.
+   */
+  lingering<T>(contract: TopicContract<T>, options: LingeringOptions): LingeringPublisher<T> {
+    return new LingeringPublisher(
+      contract,
+      (topic, count, fill, signal) => this.#publisher.produceTo(topic, count, fill, signal),
       options,
     );
   }

@@ -21,6 +21,12 @@ export {
   type Subscription,
 } from "./bus.ts";
 export {
+  type LingeringOptions,
+  LingeringPublisher,
+  type LingeringPublishOptions,
+  PublishTimeoutError,
+} from "./lingering.ts";
+export {
   type BatchOutcome,
   backoffMs,
   done,
