@@ -21,6 +21,8 @@ export type Granted = Extract<Reservation, { ok: true }>;
  *    charged moments ago and may still give back), built by `view`.
  * 3. `giveBack` the charged folios whose views were not recorded. Only this charge's own charges
  *    go back, and only within the meter's settle window; after it the charge stands.
+ * 4. Or `settle` the folios whose views the broker acknowledged: nothing can give them back now,
+ *    so later reads of them that day are free at once (see `LeadViewMeter.settle`).
  */
 export function openLeadViewCharge(
   meter: LeadViewMeter,
@@ -48,6 +50,17 @@ export function openLeadViewCharge(
     /** Gives back views not recorded; answers how many went back. */
     giveBack(folios: readonly string[]): Promise<number> {
       return meter.release({ ...scope, reservation, folios });
+    },
+
+    /**
+     * Settles the folios whose views were recorded and acknowledged. Never fails: a settlement
+     * that does not reach Redis leaves the entries to the end of the window.
+     */
+    settle(folios: readonly string[]): Promise<void> {
+      return meter.settle({ tenantId: scope.tenantId, day: scope.day, reservation, folios }).then(
+        () => {},
+        () => {},
+      );
     },
 
     /** The `leadview.recorded` event of one folio this charge records. */

@@ -29,6 +29,11 @@ export { type LedgerGet, ledgerUsageLoader } from "./ledger-seed.ts";
  * the window; after it the charge stands. The same reservation asking again (a command resent
  * after a lost reply, or several calls for one piece of work) gets its own charges back as
  * charged, so a resend never turns a charge into a free read.
+ *
+ * A charge whose view the broker has acknowledged can no longer be given back, so its reader
+ * settles it (`settle`): the pending entries go at once instead of at the end of the window, and
+ * a later read of the folio that day is free and records nothing. Without that, every read of a
+ * folio in the five minutes after its first would record a view the ledger keeps as a runner-up.
  */
 
 // A pending entry is "<reservation>|<ms>"; one that does not parse counts as settled long ago.
@@ -135,6 +140,23 @@ if #ARGV >= 5 then redis.call('EXPIRE', KEYS[2], ARGV[4]) end
 return 1
 `;
 
+/**
+ * Settles acknowledged charges: KEYS are pending hashes, ARGV triples of (index into KEYS,
+ * reservation, folio). An entry goes when the reservation owns it, or when it is shared (the
+ * settling reader recorded a view of the folio too, which the broker has acknowledged).
+ */
+const SETTLE_LUA = `${PENDING_LUA}
+local settled = 0
+for i = 1, #ARGV, 3 do
+  local key = KEYS[tonumber(ARGV[i])]
+  local owner = pending(redis.call('HGET', key, ARGV[i + 2]))
+  if owner == ARGV[i + 1] or owner == 'shared' then
+    settled = settled + redis.call('HDEL', key, ARGV[i + 2])
+  end
+end
+return settled
+`;
+
 const DAY_SET_TTL_SECONDS = 2 * 86_400;
 
 /**
@@ -183,14 +205,28 @@ export type Reservation =
     }
   | { ok: false; remaining: number; needed: number };
 
+const DAY_MS = 86_400_000;
+/** Day strings by day number: a read asks for the same two or three on every call. */
+const dayTexts = new Map<number, string>();
+
 export function utcDay(at: Date): string {
-  return at.toISOString().slice(0, 10);
+  const number = Math.floor(at.getTime() / DAY_MS);
+  let text = dayTexts.get(number);
+  if (text === undefined) {
+    text = at.toISOString().slice(0, 10);
+    if (dayTexts.size >= 64) {
+      dayTexts.clear();
+    }
+    dayTexts.set(number, text);
+  }
+  return text;
 }
 
 type MeterRedis = Redis & {
   thLvReserve(used: string, day: string, pending: string, ...args: string[]): Promise<string[]>;
   thLvRelease(used: string, day: string, pending: string, ...args: string[]): Promise<number>;
   thLvSeed(used: string, day: string, ...args: string[]): Promise<number>;
+  thLvSettle(keyCount: number, ...args: string[]): Promise<number>;
 };
 
 export function createLeadViewMeter(
@@ -202,9 +238,11 @@ export function createLeadViewMeter(
     redis.defineCommand("thLvReserve", { numberOfKeys: 3, lua: RESERVE_LUA });
     redis.defineCommand("thLvRelease", { numberOfKeys: 3, lua: RELEASE_LUA });
     redis.defineCommand("thLvSeed", { numberOfKeys: 2, lua: SEED_LUA });
+    redis.defineCommand("thLvSettle", { lua: SETTLE_LUA });
   }
   const now = options.now ?? Date.now;
   const settle = String(options.settleWindowMs ?? SETTLE_WINDOW_MS);
+  const settlements = settlementQueue(meter);
   const usedKey = (tenantId: string, period: Period) =>
     `th:${LEAD_VIEW_COUNTER_PREFIX}${tenantId}:${utcDay(period.start)}`;
   const dayKey = (tenantId: string, day: string) => `th:lv:day:${tenantId}:${day}`;
@@ -324,8 +362,61 @@ export function createLeadViewMeter(
       return Math.max(0, input.cap - Number(used ?? 0));
     },
 
+    /**
+     * Settles a reservation's acknowledged views: its pending entries of `folios` (its own
+     * charges and the shared ones it recorded too) go, so later reads of them that day are free.
+     * Settlements asked for in one turn of the event loop leave in one script call. A failed one
+     * costs nothing but its purpose: the entries then settle at the end of the window.
+     */
+    settle(input: {
+      tenantId: string;
+      day: string;
+      reservation: string;
+      folios: readonly string[];
+    }) {
+      return settlements.add(
+        pendingKey(input.tenantId, input.day),
+        input.reservation,
+        input.folios,
+      );
+    },
+
     /** Writes ledger figures into Redis; `force` replaces live counters (used after a rebuild). */
     seed,
+  };
+}
+
+/** Settlements queued in one turn of the event loop, sent together in one script call. */
+function settlementQueue(meter: MeterRedis) {
+  let keys = new Map<string, number>();
+  let triples: string[] = [];
+  let flushing: Promise<number> | undefined;
+
+  function flush(): Promise<number> {
+    const sent = meter.thLvSettle(keys.size, ...keys.keys(), ...triples);
+    keys = new Map();
+    triples = [];
+    flushing = undefined;
+    return sent;
+  }
+
+  return {
+    add(key: string, reservation: string, folios: readonly string[]): Promise<number> {
+      if (folios.length === 0) {
+        return Promise.resolve(0);
+      }
+      let index = keys.get(key);
+      if (index === undefined) {
+        index = keys.size + 1;
+        keys.set(key, index);
+      }
+      const slot = String(index);
+      for (const folio of folios) {
+        triples.push(slot, reservation, folio);
+      }
+      flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(flush);
+      return flushing;
+    },
   };
 }
 
