@@ -171,6 +171,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     bus: deps.bus,
     upgradeUrl: config.UPGRADE_URL,
     publishTimeoutMs: config.LEAD_VIEW_PUBLISH_TIMEOUT_MS,
+    publishLingerMs: config.LEAD_VIEW_PUBLISH_LINGER_MS,
     onRecorded: (surface, count) => leadViewsRecorded?.inc({ surface }, count),
     voids,
   });

@@ -50,6 +50,11 @@ export const configSchema = defineConfig(
      * read answers 503, the reservation is given back and nothing more of it is sent.
      */
     LEAD_VIEW_PUBLISH_TIMEOUT_MS: vars.positiveInt(2_000),
+    /**
+     * How long a read's lead-views wait for other reads' to share one produce request; 0 shares
+     * with the reads answered in the same turn of the event loop (decision 0390).
+     */
+    LEAD_VIEW_PUBLISH_LINGER_MS: z.coerce.number().int().min(0).max(100).default(0),
     /** Signs dashboard session tokens (HS256); at least 32 bytes, set in production. */
     SESSION_SECRET: z.string().min(32).default(DEV_SESSION_SECRET),
     /** Lifetime of the dashboard's access cookie; the page refreshes it before it ends. */

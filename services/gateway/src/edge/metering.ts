@@ -1,4 +1,4 @@
-import type { Bus } from "@th/bus";
+import { type Bus, PublishTimeoutError } from "@th/bus";
 import { contracts, type LeadViewRecorded, type LeadViewVoided, type Surface } from "@th/contracts";
 import { foliosToRecord, type LeadViewMeter, openLeadViewCharge, utcDay } from "@th/quota";
 import { ApiError } from "@th/service-kit";
@@ -23,14 +23,15 @@ export function refuseHeadOnMeteredRead(request: FastifyRequest): void {
 /**
  * Charges lead-views for the parcels a response is about to show, by the lead-view charge every
  * surface follows (`openLeadViewCharge`). The reservation is one atomic Redis script (all or
- * nothing against the month's remaining views); the views are then recorded
- * on Kafka with acks from every replica before the response leaves. If they cannot be recorded
- * within `publishTimeoutMs`, or the client has gone before they are, the reservation is given
- * back, nothing more of the publish is sent, and the client gets 503: never a free read, never a
- * charged read that was not answered (docs/operations.md, "When a lead-view is charged"). A
- * folio another request charged moments ago and may still give back is recorded by this read
- * too (the ledger keeps one view per tenant, folio and day), so it is not free should the other
- * one fail.
+ * nothing against the month's remaining views); the views are then recorded on Kafka with acks
+ * from every replica before the response leaves, in a produce request the reads of the same
+ * moment share (`publishLingerMs`), and once acknowledged the charges are settled. If they
+ * cannot be recorded within `publishTimeoutMs`, or the client has gone before they are, the
+ * reservation is given back, the read is voided (decision 0190), nothing of it is sent that had
+ * not left yet, and the client gets 503: never a free read, never a charged read that was not
+ * answered (docs/operations.md, "When a lead-view is charged"). A folio another request charged
+ * moments ago and may still give back is recorded by this read too (the ledger keeps one view
+ * per tenant, folio and day), so it is not free should the other one fail.
  */
 export function createMetering(deps: {
   meter: LeadViewMeter;
@@ -38,6 +39,11 @@ export function createMetering(deps: {
   upgradeUrl: string;
   /** How long the broker has to acknowledge a read's lead-views (2 s unless set). */
   publishTimeoutMs?: number;
+  /**
+   * How long a read's lead-views wait for other reads' to share a produce request: 0 (unless
+   * set) shares with the reads answered in the same turn of the event loop.
+   */
+  publishLingerMs?: number;
   /** Counts lead-views recorded, by surface. */
   onRecorded?: (surface: Surface, count: number) => void;
   /**
@@ -46,6 +52,10 @@ export function createMetering(deps: {
    */
   voids?: { void(event: LeadViewVoided): void };
 }) {
+  const recorder = deps.bus.lingering(contracts.leadViewRecorded, {
+    lingerMs: deps.publishLingerMs ?? 0,
+  });
+  const publishTimeoutMs = deps.publishTimeoutMs ?? 2_000;
   return {
     async charge(
       request: FastifyRequest,
@@ -101,12 +111,11 @@ export function createMetering(deps: {
         }),
       );
       const gone = clientGone(request);
-      const deadline = AbortSignal.timeout(deps.publishTimeoutMs ?? 2_000);
       try {
-        await deps.bus.publish(contracts.leadViewRecorded, events, {
-          signal: AbortSignal.any([deadline, gone.signal]),
-        });
+        await recorder.publish(events, { signal: gone.signal, timeoutMs: publishTimeoutMs });
         deps.onRecorded?.(surface, reservation.charged.length);
+        // Acknowledged: nothing can give these views back now, so later reads of them are free.
+        void charge.settle(recorded);
       } catch (error) {
         deps.voids?.void({
           tenant_id: tenancy.tenantId,
@@ -115,7 +124,7 @@ export function createMetering(deps: {
           folios: recorded,
           reason: gone.signal.aborted
             ? "client_gone"
-            : deadline.aborted
+            : error instanceof PublishTimeoutError
               ? "publish_timeout"
               : "publish_failed",
           voided_at: new Date().toISOString(),
