@@ -2,6 +2,16 @@ import type { TenantChanged } from "@th/contracts";
 import type { Pool } from "@th/db";
 
 /**
+ * The status kept for a tenant: its subscription's, except `suspended` for one whose payment
+ * failed past its grace period, whose deliveries (each a paid read) wait until it pays.
+ */
+export function deliveryStatusOf(value: Pick<TenantChanged, "status" | "standing">): string {
+  return value.status !== "cancelled" && value.standing === "suspended"
+    ? "suspended"
+    : value.status;
+}
+
+/**
  * Keeps a tenant's tier, status, cap, anniversary and concurrent-webhooks figure; the highest
  * revision wins. Answers whether this change was newer than the one kept.
  */
@@ -20,7 +30,7 @@ export async function applyTenantChange(pool: Pool, value: TenantChanged): Promi
       value.tenant_id,
       value.revision,
       value.tier,
-      value.status,
+      deliveryStatusOf(value),
       value.limits.lead_views_per_month,
       value.limits.concurrent_webhooks,
       value.billing_anniversary,

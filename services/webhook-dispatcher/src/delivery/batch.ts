@@ -35,6 +35,7 @@ export async function runBatch(deps: BatchDeps, rows: ClaimedRow[]): Promise<voi
   const settled: Promise<unknown>[] = [];
   const toParkUnknown: ClaimedRow[] = [];
   const toParkTier: ClaimedRow[] = [];
+  const toParkSuspended: ClaimedRow[] = [];
   const toSend: ClaimedRow[] = [];
   for (const row of rows) {
     if (row.state === "exhausted") {
@@ -49,12 +50,16 @@ export async function runBatch(deps: BatchDeps, rows: ClaimedRow[]): Promise<voi
       toParkUnknown.push(row);
     } else if (!tierOpens(row.tier, "webhooks") || row.status === "cancelled") {
       toParkTier.push(row);
+    } else if (row.status === "suspended") {
+      // A suspended tenant's payment is overdue: its deliveries wait, released when it pays.
+      toParkSuspended.push(row);
     } else {
       toSend.push(row);
     }
   }
   settled.push(leases.park(toParkUnknown, "tenant_unknown", new Date(now + PARK_RECHECK_MS)));
   settled.push(leases.park(toParkTier, "tier_without_webhooks", new Date(now + PARK_RECHECK_MS)));
+  settled.push(leases.park(toParkSuspended, "tenant_suspended", new Date(now + PARK_RECHECK_MS)));
   settled.push(deliver(deps, toSend));
   const failures = (await Promise.allSettled(settled)).filter(
     (result) => result.status === "rejected",
