@@ -230,7 +230,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
   registerLeadRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
   registerWatchlistRoutes(http, { matcher: matcherUpstream, dispatcher: dispatcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
-  registerWebhookRoutes(http, { dispatcher: dispatcherUpstream });
+  registerWebhookRoutes(http, { dispatcher: dispatcherUpstream, metering });
   registerMcpRoutes(http, {
     parcels: parcelsUpstream,
     matcher: matcherUpstream,

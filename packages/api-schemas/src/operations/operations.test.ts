@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { PUBLIC_OPERATIONS } from "./index.ts";
 import { defineOperation, requestSchemas } from "./operation.ts";
+import { rotateWebhookSecret } from "./webhooks.ts";
 
 describe("the table of public operations", () => {
   it("names each operation once", () => {
@@ -19,6 +20,13 @@ describe("the table of public operations", () => {
       expect(operation.path, operation.operationId).toMatch(/^\/v1\//);
       expect(operation.internalPath, operation.operationId).toMatch(/^\/internal\//);
     }
+  });
+});
+
+describe("what the operations say of themselves", () => {
+  it("E9: :rotate says the old secret retires at once, as the rotation does (decision 0132)", () => {
+    expect(rotateWebhookSecret.summary).toMatch(/old one retires at once/);
+    expect(rotateWebhookSecret.summary).not.toMatch(/24 h|keeps signing/);
   });
 });
 

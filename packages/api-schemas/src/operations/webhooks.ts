@@ -110,10 +110,28 @@ export type WebhookAttempt = z.infer<typeof attemptSchema>;
 
 const deliveryDetailSchema = webhookDeliverySchema
   .extend({
-    body: z.string().describe("The exact bytes sent on every attempt"),
+    body: z
+      .string()
+      .nullable()
+      .describe(
+        "The exact bytes sent on every attempt, for a delivery that was charged (a copy of a lead already paid for). Null for one never charged (parked for quota, dead-lettered, not yet delivered): its payload holds lead data, shown by GET …/deliveries/{delivery_id}/body for one lead-view",
+      ),
     attempts: z.array(attemptSchema),
   })
   .meta({ id: "WebhookDeliveryDetail" });
+
+export const webhookDeliveryBodySchema = z
+  .object({
+    id: z.string().describe("The delivery's X-FLPF-Webhook-Id"),
+    folio: z.string(),
+    body: z.string().describe("The exact bytes sent (or to be sent) on every attempt"),
+  })
+  .meta({ id: "WebhookDeliveryBody" });
+
+/** What the owner answers for a delivery's payload; the gateway decides whether it costs a view. */
+export const webhookDeliveryBodyInternalSchema = webhookDeliveryBodySchema.extend({
+  charged: z.boolean().describe("Whether a delivery of it was charged, so it was paid for"),
+});
 
 export const createWebhookEndpoint = defineOperation({
   operationId: "createWebhookEndpoint",
@@ -192,7 +210,7 @@ export const rotateWebhookSecret = defineOperation({
   tags,
   surface,
   summary:
-    "New signing secret (shown once); the old one keeps signing alongside it for 24 h, then retires",
+    "New signing secret (shown once); the old one retires at once, so every delivery from now on is signed with the new secret only. Receivers accept both while they cut over",
   params: endpointParams,
   responses: { 200: rotatedEndpointSchema },
   errors: [...edgeErrors, "not_found"],
@@ -230,10 +248,26 @@ export const getWebhookDelivery = defineOperation({
   owner,
   tags,
   surface,
-  summary: "One delivery with its body and every attempt (status, latency, failure reason)",
+  summary:
+    "One delivery with every attempt (status, latency, failure reason); its body only when the delivery was charged",
   params: deliveryParams,
   responses: { 200: deliveryDetailSchema },
   errors: [...edgeErrors, "not_found"],
+});
+
+export const getWebhookDeliveryBody = defineOperation({
+  operationId: "getWebhookDeliveryBody",
+  method: "GET",
+  path: `${base}/:endpoint_id/deliveries/:delivery_id/body`,
+  internalPath: `/internal${base}/:endpoint_id/deliveries/:delivery_id/body`,
+  owner,
+  tags,
+  surface,
+  summary:
+    "A delivery's payload (it holds lead data): free for a delivery that was charged, otherwise a lead read of its parcel, one lead-view (free again the same UTC day), 402 when the month's views are spent",
+  params: deliveryParams,
+  responses: { 200: webhookDeliveryBodySchema },
+  errors: [...edgeErrors, "not_found", "quota_exceeded"],
 });
 
 export const replayWebhookDelivery = defineOperation({
@@ -281,6 +315,7 @@ export const webhookOperations = [
   rotateWebhookSecret,
   listWebhookDeliveries,
   getWebhookDelivery,
+  getWebhookDeliveryBody,
   replayWebhookDelivery,
   replayWebhookDeadLetters,
 ] as const;

@@ -48,7 +48,7 @@ export interface DeliveryKey {
 export async function selectDelivery(
   db: Queryable,
   key: DeliveryKey,
-): Promise<(DeliveryRow & { body: string }) | undefined> {
+): Promise<(DeliveryRow & { body: string; charged_at: Date | null }) | undefined> {
   const { rows } = await db.query(
     "SELECT * FROM deliveries WHERE id = $1 AND endpoint_id = $2 AND tenant_id = $3",
     [key.deliveryId, key.endpointId, key.tenantId],

@@ -6,6 +6,7 @@ import {
   deliveryView,
   encodeDeliveryCursor,
   isDeliveryId,
+  paidBody,
 } from "./delivery-log.ts";
 
 const due = new Date("2026-03-01T10:00:00.000Z");
@@ -104,5 +105,15 @@ describe("isDeliveryId", () => {
   it("accepts a UUID and refuses anything else", () => {
     expect(isDeliveryId(id)).toBe(true);
     expect(isDeliveryId("d_123")).toBe(false);
+  });
+});
+
+describe("a delivery's payload in its log", () => {
+  it("is shown for a delivery that was charged, and withheld for one never charged", () => {
+    const body = '{"match":{"owner":{"name":"A. Owner"}}}';
+    expect(paidBody({ body, charged_at: new Date("2026-03-01T10:00:00Z") })).toBe(body);
+    for (const charged_at of [null, undefined]) {
+      expect(paidBody({ body, charged_at })).toBeNull();
+    }
   });
 });

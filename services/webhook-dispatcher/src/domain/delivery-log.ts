@@ -26,6 +26,8 @@ export interface DeliveryRow {
   dead_letter_reason: string | null;
   hold_until: Date | null;
   created_at: Date;
+  /** When a delivery of it reached the receiver and its lead-view was charged; null until then. */
+  charged_at?: Date | null;
 }
 
 /** What the owner answers, as the public operation table declares it. */
@@ -80,6 +82,15 @@ export function deliveryView(row: DeliveryRow): DeliveryView {
 
 export function attemptView(row: AttemptRow): AttemptView {
   return { ...row, attempted_at: row.attempted_at.toISOString() };
+}
+
+/**
+ * The payload a delivery's log may show: a charged delivery's is a copy of a lead the tenant paid
+ * for; any other's (parked for quota, dead-lettered, still waiting) would be lead data for
+ * nothing, so it is withheld and shown only as a metered read (`…/body`).
+ */
+export function paidBody(row: Pick<DeliveryRow, "charged_at"> & { body: string }): string | null {
+  return row.charged_at ? row.body : null;
 }
 
 /** Delivery ids are UUIDs; anything else names no delivery (and never reaches the database). */

@@ -18,6 +18,7 @@ import {
   deliveryPage,
   deliveryView,
   isDeliveryId,
+  paidBody,
 } from "../domain/delivery-log.ts";
 import { type EndpointDeps, endpointOf } from "./lookup.ts";
 
@@ -72,7 +73,7 @@ async function deliveryKeyOf(
   return { deliveryId, endpointId, tenantId };
 }
 
-async function delivery(
+async function storedDelivery(
   deps: EndpointDeps,
   tenantId: string,
   watchlistId: string,
@@ -84,8 +85,35 @@ async function delivery(
   if (!row) {
     throw new ApiError("not_found", `no delivery ${deliveryId}`);
   }
+  return row;
+}
+
+/** The delivery's state, timing and attempts; its payload only when it was paid for. */
+async function delivery(
+  deps: EndpointDeps,
+  tenantId: string,
+  watchlistId: string,
+  endpointId: string,
+  deliveryId: string,
+) {
+  const row = await storedDelivery(deps, tenantId, watchlistId, endpointId, deliveryId);
   const attempts = await selectAttempts(deps.pool, deliveryId);
-  return { ...deliveryView(row), body: row.body, attempts: attempts.map(attemptView) };
+  return { ...deliveryView(row), body: paidBody(row), attempts: attempts.map(attemptView) };
+}
+
+/**
+ * The delivery's payload, and whether it was paid for: the gateway charges a lead-view for its
+ * parcel when it was not before answering.
+ */
+async function deliveryBody(
+  deps: EndpointDeps,
+  tenantId: string,
+  watchlistId: string,
+  endpointId: string,
+  deliveryId: string,
+) {
+  const row = await storedDelivery(deps, tenantId, watchlistId, endpointId, deliveryId);
+  return { id: row.id, folio: row.folio, body: row.body, charged: paidBody(row) !== null };
 }
 
 /**
@@ -146,6 +174,8 @@ export function createDeliveryLog(deps: EndpointDeps) {
       deliveries(deps, tenantId, watchlistId, endpointId, query),
     delivery: (tenantId: string, watchlistId: string, endpointId: string, deliveryId: string) =>
       delivery(deps, tenantId, watchlistId, endpointId, deliveryId),
+    deliveryBody: (tenantId: string, watchlistId: string, endpointId: string, deliveryId: string) =>
+      deliveryBody(deps, tenantId, watchlistId, endpointId, deliveryId),
     replay: (tenantId: string, watchlistId: string, endpointId: string, deliveryId: string) =>
       replay(deps, tenantId, watchlistId, endpointId, deliveryId),
     replayDeadLetters: (

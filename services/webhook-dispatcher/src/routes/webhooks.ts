@@ -2,6 +2,7 @@ import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
   getWebhookDelivery,
+  getWebhookDeliveryBody,
   getWebhookEndpoint,
   listWebhookDeliveries,
   listWebhookEndpoints,
@@ -123,6 +124,18 @@ function registerDeliveryRoutes(app: HttpApp, endpoints: EndpointService): void 
     { schema: requestSchemas(getWebhookDelivery) },
     async (request) =>
       endpoints.delivery(
+        internalCaller(request).tenantId,
+        request.params.id,
+        request.params.endpoint_id,
+        request.params.delivery_id,
+      ),
+  );
+
+  app.get(
+    getWebhookDeliveryBody.internalPath,
+    { schema: requestSchemas(getWebhookDeliveryBody) },
+    async (request) =>
+      endpoints.deliveryBody(
         internalCaller(request).tenantId,
         request.params.id,
         request.params.endpoint_id,
