@@ -81,14 +81,17 @@ async function rawPost(key: string | undefined, body = initializeBody()) {
 }
 
 describe("MCP", () => {
-  it("initializes with the SDK client and lists get_lead, search_leads, list_watchlists and list_matches", async () => {
+  it("initializes with the SDK client and lists get_lead, search_leads, list_watchlists, list_matches and the pipeline's tools", async () => {
     const tenant = await stack.startTrial("operator");
     const client = await connect(tenant.key);
     const tools = await client.listTools();
     expect(tools.tools.map((tool) => tool.name).sort()).toEqual([
+      "add_to_pipeline",
       "get_lead",
       "list_matches",
+      "list_pipeline",
       "list_watchlists",
+      "move_pipeline_item",
       "search_leads",
     ]);
     for (const tool of tools.tools) {

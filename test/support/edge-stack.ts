@@ -15,6 +15,9 @@ import { buildApp as buildParcels } from "@th/parcels/app";
 import { readConfig as readParcelsConfig } from "@th/parcels/config";
 import { ingestFile } from "@th/parcels/ingest";
 import { migrations as parcelsMigrations } from "@th/parcels/migrations";
+import { buildApp as buildPipeline } from "@th/pipeline/app";
+import { readConfig as readPipelineConfig } from "@th/pipeline/config";
+import { migrations as pipelineMigrations } from "@th/pipeline/migrations";
 import { buildApp as buildLedger } from "@th/quota-ledger/app";
 import { readConfig as readLedgerConfig } from "@th/quota-ledger/config";
 import { migrations as ledgerMigrations } from "@th/quota-ledger/migrations";
@@ -247,7 +250,13 @@ export async function startEdgeStack(
 ) {
   const harness = await createTestHarness({
     config: readGatewayConfig({}),
-    migrations: [keysMigrations, parcelsMigrations, ledgerMigrations, matcherMigrations],
+    migrations: [
+      keysMigrations,
+      parcelsMigrations,
+      ledgerMigrations,
+      matcherMigrations,
+      pipelineMigrations,
+    ],
     topics: [
       contracts.tenantChanged,
       contracts.keyIssued,
@@ -256,6 +265,8 @@ export async function startEdgeStack(
       contracts.leadViewVoided,
       contracts.parcelIngested,
       contracts.matchFound,
+      contracts.pipelineItemChanged,
+      contracts.pipelineStageChanged,
     ],
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.brokers ? { brokers: options.brokers } : {}),
@@ -265,6 +276,13 @@ export async function startEdgeStack(
   const matcherInstances = matcherFleet(harness);
   const matcher = await matcherInstances.addMatcher();
   const matcherPort = await listen(matcher.http);
+  const pipeline = await buildPipeline({
+    ...harness,
+    config: onStores(readPipelineConfig({}), harness),
+    pool: harness.db.poolFor("pipeline"),
+  });
+  const pipelinePort = await listen(pipeline.http);
+  await pipeline.start();
   // The gateway keeps no database: it reaches every store through the services above.
   const gatewayConfig = {
     ...readGatewayConfig({ ...options.gatewayEnv }),
@@ -272,6 +290,7 @@ export async function startEdgeStack(
     PARCELS_URL: `http://127.0.0.1:${upstreams.parcelsPort}`,
     LEDGER_URL: `http://127.0.0.1:${upstreams.ledgerPort}`,
     MATCHER_URL: `http://127.0.0.1:${matcherPort}`,
+    PIPELINE_URL: `http://127.0.0.1:${pipelinePort}`,
     KAFKA_BROKERS: harness.brokers,
   };
   const gateways: Gateway[] = [];
@@ -293,6 +312,7 @@ export async function startEdgeStack(
     parcels,
     ledger,
     matcher,
+    pipeline,
     addMatcher: matcherInstances.addMatcher,
     matchers: () => [...matcherInstances.matchers],
     ingestSample: (file?: string) => ingestRoll(harness, file),
@@ -305,6 +325,7 @@ export async function startEdgeStack(
       PARCELS_URL: gatewayConfig.PARCELS_URL,
       LEDGER_URL: gatewayConfig.LEDGER_URL,
       MATCHER_URL: gatewayConfig.MATCHER_URL,
+      PIPELINE_URL: gatewayConfig.PIPELINE_URL,
       KAFKA_BROKERS: gatewayConfig.KAFKA_BROKERS.join(","),
       REDIS_URL: harness.config.REDIS_URL,
       REDIS_PREFIX: harness.redis.options.keyPrefix ?? "",
@@ -316,6 +337,7 @@ export async function startEdgeStack(
     async close() {
       await stopAll(gateways);
       await stopAll(matcherInstances.matchers);
+      await stopAll([pipeline]);
       await ledger.stop();
       await ledger.http?.close();
       await parcels.http?.close();

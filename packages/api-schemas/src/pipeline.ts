@@ -31,10 +31,8 @@ const tagSchema = z
   .min(1, "must not be blank")
   .max(PIPELINE_TAG_MAX_LENGTH)
   .regex(/^[\p{L}\p{N}][\p{L}\p{N} _.:/-]*$/u, "letters, digits, space, _ . : / - only");
-const tagsSchema = z
-  .array(tagSchema)
-  .max(PIPELINE_MAX_TAGS)
-  .transform((tags) => [...new Set(tags)]);
+/** A tag given twice is kept once (by the pipeline, as the set it is). */
+const tagsSchema = z.array(tagSchema).max(PIPELINE_MAX_TAGS);
 const noteSchema = z
   .string()
   .trim()
@@ -247,14 +245,13 @@ export const pipelineFilterShape = {
     .describe("Text in the folio, the address or the owner's name of the snapshot"),
 };
 
-export const pipelineListQuerySchema = z
-  .strictObject({
-    ...pipelineFilterShape,
-    sort: z.enum(PIPELINE_SORTS).default("-updated_at"),
-    cursor: z.string().min(1).max(256).optional(),
-    limit: z.coerce.number().int().min(1).max(200).default(50),
-  })
-  .meta({ id: "PipelineListQuery" });
+// A query string cannot be a shared component in OpenAPI: no `meta` id here.
+export const pipelineListQuerySchema = z.strictObject({
+  ...pipelineFilterShape,
+  sort: z.enum(PIPELINE_SORTS).default("-updated_at"),
+  cursor: z.string().min(1).max(256).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
 
 export const pipelineHistoryQuerySchema = z.strictObject({
   cursor: z.string().min(1).max(256).optional(),

@@ -36,6 +36,7 @@ import { registerHealthRoutes } from "./routes/health.ts";
 import { registerLeadRoutes } from "./routes/leads.ts";
 import { registerMcpRoutes } from "./routes/mcp.ts";
 import { registerMeRoute } from "./routes/me.ts";
+import { registerPipelineRoutes } from "./routes/pipeline.ts";
 import { registerPublicRoutes } from "./routes/public.ts";
 import { registerTeamRoutes } from "./routes/team.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
@@ -114,6 +115,7 @@ function createUpstreams(http: HttpApp, config: Config) {
     parcels: upstreamOf(config.PARCELS_URL, "parcels"),
     matcher: upstreamOf(config.MATCHER_URL, "matcher"),
     dispatcher: upstreamOf(config.DISPATCHER_URL, "webhook-dispatcher"),
+    pipeline: upstreamOf(config.PIPELINE_URL, "pipeline"),
   };
 }
 
@@ -145,6 +147,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     parcels: parcelsUpstream,
     matcher: matcherUpstream,
     dispatcher: dispatcherUpstream,
+    pipeline,
   } = createUpstreams(http, config);
   // On the edge's auto-pipelined connection: the reservations of reads that arrive together leave
   // in one write.
@@ -231,9 +234,12 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
   registerWatchlistRoutes(http, { matcher: matcherUpstream, dispatcher: dispatcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
   registerWebhookRoutes(http, { dispatcher: dispatcherUpstream, metering });
+  const pipelineDeps = { pipeline, parcels: parcelsUpstream, keys: keysUpstream, metering };
+  registerPipelineRoutes(http, pipelineDeps);
   registerMcpRoutes(http, {
     parcels: parcelsUpstream,
     matcher: matcherUpstream,
+    pipeline,
     metering,
     chargeFurtherCalls: createBatchCharge(edgeRedis, now),
     securityHeaders: security,

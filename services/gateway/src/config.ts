@@ -35,6 +35,7 @@ export const configSchema = defineConfig(
     PARCELS_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8083"),
     MATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8084"),
     DISPATCHER_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8085"),
+    PIPELINE_URL: vars.url(["http", "https"]).default("http://127.0.0.1:8086"),
     /** Where 403 and 402 answers send a tenant to upgrade. */
     UPGRADE_URL: vars.url(["http", "https"]).default("https://terminal.house/pricing"),
     /** Per client IP, for `/v1/public/*`. */

@@ -140,23 +140,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/public/trials": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Start a 14-day trial of any tier with a card token; nothing is charged before day 14. The first API key is in this response only. */
-        post: operations["startTrial"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/public/contact": {
         parameters: {
             query?: never;
@@ -168,6 +151,57 @@ export interface paths {
         put?: never;
         /** Send a message to the team (custom tiers, questions) */
         post: operations["contactSales"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/trials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a 14-day trial of any tier with a card's payment-method token; the card is confirmed and nothing is charged before day 14. The trial activates when the card is confirmed, and the first API key is in this response only. One trial per card (409); limited per client address and per email domain (429). */
+        post: operations["startTrial"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/billing/stripe-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stripe's webhook endpoint: events verified by their Stripe-Signature and applied once each */
+        post: operations["receiveStripeEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/account/billing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Billing: the tier and its limits, the trial's end and the next charge date, the card, the latest invoices with the processor's hosted pages, and every tier's price */
+        get: operations["getBilling"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -217,7 +251,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel at any time; nothing is charged during the trial */
+        /** Cancel at any time: the subscription ends at once and nothing more is charged (nothing at all during the trial) */
         post: operations["cancelSubscription"];
         delete?: never;
         options?: never;
@@ -306,6 +340,75 @@ export interface paths {
         post?: never;
         /** Remove a member; their dashboard sessions end. The keys they issued belong to the tenant and keep working unless revoke_keys=true */
         delete: operations["removeMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dashboard/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's API keys with their age, rotation reminder and rotation state, for an admin of any tier. Sessions only */
+        get: operations["listDashboardApiKeys"];
+        put?: never;
+        /** Issue an API key from the dashboard; its secret is in this response only */
+        post: operations["issueDashboardApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dashboard/api-keys/{key_id}:rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotation, step one: a new key (secret in this response only) replacing this one, which keeps working until it is revoked once the new key is deployed */
+        post: operations["rotateDashboardApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dashboard/api-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a key at once (also a rotation's second step); the next request with it gets 401 */
+        delete: operations["revokeDashboardApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dashboard/security/compromise": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Suspected compromise, from the dashboard: revoke every active key, rotate every webhook signing secret, and issue a fresh key */
+        post: operations["reportDashboardCompromise"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -510,7 +613,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** New signing secret (shown once); the old one keeps signing alongside it for 24 h, then retires */
+        /** New signing secret (shown once); the old one retires at once, so every delivery from now on is signed with the new secret only. Receivers accept both while they cut over */
         post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
@@ -542,7 +645,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One delivery with its body and every attempt (status, latency, failure reason) */
+        /** One delivery with every attempt (status, latency, failure reason); its body only when the delivery was charged */
         get: operations["getWebhookDelivery"];
         put?: never;
         post?: never;
@@ -586,6 +689,163 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/watchlists/{id}/webhooks/{endpoint_id}/deliveries/{delivery_id}/body": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A delivery's payload (it holds lead data): free for a delivery that was charged, otherwise a lead read of its parcel, one lead-view (free again the same UTC day), 402 when the month's views are spent */
+        get: operations["getWebhookDeliveryBody"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipeline/stages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's stages in board order, retired ones included; a new tenant starts with New, Contacted, Follow-up, Offer made, Under contract, Closed won and Closed lost */
+        get: operations["listPipelineStages"];
+        put?: never;
+        /** Add a stage (admins) */
+        post: operations["createPipelineStage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipeline/stages/{stage_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Rename, reorder, retire or bring back a stage (admins); a retired stage takes no new items and keeps its items readable */
+        patch: operations["updatePipelineStage"];
+        trace?: never;
+    };
+    "/v1/pipeline/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The pipeline's items with the lead as stored when added; filter by stage, assignee, tag, follow-up due or text, sort, opaque cursor. Free */
+        get: operations["listPipelineItems"];
+        put?: never;
+        /** Add a parcel to the pipeline: a lead read, one lead-view unless the folio was viewed this UTC day (402 when the quota is exhausted); a folio is in the pipeline at most once (409) */
+        post: operations["addPipelineItem"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipeline/items/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add up to 100 parcels at once, priced like POST /v1/leads/batch: one lead-view per folio added that was not viewed this UTC day, all or nothing against the quota; folios already in the pipeline or with no parcel are listed and free */
+        post: operations["addPipelineItemsBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipeline/items/{item_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One item with its notes and the lead as read when added. Free */
+        get: operations["getPipelineItem"];
+        put?: never;
+        post?: never;
+        /** Take an item off the pipeline, at the version last read (409 when it changed since) */
+        delete: operations["removePipelineItem"];
+        options?: never;
+        head?: never;
+        /** Assign, tag, set the follow-up or append a note, at the version last read (409 when it changed since). Free */
+        patch: operations["updatePipelineItem"];
+        trace?: never;
+    };
+    "/v1/pipeline/items/{item_id}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move an item to another live stage, at the version last read (409 when it changed since). Free */
+        post: operations["movePipelineItem"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipeline/items/{item_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every change of an item, oldest first: who, what, when (the item's event stream, as published on pipeline.item-changed). Free */
+        get: operations["getPipelineItemHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipeline/export.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The pipeline as CSV (text/csv, RFC 4180, streamed): folio, address, owner, stage, assignee, tags, follow-up, notes count and the stored lead's values. Free: no lead-views */
+        get: operations["exportPipelineCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -595,7 +855,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Model Context Protocol (Streamable HTTP, stateless): tools get_lead, search_leads, list_watchlists, list_matches */
+        /** Model Context Protocol (Streamable HTTP, stateless): tools get_lead, search_leads, list_watchlists, list_matches, list_pipeline, add_to_pipeline, move_pipeline_item */
         post: operations["mcp"];
         delete?: never;
         options?: never;
@@ -729,7 +989,7 @@ export interface components {
     schemas: {
         ErrorInput: {
             /** @enum {string} */
-            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
+            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "payment_required" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
             detail: string;
             request_id?: string;
             fields?: {
@@ -852,6 +1112,218 @@ export interface components {
             /** @description Pass as cursor for the next page; null at the end */
             next_cursor: string | null;
         };
+        ApiKeyInput: {
+            /** @description Identifier of the key */
+            id: string;
+            /** @description Free-text label given when the key was issued */
+            label: string;
+            /** @description Last 4 characters of the key */
+            last4: string;
+            /** @description Team member the key was issued for */
+            member_id: string;
+            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
+            member_removed: boolean;
+            revoked: boolean;
+            /** @description RFC 3339 UTC */
+            created_at: string;
+            /** @description Whole days since the key was issued */
+            age_days: number;
+            /** @description True once the key is older than 90 days (strictly): rotation is recommended, never enforced */
+            rotation_due: boolean;
+            /** @description The key this one was issued to replace, in a two-step rotation */
+            replaces_key_id: string | null;
+            /** @description An active key issued to replace this one: deploy it, then revoke this one (the rotation's second step) */
+            replaced_by_key_id: string | null;
+        };
+        IssuedApiKeyInput: {
+            /** @description Identifier of the key */
+            id: string;
+            /** @description Free-text label given when the key was issued */
+            label: string;
+            /** @description Last 4 characters of the key */
+            last4: string;
+            /** @description Team member the key was issued for */
+            member_id: string;
+            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
+            member_removed: boolean;
+            revoked: boolean;
+            /** @description RFC 3339 UTC */
+            created_at: string;
+            /** @description Whole days since the key was issued */
+            age_days: number;
+            /** @description True once the key is older than 90 days (strictly): rotation is recommended, never enforced */
+            rotation_due: boolean;
+            /** @description The key this one was issued to replace, in a two-step rotation */
+            replaces_key_id: string | null;
+            /** @description An active key issued to replace this one: deploy it, then revoke this one (the rotation's second step) */
+            replaced_by_key_id: string | null;
+            /** @description The full key. Shown in this response only; it cannot be retrieved again. */
+            secret: string;
+        };
+        IssueApiKeyRequestInput: {
+            label: string;
+        };
+        MemberInput: {
+            id: string;
+            /** Format: email */
+            email: string;
+            /** @enum {string} */
+            role: "admin" | "member";
+            created_at: string;
+        };
+        AddMemberRequestInput: {
+            /** Format: email */
+            email: string;
+            /**
+             * @default member
+             * @enum {string}
+             */
+            role: "admin" | "member";
+        };
+        TenantInput: {
+            id: string;
+            company: string;
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+            /** @enum {string} */
+            status: "trialing" | "active" | "cancelled";
+            seats: number;
+            lead_views_per_month: number;
+            rate_per_minute: number;
+            concurrent_webhooks: number;
+            /** @description No charge is made before this instant */
+            trial_ends_at: string;
+            /** @description UTC day of activation; the monthly quota resets at 00:00 UTC on this day of each month (the month's last day when shorter) */
+            billing_anniversary: string;
+            card: {
+                brand: string;
+                last4: string;
+            };
+            /**
+             * @description past_due: a payment failed and the grace period runs, reads go on; suspended: the grace ran out and paid reads answer 402 payment_required until a payment succeeds
+             * @enum {string}
+             */
+            standing: "good" | "past_due" | "suspended";
+            /** @description When the card is charged next: the trial's end while trialing, then each billing anniversary */
+            next_charge_at: string | null;
+        };
+        StartTrialRequestInput: {
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+            company: string;
+            /** Format: email */
+            admin_email: string;
+            /** @description The card's payment-method id from the processor's own card element (Stripe: pm_…); the card number never reaches us. The built-in test processor takes test tokens such as pm_card_visa */
+            payment_method: string;
+            /** @description The first admin's dashboard password. Without it the response carries a one-time password_setup token instead. */
+            admin_password?: string;
+        };
+        PasswordTokenInput: {
+            member_id: string;
+            /** @enum {string} */
+            purpose: "trial" | "invite" | "reset";
+            /** @description One-time token (thpw_…) to set the member's password; shown in this response only */
+            token: string;
+            expires_at: string;
+        };
+        StartTrialResponseInput: {
+            tenant: components["schemas"]["TenantInput"];
+            member: components["schemas"]["MemberInput"];
+            api_key: components["schemas"]["IssuedApiKeyInput"];
+            /** @description When no admin_password was given: a one-time token to set the first admin's dashboard password (POST /v1/public/password), valid 7 days */
+            password_setup?: components["schemas"]["PasswordTokenInput"] | null;
+        };
+        CompromiseResponseInput: {
+            revoked_key_ids: string[];
+            /** @constant */
+            webhook_secrets_rotation: "requested";
+            api_key: components["schemas"]["IssuedApiKeyInput"];
+        };
+        ChangeTierRequestInput: {
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+        };
+        ContactRequestInput: {
+            name: string;
+            /** Format: email */
+            email: string;
+            company?: string;
+            message: string;
+        };
+        ContactReceiptInput: {
+            id: string;
+            received_at: string;
+        };
+        SetPasswordRequestInput: {
+            token: string;
+            password: string;
+        };
+        ChangePasswordRequestInput: {
+            current_password: string;
+            new_password: string;
+        };
+        SignInRequestInput: {
+            /** Format: email */
+            email: string;
+            password: string;
+            /** @description Only when the email belongs to members of several tenants */
+            tenant_id?: string;
+        };
+        DashboardSessionInput: {
+            member: {
+                id: string;
+                email: string;
+                /** @enum {string} */
+                role: "admin" | "member";
+            };
+            tenant: {
+                id: string;
+                company: string;
+                /** @enum {string} */
+                tier: "starter" | "operator" | "team" | "custom";
+            };
+            /** @description Send as X-CSRF-Token on every state-changing call; also in the th_csrf cookie */
+            csrf_token: string;
+            /** @description When the access cookie expires; refresh before */
+            expires_at: string;
+            /** @description When the session ends and a new sign-in is needed */
+            refresh_expires_at: string;
+        };
+        InvoiceInput: {
+            id: string;
+            number: string | null;
+            /** @description The processor's invoice status: draft, open, paid, uncollectible or void */
+            status: string;
+            amount_due_cents: number;
+            amount_paid_cents: number;
+            currency: string;
+            created_at: string;
+            period_start: string;
+            period_end: string;
+            /** @description The processor's hosted page of the invoice, where it can be viewed and paid */
+            hosted_invoice_url: string | null;
+        };
+        TierPriceInput: {
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+            label: string;
+            monthly_price_cents: number;
+            limits: {
+                seats: number;
+                lead_views_per_month: number;
+                rate_per_minute: number;
+                concurrent_webhooks: number;
+            };
+        };
+        BillingInput: {
+            tenant: components["schemas"]["TenantInput"];
+            /** @description While past due: when paid reads stop unless the payment is made. Null otherwise */
+            grace_ends_at: string | null;
+            /** @description The latest invoices, newest first; null when the processor cannot be reached */
+            invoices: components["schemas"]["InvoiceInput"][] | null;
+            /** @description Every tier's monthly price and limits */
+            tiers: components["schemas"]["TierPriceInput"][];
+        };
         RecipeFiltersInput: {
             counties?: number[];
             cities?: string[];
@@ -968,167 +1440,162 @@ export interface components {
             next_cursor: string;
             has_more: boolean;
         };
-        ApiKeyInput: {
-            /** @description Identifier of the key */
+        PipelineStageInput: {
             id: string;
-            /** @description Free-text label given when the key was issued */
-            label: string;
-            /** @description Last 4 characters of the key */
-            last4: string;
-            /** @description Team member the key was issued for */
-            member_id: string;
-            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
-            member_removed: boolean;
-            revoked: boolean;
-            /** @description RFC 3339 UTC */
-            created_at: string;
-            /** @description Whole days since the key was issued */
-            age_days: number;
-            /** @description True once the key is older than 90 days: rotation is recommended, never enforced */
-            rotation_due: boolean;
-        };
-        IssuedApiKeyInput: {
-            /** @description Identifier of the key */
-            id: string;
-            /** @description Free-text label given when the key was issued */
-            label: string;
-            /** @description Last 4 characters of the key */
-            last4: string;
-            /** @description Team member the key was issued for */
-            member_id: string;
-            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
-            member_removed: boolean;
-            revoked: boolean;
-            /** @description RFC 3339 UTC */
-            created_at: string;
-            /** @description Whole days since the key was issued */
-            age_days: number;
-            /** @description True once the key is older than 90 days: rotation is recommended, never enforced */
-            rotation_due: boolean;
-            /** @description The full key. Shown in this response only; it cannot be retrieved again. */
-            secret: string;
-        };
-        IssueApiKeyRequestInput: {
-            label: string;
-        };
-        MemberInput: {
-            id: string;
-            /** Format: email */
-            email: string;
-            /** @enum {string} */
-            role: "admin" | "member";
-            created_at: string;
-        };
-        AddMemberRequestInput: {
-            /** Format: email */
-            email: string;
-            /**
-             * @default member
-             * @enum {string}
-             */
-            role: "admin" | "member";
-        };
-        TenantInput: {
-            id: string;
-            company: string;
-            /** @enum {string} */
-            tier: "starter" | "operator" | "team" | "custom";
-            /** @enum {string} */
-            status: "trialing" | "active" | "cancelled";
-            seats: number;
-            lead_views_per_month: number;
-            rate_per_minute: number;
-            concurrent_webhooks: number;
-            /** @description No charge is made before this instant */
-            trial_ends_at: string;
-            /** @description UTC day of activation; the monthly quota resets at 00:00 UTC on this day of each month (the month's last day when shorter) */
-            billing_anniversary: string;
-            card: {
-                brand: string;
-                last4: string;
-            };
-        };
-        StartTrialRequestInput: {
-            /** @enum {string} */
-            tier: "starter" | "operator" | "team" | "custom";
-            company: string;
-            /** Format: email */
-            admin_email: string;
-            /** @description Payment-method token from the card processor; the card number never reaches us */
-            payment_method: string;
-            /** @description The first admin's dashboard password. Without it the response carries a one-time password_setup token instead. */
-            admin_password?: string;
-        };
-        PasswordTokenInput: {
-            member_id: string;
-            /** @enum {string} */
-            purpose: "trial" | "invite" | "reset";
-            /** @description One-time token (thpw_…) to set the member's password; shown in this response only */
-            token: string;
-            expires_at: string;
-        };
-        StartTrialResponseInput: {
-            tenant: components["schemas"]["TenantInput"];
-            member: components["schemas"]["MemberInput"];
-            api_key: components["schemas"]["IssuedApiKeyInput"];
-            /** @description When no admin_password was given: a one-time token to set the first admin's dashboard password (POST /v1/public/password), valid 7 days */
-            password_setup?: components["schemas"]["PasswordTokenInput"] | null;
-        };
-        CompromiseResponseInput: {
-            revoked_key_ids: string[];
-            /** @constant */
-            webhook_secrets_rotation: "requested";
-            api_key: components["schemas"]["IssuedApiKeyInput"];
-        };
-        ChangeTierRequestInput: {
-            /** @enum {string} */
-            tier: "starter" | "operator" | "team" | "custom";
-        };
-        ContactRequestInput: {
             name: string;
-            /** Format: email */
-            email: string;
-            company?: string;
-            message: string;
+            /** @description Order on the board, from 0 */
+            position: number;
+            /** @description Retired: takes no new items; its items stay readable */
+            retired: boolean;
+            /** Format: date-time */
+            created_at: string;
         };
-        ContactReceiptInput: {
+        PipelineStageListInput: {
+            data: components["schemas"]["PipelineStageInput"][];
+        };
+        PipelineStageCreateInput: {
+            name: string;
+            /** @description Where it goes; last when not given */
+            position?: number;
+        };
+        PipelineStageUpdateInput: {
+            name?: string;
+            /** @description Move the stage to this place */
+            position?: number;
+            /** @description Retire the stage, or bring it back */
+            retired?: boolean;
+        };
+        PipelineLeadSummaryInput: {
+            address: string;
+            city: string | null;
+            owner_name: string;
+            just_value: number;
+            est_equity: number | null;
+            use_class: string | null;
+            signals_fired: string[];
+        };
+        PipelineItemSummaryInput: {
             id: string;
-            received_at: string;
+            folio: string;
+            stage_id: string;
+            /** @description The member working it */
+            assignee_id: string | null;
+            tags: string[];
+            /** @description The next follow-up, a UTC day */
+            follow_up_on: string | null;
+            notes_count: number;
+            /** @description Send it back with a change: a stale one answers 409 */
+            version: number;
+            /** @description The member who added it */
+            added_by: string;
+            /** Format: date-time */
+            added_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The lead as read when added */
+            lead: components["schemas"]["PipelineLeadSummaryInput"];
         };
-        SetPasswordRequestInput: {
-            token: string;
-            password: string;
+        PipelineNoteInput: {
+            id: string;
+            text: string;
+            author_id: string;
+            /** Format: date-time */
+            created_at: string;
         };
-        ChangePasswordRequestInput: {
-            current_password: string;
-            new_password: string;
+        PipelineItemInput: {
+            id: string;
+            folio: string;
+            stage_id: string;
+            /** @description The member working it */
+            assignee_id: string | null;
+            tags: string[];
+            /** @description The next follow-up, a UTC day */
+            follow_up_on: string | null;
+            notes_count: number;
+            /** @description Send it back with a change: a stale one answers 409 */
+            version: number;
+            /** @description The member who added it */
+            added_by: string;
+            /** Format: date-time */
+            added_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The lead as read when added */
+            lead: components["schemas"]["PipelineLeadSummaryInput"];
+            /** @description Oldest first */
+            notes: components["schemas"]["PipelineNoteInput"][];
+            /** @description The whole lead as the tenant read it when adding the parcel */
+            snapshot: components["schemas"]["LeadInput"];
         };
-        SignInRequestInput: {
-            /** Format: email */
-            email: string;
-            password: string;
-            /** @description Only when the email belongs to members of several tenants */
-            tenant_id?: string;
+        PipelineItemPageInput: {
+            data: components["schemas"]["PipelineItemSummaryInput"][];
+            next_cursor: string | null;
         };
-        DashboardSessionInput: {
-            member: {
+        PipelineEventInput: {
+            id: string;
+            item_id: string;
+            /** @description The item's version this change made */
+            version: number;
+            /** @enum {string} */
+            type: "added" | "moved" | "assigned" | "tagged" | "follow_up_set" | "noted" | "removed" | "other";
+            /** @description Who made it */
+            member_id: string;
+            /** Format: date-time */
+            occurred_at: string;
+            stage_id: string | null;
+            from_stage_id: string | null;
+            assignee_id: string | null;
+            tags: string[] | null;
+            follow_up_on: string | null;
+            note: {
                 id: string;
-                email: string;
-                /** @enum {string} */
-                role: "admin" | "member";
-            };
-            tenant: {
-                id: string;
-                company: string;
-                /** @enum {string} */
-                tier: "starter" | "operator" | "team" | "custom";
-            };
-            /** @description Send as X-CSRF-Token on every state-changing call; also in the th_csrf cookie */
-            csrf_token: string;
-            /** @description When the access cookie expires; refresh before */
-            expires_at: string;
-            /** @description When the session ends and a new sign-in is needed */
-            refresh_expires_at: string;
+                text: string;
+            } | null;
+        };
+        PipelineHistoryInput: {
+            data: components["schemas"]["PipelineEventInput"][];
+            next_cursor: string | null;
+        };
+        PipelineItemAddInput: {
+            folio: string;
+            /** @description The stage it starts in; the first live stage if not */
+            stage_id?: string;
+            assignee_id?: string | null;
+            tags?: string[];
+            follow_up_on?: string | null;
+            /** @description A first note */
+            note?: string;
+        };
+        PipelineBatchAddInput: {
+            folios: string[];
+            /** @description The stage it starts in; the first live stage if not */
+            stage_id?: string;
+            assignee_id?: string | null;
+            tags?: string[];
+            follow_up_on?: string | null;
+        };
+        PipelineBatchAddResultInput: {
+            added: components["schemas"]["PipelineItemSummaryInput"][];
+            /** @description Folios the pipeline already holds: free */
+            already_in_pipeline: string[];
+            /** @description Folios with no parcel: free */
+            missing: string[];
+        };
+        PipelineItemUpdateInput: {
+            /** @description The item's version as last read; a stale one is refused with 409 conflict */
+            version: number;
+            /** @description A member of the tenant, or null */
+            assignee_id?: string | null;
+            /** @description The whole new set of tags */
+            tags?: string[];
+            follow_up_on?: string | null;
+            /** @description A note to append */
+            note?: string;
+        };
+        PipelineItemMoveInput: {
+            stage_id: string;
+            /** @description The item's version as last read; a stale one is refused with 409 conflict */
+            version: number;
         };
         WebhookEndpointInput: {
             id: string;
@@ -1226,7 +1693,14 @@ export interface components {
             dead_letter_reason: string | null;
             hold_until: string | null;
             created_at: string;
-            /** @description The exact bytes sent on every attempt */
+            /** @description The exact bytes sent on every attempt, for a delivery that was charged (a copy of a lead already paid for). Null for one never charged (parked for quota, dead-lettered, not yet delivered): its payload holds lead data, shown by GET …/deliveries/{delivery_id}/body for one lead-view */
+            body: string | null;
+        };
+        WebhookDeliveryBodyInput: {
+            /** @description The delivery's X-FLPF-Webhook-Id */
+            id: string;
+            folio: string;
+            /** @description The exact bytes sent (or to be sent) on every attempt */
             body: string;
         };
         WatchlistMatchEventInput: {
@@ -1307,7 +1781,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
+            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "payment_required" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
             detail: string;
             request_id?: string;
             fields?: {
@@ -1430,6 +1904,218 @@ export interface components {
             /** @description Pass as cursor for the next page; null at the end */
             next_cursor: string | null;
         };
+        ApiKey: {
+            /** @description Identifier of the key */
+            id: string;
+            /** @description Free-text label given when the key was issued */
+            label: string;
+            /** @description Last 4 characters of the key */
+            last4: string;
+            /** @description Team member the key was issued for */
+            member_id: string;
+            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
+            member_removed: boolean;
+            revoked: boolean;
+            /** @description RFC 3339 UTC */
+            created_at: string;
+            /** @description Whole days since the key was issued */
+            age_days: number;
+            /** @description True once the key is older than 90 days (strictly): rotation is recommended, never enforced */
+            rotation_due: boolean;
+            /** @description The key this one was issued to replace, in a two-step rotation */
+            replaces_key_id: string | null;
+            /** @description An active key issued to replace this one: deploy it, then revoke this one (the rotation's second step) */
+            replaced_by_key_id: string | null;
+        };
+        IssuedApiKey: {
+            /** @description Identifier of the key */
+            id: string;
+            /** @description Free-text label given when the key was issued */
+            label: string;
+            /** @description Last 4 characters of the key */
+            last4: string;
+            /** @description Team member the key was issued for */
+            member_id: string;
+            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
+            member_removed: boolean;
+            revoked: boolean;
+            /** @description RFC 3339 UTC */
+            created_at: string;
+            /** @description Whole days since the key was issued */
+            age_days: number;
+            /** @description True once the key is older than 90 days (strictly): rotation is recommended, never enforced */
+            rotation_due: boolean;
+            /** @description The key this one was issued to replace, in a two-step rotation */
+            replaces_key_id: string | null;
+            /** @description An active key issued to replace this one: deploy it, then revoke this one (the rotation's second step) */
+            replaced_by_key_id: string | null;
+            /** @description The full key. Shown in this response only; it cannot be retrieved again. */
+            secret: string;
+        };
+        IssueApiKeyRequest: {
+            label: string;
+        };
+        Member: {
+            id: string;
+            /** Format: email */
+            email: string;
+            /** @enum {string} */
+            role: "admin" | "member";
+            created_at: string;
+        };
+        AddMemberRequest: {
+            /** Format: email */
+            email: string;
+            /**
+             * @default member
+             * @enum {string}
+             */
+            role: "admin" | "member";
+        };
+        Tenant: {
+            id: string;
+            company: string;
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+            /** @enum {string} */
+            status: "trialing" | "active" | "cancelled";
+            seats: number;
+            lead_views_per_month: number;
+            rate_per_minute: number;
+            concurrent_webhooks: number;
+            /** @description No charge is made before this instant */
+            trial_ends_at: string;
+            /** @description UTC day of activation; the monthly quota resets at 00:00 UTC on this day of each month (the month's last day when shorter) */
+            billing_anniversary: string;
+            card: {
+                brand: string;
+                last4: string;
+            };
+            /**
+             * @description past_due: a payment failed and the grace period runs, reads go on; suspended: the grace ran out and paid reads answer 402 payment_required until a payment succeeds
+             * @enum {string}
+             */
+            standing: "good" | "past_due" | "suspended";
+            /** @description When the card is charged next: the trial's end while trialing, then each billing anniversary */
+            next_charge_at: string | null;
+        };
+        StartTrialRequest: {
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+            company: string;
+            /** Format: email */
+            admin_email: string;
+            /** @description The card's payment-method id from the processor's own card element (Stripe: pm_…); the card number never reaches us. The built-in test processor takes test tokens such as pm_card_visa */
+            payment_method: string;
+            /** @description The first admin's dashboard password. Without it the response carries a one-time password_setup token instead. */
+            admin_password?: string;
+        };
+        PasswordToken: {
+            member_id: string;
+            /** @enum {string} */
+            purpose: "trial" | "invite" | "reset";
+            /** @description One-time token (thpw_…) to set the member's password; shown in this response only */
+            token: string;
+            expires_at: string;
+        };
+        StartTrialResponse: {
+            tenant: components["schemas"]["Tenant"];
+            member: components["schemas"]["Member"];
+            api_key: components["schemas"]["IssuedApiKey"];
+            /** @description When no admin_password was given: a one-time token to set the first admin's dashboard password (POST /v1/public/password), valid 7 days */
+            password_setup?: components["schemas"]["PasswordToken"] | null;
+        };
+        CompromiseResponse: {
+            revoked_key_ids: string[];
+            /** @constant */
+            webhook_secrets_rotation: "requested";
+            api_key: components["schemas"]["IssuedApiKey"];
+        };
+        ChangeTierRequest: {
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+        };
+        ContactRequest: {
+            name: string;
+            /** Format: email */
+            email: string;
+            company?: string;
+            message: string;
+        };
+        ContactReceipt: {
+            id: string;
+            received_at: string;
+        };
+        SetPasswordRequest: {
+            token: string;
+            password: string;
+        };
+        ChangePasswordRequest: {
+            current_password: string;
+            new_password: string;
+        };
+        SignInRequest: {
+            /** Format: email */
+            email: string;
+            password: string;
+            /** @description Only when the email belongs to members of several tenants */
+            tenant_id?: string;
+        };
+        DashboardSession: {
+            member: {
+                id: string;
+                email: string;
+                /** @enum {string} */
+                role: "admin" | "member";
+            };
+            tenant: {
+                id: string;
+                company: string;
+                /** @enum {string} */
+                tier: "starter" | "operator" | "team" | "custom";
+            };
+            /** @description Send as X-CSRF-Token on every state-changing call; also in the th_csrf cookie */
+            csrf_token: string;
+            /** @description When the access cookie expires; refresh before */
+            expires_at: string;
+            /** @description When the session ends and a new sign-in is needed */
+            refresh_expires_at: string;
+        };
+        Invoice: {
+            id: string;
+            number: string | null;
+            /** @description The processor's invoice status: draft, open, paid, uncollectible or void */
+            status: string;
+            amount_due_cents: number;
+            amount_paid_cents: number;
+            currency: string;
+            created_at: string;
+            period_start: string;
+            period_end: string;
+            /** @description The processor's hosted page of the invoice, where it can be viewed and paid */
+            hosted_invoice_url: string | null;
+        };
+        TierPrice: {
+            /** @enum {string} */
+            tier: "starter" | "operator" | "team" | "custom";
+            label: string;
+            monthly_price_cents: number;
+            limits: {
+                seats: number;
+                lead_views_per_month: number;
+                rate_per_minute: number;
+                concurrent_webhooks: number;
+            };
+        };
+        Billing: {
+            tenant: components["schemas"]["Tenant"];
+            /** @description While past due: when paid reads stop unless the payment is made. Null otherwise */
+            grace_ends_at: string | null;
+            /** @description The latest invoices, newest first; null when the processor cannot be reached */
+            invoices: components["schemas"]["Invoice"][] | null;
+            /** @description Every tier's monthly price and limits */
+            tiers: components["schemas"]["TierPrice"][];
+        };
         RecipeFilters: {
             counties?: number[];
             cities?: string[];
@@ -1546,167 +2232,162 @@ export interface components {
             next_cursor: string;
             has_more: boolean;
         };
-        ApiKey: {
-            /** @description Identifier of the key */
+        PipelineStage: {
             id: string;
-            /** @description Free-text label given when the key was issued */
-            label: string;
-            /** @description Last 4 characters of the key */
-            last4: string;
-            /** @description Team member the key was issued for */
-            member_id: string;
-            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
-            member_removed: boolean;
-            revoked: boolean;
-            /** @description RFC 3339 UTC */
-            created_at: string;
-            /** @description Whole days since the key was issued */
-            age_days: number;
-            /** @description True once the key is older than 90 days: rotation is recommended, never enforced */
-            rotation_due: boolean;
-        };
-        IssuedApiKey: {
-            /** @description Identifier of the key */
-            id: string;
-            /** @description Free-text label given when the key was issued */
-            label: string;
-            /** @description Last 4 characters of the key */
-            last4: string;
-            /** @description Team member the key was issued for */
-            member_id: string;
-            /** @description True once that member has been removed from the team. The key belongs to the tenant, not to the member, and keeps working until it is revoked. */
-            member_removed: boolean;
-            revoked: boolean;
-            /** @description RFC 3339 UTC */
-            created_at: string;
-            /** @description Whole days since the key was issued */
-            age_days: number;
-            /** @description True once the key is older than 90 days: rotation is recommended, never enforced */
-            rotation_due: boolean;
-            /** @description The full key. Shown in this response only; it cannot be retrieved again. */
-            secret: string;
-        };
-        IssueApiKeyRequest: {
-            label: string;
-        };
-        Member: {
-            id: string;
-            /** Format: email */
-            email: string;
-            /** @enum {string} */
-            role: "admin" | "member";
-            created_at: string;
-        };
-        AddMemberRequest: {
-            /** Format: email */
-            email: string;
-            /**
-             * @default member
-             * @enum {string}
-             */
-            role: "admin" | "member";
-        };
-        Tenant: {
-            id: string;
-            company: string;
-            /** @enum {string} */
-            tier: "starter" | "operator" | "team" | "custom";
-            /** @enum {string} */
-            status: "trialing" | "active" | "cancelled";
-            seats: number;
-            lead_views_per_month: number;
-            rate_per_minute: number;
-            concurrent_webhooks: number;
-            /** @description No charge is made before this instant */
-            trial_ends_at: string;
-            /** @description UTC day of activation; the monthly quota resets at 00:00 UTC on this day of each month (the month's last day when shorter) */
-            billing_anniversary: string;
-            card: {
-                brand: string;
-                last4: string;
-            };
-        };
-        StartTrialRequest: {
-            /** @enum {string} */
-            tier: "starter" | "operator" | "team" | "custom";
-            company: string;
-            /** Format: email */
-            admin_email: string;
-            /** @description Payment-method token from the card processor; the card number never reaches us */
-            payment_method: string;
-            /** @description The first admin's dashboard password. Without it the response carries a one-time password_setup token instead. */
-            admin_password?: string;
-        };
-        PasswordToken: {
-            member_id: string;
-            /** @enum {string} */
-            purpose: "trial" | "invite" | "reset";
-            /** @description One-time token (thpw_…) to set the member's password; shown in this response only */
-            token: string;
-            expires_at: string;
-        };
-        StartTrialResponse: {
-            tenant: components["schemas"]["Tenant"];
-            member: components["schemas"]["Member"];
-            api_key: components["schemas"]["IssuedApiKey"];
-            /** @description When no admin_password was given: a one-time token to set the first admin's dashboard password (POST /v1/public/password), valid 7 days */
-            password_setup?: components["schemas"]["PasswordToken"] | null;
-        };
-        CompromiseResponse: {
-            revoked_key_ids: string[];
-            /** @constant */
-            webhook_secrets_rotation: "requested";
-            api_key: components["schemas"]["IssuedApiKey"];
-        };
-        ChangeTierRequest: {
-            /** @enum {string} */
-            tier: "starter" | "operator" | "team" | "custom";
-        };
-        ContactRequest: {
             name: string;
-            /** Format: email */
-            email: string;
-            company?: string;
-            message: string;
+            /** @description Order on the board, from 0 */
+            position: number;
+            /** @description Retired: takes no new items; its items stay readable */
+            retired: boolean;
+            /** Format: date-time */
+            created_at: string;
         };
-        ContactReceipt: {
+        PipelineStageList: {
+            data: components["schemas"]["PipelineStage"][];
+        };
+        PipelineStageCreate: {
+            name: string;
+            /** @description Where it goes; last when not given */
+            position?: number;
+        };
+        PipelineStageUpdate: {
+            name?: string;
+            /** @description Move the stage to this place */
+            position?: number;
+            /** @description Retire the stage, or bring it back */
+            retired?: boolean;
+        };
+        PipelineLeadSummary: {
+            address: string;
+            city: string | null;
+            owner_name: string;
+            just_value: number;
+            est_equity: number | null;
+            use_class: string | null;
+            signals_fired: string[];
+        };
+        PipelineItemSummary: {
             id: string;
-            received_at: string;
+            folio: string;
+            stage_id: string;
+            /** @description The member working it */
+            assignee_id: string | null;
+            tags: string[];
+            /** @description The next follow-up, a UTC day */
+            follow_up_on: string | null;
+            notes_count: number;
+            /** @description Send it back with a change: a stale one answers 409 */
+            version: number;
+            /** @description The member who added it */
+            added_by: string;
+            /** Format: date-time */
+            added_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The lead as read when added */
+            lead: components["schemas"]["PipelineLeadSummary"];
         };
-        SetPasswordRequest: {
-            token: string;
-            password: string;
+        PipelineNote: {
+            id: string;
+            text: string;
+            author_id: string;
+            /** Format: date-time */
+            created_at: string;
         };
-        ChangePasswordRequest: {
-            current_password: string;
-            new_password: string;
+        PipelineItem: {
+            id: string;
+            folio: string;
+            stage_id: string;
+            /** @description The member working it */
+            assignee_id: string | null;
+            tags: string[];
+            /** @description The next follow-up, a UTC day */
+            follow_up_on: string | null;
+            notes_count: number;
+            /** @description Send it back with a change: a stale one answers 409 */
+            version: number;
+            /** @description The member who added it */
+            added_by: string;
+            /** Format: date-time */
+            added_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The lead as read when added */
+            lead: components["schemas"]["PipelineLeadSummary"];
+            /** @description Oldest first */
+            notes: components["schemas"]["PipelineNote"][];
+            /** @description The whole lead as the tenant read it when adding the parcel */
+            snapshot: components["schemas"]["Lead"];
         };
-        SignInRequest: {
-            /** Format: email */
-            email: string;
-            password: string;
-            /** @description Only when the email belongs to members of several tenants */
-            tenant_id?: string;
+        PipelineItemPage: {
+            data: components["schemas"]["PipelineItemSummary"][];
+            next_cursor: string | null;
         };
-        DashboardSession: {
-            member: {
+        PipelineEvent: {
+            id: string;
+            item_id: string;
+            /** @description The item's version this change made */
+            version: number;
+            /** @enum {string} */
+            type: "added" | "moved" | "assigned" | "tagged" | "follow_up_set" | "noted" | "removed" | "other";
+            /** @description Who made it */
+            member_id: string;
+            /** Format: date-time */
+            occurred_at: string;
+            stage_id: string | null;
+            from_stage_id: string | null;
+            assignee_id: string | null;
+            tags: string[] | null;
+            follow_up_on: string | null;
+            note: {
                 id: string;
-                email: string;
-                /** @enum {string} */
-                role: "admin" | "member";
-            };
-            tenant: {
-                id: string;
-                company: string;
-                /** @enum {string} */
-                tier: "starter" | "operator" | "team" | "custom";
-            };
-            /** @description Send as X-CSRF-Token on every state-changing call; also in the th_csrf cookie */
-            csrf_token: string;
-            /** @description When the access cookie expires; refresh before */
-            expires_at: string;
-            /** @description When the session ends and a new sign-in is needed */
-            refresh_expires_at: string;
+                text: string;
+            } | null;
+        };
+        PipelineHistory: {
+            data: components["schemas"]["PipelineEvent"][];
+            next_cursor: string | null;
+        };
+        PipelineItemAdd: {
+            folio: string;
+            /** @description The stage it starts in; the first live stage if not */
+            stage_id?: string;
+            assignee_id?: string | null;
+            tags?: string[];
+            follow_up_on?: string | null;
+            /** @description A first note */
+            note?: string;
+        };
+        PipelineBatchAdd: {
+            folios: string[];
+            /** @description The stage it starts in; the first live stage if not */
+            stage_id?: string;
+            assignee_id?: string | null;
+            tags?: string[];
+            follow_up_on?: string | null;
+        };
+        PipelineBatchAddResult: {
+            added: components["schemas"]["PipelineItemSummary"][];
+            /** @description Folios the pipeline already holds: free */
+            already_in_pipeline: string[];
+            /** @description Folios with no parcel: free */
+            missing: string[];
+        };
+        PipelineItemUpdate: {
+            /** @description The item's version as last read; a stale one is refused with 409 conflict */
+            version: number;
+            /** @description A member of the tenant, or null */
+            assignee_id?: string | null;
+            /** @description The whole new set of tags */
+            tags?: string[];
+            follow_up_on?: string | null;
+            /** @description A note to append */
+            note?: string;
+        };
+        PipelineItemMove: {
+            stage_id: string;
+            /** @description The item's version as last read; a stale one is refused with 409 conflict */
+            version: number;
         };
         WebhookEndpoint: {
             id: string;
@@ -1804,7 +2485,14 @@ export interface components {
             dead_letter_reason: string | null;
             hold_until: string | null;
             created_at: string;
-            /** @description The exact bytes sent on every attempt */
+            /** @description The exact bytes sent on every attempt, for a delivery that was charged (a copy of a lead already paid for). Null for one never charged (parked for quota, dead-lettered, not yet delivered): its payload holds lead data, shown by GET …/deliveries/{delivery_id}/body for one lead-view */
+            body: string | null;
+        };
+        WebhookDeliveryBody: {
+            /** @description The delivery's X-FLPF-Webhook-Id */
+            id: string;
+            folio: string;
+            /** @description The exact bytes sent (or to be sent) on every attempt */
             body: string;
         };
         WatchlistMatchEvent: {
@@ -2955,7 +3643,7 @@ export interface operations {
             };
         };
     };
-    startTrial: {
+    contactSales: {
         parameters: {
             query?: never;
             header?: never;
@@ -2964,12 +3652,12 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["StartTrialRequestInput"];
+                "application/json": components["schemas"]["ContactRequestInput"];
             };
         };
         responses: {
             /** @description Default Response */
-            201: {
+            202: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -2980,26 +3668,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StartTrialResponse"];
+                    "application/json": components["schemas"]["ContactReceipt"];
                 };
             };
             /** @description Default Response */
             400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
-                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
-                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Default Response */
-            402: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3075,7 +3748,7 @@ export interface operations {
             };
         };
     };
-    contactSales: {
+    startTrial: {
         parameters: {
             query?: never;
             header?: never;
@@ -3084,12 +3757,12 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ContactRequestInput"];
+                "application/json": components["schemas"]["StartTrialRequestInput"];
             };
         };
         responses: {
             /** @description Default Response */
-            202: {
+            201: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3100,11 +3773,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ContactReceipt"];
+                    "application/json": components["schemas"]["StartTrialResponse"];
                 };
             };
             /** @description Default Response */
             400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            402: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3135,6 +3838,239 @@ export interface operations {
             };
             /** @description Default Response */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    receiveStripeEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "stripe-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    type: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        received: true;
+                        /** @enum {string} */
+                        outcome: "applied" | "duplicate" | "ignored";
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBilling: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Billing"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4314,6 +5250,594 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDashboardApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKey"][];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    issueDashboardApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IssueApiKeyRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuedApiKey"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateDashboardApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuedApiKey"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeDashboardApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reportDashboardCompromise: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompromiseResponse"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7179,6 +8703,1911 @@ export interface operations {
             };
             /** @description Default Response */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookDeliveryBody: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                endpoint_id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryBody"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            402: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPipelineStages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineStageList"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPipelineStage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PipelineStageCreateInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineStage"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePipelineStage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                stage_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PipelineStageUpdateInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineStage"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPipelineItems: {
+        parameters: {
+            query?: {
+                stage_id?: string;
+                /** @description A member id, or `none` for unassigned items */
+                assignee_id?: string;
+                tag?: string;
+                /** @description Items whose follow-up falls on or before this UTC day (today: what is due) */
+                follow_up_due?: string;
+                folio?: string;
+                /** @description Text in the folio, the address or the owner's name of the snapshot */
+                q?: string;
+                sort?: "-updated_at" | "updated_at" | "-added_at" | "added_at" | "follow_up_on" | "-follow_up_on";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineItemPage"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    addPipelineItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PipelineItemAddInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineItem"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            402: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    addPipelineItemsBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PipelineBatchAddInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineBatchAddResult"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            402: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPipelineItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineItem"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removePipelineItem: {
+        parameters: {
+            query: {
+                /** @description The item's version as last read; a stale one is refused with 409 conflict */
+                version: number;
+            };
+            header?: never;
+            path: {
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePipelineItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PipelineItemUpdateInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineItem"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    movePipelineItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PipelineItemMoveInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineItem"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPipelineItemHistory: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineHistory"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportPipelineCsv: {
+        parameters: {
+            query?: {
+                stage_id?: string;
+                /** @description A member id, or `none` for unassigned items */
+                assignee_id?: string;
+                tag?: string;
+                /** @description Items whose follow-up falls on or before this UTC day (today: what is due) */
+                follow_up_due?: string;
+                folio?: string;
+                /** @description Text in the folio, the address or the owner's name of the snapshot */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/csv; header row, then one row per item */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];

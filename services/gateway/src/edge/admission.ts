@@ -1,4 +1,5 @@
 import type { Tier } from "@th/contracts";
+import { ApiError } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import type { EdgeOptions } from "./authenticate.ts";
 import type { BillingPeriods } from "./billing-periods.ts";
@@ -65,6 +66,12 @@ export function createAdmission(
     const refusal = tierRefusal(answer.tier as Tier, config.surface ?? "rest", options.upgradeUrl);
     if (refusal) {
       throw refusal;
+    }
+    if (config.sessionOnly && !sessionId) {
+      throw new ApiError(
+        "forbidden",
+        "this operation belongs to the web dashboard and answers a signed-in session only; with an API key, use the management API (/v1/team/...)",
+      );
     }
   };
 }

@@ -21,6 +21,11 @@ export interface EdgeRouteConfig {
    * the request, a GET included (edge/csrf.ts).
    */
   leadViews?: boolean;
+  /**
+   * The route belongs to the dashboard: a signed-in session may call it, an API key may not (the
+   * dashboard's key page, open on every tier, is no way around the management API's tier gate).
+   */
+  sessionOnly?: boolean;
 }
 
 declare module "fastify" {

@@ -22,6 +22,7 @@ import { z } from "zod";
 import type { ChargeFurtherCalls } from "../edge/batch-calls.ts";
 import type { Metering } from "../edge/metering.ts";
 import { callAs } from "./forward.ts";
+import { registerPipelineTools } from "./mcp-pipeline.ts";
 import { ownerTarget } from "./operation.ts";
 
 export const MCP_SERVER_NAME = "terminal-house";
@@ -100,6 +101,8 @@ function quotaHeaders(request: FastifyRequest): Record<string, string> {
 interface McpDeps {
   parcels: InternalClient;
   matcher: InternalClient;
+  /** The pipeline service: with it, the tools list_pipeline, add_to_pipeline, move_pipeline_item. */
+  pipeline?: InternalClient;
   metering: Metering;
   /** Charges a batch's further calls to the tenant's rolling minute (`createBatchCharge`). */
   chargeFurtherCalls: ChargeFurtherCalls;
@@ -114,6 +117,9 @@ function serverFor(request: FastifyRequest, deps: McpDeps) {
   registerSearchLeadsTool(server, request, deps);
   registerListWatchlistsTool(server, request, deps);
   registerListMatchesTool(server, request, deps);
+  if (deps.pipeline) {
+    registerPipelineTools(server, request, { ...deps, pipeline: deps.pipeline });
+  }
   return server;
 }
 
@@ -380,7 +386,7 @@ export function registerMcpRoutes(app: HttpApp, deps: McpDeps): void {
         security: [{ bearerAuth: [] }],
         operationId: "mcp",
         summary:
-          "Model Context Protocol (Streamable HTTP, stateless): tools get_lead, search_leads, list_watchlists, list_matches",
+          "Model Context Protocol (Streamable HTTP, stateless): tools get_lead, search_leads, list_watchlists, list_matches, list_pipeline, add_to_pipeline, move_pipeline_item",
         body: z.unknown(),
         response: {
           200: z

@@ -1,3 +1,4 @@
+import type { PipelineItemChanged } from "@th/contracts";
 import { describe, expect, it } from "vitest";
 import { syntheticLead } from "../testing/leads.ts";
 import {
@@ -84,9 +85,8 @@ describe("an item is the fold of its events", () => {
 
   it("refuses an event that does not follow the last version, or any after the removal", () => {
     const { events, state } = added();
-    expect(() => applyEvent(state, { ...(events[1] as never), version: 5 })).toThrow(
-      /does not follow/,
-    );
+    const noted = events[1] as PipelineItemChanged;
+    expect(() => applyEvent(state, { ...noted, version: 5 })).toThrow(/does not follow/);
     expect(() => applyEvent(undefined, events[1] as never)).toThrow(/does not follow/);
     expect(() => applyEvent(state, events[0] as never)).toThrow(/first event/);
     const removed = applyEvent(state, removeEvent(state, actor));

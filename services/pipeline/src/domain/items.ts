@@ -79,6 +79,11 @@ function eventOf(
   };
 }
 
+/** Tags as a set: each once, in the order first given. */
+export function tagSet(tags: readonly string[]): string[] {
+  return [...new Set(tags)];
+}
+
 /**
  * The events of adding a parcel: the add itself (version 1, carrying the snapshot and the
  * starting fields), then a first note if one was given.
@@ -95,7 +100,7 @@ export function addEvents(
       type: "added",
       stage_id: start.stageId,
       assignee_id: start.assigneeId,
-      tags: start.tags,
+      tags: tagSet(start.tags),
       follow_up_on: start.followUpOn,
       lead_snapshot: snapshot,
     }),
@@ -127,8 +132,9 @@ export function updateEvents(
   if (update.assignee_id !== undefined && update.assignee_id !== item.assigneeId) {
     changes.push({ type: "assigned", assignee_id: update.assignee_id });
   }
-  if (update.tags !== undefined && !sameTags(update.tags, item.tags)) {
-    changes.push({ type: "tagged", tags: update.tags });
+  const tags = update.tags === undefined ? undefined : tagSet(update.tags);
+  if (tags !== undefined && !sameTags(tags, item.tags)) {
+    changes.push({ type: "tagged", tags });
   }
   if (update.follow_up_on !== undefined && update.follow_up_on !== item.followUpOn) {
     changes.push({ type: "follow_up_set", follow_up_on: update.follow_up_on });

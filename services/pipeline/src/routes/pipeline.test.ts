@@ -542,7 +542,7 @@ describe("Pipeline listing", () => {
   it("filters by stage, assignee, tag, follow-up due and text, and pages every item once in each sort", async () => {
     const { call } = tenant();
     const stages = await stagesOf(call);
-    const made = [];
+    const made: { id: string; lead: { owner_name: string } }[] = [];
     for (let i = 0; i < 12; i++) {
       made.push(
         await addItem(call, {
@@ -570,8 +570,9 @@ describe("Pipeline listing", () => {
     expect(await ids("follow_up_due=2026-12-16")).toEqual(
       expected((_, i) => i === 0 || i === 3 || i === 6),
     );
-    expect(await ids(`q=${encodeURIComponent(made[5].lead.owner_name.toLowerCase())}`)).toEqual([
-      made[5].id,
+    const sixth = made[5] as (typeof made)[number];
+    expect(await ids(`q=${encodeURIComponent(sixth.lead.owner_name.toLowerCase())}`)).toEqual([
+      sixth.id,
     ]);
     expect(await ids("q=%25%25")).toEqual([]);
     for (const sort of [
@@ -585,7 +586,7 @@ describe("Pipeline listing", () => {
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const page = (
+        const page: { data: { id: string }[]; next_cursor: string | null } = (
           await call(
             "GET",
             `/internal/v1/pipeline/items?limit=5&sort=${sort}${cursor ? `&cursor=${cursor}` : ""}`,
@@ -600,7 +601,7 @@ describe("Pipeline listing", () => {
     const dueFirst = (
       await call("GET", "/internal/v1/pipeline/items?sort=follow_up_on&limit=1")
     ).json();
-    expect(dueFirst.data[0].id).toBe(made[0].id);
+    expect(dueFirst.data[0].id).toBe(made[0]?.id);
   });
 
   it("a cursor issued for one sort is refused under another", async () => {
