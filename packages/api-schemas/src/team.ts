@@ -18,7 +18,19 @@ export const apiKeySchema = z
     age_days: z.number().int().describe("Whole days since the key was issued"),
     rotation_due: z
       .boolean()
-      .describe("True once the key is older than 90 days: rotation is recommended, never enforced"),
+      .describe(
+        "True once the key is older than 90 days (strictly): rotation is recommended, never enforced",
+      ),
+    replaces_key_id: z
+      .string()
+      .nullable()
+      .describe("The key this one was issued to replace, in a two-step rotation"),
+    replaced_by_key_id: z
+      .string()
+      .nullable()
+      .describe(
+        "An active key issued to replace this one: deploy it, then revoke this one (the rotation's second step)",
+      ),
   })
   .meta({ id: "ApiKey" });
 

@@ -1,5 +1,6 @@
 // The table of public operations: each is declared once, here. The gateway publishes and forwards
 // every entry; the owning service binds its handler to the same entry's request schemas.
+import { dashboardKeyOperations } from "./dashboard-keys.ts";
 import { exportOperations } from "./export.ts";
 import { leadOperations } from "./leads.ts";
 import type { Operation, OperationOwner } from "./operation.ts";
@@ -9,6 +10,7 @@ import { accountOperations, teamOperations } from "./team.ts";
 import { watchlistOperations } from "./watchlists.ts";
 import { webhookOperations } from "./webhooks.ts";
 
+export * from "./dashboard-keys.ts";
 export * from "./export.ts";
 export * from "./leads.ts";
 export * from "./operation.ts";
@@ -24,6 +26,7 @@ export const PUBLIC_OPERATIONS = [
   ...signUpOperations,
   ...accountOperations,
   ...teamOperations,
+  ...dashboardKeyOperations,
   ...leadOperations,
   ...watchlistOperations,
   ...webhookOperations,

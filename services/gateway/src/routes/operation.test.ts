@@ -2,6 +2,8 @@ import {
   changePassword,
   getAccount,
   getWebhookEndpoint,
+  listApiKeys,
+  listDashboardApiKeys,
   listWebhookDeliveries,
   rotateWebhookSecret,
   startTrial,
@@ -70,9 +72,11 @@ describe("publicRoute", () => {
     expect(route.schema).not.toHaveProperty("security");
   });
 
-  it("documents no key for a dashboard operation, which the edge still authenticates", () => {
+  it("documents no key for a dashboard operation, which the edge authenticates as a session only", () => {
     const route = publicRoute(changePassword);
-    expect(route).not.toHaveProperty("config");
+    expect(route.config).toEqual({ edge: { sessionOnly: true } });
     expect(route.schema).not.toHaveProperty("security");
+    expect(publicRoute(listDashboardApiKeys).config).toEqual({ edge: { sessionOnly: true } });
+    expect(publicRoute(listApiKeys).config).toEqual({ edge: { surface: "management" } });
   });
 });

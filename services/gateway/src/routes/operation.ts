@@ -27,6 +27,9 @@ export function edgeConfigOf(operation: PublicOperation): EdgeRouteConfig | unde
   if (operation.errors.includes("quota_exceeded")) {
     edge.leadViews = true;
   }
+  if (operation.access === "session") {
+    edge.sessionOnly = true;
+  }
   return Object.keys(edge).length > 0 ? edge : undefined;
 }
 

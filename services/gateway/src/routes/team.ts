@@ -1,12 +1,17 @@
 import {
   addMember,
   issueApiKey,
+  issueDashboardApiKey,
   type issuedApiKeySchema,
   listApiKeys,
+  listDashboardApiKeys,
   listMembers,
   removeMember,
   reportCompromise,
+  reportDashboardCompromise,
   revokeApiKey,
+  revokeDashboardApiKey,
+  rotateDashboardApiKey,
 } from "@th/api-schemas";
 import type { HttpApp, InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -22,18 +27,25 @@ interface TeamDeps {
 }
 
 /**
- * The management API: keys and members of the caller's tenant, for Team and Custom admins.
- * Revocations are written to the edge's shared state before the answer leaves, so the very
- * next request with a revoked key is refused on every gateway instance.
+ * The management API: keys and members of the caller's tenant, for Team and Custom admins; and
+ * the dashboard's key page, the same key operations for an admin of any tier signed in to the
+ * dashboard (decision 0380). Revocations are written to the edge's shared state before the answer
+ * leaves, so the very next request with a revoked key is refused on every gateway instance.
  */
 export function registerTeamRoutes(app: HttpApp, deps: TeamDeps): void {
   forwardOperation(app, issueApiKey, deps.keys);
   forwardOperation(app, listApiKeys, deps.keys);
-  registerRevokeKeyRoute(app, deps);
-  registerCompromiseRoute(app, deps);
+  registerRevokeKeyRoute(app, deps, revokeApiKey);
+  registerCompromiseRoute(app, deps, reportCompromise);
   forwardOperation(app, listMembers, deps.keys);
   forwardOperation(app, addMember, deps.keys);
   registerRemoveMemberRoute(app, deps);
+
+  forwardOperation(app, listDashboardApiKeys, deps.keys);
+  forwardOperation(app, issueDashboardApiKey, deps.keys);
+  forwardOperation(app, rotateDashboardApiKey, deps.keys);
+  registerRevokeKeyRoute(app, deps, revokeDashboardApiKey);
+  registerCompromiseRoute(app, deps, reportDashboardCompromise);
 }
 
 async function refuseKeys(store: EdgeStore, hashes: unknown) {
@@ -62,15 +74,23 @@ async function removeThenRefuse(
   return reply.status(204).send(null);
 }
 
-function registerRevokeKeyRoute(app: HttpApp, deps: TeamDeps): void {
-  app.delete(revokeApiKey.path, publicRoute(revokeApiKey), async (request, reply) =>
-    removeThenRefuse(deps, request, reply, ownerTarget(revokeApiKey, request.params)),
+function registerRevokeKeyRoute(
+  app: HttpApp,
+  deps: TeamDeps,
+  operation: typeof revokeApiKey | typeof revokeDashboardApiKey,
+): void {
+  app.delete(operation.path, publicRoute(operation), async (request, reply) =>
+    removeThenRefuse(deps, request, reply, ownerTarget(operation, request.params)),
   );
 }
 
-function registerCompromiseRoute(app: HttpApp, deps: TeamDeps): void {
-  app.post(reportCompromise.path, publicRoute(reportCompromise), async (request, reply) => {
-    const upstream = await callOwner(deps.keys, reportCompromise, request);
+function registerCompromiseRoute(
+  app: HttpApp,
+  deps: TeamDeps,
+  operation: typeof reportCompromise | typeof reportDashboardCompromise,
+): void {
+  app.post(operation.path, publicRoute(operation), async (request, reply) => {
+    const upstream = await callOwner(deps.keys, operation, request);
     if (upstream.status !== 200) {
       return relay(reply, upstream);
     }

@@ -9,13 +9,17 @@ import { type AccountsDeps, type Caller, requireAdmin } from "./tenant-rows.ts";
 
 type KeyDeps = Pick<AccountsDeps, "peppers" | "now">;
 
-/** Issues a key to a member; the secret is returned once and only its hash is kept. */
+/**
+ * Issues a key to a member; the secret is returned once and only its hash is kept. `replaces`
+ * names the key a rotation issues this one to replace.
+ */
 export async function insertKey(
   deps: KeyDeps,
   client: PoolClient,
   tenantId: string,
   memberId: string,
   label: string,
+  replaces: string | null = null,
 ) {
   const secret = generateApiKey();
   const issuedAt = deps.now();
@@ -28,11 +32,12 @@ export async function insertKey(
     last4: lastFour(secret),
     created_at: issuedAt,
     revoked_at: null,
+    replaces_key_id: replaces,
   };
   await client.query(
     `INSERT INTO api_keys (id, tenant_id, member_id, label, key_hash, last4, created_at,
-                           pepper_version)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+                           pepper_version, replaces_key_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [
       row.id,
       tenantId,
@@ -42,6 +47,7 @@ export async function insertKey(
       row.last4,
       issuedAt,
       deps.peppers.current.version,
+      replaces,
     ],
   );
   await enqueueEvent(client, contracts.keyIssued, keyIssuedEvent(row));
@@ -69,6 +75,37 @@ export async function revokeRows(
       keyRevokedEvent(row, revokedBy, reason, revokedAt),
     );
   }
+}
+
+/**
+ * The first step of a two-step rotation: a new key, labelled as the old one and naming it, while
+ * the old one keeps working until it is revoked (the second step, once the new key is deployed).
+ * A revoked key, or one whose replacement is already issued and active, is 409.
+ */
+async function rotateKey(deps: AccountsDeps, caller: Caller, keyId: string) {
+  return inTransaction(deps.pool, async (client) => {
+    await requireAdmin(client, caller);
+    const { rows } = await client.query<KeyRow & { replaced_by: string | null }>(
+      `SELECT k.*, (SELECT r.id FROM api_keys r
+                     WHERE r.replaces_key_id = k.id AND r.revoked_at IS NULL LIMIT 1) AS replaced_by
+         FROM api_keys k WHERE k.id = $1 AND k.tenant_id = $2 FOR UPDATE`,
+      [keyId, caller.tenantId],
+    );
+    const row = rows[0];
+    if (!row) {
+      throw new ApiError("not_found", `no API key ${keyId}`);
+    }
+    if (row.revoked_at !== null) {
+      throw new ApiError("conflict", `API key ${keyId} is revoked; issue a new key instead`);
+    }
+    if (row.replaced_by !== null) {
+      throw new ApiError(
+        "conflict",
+        `API key ${keyId} is already being replaced by ${row.replaced_by}; revoke it once the new key is deployed`,
+      );
+    }
+    return insertKey(deps, client, caller.tenantId, caller.memberId, row.label, row.id);
+  });
 }
 
 /** API keys: lookup for the gateway, and listing, issuing and revoking for admins. */
@@ -142,14 +179,24 @@ export function createKeys(deps: AccountsDeps) {
 
     async listKeys(caller: Caller) {
       await requireAdmin(pool, caller);
-      const { rows } = await pool.query<KeyRow & { member_removed_at: Date | null }>(
-        `SELECT k.*, m.removed_at AS member_removed_at
+      const { rows } = await pool.query<
+        KeyRow & { member_removed_at: Date | null; replaced_by_key_id: string | null }
+      >(
+        `SELECT k.*, m.removed_at AS member_removed_at,
+                (SELECT r.id FROM api_keys r
+                  WHERE r.replaces_key_id = k.id AND r.revoked_at IS NULL
+                  ORDER BY r.created_at DESC LIMIT 1) AS replaced_by_key_id
            FROM api_keys k JOIN members m ON m.id = k.member_id
           WHERE k.tenant_id = $1 ORDER BY k.created_at, k.id`,
         [caller.tenantId],
       );
       const at = now();
-      return rows.map((row) => keyView(row, at, row.member_removed_at));
+      return rows.map((row) =>
+        keyView(row, at, {
+          memberRemovedAt: row.member_removed_at,
+          replacedByKeyId: row.replaced_by_key_id,
+        }),
+      );
     },
 
     async issueKey(caller: Caller, label: string) {
@@ -158,6 +205,8 @@ export function createKeys(deps: AccountsDeps) {
         return insertKey(deps, client, caller.tenantId, caller.memberId, label);
       });
     },
+
+    rotateKey: (caller: Caller, keyId: string) => rotateKey(deps, caller, keyId),
 
     /** Revokes one key of the caller's tenant; another tenant's key is not found. Idempotent. */
     async revokeKey(caller: Caller, keyId: string): Promise<{ keyHash: string }> {

@@ -21,17 +21,30 @@ const row: KeyRow = {
 };
 
 describe("key views", () => {
-  it("are due for rotation from the reminder day on, not the day before", () => {
-    const before = new Date(created.getTime() + (ROTATION_REMINDER_DAYS - 1) * DAY_MS);
-    const on = new Date(created.getTime() + ROTATION_REMINDER_DAYS * DAY_MS);
-    expect(keyView(row, before)).toMatchObject({ age_days: 89, rotation_due: false });
-    expect(keyView(row, on)).toMatchObject({ age_days: 90, rotation_due: true });
+  it("K2 are due for rotation once older than 90 days: not at 90 days, but a millisecond after", () => {
+    const at = (ms: number) => new Date(created.getTime() + ms);
+    const ninety = ROTATION_REMINDER_DAYS * DAY_MS;
+    expect(keyView(row, at(ninety - DAY_MS))).toMatchObject({ age_days: 89, rotation_due: false });
+    expect(keyView(row, at(ninety))).toMatchObject({ age_days: 90, rotation_due: false });
+    expect(keyView(row, at(ninety + 1))).toMatchObject({ age_days: 90, rotation_due: true });
+    expect(keyView(row, at(ninety + DAY_MS))).toMatchObject({ age_days: 91, rotation_due: true });
   });
 
   it("say whether the key is revoked and whether its issuer left the team, never its hash", () => {
-    const view = keyView({ ...row, revoked_at: created }, created, new Date());
+    const view = keyView({ ...row, revoked_at: created }, created, { memberRemovedAt: new Date() });
     expect(view).toMatchObject({ revoked: true, member_removed: true, last4: "abcd" });
     expect(JSON.stringify(view)).not.toContain("hash");
+  });
+
+  it("name the key a rotation issued to replace, and the active key replacing this one", () => {
+    expect(keyView({ ...row, replaces_key_id: "key_0" }, created)).toMatchObject({
+      replaces_key_id: "key_0",
+      replaced_by_key_id: null,
+    });
+    expect(keyView(row, created, { replacedByKeyId: "key_2" })).toMatchObject({
+      replaces_key_id: null,
+      replaced_by_key_id: "key_2",
+    });
   });
 });
 

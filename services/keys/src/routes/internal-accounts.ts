@@ -16,6 +16,7 @@ import {
   reportCompromise,
   requestSchemas,
   revokeApiKey,
+  rotateDashboardApiKey,
   startTrial,
   startTrialResponseSchema,
   tenantSchema,
@@ -150,6 +151,24 @@ function registerKeyRoutes(app: HttpApp, accounts: Accounts): void {
     },
     async (request, reply) =>
       reply.status(201).send(await accounts.issueKey(internalCaller(request), request.body.label)),
+  );
+
+  // The dashboard's two-step rotation: a replacement is issued; the old key is revoked later.
+  app.post(
+    rotateDashboardApiKey.internalPath,
+    {
+      schema: {
+        ...requestSchemas(rotateDashboardApiKey),
+        response: {
+          201: issuedApiKeySchema,
+          ...errorResponses("forbidden", "not_found", "conflict"),
+        },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .status(201)
+        .send(await accounts.rotateKey(internalCaller(request), request.params.key_id)),
   );
 
   app.delete(

@@ -24,13 +24,21 @@ const apiKey: Parameters<typeof KeyRow>[0]["apiKey"] = {
   created_at: "2026-01-01T00:00:00.000Z",
   age_days: 12,
   rotation_due: false,
+  replaces_key_id: null,
+  replaced_by_key_id: null,
 };
 
-function row(shown = apiKey) {
+function row(shown = apiKey, keys = [shown]) {
   return renderToStaticMarkup(
     <table>
       <tbody>
-        <KeyRow apiKey={shown} session={session} onRevoke={() => {}} />
+        <KeyRow
+          apiKey={shown}
+          keys={keys}
+          session={session}
+          onRevoke={() => {}}
+          onRotate={() => {}}
+        />
       </tbody>
     </table>,
   );
@@ -72,6 +80,25 @@ describe("the API keys page", () => {
     expect(html).toContain("Revoked");
     expect(html).not.toContain("aria-label=");
     expect(html).not.toContain('role="note"');
+  });
+
+  it("Authentication 8: offers a two-step rotation, then asks to revoke the old key once its replacement is issued", () => {
+    expect(row()).toContain('aria-label="Rotate CRM sync (…a1b2)"');
+    const replacement = {
+      ...apiKey,
+      id: "key_2",
+      last4: "c3d4",
+      replaces_key_id: "key_1",
+    };
+    const old = { ...apiKey, replaced_by_key_id: "key_2", rotation_due: true };
+    const oldRow = row(old, [old, replacement]);
+    expect(oldRow).toContain("Being replaced by th_live_…c3d4");
+    expect(oldRow).toContain("revoke this one (step 2 of 2)");
+    expect(oldRow).not.toContain(">Rotate<");
+    expect(oldRow).toContain('aria-label="Revoke CRM sync (…a1b2)"');
+    // The reminder has been acted on: the rotation under way says what is left to do.
+    expect(oldRow).not.toContain('role="note"');
+    expect(row(replacement, [old, replacement])).toContain("Replaces th_live_…a1b2");
   });
 
   it("K2 reminds to rotate an active key the API says is older than ninety days, and not before", () => {
