@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { contracts } from "@th/contracts";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import { readConfig as readGatewayConfig } from "@th/gateway/config";
-import { buildApp as buildKeys } from "@th/keys/app";
+import { buildApp as buildKeys, type KeysAppOptions } from "@th/keys/app";
 import { readConfig as readKeysConfig } from "@th/keys/config";
 import { migrations as keysMigrations } from "@th/keys/migrations";
 import { buildApp as buildMatcher, type MatcherOptions } from "@th/matcher/app";
@@ -54,14 +54,18 @@ function onStores<Config>(config: Config, harness: Harness) {
 }
 
 /** The services the gateway calls, except the matcher: keys, parcels and the quota ledger. */
-async function startUpstreams(harness: Harness, testNow: (() => number) | undefined) {
+async function startUpstreams(
+  harness: Harness,
+  testNow: (() => number) | undefined,
+  keysOptions: KeysAppOptions = {},
+) {
   const keys = await buildKeys(
     {
       ...harness,
       config: onStores(readKeysConfig({}), harness),
       pool: harness.db.poolFor("keys"),
     },
-    testNow ? { now: () => new Date(testNow()) } : {},
+    { ...(testNow ? { now: () => new Date(testNow()) } : {}), ...keysOptions },
   );
   const keysPort = await listen(keys.http);
   await keys.start();
@@ -144,7 +148,8 @@ function trialStarter(request: Request) {
       body: {
         tier,
         company: `Acme ${trials}`,
-        admin_email: `owner${trials}@acme.test`,
+        // A domain of its own per trial: trial starts are limited per email domain.
+        admin_email: `owner${trials}@acme${trials}.test`,
         payment_method: "pm_card_visa",
         ...(extra.password ? { admin_password: extra.password } : {}),
       },
@@ -246,6 +251,8 @@ export async function startEdgeStack(
     gatewayEnv?: Record<string, string>;
     /** A broker already running (a bench's, in a process of its own); else one for this stack. */
     brokers?: string[];
+    /** The keys service's card processor (the built-in one unless given) and the like. */
+    keysOptions?: KeysAppOptions;
   } = {},
 ) {
   const harness = await createTestHarness({
@@ -271,7 +278,7 @@ export async function startEdgeStack(
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.brokers ? { brokers: options.brokers } : {}),
   });
-  const upstreams = await startUpstreams(harness, options.now);
+  const upstreams = await startUpstreams(harness, options.now, options.keysOptions);
   const { keys, parcels, ledger } = upstreams;
   const matcherInstances = matcherFleet(harness);
   const matcher = await matcherInstances.addMatcher();

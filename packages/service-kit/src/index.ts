@@ -40,6 +40,7 @@ export {
 export { type Stoppable, stopOnSignals } from "./lifecycle.ts";
 export { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
 export { createOutboxRelay, enqueueEvent, type OutboxRelay, outboxShard } from "./outbox.ts";
+export { rawBodyOf } from "./raw-body.ts";
 export {
   REDIS_OPTIONS,
   runService,

@@ -28,6 +28,7 @@ import { LIMIT_HEADER_DOCS, tenantlessHeaders } from "./edge/limit-headers.ts";
 import { createMetering } from "./edge/metering.ts";
 import { registerSessions } from "./edge/sessions.ts";
 import { registerAccountRoutes } from "./routes/account.ts";
+import { registerBillingRoutes } from "./routes/billing.ts";
 import { registerDashboardSessionRoutes } from "./routes/dashboard-session.ts";
 import { registerDashboardLeadRoutes, registerDashboardUi } from "./routes/dashboard-ui.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
@@ -224,6 +225,16 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
   registerDocsRoutes(http);
   registerMeRoute(http);
   registerPublicRoutes(http, { keys: keysUpstream });
+  registerBillingRoutes(http, {
+    keys: keysUpstream,
+    store,
+    trialLimits: {
+      perAddressPerHour: config.TRIAL_STARTS_PER_ADDRESS_PER_HOUR,
+      perDomainPerDay: config.TRIAL_STARTS_PER_EMAIL_DOMAIN_PER_DAY,
+    },
+    authFailureRatePerMinute: config.AUTH_FAILURE_RATE_PER_MINUTE,
+    now,
+  });
   registerAccountRoutes(http, { keys: keysUpstream, store });
   registerTeamRoutes(http, {
     keys: keysUpstream,

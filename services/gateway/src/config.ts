@@ -42,6 +42,13 @@ export const configSchema = defineConfig(
     PUBLIC_RATE_PER_MINUTE: vars.positiveInt(30),
     /** Per client IP, for requests refused with 401, so keys cannot be guessed at speed. */
     AUTH_FAILURE_RATE_PER_MINUTE: vars.positiveInt(60),
+    /**
+     * Trial starts per client address per hour, refused ones included, so one address cannot
+     * test card after card (decision 0362).
+     */
+    TRIAL_STARTS_PER_ADDRESS_PER_HOUR: vars.positiveInt(6),
+    /** Trials started per email domain per day (only started ones count; decision 0362). */
+    TRIAL_STARTS_PER_EMAIL_DOMAIN_PER_DAY: vars.positiveInt(20),
     /** How long a tenant's tier and limits are trusted from the cache; tier changes show within it. */
     TENANT_CACHE_SECONDS: vars.positiveInt(30),
     /** Timeout of calls to internal services. */

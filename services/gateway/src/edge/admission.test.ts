@@ -1,5 +1,7 @@
+import type { FastifyRequest } from "fastify";
 import { describe, expect, it } from "vitest";
-import { edgeContextOf } from "./admission.ts";
+import { createAdmission, edgeContextOf } from "./admission.ts";
+import { billingPeriods } from "./billing-periods.ts";
 import type { Admitted } from "./key-authentication.ts";
 
 const ADMITTED_AT = Date.parse("2026-03-20T10:00:00Z");
@@ -54,5 +56,29 @@ describe("what the edge knows of an admitted request", () => {
       "remaining",
     );
     expect(edgeContextOf(answer(5_004), ADMITTED_AT, PERIOD).quota?.remaining).toBe(0);
+  });
+});
+
+describe("a suspended tenant at admission", () => {
+  const admit = createAdmission(
+    { upgradeUrl: "https://terminal.house/pricing" },
+    () => ADMITTED_AT,
+    billingPeriods(),
+  );
+  const suspended = { ...answer(0), status: "suspended" };
+
+  it("is refused a route that costs lead-views with 402 payment_required, before the route runs", () => {
+    const request = {} as FastifyRequest;
+    expect(() => admit(request, suspended, { leadViews: true })).toThrow(
+      expect.objectContaining({ code: "payment_required" }),
+    );
+    expect(request.edge?.tenancy?.suspended).toBe(true);
+  });
+
+  it("is admitted to free routes, its billing included, and an active tenant to paid ones", () => {
+    expect(() => admit({} as FastifyRequest, suspended, {})).not.toThrow();
+    const active = {} as FastifyRequest;
+    expect(() => admit(active, answer(0), { leadViews: true })).not.toThrow();
+    expect(active.edge?.tenancy).not.toHaveProperty("suspended");
   });
 });

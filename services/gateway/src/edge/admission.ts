@@ -6,6 +6,7 @@ import type { BillingPeriods } from "./billing-periods.ts";
 import type { EdgeContext, EdgeRouteConfig, QuotaState, Tenancy } from "./edge-context.ts";
 import type { Admitted } from "./key-authentication.ts";
 import { rateLimited } from "./rate-limit.ts";
+import { readsSuspended, suspendedReads } from "./suspension.ts";
 import { tierRefusal } from "./tier-gate.ts";
 
 /**
@@ -27,6 +28,9 @@ export function edgeContextOf(
   if (sessionId) {
     tenancy.sessionId = sessionId;
   }
+  if (readsSuspended(answer.status)) {
+    tenancy.suspended = true;
+  }
   const quota: QuotaState = {
     limit: answer.leadViewsPerMonth,
     periodStart: period.start,
@@ -43,7 +47,8 @@ type AdmissionOptions = Pick<EdgeOptions, "upgradeUrl" | "onRateLimited">;
 
 /**
  * Admits a request whose key or session Redis answered for: sets its tenancy, window and quota
- * facts, then applies the tenant's rolling minute and the route's tier gate.
+ * facts, then applies the tenant's rolling minute and the route's tier gate. A suspended tenant
+ * is refused a route that costs lead-views before anything is read for it.
  */
 export function createAdmission(
   options: AdmissionOptions,
@@ -66,6 +71,9 @@ export function createAdmission(
     const refusal = tierRefusal(answer.tier as Tier, config.surface ?? "rest", options.upgradeUrl);
     if (refusal) {
       throw refusal;
+    }
+    if (config.leadViews && request.edge?.tenancy?.suspended) {
+      throw suspendedReads();
     }
     if (config.sessionOnly && !sessionId) {
       throw new ApiError(

@@ -47,6 +47,8 @@ export interface Tenancy {
   tier: Tier;
   /** Set when the caller is a signed-in dashboard member rather than an API key. */
   sessionId?: string;
+  /** Set when the tenant's payment failed past its grace period: its paid reads are refused. */
+  suspended?: boolean;
 }
 
 /** What a valid dashboard access token says. */

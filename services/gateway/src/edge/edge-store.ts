@@ -15,6 +15,7 @@ import {
   type SignInBackoffRedis,
   signInBackoff,
 } from "./store/sign-in-backoff.ts";
+import { TRIAL_SLOT_LUA, type TrialSlotRedis, trialStarts } from "./store/trial-starts.ts";
 
 export type { Authorization } from "./store/authorization.ts";
 export type { RateWindow } from "./store/rolling-minute.ts";
@@ -35,6 +36,7 @@ export type { RateWindow } from "./store/rolling-minute.ts";
  * - `member-epoch:<member id>`  the member's session epoch after a password change or reset:
  *   access tokens of an earlier epoch are refused, until they would have expired
  * - `signin:<sha-256 of the email>`  hash {n, until}: an account's failed sign-ins and lock
+ * - `trials:ip:<ip>`, `trials:domain:<domain>`  sorted sets of trial starts (store/trial-starts.ts)
  *
  * The scripts live with their concern under store/: the rolling minute, the authorization of a
  * key or session, and the cached records.
@@ -56,7 +58,11 @@ export interface EdgeStoreOptions {
   onAuthorizeBatch?: (size: number) => void;
 }
 
-type EdgeRedis = AuthorizationRedis & IpLimitRedis & RecordRedis & SignInBackoffRedis;
+type EdgeRedis = AuthorizationRedis &
+  IpLimitRedis &
+  RecordRedis &
+  SignInBackoffRedis &
+  TrialSlotRedis;
 
 /** Defines the edge's scripts on the connection, once however many stores share it. */
 function withEdgeScripts(redis: Redis): EdgeRedis {
@@ -68,6 +74,7 @@ function withEdgeScripts(redis: Redis): EdgeRedis {
     redis.defineCommand("thPutKey", { numberOfKeys: 1, lua: PUT_KEY_LUA });
     redis.defineCommand("thPutTenant", { numberOfKeys: 1, lua: PUT_TENANT_LUA });
     redis.defineCommand("thSignInAttempt", { numberOfKeys: 1, lua: SIGN_IN_ATTEMPT_LUA });
+    redis.defineCommand("thTrialSlot", { numberOfKeys: 1, lua: TRIAL_SLOT_LUA });
   }
   return redis as EdgeRedis;
 }
@@ -87,6 +94,7 @@ export function createEdgeStore(redis: Redis, options: EdgeStoreOptions) {
     ...sessionMarks(redis),
     ...ipLimits(edge),
     ...signInBackoff(edge),
+    ...trialStarts(edge),
     ...cachedRecords(edge, options.tenantTtlSeconds),
   };
 }

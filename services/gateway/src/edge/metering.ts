@@ -4,6 +4,7 @@ import { foliosToRecord, type LeadViewMeter, openLeadViewCharge, utcDay } from "
 import { ApiError } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import { quotaUpgradeUrlFor, tenancyOf } from "./authenticate.ts";
+import { suspendedReads } from "./suspension.ts";
 
 /**
  * A HEAD answer carries no lead, so it must not cost one; Fastify answers HEAD for every GET by
@@ -64,6 +65,10 @@ export function createMetering(deps: {
     ): Promise<void> {
       refuseHeadOnMeteredRead(request);
       const tenancy = tenancyOf(request);
+      // Every surface's paid read comes here, MCP's tools included: a suspended tenant reads nothing.
+      if (tenancy.suspended) {
+        throw suspendedReads();
+      }
       const quota = request.edge?.quota;
       if (!quota) {
         throw new ApiError("unauthorized", "authentication required");

@@ -78,6 +78,15 @@ export function decodeForm(text: string): Record<string, unknown> {
   return root;
 }
 
+/** A Stripe-Signature header for `payload` under `secret`, by the SDK's own test-header helper. */
+export function signPayload(payload: string, secret: string, timestampSeconds: number): string {
+  return Stripe.webhooks.generateTestHeaderString({
+    payload,
+    secret,
+    timestamp: timestampSeconds,
+  });
+}
+
 class StripeRefusal extends Error {
   readonly status: number;
   readonly body: Json;
@@ -390,11 +399,7 @@ export async function startStripeFake(options: {
       null,
       2,
     );
-    const signature = Stripe.webhooks.generateTestHeaderString({
-      payload,
-      secret: options.webhookSecret,
-      timestamp: now(),
-    });
+    const signature = signPayload(payload, options.webhookSecret, now());
     return { id, type, payload, signature };
   }
 

@@ -28,7 +28,9 @@ local function tenantOf(id, prefix, calendar, refreshBelow)
     tenant.missing = true
     return tenant
   end
-  if t[2] ~= 'trialing' and t[2] ~= 'active' then return tenant end
+  -- A suspended tenant is admitted, its window and quota read: its free operations and its
+  -- billing go on; the edge refuses its paid reads (edge/suspension.ts).
+  if t[2] ~= 'trialing' and t[2] ~= 'active' and t[2] ~= 'suspended' then return tenant end
   tenant.limit = tonumber(t[3])
   tenant.window = windowOf(prefix .. 'rlt:' .. id, prefix .. 'rlc:' .. id)
   -- The month's lead-view counter. The period starts on the anniversary's day of this month

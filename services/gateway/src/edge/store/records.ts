@@ -21,6 +21,16 @@ redis.call('EXPIRE', KEYS[1], ARGV[7])
 return 1
 `;
 
+/**
+ * The status the edge keeps for a tenant: its subscription's, except `suspended` for one whose
+ * payment failed past the grace period (edge/suspension.ts). A cancelled tenant stays cancelled.
+ */
+export function edgeStatusOf(tenant: Pick<TenantChanged, "status" | "standing">): string {
+  return tenant.status !== "cancelled" && tenant.standing === "suspended"
+    ? "suspended"
+    : tenant.status;
+}
+
 /** The scripts behind `putKey` and `putTenant`, on the edge's connection. */
 export type RecordRedis = Redis & {
   thPutKey(
@@ -90,7 +100,7 @@ export function cachedRecords(redis: RecordRedis, tenantTtlSeconds: number) {
         `th:tenant:${tenant.tenant_id}`,
         String(tenant.revision),
         tenant.tier,
-        tenant.status,
+        edgeStatusOf(tenant),
         String(tenant.limits.rate_per_minute),
         String(tenant.limits.lead_views_per_month),
         tenant.billing_anniversary ?? "",
