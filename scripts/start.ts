@@ -32,6 +32,7 @@ const services: ServiceEntry[] = [
   { name: "parcels", port: 8083, internalPort: 9083 },
   { name: "matcher", port: 8084, internalPort: 9084 },
   { name: "webhook-dispatcher", port: 8085, internalPort: 9085 },
+  { name: "pipeline", port: 8086, internalPort: 9086 },
   { name: "gateway", port: GATEWAY_PORT, internalPort: 9080, nodeFlags: GATEWAY_NODE_FLAGS },
 ].map((service) => ({
   ...service,
@@ -301,6 +302,7 @@ const upstreamUrls = {
   PARCELS_URL: `http://127.0.0.1:${portOf("parcels")}`,
   MATCHER_URL: `http://127.0.0.1:${portOf("matcher")}`,
   DISPATCHER_URL: `http://127.0.0.1:${portOf("webhook-dispatcher")}`,
+  PIPELINE_URL: `http://127.0.0.1:${portOf("pipeline")}`,
 };
 
 // A developer's own receiver (http://127.0.0.1:3000/hooks) gets real signed deliveries without a

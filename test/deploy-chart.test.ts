@@ -44,6 +44,10 @@ import {
   INTERNAL_RECEIVER as parcelsReceiver,
 } from "../services/parcels/src/config.ts";
 import {
+  readConfig as pipelineConfig,
+  INTERNAL_RECEIVER as pipelineReceiver,
+} from "../services/pipeline/src/config.ts";
+import {
   readConfig as ledgerConfig,
   INTERNAL_RECEIVER as ledgerReceiver,
 } from "../services/quota-ledger/src/config.ts";
@@ -74,13 +78,21 @@ const readConfigOf: Record<string, (env: Env) => unknown> = {
   "quota-ledger": ledgerConfig,
   parcels: parcelsConfig,
   matcher: matcherConfig,
+  pipeline: pipelineConfig,
   "webhook-dispatcher": dispatcherConfig,
 };
 const serviceNames = Object.keys(readConfigOf);
 
 /** Each receiver and the callers its internal API accepts, as the service itself declares. */
 const acceptedCallers: Record<string, readonly string[]> = Object.fromEntries(
-  [keysReceiver, ledgerReceiver, parcelsReceiver, matcherReceiver, dispatcherReceiver].map(
+  [
+    keysReceiver,
+    ledgerReceiver,
+    parcelsReceiver,
+    matcherReceiver,
+    pipelineReceiver,
+    dispatcherReceiver,
+  ].map(
     (receiver) => [receiver.service, receiver.callers],
   ),
 );
@@ -835,6 +847,7 @@ describe("the chart's internal signing keys and network policies (decision 0350)
       "quota-ledger": ["INTERNAL_CALLER_KEYS_QUOTA_LEDGER"],
       parcels: ["INTERNAL_CALLER_KEYS_PARCELS"],
       matcher: ["INTERNAL_CALLER_KEYS_MATCHER"],
+      pipeline: ["INTERNAL_CALLER_KEYS_PIPELINE"],
       "webhook-dispatcher": [
         "INTERNAL_CALLER_KEYS_WEBHOOK_DISPATCHER",
         "INTERNAL_SIGNING_SECRET_WEBHOOK_DISPATCHER",
@@ -850,6 +863,7 @@ describe("the chart's internal signing keys and network policies (decision 0350)
       "quota-ledger": ["gateway", "webhook-dispatcher"],
       parcels: ["gateway"],
       matcher: ["gateway", "webhook-dispatcher"],
+      pipeline: ["gateway"],
       "webhook-dispatcher": ["gateway"],
     });
     const defaults = parse(readFileSync(join(chart, "values.yaml"), "utf8")).networkPolicy;

@@ -12,7 +12,15 @@ import { chart, metricNames, renderChart, renderedKit } from "./support/monitori
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..");
-const services = ["gateway", "keys", "quota-ledger", "parcels", "matcher", "webhook-dispatcher"];
+const services = [
+  "gateway",
+  "keys",
+  "quota-ledger",
+  "parcels",
+  "matcher",
+  "pipeline",
+  "webhook-dispatcher",
+];
 
 describe("the chart's operator's kit", () => {
   it("renders none of it by default", async () => {

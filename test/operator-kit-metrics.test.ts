@@ -71,6 +71,7 @@ describe("the operator's kit against the running services", () => {
       "quota-ledger": "1",
       parcels: "1",
       matcher: "1",
+      pipeline: "1",
       "webhook-dispatcher": "1",
     });
   });

@@ -1,5 +1,5 @@
 // `npm start` as a user runs it (minus the bootstrap): the supervisor brings up the dev broker
-// and all six services, every readiness probe turns green, the public health endpoint answers,
+// and all seven services, every readiness probe turns green, the public health endpoint answers,
 // and one SIGINT stops every process.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -26,12 +26,14 @@ const ports = {
   PARCELS_PORT: base + 4,
   MATCHER_PORT: base + 5,
   WEBHOOK_DISPATCHER_PORT: base + 6,
+  PIPELINE_PORT: base + 7,
   GATEWAY_INTERNAL_PORT: base + 10,
   KEYS_INTERNAL_PORT: base + 11,
   QUOTA_LEDGER_INTERNAL_PORT: base + 12,
   PARCELS_INTERNAL_PORT: base + 13,
   MATCHER_INTERNAL_PORT: base + 14,
   WEBHOOK_DISPATCHER_INTERNAL_PORT: base + 15,
+  PIPELINE_INTERNAL_PORT: base + 16,
 };
 const internalPorts = Object.entries(ports)
   .filter(([name]) => name.endsWith("_INTERNAL_PORT"))
@@ -43,6 +45,7 @@ const redislessPorts = new Set([
   ports.KEYS_INTERNAL_PORT,
   ports.PARCELS_INTERNAL_PORT,
   ports.MATCHER_INTERNAL_PORT,
+  ports.PIPELINE_INTERNAL_PORT,
 ]);
 
 let supervisor: ChildProcess | undefined;
@@ -162,7 +165,7 @@ async function expectLoopbackDeliveries(baseUrl: string, key: string) {
 }
 
 describe("npm start", () => {
-  it("brings up the broker and all six services, answers /v1/health, and stops on Ctrl-C", async () => {
+  it("brings up the broker and all seven services, answers /v1/health, and stops on Ctrl-C", async () => {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),

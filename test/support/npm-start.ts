@@ -10,7 +10,15 @@ import pg from "pg";
 import { type PrivateRedis, startPrivateRedis } from "./private-stores.ts";
 
 const root = join(import.meta.dirname, "..", "..");
-const SERVICES = ["GATEWAY", "KEYS", "QUOTA_LEDGER", "PARCELS", "MATCHER", "WEBHOOK_DISPATCHER"];
+const SERVICES = [
+  "GATEWAY",
+  "KEYS",
+  "QUOTA_LEDGER",
+  "PARCELS",
+  "MATCHER",
+  "WEBHOOK_DISPATCHER",
+  "PIPELINE",
+];
 
 async function admin(sql: string) {
   const client = new pg.Client({ connectionString: serverUrl() });

@@ -86,6 +86,7 @@ keys: [gateway]
 quota-ledger: [gateway, webhook-dispatcher]
 parcels: [gateway]
 matcher: [gateway, webhook-dispatcher]
+pipeline: [gateway]
 webhook-dispatcher: [gateway]
 {{- end -}}
 
