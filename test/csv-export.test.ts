@@ -56,6 +56,31 @@ async function listedMatches(watchlistId: string, key: string): Promise<number> 
   }
 }
 
+/** The distinct parcels of a watchlist's matches, from the free listing. */
+async function matchedFolios(watchlistId: string, key: string): Promise<Set<string>> {
+  const folios = new Set<string>();
+  let cursor = "";
+  for (;;) {
+    const page = await stack.request(
+      "GET",
+      `/v1/watchlists/${watchlistId}/matches?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      { key },
+    );
+    const body = page.json() as {
+      matches: { folio: string }[];
+      next_cursor: string;
+      has_more: boolean;
+    };
+    for (const match of body.matches) {
+      folios.add(match.folio);
+    }
+    if (!body.has_more) {
+      return folios;
+    }
+    cursor = body.next_cursor;
+  }
+}
+
 /** The watchlist's match count once the listing shows every match and no more arrive. */
 async function settledMatchCount(watchlistId: string, key: string): Promise<number> {
   let previous = -1;
@@ -142,17 +167,50 @@ describe("CSV export", () => {
         expect((await stack.request("GET", "/v1/usage", { key: tenant.key })).json().used).toBe(25),
       { timeout: 10_000 },
     );
+    // A flush loses the period's counter and the day's viewed parcels alike.
     const prefix = stack.harness.redis.options.keyPrefix ?? "";
     const counters = await stack.harness.redis.keys(`*lv:used:${tenant.tenantId}*`);
     expect(counters).toHaveLength(1);
-    await stack.harness.redis.del(...counters.map((key) => key.slice(prefix.length)));
-    const response = await stack.request("GET", "/v1/exports/leads.csv?county=23&max_rows=20", {
+    const days = await stack.harness.redis.keys(`*lv:day:${tenant.tenantId}:*`);
+    await stack.harness.redis.del(...[...counters, ...days].map((key) => key.slice(prefix.length)));
+    // The first 30 parcels of the search: the 25 read above, free again, and 5 new.
+    const fits = await stack.request("GET", "/v1/exports/leads.csv?county=23&max_rows=30", {
+      key: tenant.key,
+    });
+    expect(fits.statusCode).toBe(200);
+    expect(parse(fits.body, { columns: true })).toHaveLength(30);
+    expect(await remainingOf(tenant.key)).toBe(0);
+    const response = await stack.request("GET", "/v1/exports/leads.csv?county=23&max_rows=31", {
       key: tenant.key,
     });
     expect(response.statusCode).toBe(402);
     expect(response.json()).toMatchObject({ error: "quota_exceeded" });
-    expect(response.json().detail).toContain("5 lead-views remain");
-    expect(await remainingOf(tenant.key)).toBe(5);
+    expect(response.json().detail).toContain("1 of them not viewed today");
+    expect(response.json().detail).toContain("0 lead-views remain");
+  });
+
+  it("C2 and L2: an export of parcels viewed today costs nothing, so it is priced by its new lead-views, not its rows", async () => {
+    const tenant = await stack.startTrial("custom");
+    await stack.setCustomLimits(tenant.tenantId, { lead_views_per_month: 10 });
+    const read = await stack.request("GET", "/v1/leads?county=23&limit=10", { key: tenant.key });
+    expect(read.json().leads).toHaveLength(10);
+    expect(await remainingOf(tenant.key)).toBe(0);
+    // The same ten parcels, the same UTC day: free, with the quota spent.
+    const again = await stack.request("GET", "/v1/exports/leads.csv?county=23&max_rows=10", {
+      key: tenant.key,
+    });
+    expect(again.statusCode).toBe(200);
+    const rows = parse(again.body, { columns: true }) as Record<string, string>[];
+    expect(rows.map((row) => row.folio)).toEqual(
+      read.json().leads.map((lead: { folio: string }) => lead.folio),
+    );
+    expect(await remainingOf(tenant.key)).toBe(0);
+    // One parcel more is one new lead-view, which the quota cannot cover: refused, nothing sent.
+    const more = await stack.request("GET", "/v1/exports/leads.csv?county=23&max_rows=11", {
+      key: tenant.key,
+    });
+    expect(more.statusCode).toBe(402);
+    expect(more.body).not.toContain("folio,");
   });
 
   it("exports a watchlist's matches with score and signals first, charging each parcel once", async () => {
@@ -193,6 +251,38 @@ describe("CSV export", () => {
       key: other.key,
     });
     expect(foreign.statusCode).toBe(404);
+  });
+
+  it("prices a watchlist's export by its distinct parcels: a parcel matched twice is one lead-view", async () => {
+    const tenant = await stack.startTrial("custom");
+    const created = await stack.request("POST", "/v1/watchlists", {
+      key: tenant.key,
+      body: {
+        name: "Absentee Miami-Dade, run twice",
+        recipe: { filters: { counties: [23] }, required_signals: ["absentee_owner"] },
+      },
+    });
+    const watchlist = created.json();
+    // Two manual runs: each is a fresh set of matches, so every parcel is matched twice.
+    for (let run = 0; run < 2; run++) {
+      await stack.request("POST", `/v1/watchlists/${watchlist.id}/run`, { key: tenant.key });
+      await stack.matcher.runs.settle();
+    }
+    const matchCount = await settledMatchCount(watchlist.id, tenant.key);
+    const distinct = (await matchedFolios(watchlist.id, tenant.key)).size;
+    expect(distinct).toBeGreaterThan(0);
+    expect(matchCount).toBe(2 * distinct);
+    // Exactly the parcels' worth of lead-views, half the rows.
+    await stack.setCustomLimits(tenant.tenantId, { lead_views_per_month: distinct });
+    expect(await remainingOf(tenant.key)).toBe(distinct);
+    const response = await stack.request("GET", `/v1/watchlists/${watchlist.id}/export.csv`, {
+      key: tenant.key,
+    });
+    expect(response.statusCode).toBe(200);
+    const rows = parse(response.body, { columns: true }) as Record<string, string>[];
+    expect(rows).toHaveLength(matchCount);
+    expect(new Set(rows.map((row) => row.folio)).size).toBe(distinct);
+    expect(await remainingOf(tenant.key)).toBe(0);
   });
 
   it(`streams a ${LARGE_ROWS}-row export with back-pressure: nothing is read far ahead of the client`, async () => {

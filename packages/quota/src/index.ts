@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
+import { leadViewDayKey } from "./day-keys.ts";
 
 export {
   foliosToRecord,
@@ -8,7 +9,9 @@ export {
   type LeadViewReader,
   openLeadViewCharge,
 } from "./charge.ts";
+export { leadViewDayKey } from "./day-keys.ts";
 export { type LedgerGet, ledgerUsageLoader } from "./ledger-seed.ts";
+export { createViewedToday, type ViewedToday } from "./viewed-today.ts";
 
 /**
  * Lead-view metering in Redis. A lead-view is one unique (tenant, folio, UTC day); the cap counts
@@ -245,7 +248,7 @@ export function createLeadViewMeter(
   const settlements = settlementQueue(meter);
   const usedKey = (tenantId: string, period: Period) =>
     `th:${LEAD_VIEW_COUNTER_PREFIX}${tenantId}:${utcDay(period.start)}`;
-  const dayKey = (tenantId: string, day: string) => `th:lv:day:${tenantId}:${day}`;
+  const dayKey = leadViewDayKey;
   const pendingKey = (tenantId: string, day: string) => `th:lv:pend:${tenantId}:${day}`;
 
   async function seed(

@@ -2,7 +2,7 @@ import { keyHashes, pepperKey, rememberingKeyHasher } from "@th/api-keys";
 import type { RunningConsumer } from "@th/bus";
 import { type KeyPeppers, keyPeppersOf } from "@th/config";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
-import { createLeadViewMeter, ledgerUsageLoader } from "@th/quota";
+import { createLeadViewMeter, createViewedToday, ledgerUsageLoader } from "@th/quota";
 import {
   ApiError,
   createHttpApp,
@@ -260,6 +260,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     matcher: matcherUpstream,
     metering,
     upgradeUrl: config.UPGRADE_URL,
+    viewedToday: createViewedToday(edgeRedis),
   });
 
   let consumer: RunningConsumer | undefined;

@@ -11,13 +11,14 @@ export const exportLeadsCsv = defineOperation({
   operationId: "exportLeadsCsv",
   method: "GET",
   path: "/v1/exports/leads.csv",
-  // Priced at `/internal/v1/parcels/count`, then paged through the lead search.
+  // Priced at `/internal/v1/parcels/count` (and `…/folios` when its rows could cost more than
+  // remains), then paged through the lead search.
   internalPath: "/internal/v1/parcels",
   owner: "parcels",
   tags: ["leads"],
   surface: "csv",
   summary:
-    "Every lead of a search as CSV (text/csv, RFC 4180, documented columns); one lead-view per row, refused with 402 up front when the quota cannot cover the export",
+    "Every lead of a search as CSV (text/csv, RFC 4180, documented columns); one lead-view per row whose parcel was not viewed that UTC day, refused with 402 up front when the remaining lead-views cannot cover those",
   querystring: z.strictObject({
     ...leadSearchQuerySchema.omit({ cursor: true, limit: true }).shape,
     max_rows: queryInteger(1, EXPORT_MAX_ROWS)
@@ -33,14 +34,14 @@ export const exportWatchlistMatchesCsv = defineOperation({
   operationId: "exportWatchlistMatchesCsv",
   method: "GET",
   path: "/v1/watchlists/:id/export.csv",
-  // Priced by the watchlist's match count, then paged through its matches; their leads come
-  // from the parcels service's batch read.
+  // Priced by the distinct parcels of its matches (`…/matches/folios`), then paged through its
+  // matches; their leads come from the parcels service's batch read.
   internalPath: "/internal/v1/watchlists/:id/matches",
   owner: "matcher",
   tags: ["watchlists"],
   surface: "csv",
   summary:
-    "A watchlist's matches as CSV: score, signals fired and match time, then the lead columns; one lead-view per parcel, refused with 402 up front when the quota cannot cover it",
+    "A watchlist's matches as CSV: score, signals fired and match time, then the lead columns; one lead-view per distinct parcel not viewed that UTC day, refused with 402 up front when the quota cannot cover those",
   params: z.object({ id: z.string().min(1).max(64) }),
   querystring: z.object({
     max_rows: z.coerce.number().int().min(1).max(EXPORT_MAX_ROWS).default(EXPORT_MAX_ROWS),

@@ -870,7 +870,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every lead of a search as CSV (text/csv, RFC 4180, documented columns); one lead-view per row, refused with 402 up front when the quota cannot cover the export */
+        /** Every lead of a search as CSV (text/csv, RFC 4180, documented columns); one lead-view per row whose parcel was not viewed that UTC day, refused with 402 up front when the remaining lead-views cannot cover those */
         get: operations["exportLeadsCsv"];
         put?: never;
         post?: never;
@@ -887,7 +887,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A watchlist's matches as CSV: score, signals fired and match time, then the lead columns; one lead-view per parcel, refused with 402 up front when the quota cannot cover it */
+        /** A watchlist's matches as CSV: score, signals fired and match time, then the lead columns; one lead-view per distinct parcel not viewed that UTC day, refused with 402 up front when the quota cannot cover those */
         get: operations["exportWatchlistMatchesCsv"];
         put?: never;
         post?: never;

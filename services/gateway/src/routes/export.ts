@@ -7,12 +7,13 @@ import {
   type Lead,
   type MatchSummary,
 } from "@th/api-schemas";
+import { utcDay, type ViewedToday } from "@th/quota";
 import { ApiError, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { leadCsvHeader, leadCsvRow, matchCsvHeader, matchCsvRow } from "../domain/csv.ts";
 import { quotaUpgradeUrlFor, tenancyOf } from "../edge/authenticate.ts";
 import { type Metering, refuseHeadOnMeteredRead } from "../edge/metering.ts";
-import { callAs, relay } from "./forward.ts";
+import { callAs, type OwnerTarget, relay } from "./forward.ts";
 import { ownerTarget, publicRoute } from "./operation.ts";
 
 const PAGE_SIZE = 200;
@@ -22,29 +23,57 @@ interface ExportDeps {
   matcher?: InternalClient;
   metering: Metering;
   upgradeUrl: string;
+  /** How many of these folios the tenant already viewed this UTC day (free to show again). */
+  viewedToday: ViewedToday;
 }
 
-/** Refuses an export its row count cannot be paid for, before the first byte and any charge. */
+/**
+ * Refuses an export whose new lead-views the month's remaining cannot cover, before the first
+ * byte and any charge. An export costs one lead-view per parcel not yet viewed that UTC day, so
+ * when its rows could cost more than remain, its parcels are asked for (`exportFolios`, distinct)
+ * and only those not viewed today are priced: an export of parcels read today costs nothing.
+ */
 async function refuseBeyondQuota(
   request: FastifyRequest,
+  deps: ExportDeps,
   rows: number,
-  upgradeUrl: string,
+  exportFolios: () => Promise<string[]>,
 ): Promise<void> {
   // A counter missing from Redis (a flush, a period's first read) is seeded from the ledger here:
   // the whole cap is not what remains.
   await request.limitHeaders();
   const quota = request.edge?.quota;
   const remaining = quota?.remaining ?? quota?.limit ?? 0;
-  if (quota && rows > remaining) {
+  if (!quota || rows <= remaining) {
+    return;
+  }
+  const folios = await exportFolios();
+  const tenantId = tenancyOf(request).tenantId;
+  const day = utcDay(new Date(quota.admittedAt));
+  const fresh = folios.length - (await deps.viewedToday(tenantId, day, folios));
+  if (fresh > remaining) {
     throw new ApiError(
       "quota_exceeded",
-      `this export has up to ${rows} rows and ${remaining} lead-views remain this month; narrow it or set max_rows`,
+      `this export shows ${folios.length} parcels, ${fresh} of them not viewed today, and ${remaining} lead-views remain this month; narrow it or set max_rows`,
       {
         quota_resets_at: quota.resetsAt.toISOString(),
-        upgrade_url: quotaUpgradeUrlFor(upgradeUrl, tenancyOf(request).tier),
+        upgrade_url: quotaUpgradeUrlFor(deps.upgradeUrl, tenancyOf(request).tier),
       },
     );
   }
+}
+
+/** The distinct folios an export's rows show, from the service that pages them. */
+async function foliosFrom(
+  upstream: InternalClient,
+  request: FastifyRequest,
+  target: string | OwnerTarget,
+): Promise<string[]> {
+  const answer = await callAs(upstream, request, "GET", target);
+  if (answer.status !== 200) {
+    throw new ApiError("unavailable", "the export could not be priced; try again shortly");
+  }
+  return (answer.body as { folios: string[] }).folios;
 }
 
 function searchPath(query: URLSearchParams, cursor: string | null): string {
@@ -66,6 +95,14 @@ export function countPath(query: URLSearchParams, maxRows: number): string {
   filters.delete("max_rows");
   filters.set("at_most", String(maxRows));
   return `${exportLeadsCsv.internalPath}/count?${filters}`;
+}
+
+/** The folios of a lead export's rows, in its order, no further than its rows. */
+function foliosPath(query: URLSearchParams, rows: number): string {
+  const filters = new URLSearchParams(query);
+  filters.delete("max_rows");
+  filters.set("at_most", String(rows));
+  return `${exportLeadsCsv.internalPath}/folios?${filters}`;
 }
 
 /** Streams the CSV lines as the client reads them. */
@@ -112,7 +149,9 @@ function registerLeadsExport(app: HttpApp, deps: ExportDeps): void {
       throw new ApiError("unavailable", "the export could not be priced; try again shortly");
     }
     const rows = Math.min((counted.body as { count: number }).count, request.query.max_rows);
-    await refuseBeyondQuota(request, rows, deps.upgradeUrl);
+    await refuseBeyondQuota(request, deps, rows, () =>
+      foliosFrom(deps.parcels, request, foliosPath(query, rows)),
+    );
     const date = new Date().toISOString().slice(0, 10);
     return sendCsv(reply, `leads-${date}.csv`, rows, leadLines(deps, request, query, rows));
   });
@@ -168,7 +207,13 @@ function registerWatchlistExport(app: HttpApp, deps: ExportDeps, matcher: Intern
         (watchlist.body as { match_count: number }).match_count,
         request.query.max_rows,
       );
-      await refuseBeyondQuota(request, rows, deps.upgradeUrl);
+      // Priced by distinct parcels: a folio matched twice is one lead-view.
+      await refuseBeyondQuota(request, deps, rows, () =>
+        foliosFrom(matcher, request, {
+          path: `${ownerTarget(exportWatchlistMatchesCsv, request.params).path}/folios?at_most=${rows}`,
+          route: `${exportWatchlistMatchesCsv.internalPath}/folios`,
+        }),
+      );
       const matches = exportWatchlistMatchesCsv;
       return sendCsv(
         reply,

@@ -166,3 +166,24 @@ export async function listMatches(
     has_more: hasMore,
   };
 }
+
+/**
+ * The distinct folios among a watchlist's first `atMost` matches in polling order (the rows a CSV
+ * export writes): an export costs one lead-view per parcel, so a folio matched twice is priced
+ * once.
+ */
+export async function exportFolios(
+  pool: Pool,
+  watchlistId: string,
+  atMost: number,
+): Promise<string[]> {
+  const { rows } = await pool.query<{ folio: string }>(
+    `SELECT DISTINCT w.folio FROM (
+       SELECT m.folio FROM matches m
+        WHERE m.watchlist_id = $1 AND m.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY m.tx_id, m.seq LIMIT $2
+     ) w`,
+    [watchlistId, atMost],
+  );
+  return rows.map((row) => row.folio);
+}

@@ -5,6 +5,7 @@ import {
   bodyIssues,
   createWatchlist,
   deleteWatchlist,
+  exportWatchlistMatchesCsv,
   getWatchlist,
   getWatchlistRun,
   listWatchlists,
@@ -16,8 +17,8 @@ import {
 import type { Pool } from "@th/db";
 import { ApiError, errorResponses, type HttpApp, internalCaller } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
-import type { z } from "zod";
-import { listMatches } from "../db/matches.ts";
+import { z } from "zod";
+import { exportFolios, listMatches } from "../db/matches.ts";
 import type { WatchlistStore } from "../db/watchlists.ts";
 import type { ManualRuns } from "../matching/manual-runs.ts";
 
@@ -173,6 +174,24 @@ function registerMatchRoutes(app: HttpApp, deps: WatchlistRouteDeps): void {
       // The watchlist must be the caller's and live; its matches are then read by id.
       await deps.watchlists.assertOwned(internalCaller(request).tenantId, request.params.id);
       return listMatches(deps.pool, request.params.id, request.query);
+    },
+  );
+
+  app.get(
+    `${pollWatchlistMatches.internalPath}/folios`,
+    {
+      schema: {
+        params: pollWatchlistMatches.params,
+        querystring: z.object({ at_most: exportWatchlistMatchesCsv.querystring.shape.max_rows }),
+        response: {
+          200: z.object({ folios: z.array(z.string()) }),
+          ...errorResponses("unauthorized", "not_found"),
+        },
+      },
+    },
+    async (request) => {
+      await deps.watchlists.assertOwned(internalCaller(request).tenantId, request.params.id);
+      return { folios: await exportFolios(deps.pool, request.params.id, request.query.at_most) };
     },
   );
 }

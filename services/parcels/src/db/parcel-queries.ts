@@ -152,3 +152,21 @@ export async function countParcels(
   const result = await pool.query<{ n: string }>(countQuery(query, atMost));
   return Number(result.rows[0]?.n ?? 0);
 }
+
+/**
+ * The folios an export of a search writes, in its order and no further than `atMost` (never past
+ * COUNT_CEILING): what prices it when its rows might not all be new lead-views.
+ */
+export async function exportFolios(
+  pool: Pool,
+  query: SearchFilters,
+  atMost: number,
+): Promise<string[]> {
+  const filter = filterClause(query, null);
+  const params = [...filter.params, Math.min(Math.max(1, Math.trunc(atMost)), COUNT_CEILING)];
+  const result = await pool.query<{ folio: string }>(
+    `SELECT folio FROM parcels ${filter.sql} ORDER BY folio LIMIT $${params.length}`,
+    params,
+  );
+  return result.rows.map((row) => row.folio);
+}

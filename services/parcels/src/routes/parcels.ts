@@ -22,6 +22,7 @@ import {
   countParcels,
   decodeCursor,
   encodeCursor,
+  exportFolios,
   findByFolios,
   findByParcelId,
   searchParcels,
@@ -150,6 +151,33 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool }) {
     async (request) => {
       const { at_most: atMost, ...filters } = request.query;
       return { count: await countParcels(pool, filters, atMost) };
+    },
+  );
+
+  app.get(
+    "/internal/v1/parcels/folios",
+    {
+      schema: {
+        tags: ["parcels"],
+        operationId: "exportFolios",
+        summary:
+          "The folios an export of a search writes, in order, no further than at_most: what prices it by its new lead-views",
+        querystring: leadSearchQuerySchema.omit({ cursor: true, limit: true }).extend({
+          at_most: z.coerce
+            .number()
+            .int()
+            .min(1)
+            .describe("The export's rows; capped at the ceiling"),
+        }),
+        response: {
+          200: z.object({ folios: z.array(z.string()) }),
+          ...errorResponses("unauthorized"),
+        },
+      },
+    },
+    async (request) => {
+      const { at_most: atMost, ...filters } = request.query;
+      return { folios: await exportFolios(pool, filters, atMost) };
     },
   );
 
