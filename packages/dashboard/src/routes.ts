@@ -14,6 +14,7 @@ export const DASHBOARD_ROUTES = [
   "/webhooks",
   "/team",
   "/plan",
+  "/billing",
   "/integrations",
 ] as const;
 

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "react";
 import { call, refreshSession, subscribeLimits, th, whenSignedOut } from "./api.ts";
 import { Link, navigate, usePath } from "./components.tsx";
 import { formatNumber } from "./logic.ts";
+import { BillingPage } from "./pages/billing.tsx";
 import { KeysPage } from "./pages/keys.tsx";
 import { LeadsPage } from "./pages/leads.tsx";
 import { OverviewPage } from "./pages/overview.tsx";
@@ -21,6 +22,7 @@ const NAV = [
   { to: "/keys", label: "API keys" },
   { to: "/team", label: "Team" },
   { to: "/plan", label: "Plan" },
+  { to: "/billing", label: "Billing" },
   { to: "/integrations", label: "MCP & exports" },
 ];
 
@@ -74,6 +76,8 @@ function Shell(props: { session: Session; onSignOut: () => void; path: string })
     page = <TeamPage session={session} />;
   } else if (path === "/plan") {
     page = <PlanPage session={session} />;
+  } else if (path === "/billing") {
+    page = <BillingPage session={session} />;
   } else if (path === "/integrations") {
     page = <IntegrationsPage />;
   }
