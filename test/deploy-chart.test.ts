@@ -92,9 +92,7 @@ const acceptedCallers: Record<string, readonly string[]> = Object.fromEntries(
     matcherReceiver,
     pipelineReceiver,
     dispatcherReceiver,
-  ].map(
-    (receiver) => [receiver.service, receiver.callers],
-  ),
+  ].map((receiver) => [receiver.service, receiver.callers]),
 );
 const callerNames = ["gateway", "webhook-dispatcher"];
 /** The signing roots in the CI values. */
@@ -202,6 +200,8 @@ describe("the terminal-house Helm chart", () => {
     for (const values of [ciValues, join(chart, "values-production.example.yaml")]) {
       const lint = await helmRun(["lint", "--strict", chart, "-f", values]);
       expect(lint.stderr + lint.stdout).toContain("0 chart(s) failed");
+      // helm lint only warns of a `required` value it cannot render; the example must render.
+      expect(lint.stderr + lint.stdout).not.toContain("missing required values");
       expect(lint.ok).toBe(true);
     }
   });
@@ -335,6 +335,9 @@ describe("the terminal-house Helm chart", () => {
       ],
       ["secrets.sessionSecret=", /secrets\.sessionSecret is required/],
       ["secrets.webhookSecretKey=", /secrets\.webhookSecretKey is required/],
+      ["secrets.stripeSecretKey=", /secrets\.stripeSecretKey is required/],
+      ["secrets.stripeWebhookSecret=", /secrets\.stripeWebhookSecret is required/],
+      ["payments.stripe.prices.team=", /payments\.stripe\.prices\.team is required/],
       ["otel.endpoint=", /otel\.endpoint is required/],
     ];
     for (const [setting, message] of cases) {
@@ -714,6 +717,35 @@ describe("the chart's internal signing keys and network policies (decision 0350)
       `gateway:${callerKey(ciRoots.gateway as string, "parcels")}`,
     );
     expect(envOf(manifests, "gateway").INTERNAL_CALLER_KEYS).toBeUndefined();
+  });
+
+  it("bills through Stripe: its secret key and webhook secret reach the keys pod and the migration Job only, by secretKeyRef, with a Price per tier", async () => {
+    const manifests = await render();
+    for (const service of serviceNames) {
+      const env = envOf(manifests, service);
+      if (service === "keys") {
+        expect(env).toMatchObject({
+          PAYMENT_PROVIDER: "stripe",
+          PAYMENT_GRACE_DAYS: "7",
+          STRIPE_SECRET_KEY: "sk_live_ci0123456789abcdef",
+          STRIPE_WEBHOOK_SECRET: "whsec_ci0123456789abcdef",
+          STRIPE_PRICE_STARTER: "price_ci_starter",
+          STRIPE_PRICE_CUSTOM: "price_ci_custom",
+        });
+        const keys = containerOf(manifests, "keys").env as { name: string; valueFrom?: unknown }[];
+        for (const name of ["STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET"]) {
+          expect(keys.find((entry) => entry.name === name)?.valueFrom, name).toHaveProperty(
+            "secretKeyRef",
+          );
+        }
+        continue;
+      }
+      expect(env.STRIPE_SECRET_KEY, service).toBeUndefined();
+      expect(env.STRIPE_WEBHOOK_SECRET, service).toBeUndefined();
+    }
+    for (const configMap of byKind(manifests, "ConfigMap")) {
+      expect(JSON.stringify(configMap.data ?? {})).not.toContain("sk_live_ci");
+    }
   });
 
   it("puts no signing root and no other service's caller key anywhere in a pod or Job that does not own it", async () => {

@@ -47,7 +47,10 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- include "th.validateSigningRoots" . -}}
 {{- $_ := required "secrets.sessionSecret is required (or secrets.existingSecret with SESSION_SECRET): at least 32 characters, e.g. `openssl rand -hex 32`" .Values.secrets.sessionSecret -}}
 {{- $_ := required "secrets.webhookSecretKey is required (or secrets.existingSecret with WEBHOOK_SECRET_KEY): id:key pairs, e.g. k1:$(openssl rand -hex 32)" .Values.secrets.webhookSecretKey -}}
+{{- $_ := required "secrets.stripeSecretKey is required (or secrets.existingSecret with STRIPE_SECRET_KEY): Stripe's secret API key, sk_live_… (docs/operations.md, \"Stripe\")" .Values.secrets.stripeSecretKey -}}
+{{- $_ := required "secrets.stripeWebhookSecret is required (or secrets.existingSecret with STRIPE_WEBHOOK_SECRET): the whsec_… signing secret of the webhook endpoint registered at Stripe" .Values.secrets.stripeWebhookSecret -}}
 {{- end -}}
+{{- include "th.validatePayments" . -}}
 {{- include "th.validateNetworkPolicy" . -}}
 {{- if and .Values.otel.enabled (not .Values.otel.endpoint) -}}
 {{- fail "otel.endpoint is required when otel.enabled is true: the OTLP/HTTP collector URL" -}}
@@ -67,6 +70,26 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* Each tier's Stripe Price, required: production bills through Stripe (decision 0360). */}}
+{{- define "th.validatePayments" -}}
+{{- range $tier := list "starter" "operator" "team" "custom" -}}
+{{- $_ := required (printf "payments.stripe.prices.%s is required: the Stripe Price id (price_…) of the %s tier's monthly subscription (docs/operations.md, \"Stripe\")" $tier $tier) (index $.Values.payments.stripe.prices $tier) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The keys service's payment settings (variable names from services/keys/src/config.ts), as env
+entries: in its ConfigMap's place for the migration Job, which reads the whole config too.
+*/}}
+{{- define "th.paymentSettings" -}}
+PAYMENT_PROVIDER: stripe
+PAYMENT_GRACE_DAYS: {{ .Values.payments.graceDays | quote }}
+STRIPE_PRICE_STARTER: {{ .Values.payments.stripe.prices.starter | quote }}
+STRIPE_PRICE_OPERATOR: {{ .Values.payments.stripe.prices.operator | quote }}
+STRIPE_PRICE_TEAM: {{ .Values.payments.stripe.prices.team | quote }}
+STRIPE_PRICE_CUSTOM: {{ .Values.payments.stripe.prices.custom | quote }}
+{{- end -}}
+
 {{/* Secret data shared by the release's Secret and the migration hook's copy of it. */}}
 {{- define "th.secretData" -}}
 KEY_PEPPER: {{ .Values.secrets.keyPepper | b64enc | quote }}
@@ -74,6 +97,8 @@ WEBHOOK_SECRET_KEY: {{ .Values.secrets.webhookSecretKey | b64enc | quote }}
 SESSION_SECRET: {{ .Values.secrets.sessionSecret | b64enc | quote }}
 DATABASE_URL: {{ .Values.postgres.url | b64enc | quote }}
 REDIS_URL: {{ .Values.redis.url | b64enc | quote }}
+STRIPE_SECRET_KEY: {{ .Values.secrets.stripeSecretKey | b64enc | quote }}
+STRIPE_WEBHOOK_SECRET: {{ .Values.secrets.stripeWebhookSecret | b64enc | quote }}
 {{- end -}}
 
 {{/*
@@ -183,6 +208,10 @@ Secret: a pod holds its own signing root or caller keys and no other service's.
 {{- end -}}
 {{- if or (eq .service "gateway") (eq .service "*") -}}
 {{- $needs = append $needs "SESSION_SECRET" -}}
+{{- end -}}
+{{- /* Stripe's keys reach the keys service only (and the migration Job, which reads its config). */ -}}
+{{- if or (eq .service "keys") (eq .service "*") -}}
+{{- $needs = concat $needs (list "STRIPE_SECRET_KEY" "STRIPE_WEBHOOK_SECRET") -}}
 {{- end -}}
 {{- range $needs }}
 {{ include "th.secretEnv" (dict "env" . "key" . "secret" $secret) }}
