@@ -28,6 +28,7 @@ import { awaitKafka, type KafkaProblem } from "./reachability.ts";
 import { encodeHeaders } from "./record-batch.ts";
 import { type ReplayOptions, type ReplayResult, replayTopic } from "./replay.ts";
 import { type EncodedRecords, encodeValueTransient } from "./serde.ts";
+import { type KeyTail, type KeyTailHandlers, type KeyTailOptions, tailKeys } from "./tail.ts";
 import {
   applyTopicDifferences,
   diffTopics,
@@ -263,6 +264,23 @@ export class Bus {
     await this.publishRecords(
       contract,
       list.map((value) => ({ value })),
+      options,
+    );
+  }
+
+  /**
+   * Follows a topic's record keys from its end, without a group, on this instance alone (see
+   * `tailKeys`): for a cache every instance keeps and the topic's changes must reach.
+   */
+  tailKeys(topic: string, handlers: KeyTailHandlers, options: KeyTailOptions = {}): KeyTail {
+    return tailKeys(
+      {
+        admin: () => this.#ensureAdmin(),
+        clientId: `${this.#options.clientId}-tail`,
+        security: this.#security,
+      },
+      topic,
+      handlers,
       options,
     );
   }

@@ -44,6 +44,7 @@ export {
   PoisonRecordError,
   ValueEncoder,
 } from "./serde.ts";
+export type { KeyTail, KeyTailHandlers, KeyTailOptions } from "./tail.ts";
 export {
   diffTopics,
   isApplicable,

@@ -12,8 +12,8 @@ const { CompressionCodecs } = kafkajs;
  * place and hands out each record's value and the one header the caller asks for.
  */
 
-const FETCH = 1;
-const FETCH_VERSION = 4;
+export const FETCH = 1;
+export const FETCH_VERSION = 4;
 
 export interface LogRecord {
   partition: number;
@@ -40,16 +40,18 @@ export interface LogReaderOptions {
   maxBytes?: number;
 }
 
-function fetchRequest(
+/** A Fetch v4 request body; the broker answers once any record is there or `maxWaitMs` passed. */
+export function fetchRequest(
   topic: string,
   partitions: readonly { partition: number; offset: bigint }[],
   maxBytes: number,
   maxBytesPerPartition: number,
+  maxWaitMs = 50,
 ): Buffer {
   const name = Buffer.from(topic);
   const body = Buffer.alloc(17 + 4 + 2 + name.length + 4 + partitions.length * 16);
   let pos = body.writeInt32BE(-1, 0); // replica id: a consumer
-  pos = body.writeInt32BE(50, pos); // max wait ms
+  pos = body.writeInt32BE(maxWaitMs, pos); // max wait ms
   pos = body.writeInt32BE(1, pos); // min bytes
   pos = body.writeInt32BE(maxBytes, pos);
   pos = body.writeInt8(0, pos); // read uncommitted
