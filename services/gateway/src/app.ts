@@ -1,5 +1,5 @@
 import { keyHashes, pepperKey, rememberingKeyHasher } from "@th/api-keys";
-import type { RunningConsumer } from "@th/bus";
+import type { KeyTail, RunningConsumer } from "@th/bus";
 import { type KeyPeppers, keyPeppersOf } from "@th/config";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
 import { createLeadViewMeter, createViewedToday, ledgerUsageLoader } from "@th/quota";
@@ -17,6 +17,8 @@ import {
 import { createKeysClient } from "./clients/keys-client.ts";
 import type { Config } from "./config.ts";
 import { edgeStateSubscriptions } from "./consumers/edge-state.ts";
+import { followParcelChanges } from "./consumers/parcel-changes.ts";
+import { LeadDocuments } from "./domain/lead-documents.ts";
 import { signInBackoffPolicy } from "./domain/sign-in-accounts.ts";
 import { registerEdge } from "./edge/authenticate.ts";
 import { createBatchCharge } from "./edge/batch-calls.ts";
@@ -241,7 +243,16 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     store,
     sessionSeconds: config.SESSION_ACCESS_SECONDS,
   });
-  registerLeadRoutes(http, { parcels: parcelsUpstream, matcher: matcherUpstream, metering });
+  const documents = new LeadDocuments({
+    maxChars: config.LEAD_DOCUMENTS_MB * 1_000_000,
+    maxLagMs: config.LEAD_DOCUMENTS_MAX_LAG_MS,
+  });
+  registerLeadRoutes(http, {
+    parcels: parcelsUpstream,
+    matcher: matcherUpstream,
+    metering,
+    documents,
+  });
   registerWatchlistRoutes(http, { matcher: matcherUpstream, dispatcher: dispatcherUpstream });
   registerUsageRoute(http, { ledger: ledgerUpstream });
   registerWebhookRoutes(http, { dispatcher: dispatcherUpstream, metering });
@@ -264,6 +275,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
   });
 
   let consumer: RunningConsumer | undefined;
+  let parcelChanges: KeyTail | undefined;
   const app: ServiceApp & { store: typeof store } = {
     http,
     store,
@@ -272,8 +284,12 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
         group: "gateway.edge-state",
         subscriptions: edgeStateSubscriptions(store),
       });
+      if (config.LEAD_DOCUMENTS_MB > 0) {
+        parcelChanges = followParcelChanges(deps.bus, documents, deps.logger);
+      }
     },
     async stop() {
+      await parcelChanges?.stop();
       await consumer?.stop();
       await voids.close();
     },

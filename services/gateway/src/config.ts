@@ -63,6 +63,17 @@ export const configSchema = defineConfig(
      * with the reads answered in the same turn of the event loop (decision 0390).
      */
     LEAD_VIEW_PUBLISH_LINGER_MS: z.coerce.number().int().min(0).max(100).default(0),
+    /**
+     * Megabytes (of characters) of lead documents each instance holds, kept from parcel.ingested
+     * (decision 0390); 0 holds none and sends every lead read to the parcels service.
+     */
+    LEAD_DOCUMENTS_MB: z.coerce.number().int().min(0).max(4_096).default(64),
+    /**
+     * How far behind parcel.ingested the held lead documents may be and still be served: past it
+     * (the topic cannot be followed) lead reads go to the parcels service. More than twice the
+     * tail's 250 ms poll, which vouches for the moment each poll was sent.
+     */
+    LEAD_DOCUMENTS_MAX_LAG_MS: z.coerce.number().int().min(600).default(1_500),
     /** Signs dashboard session tokens (HS256); at least 32 bytes, set in production. */
     SESSION_SECRET: z.string().min(32).default(DEV_SESSION_SECRET),
     /** Lifetime of the dashboard's access cookie; the page refreshes it before it ends. */

@@ -12,14 +12,18 @@ import {
 import { ApiError, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
+import type { LeadDocuments } from "../domain/lead-documents.ts";
 import type { Metering } from "../edge/metering.ts";
-import { callAs, callAsText, foliosOfLeads, relay, relayText, sendJsonText } from "./forward.ts";
+import { callAs, relay, relayText, sendJsonText } from "./forward.ts";
+import { type LeadAnswer, readLead, readLeadBatch } from "./held-leads.ts";
 import { internalUrl, ownerTarget, publicRoute } from "./operation.ts";
 
 interface LeadDeps {
   parcels: InternalClient;
   matcher: InternalClient;
   metering: Metering;
+  /** The read model single and batch reads are served from where it holds their leads. */
+  documents?: LeadDocuments;
 }
 
 type LeadListQuery = z.infer<typeof leadListQuerySchema>;
@@ -49,36 +53,31 @@ export function registerLeadRoutes(app: HttpApp, deps: LeadDeps): void {
 }
 
 function registerGetLeadRoute(app: HttpApp, deps: LeadDeps): void {
-  app.get(getLead.path, publicRoute(getLead), async (request, reply) => {
-    const target = ownerTarget(getLead, request.params);
-    const upstream = await callAsText(deps.parcels, request, "GET", target);
-    if (upstream.status !== 200) {
-      return relayText(reply, upstream);
-    }
-    const folios = foliosOfLeads(upstream, (body) => [(body as Lead).folio]);
-    await deps.metering.charge(request, folios, "rest");
-    return sendJsonText(reply, upstream.text);
-  });
+  const source = { parcels: deps.parcels, documents: deps.documents };
+  app.get(getLead.path, publicRoute(getLead), async (request, reply) =>
+    answerLeads(deps, request, reply, await readLead(source, request, request.params.folio)),
+  );
 }
 
 function registerBatchRoute(app: HttpApp, deps: LeadDeps): void {
-  app.post(getLeadsBatch.path, publicRoute(getLeadsBatch), async (request, reply) => {
-    const upstream = await callAsText(
-      deps.parcels,
-      request,
-      "POST",
-      getLeadsBatch.internalPath,
-      request.body,
-    );
-    if (upstream.status !== 200) {
-      return relayText(reply, upstream);
-    }
-    const folios = foliosOfLeads(upstream, (body) =>
-      (body as LeadLookup).leads.map((lead) => lead.folio),
-    );
-    await deps.metering.charge(request, folios, "rest");
-    return sendJsonText(reply, upstream.text);
-  });
+  const source = { parcels: deps.parcels, documents: deps.documents };
+  app.post(getLeadsBatch.path, publicRoute(getLeadsBatch), async (request, reply) =>
+    answerLeads(deps, request, reply, await readLeadBatch(source, request, request.body.folios)),
+  );
+}
+
+/** Charges the leads an answer shows and sends it, or relays the owner's refusal uncharged. */
+async function answerLeads(
+  deps: LeadDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  answer: LeadAnswer,
+) {
+  if ("refused" in answer) {
+    return relayText(reply, answer.refused);
+  }
+  await deps.metering.charge(request, answer.folios, "rest");
+  return sendJsonText(reply, answer.text);
 }
 
 function registerSearchRoute(app: HttpApp, deps: LeadDeps): void {
