@@ -365,6 +365,11 @@ say(
         `  ${service.name.padEnd(19)} readiness http://127.0.0.1:${service.internalPort}/readyz`,
     ),
     ...demoLines,
+    ...((env.PAYMENT_PROVIDER ?? "local") === "local"
+      ? [
+          "  Payments      the built-in test processor (PAYMENT_PROVIDER=local): test cards pm_card_visa, pm_card_declined, pm_card_charge_fails; nothing is charged; production refuses it",
+        ]
+      : []),
     ...(loopbackWebhooks
       ? [
           "  Webhooks      a plain-HTTP loopback URL (http://127.0.0.1:<port>/…) may be subscribed, for local development only; production refuses it",

@@ -225,6 +225,10 @@ describe("npm start", () => {
     // Webhooks on a developer's machine: a plain-HTTP loopback receiver is subscribed, and a
     // manual run reaches it with real signed deliveries, no tunnel needed; the run says so.
     expect(output).toMatch(/plain-HTTP loopback URL .* for local development only/);
+    // Trials are confirmed by the built-in card processor, and the run says so.
+    expect(output).toMatch(
+      /Payments {6}the built-in test processor \(PAYMENT_PROVIDER=local\).*production refuses it/,
+    );
     await expectLoopbackDeliveries(`http://127.0.0.1:${ports.GATEWAY_PORT}`, key as string);
 
     // Ctrl-C: SIGINT to every process of the terminal's foreground group at once. The services
