@@ -1,6 +1,7 @@
-// The store and publish lanes of a roll ingest. The next batch is parsed and diffed while this
-// one is stored and the one before it published, so Postgres and the ingest process each keep a
-// core busy; at most one batch waits for each lane, so memory stays flat.
+// The lookup, store and publish lanes of a roll ingest. The next batch is parsed and diffed while
+// this one is stored and the one before it published, and (unless the store was empty) looked up
+// while the one before it is diffed, so Postgres and the ingest process each keep a core busy; at
+// most one batch waits for each lane, so memory stays flat.
 import type { Pool } from "@th/db";
 import {
   advanceWatermark,
@@ -110,7 +111,7 @@ export class ParcelPipeline {
   /**
    * Groups one batch of rows and starts looking its parcels up, then diffs the batch before it
    * and hands that to the store lane: a batch's lookup runs in Postgres while the next batch is
-   * read, so neither waits for the other.
+   * read, so neither waits for the other. A first load without recorded sales looks nothing up.
    */
   async accept(results: readonly RowResult<NalRow>[]): Promise<void> {
     if (this.#storeError !== undefined) {
@@ -122,6 +123,12 @@ export class ParcelPipeline {
       return;
     }
     const folios = [...byFolio.keys()];
+    if (this.#state.firstLoad && !this.#state.sales) {
+      // Nothing to look up: diffed at once, so its rows die before the young generation's next
+      // collection instead of being copied and promoted while the next batch is read.
+      await this.#diffAndStore(this.#lookUp(byFolio, folios, true));
+      return;
+    }
     const ahead = this.#ahead;
     this.#ahead = null;
     // A parcel of a batch not stored yet must be diffed against what that batch stores.
