@@ -153,33 +153,112 @@ export function queryInteger(min: number, max: number) {
     .pipe(z.number().int().min(min).max(max));
 }
 
-/** Dollars: values are never negative; equity is, when the estimated loan exceeds the value. */
-const dollars = queryInteger(0, 1e12);
-const signedDollars = queryInteger(-1e12, 1e12);
+/**
+ * The bounds of the lead search's whole-number filters and page size, declared once for every
+ * surface: REST reads them from a query string, MCP's `search_leads` from JSON arguments. Dollars:
+ * values are never negative; equity is, when the estimated loan exceeds the value.
+ */
+export const LEAD_SEARCH_BOUNDS = {
+  county: { min: 11, max: 77 },
+  min_just_value: { min: 0, max: 1e12 },
+  max_just_value: { min: 0, max: 1e12 },
+  min_equity: { min: -1e12, max: 1e12 },
+  max_equity: { min: -1e12, max: 1e12 },
+  limit: { min: 1, max: 200 },
+} as const;
+
+type SearchInteger = keyof typeof LEAD_SEARCH_BOUNDS;
+
+const SEARCH_DESCRIPTIONS: Partial<Record<SearchInteger | "signals" | "city", string>> = {
+  county: "DOR county number, e.g. 23 for Miami-Dade",
+  city: "Situs city, e.g. MIAMI",
+  min_equity: "Estimated equity in whole dollars",
+  limit: "Leads per page; each lead returned costs one lead-view",
+};
+
+/** A search's filters that read the same in a query string and in JSON. */
+const searchText = {
+  city: z.string().min(1).max(64),
+  zip: z.string().regex(/^\d{5}$/, "must be a 5-digit ZIP"),
+  use_class: useClassSchema,
+  cursor: z.string().min(1).max(512).describe("Opaque; from next_cursor"),
+};
+
+/** A whole-number filter of the search, as a query string carries it. */
+function queryBound(name: SearchInteger) {
+  const { min, max } = LEAD_SEARCH_BOUNDS[name];
+  const schema = queryInteger(min, max);
+  const description = SEARCH_DESCRIPTIONS[name];
+  return description === undefined ? schema : schema.describe(description);
+}
+
+/** The same filter as a JSON argument. */
+function jsonBound(name: SearchInteger) {
+  const { min, max } = LEAD_SEARCH_BOUNDS[name];
+  const schema = z.number().int().min(min).max(max);
+  const description = SEARCH_DESCRIPTIONS[name];
+  return description === undefined ? schema : schema.describe(description);
+}
 
 /**
  * Search filters and paging of a lead list; every filter is optional, and an unknown parameter is
  * refused (a misspelt filter would otherwise widen a paid search without a word).
  */
 export const leadSearchQuerySchema = z.strictObject({
-  county: queryInteger(11, 77).optional(),
-  city: z.string().min(1).max(64).optional(),
-  zip: z
-    .string()
-    .regex(/^\d{5}$/, "must be a 5-digit ZIP")
-    .optional(),
-  use_class: useClassSchema.optional(),
+  county: queryBound("county").optional(),
+  city: searchText.city.optional(),
+  zip: searchText.zip.optional(),
+  use_class: searchText.use_class.optional(),
   signals: signalFilter
     .optional()
     .describe("Comma-separated signal names; a lead must have all of them"),
-  min_just_value: dollars.optional(),
-  max_just_value: dollars.optional(),
-  min_equity: signedDollars.optional(),
-  max_equity: signedDollars.optional(),
-  limit: queryInteger(1, 200).default(50),
-  cursor: z.string().min(1).max(512).optional().describe("Opaque; from next_cursor"),
+  min_just_value: queryBound("min_just_value").optional(),
+  max_just_value: queryBound("max_just_value").optional(),
+  min_equity: queryBound("min_equity").optional(),
+  max_equity: queryBound("max_equity").optional(),
+  limit: queryBound("limit").default(50),
+  cursor: searchText.cursor.optional(),
 });
 // No component id: OpenAPI has no shared query-parameter objects, so each route inlines these.
+
+/**
+ * The default page of MCP's `search_leads`: an assistant that names no limit spends at most ten
+ * lead-views a call. The one place it differs from REST; its bounds are the same.
+ */
+export const MCP_SEARCH_DEFAULT_LIMIT = 10;
+
+/**
+ * The same search as JSON arguments (MCP's `search_leads`): the same names, bounds and signal
+ * catalogue as `leadSearchQuerySchema`, numbers as numbers and the signals as a list. A call with
+ * these arguments is sent on as that query string, so the two cannot accept different searches.
+ */
+export const leadSearchArgumentsSchema = z.strictObject({
+  county: jsonBound("county").optional(),
+  city: searchText.city.optional(),
+  zip: searchText.zip.optional(),
+  use_class: searchText.use_class.optional(),
+  signals: z
+    .array(z.enum(LEAD_SIGNALS))
+    .optional()
+    .describe("Signal names a lead must all have fired, e.g. absentee_owner"),
+  min_just_value: jsonBound("min_just_value").optional(),
+  max_just_value: jsonBound("max_just_value").optional(),
+  min_equity: jsonBound("min_equity").optional(),
+  max_equity: jsonBound("max_equity").optional(),
+  limit: jsonBound("limit").default(MCP_SEARCH_DEFAULT_LIMIT),
+  cursor: searchText.cursor.optional().describe("next_cursor of the previous call"),
+});
+
+/** The query string of a search given as JSON arguments: what REST reads. */
+export function searchQueryOf(args: Record<string, unknown>): URLSearchParams {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(args)) {
+    if (value !== undefined) {
+      params.set(name, Array.isArray(value) ? value.join(",") : String(value));
+    }
+  }
+  return params;
+}
 
 export type LeadSearchQuery = z.infer<typeof leadSearchQuerySchema>;
 

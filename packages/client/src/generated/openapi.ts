@@ -3442,6 +3442,7 @@ export interface operations {
     searchLeadSummaries: {
         parameters: {
             query?: {
+                /** @description DOR county number, e.g. 23 for Miami-Dade */
                 county?: string;
                 city?: string;
                 zip?: string;
@@ -3450,8 +3451,10 @@ export interface operations {
                 signals?: string;
                 min_just_value?: string;
                 max_just_value?: string;
+                /** @description Estimated equity in whole dollars */
                 min_equity?: string;
                 max_equity?: string;
+                /** @description Leads per page; each lead returned costs one lead-view */
                 limit?: string;
                 /** @description Opaque; from next_cursor */
                 cursor?: string;
@@ -6184,6 +6187,7 @@ export interface operations {
     searchLeads: {
         parameters: {
             query?: {
+                /** @description DOR county number, e.g. 23 for Miami-Dade */
                 county?: string;
                 city?: string;
                 zip?: string;
@@ -6192,8 +6196,10 @@ export interface operations {
                 signals?: string;
                 min_just_value?: string;
                 max_just_value?: string;
+                /** @description Estimated equity in whole dollars */
                 min_equity?: string;
                 max_equity?: string;
+                /** @description Leads per page; each lead returned costs one lead-view */
                 limit?: string;
                 /** @description Opaque; from next_cursor */
                 cursor?: string;
@@ -10281,7 +10287,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PipelineItem"];
+                    "application/json": components["schemas"]["PipelineItemSummary"];
                 };
             };
             /** @description Default Response */
@@ -10814,6 +10820,7 @@ export interface operations {
     exportLeadsCsv: {
         parameters: {
             query?: {
+                /** @description DOR county number, e.g. 23 for Miami-Dade */
                 county?: string;
                 city?: string;
                 zip?: string;
@@ -10822,6 +10829,7 @@ export interface operations {
                 signals?: string;
                 min_just_value?: string;
                 max_just_value?: string;
+                /** @description Estimated equity in whole dollars */
                 min_equity?: string;
                 max_equity?: string;
                 /** @description Stop after this many rows */

@@ -5,10 +5,11 @@ import {
   getLead,
   type Lead,
   leadSchema,
+  leadSearchArgumentsSchema,
   listWatchlists,
   pollWatchlistMatches,
   searchLeads,
-  useClassSchema,
+  searchQueryOf,
 } from "@th/api-schemas";
 import {
   ApiError,
@@ -27,38 +28,6 @@ import { ownerTarget } from "./operation.ts";
 
 export const MCP_SERVER_NAME = "terminal-house";
 
-const searchInput = {
-  county: z
-    .number()
-    .int()
-    .min(11)
-    .max(77)
-    .optional()
-    .describe("DOR county number, e.g. 23 for Miami-Dade"),
-  city: z.string().min(1).max(64).optional().describe("Situs city, e.g. MIAMI"),
-  zip: z
-    .string()
-    .regex(/^\d{5}$/)
-    .optional(),
-  use_class: useClassSchema.optional(),
-  signals: z
-    .array(z.string())
-    .optional()
-    .describe("Lead signals that must all have fired, e.g. absentee_owner"),
-  min_just_value: z.number().int().optional(),
-  max_just_value: z.number().int().optional(),
-  min_equity: z.number().int().optional().describe("Estimated equity in whole dollars"),
-  max_equity: z.number().int().optional(),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(50)
-    .default(10)
-    .describe("Leads to return (each costs one lead-view)"),
-  cursor: z.string().optional().describe("next_cursor of the previous call"),
-};
-
 /** A tool failure the assistant can act on; quota exhaustion carries the facts of the 402 body. */
 function toolError(error: unknown): CallToolResult {
   const apiError = toApiError(error);
@@ -67,17 +36,6 @@ function toolError(error: unknown): CallToolResult {
     isError: true,
     content: [{ type: "text", text: JSON.stringify(body) }],
   };
-}
-
-function searchQuery(input: Record<string, unknown>): string {
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(input)) {
-    if (value === undefined) {
-      continue;
-    }
-    params.set(name, Array.isArray(value) ? value.join(",") : String(value));
-  }
-  return params.toString();
 }
 
 function upstreamFailure(status: number, body: unknown): ApiError {
@@ -130,7 +88,8 @@ function registerGetLeadTool(server: McpServer, request: FastifyRequest, deps: M
       title: "Get one lead",
       description:
         "Read one Florida parcel lead by folio (county number, dash, county parcel id, e.g. 23-3059010240130): address, owner and mailing address, valuation and estimated equity, sales, signals with reasons. Costs one lead-view, unless this parcel was already read today (UTC).",
-      inputSchema: { folio: z.string().min(1).max(64).describe("The lead's folio") },
+      // The REST route's own parameter: MCP reads one folio exactly as GET /v1/leads/{folio} does.
+      inputSchema: { folio: getLead.params.shape.folio.describe("The lead's folio") },
       outputSchema: { lead: leadSchema },
     },
     async ({ folio }) => {
@@ -164,7 +123,8 @@ function registerSearchLeadsTool(server: McpServer, request: FastifyRequest, dep
       title: "Search leads",
       description:
         "Find Florida parcel leads by county, city, ZIP, use class, fired signals, value and equity ranges. Returns up to `limit` full leads and a next_cursor; each lead returned costs one lead-view (once per parcel per UTC day).",
-      inputSchema: searchInput,
+      // GET /v1/leads's filters, bounds and signal catalogue, as JSON arguments.
+      inputSchema: leadSearchArgumentsSchema.shape,
       outputSchema: { leads: z.array(leadSchema), next_cursor: z.string().nullable() },
     },
     async (input) => {
@@ -173,7 +133,7 @@ function registerSearchLeadsTool(server: McpServer, request: FastifyRequest, dep
           deps.parcels,
           request,
           "GET",
-          `${searchLeads.internalPath}?${searchQuery(input)}`,
+          `${searchLeads.internalPath}?${searchQueryOf(input)}`,
         );
         if (upstream.status !== 200) {
           throw upstreamFailure(upstream.status, upstream.body);
@@ -206,10 +166,8 @@ function registerListWatchlistsTool(
       title: "List watchlists",
       description:
         "The tenant's watchlists with their recipes and match activity, a page at a time (pass next_cursor back for the next). Free.",
-      inputSchema: {
-        cursor: z.string().optional(),
-        limit: z.number().int().min(1).max(100).default(50),
-      },
+      // GET /v1/watchlists's own query parameters.
+      inputSchema: listWatchlists.querystring.shape,
       outputSchema: {
         watchlists: z.array(z.record(z.string(), z.unknown())),
         next_cursor: z.string().nullable(),
@@ -221,7 +179,7 @@ function registerListWatchlistsTool(
           deps.matcher,
           request,
           "GET",
-          `${listWatchlists.internalPath}?${searchQuery({ cursor, limit })}`,
+          `${listWatchlists.internalPath}?${searchQueryOf({ cursor, limit })}`,
         );
         if (upstream.status !== 200) {
           throw upstreamFailure(upstream.status, upstream.body);
@@ -250,10 +208,10 @@ function registerListMatchesTool(server: McpServer, request: FastifyRequest, dep
       title: "List a watchlist's matches",
       description:
         "Match summaries of one watchlist (folio, score, signals fired, observed time), newest pages by cursor. Free: use get_lead for the full parcel.",
+      // GET /v1/watchlists/{id}/matches's own parameters: its path id and query.
       inputSchema: {
-        watchlist_id: z.string().min(1).max(64),
-        cursor: z.string().optional(),
-        limit: z.number().int().min(1).max(100).default(50),
+        watchlist_id: pollWatchlistMatches.params.shape.id,
+        ...pollWatchlistMatches.querystring.shape,
       },
       outputSchema: {
         matches: z.array(z.record(z.string(), z.unknown())),
@@ -262,7 +220,7 @@ function registerListMatchesTool(server: McpServer, request: FastifyRequest, dep
     },
     async ({ watchlist_id, cursor, limit }) => {
       try {
-        const query = searchQuery({ cursor, limit });
+        const query = searchQueryOf({ cursor, limit });
         const upstream = await callAs(
           deps.matcher,
           request,
