@@ -9,7 +9,8 @@
  * --keep-indexes maintains the secondary indexes row by row during the first ingest instead of
  * building them after it, for comparison. --counties N also loads N county files of --rows rows
  * each into a fresh empty store by running the ingest command (`npm run ingest -- --workers W`)
- * once for each W of --workers: each county's parcels taken for new, indexes built once after the
+ * in a process of its own, so its CPU and peak RSS are its own and not this bench's, once for
+ * each W of --workers: each county's parcels taken for new, indexes built once after the
  * last file, the files side by side on W worker threads; the figure a statewide first load is
  * projected from. `--rows 700000 --counties 15 --workers 2` loads a statewide roll's 10.5M rows
  * (about 25 GB of disk for files, store and topic). --files-dir D keeps the county files in D and
@@ -23,10 +24,12 @@
  * process with its log in a throwaway directory, so the memory figures are the ingest's alone
  * (an in-process broker would hold every published record in this heap).
  */
-import { createReadStream, existsSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { createReadStream, existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rename, rm, stat } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Bus } from "@th/bus";
 import { contracts } from "@th/contracts";
@@ -42,7 +45,6 @@ import {
   NAL_REQUIRED_COLUMNS,
 } from "../services/parcels/src/domain/nal-layout.ts";
 import { NalRowReader } from "../services/parcels/src/domain/nal-row.ts";
-import { main as ingestCommand } from "../services/parcels/src/ingest/cli.ts";
 import {
   GENERATOR_COUNTIES,
   nalFileName,
@@ -139,6 +141,51 @@ function postgresCpuSampler(database: string): { stop(): number } {
 }
 
 /**
+ * Runs the ingest command (`npm run ingest -- <args>`) in a process of its own, so its CPU and
+ * peak RSS are its own and not this bench's (whose heap holds the passes before). Both are read
+ * from /proc every tenth of a second; the CPU of the last tenth is lost, so it is a floor.
+ */
+async function commandProcess(
+  args: readonly string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string; cpuMs: number; peakRss: number }> {
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(new URL("../services/parcels/src/ingest/cli.ts", import.meta.url)), ...args],
+    { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  // The command's progress lines, not this bench's output; its errors end up in the thrown error.
+  child.stderr.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  let cpuMs = 0;
+  let peakRss = 0;
+  const read = () => {
+    const cpu = cpuMsOf(child.pid);
+    cpuMs = Number.isNaN(cpu) ? cpuMs : cpu;
+    peakRss = Math.max(peakRss, peakRssOf(child.pid));
+  };
+  const timer = setInterval(read, 100);
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  clearInterval(timer);
+  return { code, output, cpuMs, peakRss };
+}
+
+/** The most memory a process has held resident so far (VmHWM), in bytes; 0 if unreadable. */
+function peakRssOf(pid: number | undefined): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/**
  * `counties` files of `rows` rows into a fresh empty store, run by the ingest command itself
  * (`npm run ingest -- --workers N <files>`) once per worker count: SDF-free, each county's
  * parcels taken for new, indexes built once after the last file. With more than one worker the
@@ -169,34 +216,19 @@ async function severalCounties(
     const store = await createTestDatabase([migrations]);
     try {
       const database = new URL(store.url).pathname.slice(1);
-      const printed: string[] = [];
-      const info = console.info;
-      const write = process.stderr.write;
-      console.info = (...args: unknown[]) => printed.push(args.join(" "));
-      // The command's progress lines, not this bench's output.
-      process.stderr.write = () => true;
-      const cpuBefore = process.cpuUsage();
-      const brokerBefore = cpuMsOf(broker.pid);
       const postgres = postgresCpuSampler(database);
-      peakRss = 0;
+      const brokerBefore = cpuMsOf(broker.pid);
       const started = performance.now();
-      let code: number;
-      try {
-        code = await ingestCommand(["--no-rejects", "--workers", String(count), ...files], {
-          DATABASE_URL: store.url,
-          KAFKA_BROKERS: brokerAddress,
-          INGEST_BATCH_SIZE: String(batchSize),
-        });
-      } finally {
-        console.info = info;
-        process.stderr.write = write;
-      }
+      const run = await commandProcess(["--no-rejects", "--workers", String(count), ...files], {
+        DATABASE_URL: store.url,
+        KAFKA_BROKERS: brokerAddress,
+        INGEST_BATCH_SIZE: String(batchSize),
+      });
       const seconds = (performance.now() - started) / 1000;
       const postgresMs = postgres.stop();
-      const cpu = process.cpuUsage(cpuBefore);
       const brokerMs = cpuMsOf(broker.pid) - brokerBefore;
-      if (code !== 0) {
-        throw new Error(`the ingest command failed (${code}): ${printed.join("\n")}`);
+      if (run.code !== 0) {
+        throw new Error(`the ingest command failed (${run.code}): ${run.output}`);
       }
       const read = rows * files.length;
       const rate = read / seconds;
@@ -212,8 +244,9 @@ async function severalCounties(
           seconds,
         ),
       );
+      const indexes = run.output.split("\n").find((item) => item.startsWith("indexes built"));
       console.info(
-        `  CPU per row: this process ${perRow((cpu.user + cpu.system) / 1000)}, Postgres ${perRow(postgresMs)}, broker ${perRow(brokerMs)}; peak RSS ${mb(peakRss)}${speedUp}; ${printed.find((item) => item.startsWith("indexes built")) ?? "no index build"}`,
+        `  CPU per row: ingest command ${perRow(run.cpuMs)}, Postgres ${perRow(postgresMs)}, broker ${perRow(brokerMs)}; the command's peak RSS ${mb(run.peakRss)}${speedUp}; ${indexes ?? "no index build"}`,
       );
     } finally {
       await store.drop();
