@@ -340,9 +340,8 @@ describe("the subscription on Stripe", () => {
         },
       },
     ]);
-    expect((fake.subscriptions.get(ref)?.items.data[0]?.price as { id: string }).id).toBe(
-      "price_custom",
-    );
+    const price = fake.subscriptions.get(ref)?.items.data[0]?.price as { id: string } | undefined;
+    expect(price?.id).toBe("price_custom");
   });
 
   it("on a failed payment: past due with reads going on, suspended when the grace runs out, good again at once when paid", async () => {
