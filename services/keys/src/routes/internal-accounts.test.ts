@@ -173,6 +173,8 @@ describe("API keys", () => {
         "last4",
         "member_id",
         "member_removed",
+        "replaced_by_key_id",
+        "replaces_key_id",
         "revoked",
         "rotation_due",
         "secret",
