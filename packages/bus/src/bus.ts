@@ -117,6 +117,13 @@ export interface ConsumeOptions {
    * partition's batch is its one new record, with no added wait.
    */
   maxBytesPerPartition?: number;
+  /**
+   * Bytes a fetch waits for before it answers, at most `maxWaitTimeInMs` (the bus's timing unless
+   * set): a consumer whose work costs per batch rather than per record (a write of the batch)
+   * takes fewer, larger batches under load, at the cost of that wait when traffic is light.
+   */
+  minBytes?: number;
+  maxWaitTimeInMs?: number;
 }
 
 export interface RunningConsumer {
@@ -348,6 +355,8 @@ export class Bus {
       ...(options.maxBytesPerPartition
         ? { maxBytesPerPartition: options.maxBytesPerPartition }
         : {}),
+      ...(options.minBytes ? { minBytes: options.minBytes } : {}),
+      ...(options.maxWaitTimeInMs ? { maxWaitTimeInMs: options.maxWaitTimeInMs } : {}),
     });
     const byTopic = new Map(options.subscriptions.map((sub) => [sub.contract.topic, sub]));
     const logger = this.#logger.child({ group: options.group });

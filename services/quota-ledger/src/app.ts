@@ -95,6 +95,8 @@ export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOp
       consumers.push(await consumeLeadViewVoids(deps.bus, ledger));
       leadViewConsumer = await consumeLeadViews(deps.bus, ledger, {
         partitionsConsumedConcurrently: deps.config.LEDGER_PARTITIONS_CONCURRENTLY,
+        minBytes: deps.config.LEDGER_FETCH_MIN_BYTES,
+        maxWaitMs: deps.config.LEDGER_FETCH_MAX_WAIT_MS,
       });
       consumers.push(leadViewConsumer);
     },

@@ -13,6 +13,13 @@ export const configSchema = defineConfig(
     SEED_CATCH_UP_TIMEOUT_MS: vars.positiveInt(5000),
     /** leadview.recorded partitions written at once by the live ledger consumer. */
     LEDGER_PARTITIONS_CONCURRENTLY: vars.positiveInt(4),
+    /**
+     * What a fetch of leadview.recorded waits for before it answers: this many bytes, or
+     * LEDGER_FETCH_MAX_WAIT_MS. Under load the ledger then writes fewer, larger batches (the
+     * write costs per call more than per row); when traffic is light a view waits that long.
+     */
+    LEDGER_FETCH_MIN_BYTES: vars.positiveInt(16_384),
+    LEDGER_FETCH_MAX_WAIT_MS: vars.positiveInt(50),
     /** How long a rebuild waits for the live ledger to reach the offsets it replayed. */
     REBUILD_LIVE_CATCH_UP_TIMEOUT_MS: vars.positiveInt(30_000),
   },

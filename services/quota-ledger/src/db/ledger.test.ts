@@ -2,6 +2,7 @@
 // batch waited for its tenant's lock is seen, runners-up are kept only for events that lost to
 // another request's event, and a batch of new views or a redelivered batch leaves none.
 import type { LeadViewRecorded } from "@th/contracts";
+import type { Pool } from "@th/db";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Config, readConfig } from "../config.ts";
@@ -116,5 +117,37 @@ describe("the ledger's batch write (decision 0190, one call a batch)", () => {
       { folio: "F1", request_id: "req_c" },
     ]);
     expect(await used(tenant)).toBe(2);
+  });
+
+  it("writes the batches of partitions handled at the same moment in one call, each as it would alone", async () => {
+    const tenants = [freshTenant("merged_a"), freshTenant("merged_b"), freshTenant("merged_c")];
+    let calls = 0;
+    const counting = {
+      query: (...args: Parameters<Pool["query"]>) => {
+        calls++;
+        return (harness.pool.query as (...a: unknown[]) => unknown)(...args);
+      },
+    } as unknown as Pool;
+    const merged = createLedger(counting);
+    await Promise.all(
+      tenants.map((tenant) =>
+        merged.recordBatch([
+          at(view(tenant, "F1", "req_1")),
+          at(view(tenant, "F1", "req_2")),
+          at(view(tenant, "F2", "req_1")),
+        ]),
+      ),
+    );
+    expect(calls).toBe(1);
+    for (const tenant of tenants) {
+      expect(await table("lead_views", tenant)).toEqual([
+        { folio: "F1", request_id: "req_1" },
+        { folio: "F2", request_id: "req_1" },
+      ]);
+      expect(await table("lead_view_runners_up", tenant)).toEqual([
+        { folio: "F1", request_id: "req_2" },
+      ]);
+      expect(await used(tenant)).toBe(2);
+    }
   });
 });

@@ -90,34 +90,80 @@ async function voidRead(client: PoolClient, event: LeadViewVoided): Promise<numb
   return rows.reduce((sum, row) => sum + row.count, 0);
 }
 
+type PositionedView = { view: LeadViewRecorded; position: EventPosition };
+
+/** Writes the views in one call, which is its own transaction. */
+async function writeViews(pool: Pool, views: readonly PositionedView[]): Promise<void> {
+  const values = [
+    views.map(({ view }) => view.tenant_id),
+    views.map(({ view }) => view.day),
+    views.map(({ view }) => view.folio),
+    views.map(({ view }) => view.billing_period_start),
+    views.map(({ view }) => view.surface),
+    views.map(({ view }) => view.request_id),
+    views.map(({ view }) => view.key_id),
+    views.map(({ view }) => view.member_id),
+    views.map(({ view }) => view.recorded_at),
+    views.map(({ position }) => position.partition),
+    views.map(({ position }) => position.offset),
+  ];
+  await pool.query({
+    name: "quota-ledger.record-batch",
+    text: RECORD_BATCH_SQL,
+    values: [...values, LOCK_SPACE, LOCK_BUCKETS],
+  });
+}
+
+/**
+ * The batches of several partitions handled at the same moment (the consumer runs partitions
+ * side by side) wait for the event loop's check phase and go to Postgres as one call: the call,
+ * not the row, is most of a small batch's cost. Each partition's views keep their order, and a
+ * (tenant, day, folio) is only ever in one partition, so the merged batch decides as each would.
+ * A failed call fails every batch in it, each then retried as the consumer retries it.
+ */
+function coalescedWrites(pool: Pool) {
+  let queued: {
+    views: readonly PositionedView[];
+    done: () => void;
+    failed: (e: unknown) => void;
+  }[] = [];
+  function flush(): void {
+    const batch = queued;
+    queued = [];
+    writeViews(
+      pool,
+      batch.flatMap((entry) => entry.views),
+    ).then(
+      () => {
+        for (const entry of batch) {
+          entry.done();
+        }
+      },
+      (error: unknown) => {
+        for (const entry of batch) {
+          entry.failed(error);
+        }
+      },
+    );
+  }
+  return (views: readonly PositionedView[]): Promise<void> =>
+    new Promise((done, failed) => {
+      if (queued.length === 0) {
+        setImmediate(flush);
+      }
+      queued.push({ views, done, failed });
+    });
+}
+
 export function createLedger(pool: Pool) {
+  const write = coalescedWrites(pool);
   return {
     /** Records the lead-views of one batch at once, in log order. */
-    async recordBatch(
-      views: readonly { view: LeadViewRecorded; position: EventPosition }[],
-    ): Promise<void> {
+    async recordBatch(views: readonly PositionedView[]): Promise<void> {
       if (views.length === 0) {
         return;
       }
-      const values = [
-        views.map(({ view }) => view.tenant_id),
-        views.map(({ view }) => view.day),
-        views.map(({ view }) => view.folio),
-        views.map(({ view }) => view.billing_period_start),
-        views.map(({ view }) => view.surface),
-        views.map(({ view }) => view.request_id),
-        views.map(({ view }) => view.key_id),
-        views.map(({ view }) => view.member_id),
-        views.map(({ view }) => view.recorded_at),
-        views.map(({ position }) => position.partition),
-        views.map(({ position }) => position.offset),
-      ];
-      // One round trip: the call is its own transaction.
-      await pool.query({
-        name: "quota-ledger.record-batch",
-        text: RECORD_BATCH_SQL,
-        values: [...values, LOCK_SPACE, LOCK_BUCKETS],
-      });
+      await write(views);
     },
 
     /**
