@@ -9,6 +9,7 @@ import {
   pipelineItemMoveSchema,
   pipelineItemPageSchema,
   pipelineItemSchema,
+  pipelineItemSummarySchema,
   pipelineItemUpdateSchema,
   pipelineListQuerySchema,
   pipelineRemoveQuerySchema,
@@ -142,7 +143,8 @@ export const movePipelineItem = defineOperation({
     "Move an item to another live stage, at the version last read (409 when it changed since). Free",
   params: itemParams,
   body: pipelineItemMoveSchema,
-  responses: { 200: pipelineItemSchema },
+  // A card's fields, as the board lists them: no notes, no snapshot.
+  responses: { 200: pipelineItemSummarySchema },
   errors: [...edgeErrors, "not_found", "conflict"],
 });
 

@@ -19,7 +19,7 @@ import {
   updateEvents,
 } from "../domain/items.ts";
 import type { Stage } from "../domain/stages.ts";
-import { stagesWithDefaults } from "./stages.ts";
+import { readStages, stagesWithDefaults } from "./stages.ts";
 
 interface ItemRow {
   tenant_id: string;
@@ -210,7 +210,7 @@ export function createItemStore(pool: Pool, limits: { maxItems: number; maxNotes
      */
     async add(actor: Actor, leads: readonly Lead[], fields: NewItemFields) {
       return inTransaction(pool, async (client) => {
-        const stages = await stagesWithDefaults(client, actor.tenantId, "FOR SHARE");
+        const stages = await stagesWithDefaults(client, actor.tenantId, "");
         const stage = stageFor(stages, fields.stageId);
         await refuseBeyondCap(client, actor.tenantId, leads.length);
         const added: ItemState[] = [];
@@ -248,10 +248,14 @@ export function createItemStore(pool: Pool, limits: { maxItems: number; maxNotes
       });
     },
 
-    /** Moves an item to a live stage, at the version read. */
+    /**
+     * Moves an item to a live stage, at the version read. The stages are read, not locked: a
+     * share lock taken by every move of a tenant would make each one write the stage rows. A move
+     * that commits as its stage is retired lands there, readable and movable out like the rest.
+     */
     async move(actor: Actor, itemId: string, version: number, stageId: string) {
       return inTransaction(pool, async (client) => {
-        const stages = await stagesWithDefaults(client, actor.tenantId, "FOR SHARE");
+        const stages = await readStages(client, actor.tenantId);
         const state = await lockAtVersion(client, actor.tenantId, itemId, version);
         const events = moveEvents(state, stageFor(stages, stageId).id, actor);
         const next = folded(state, events);

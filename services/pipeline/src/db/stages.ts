@@ -34,7 +34,7 @@ function stageOf(row: StageRow): Stage {
   };
 }
 
-/** The tenant's stages in board order; `forUpdate` locks them for a change. */
+/** The tenant's stages in board order; `lock` locks them for a change. */
 export async function readStages(
   client: Queryable,
   tenantId: string,

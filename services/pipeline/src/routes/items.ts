@@ -177,7 +177,11 @@ function registerChanges(app: HttpApp, deps: ItemRouteDeps): void {
       const actor = actorOf(request);
       const { version, stage_id } = request.body;
       await deps.items.move(actor, request.params.item_id, version, stage_id);
-      return deps.reads.get(actor.tenantId, request.params.item_id);
+      const [card] = await deps.reads.byIds(actor.tenantId, [request.params.item_id]);
+      if (card === undefined) {
+        throw new ApiError("not_found", `no pipeline item ${request.params.item_id}`);
+      }
+      return card;
     },
   );
   app.delete(
