@@ -48,59 +48,97 @@ local function pending(value)
 end
 `;
 
-const RESERVE_LUA = `${PENDING_LUA}
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'unseeded'} end
-local used = tonumber(redis.call('GET', KEYS[1]))
-local cap = tonumber(ARGV[1])
-local reservation = ARGV[3]
-local now = tonumber(ARGV[4])
-local settle = tonumber(ARGV[5])
-local fresh = {}
-local mine = {}
-local unsettled = {}
-local charged_at = {}
-local seen = {}
-for i = 6, #ARGV do
-  local folio = ARGV[i]
-  if not seen[folio] then
-    seen[folio] = true
-    if redis.call('SISMEMBER', KEYS[2], folio) == 0 then
-      fresh[#fresh + 1] = folio
-    else
-      local value = redis.call('HGET', KEYS[3], folio)
-      if value then
-        local owner, at = pending(value)
-        if at + settle <= now then
-          redis.call('HDEL', KEYS[3], folio)
-        elseif owner == reservation then
-          mine[#mine + 1] = folio
-        else
-          unsettled[#unsettled + 1] = folio
-          charged_at[folio] = at
+/**
+ * One reservation (see `LeadViewMeter.reserve`): keys k1 (period counter), k2 (the day's folios),
+ * k3 (pending charges); `nowText` the time in ms as written into pending entries; the folios are
+ * ARGV[first..last].
+ */
+const RESERVE_ONE_LUA = `
+local function reserveOne(k1, k2, k3, cap, dayTtl, reservation, nowText, settle, first, last)
+  if redis.call('EXISTS', k1) == 0 then return {'unseeded'} end
+  local now = tonumber(nowText)
+  local used = tonumber(redis.call('GET', k1))
+  local fresh = {}
+  local mine = {}
+  local unsettled = {}
+  local charged_at = {}
+  local seen = {}
+  for i = first, last do
+    local folio = ARGV[i]
+    if not seen[folio] then
+      seen[folio] = true
+      if redis.call('SISMEMBER', k2, folio) == 0 then
+        fresh[#fresh + 1] = folio
+      else
+        local value = redis.call('HGET', k3, folio)
+        if value then
+          local owner, at = pending(value)
+          if at + settle <= now then
+            redis.call('HDEL', k3, folio)
+          elseif owner == reservation then
+            mine[#mine + 1] = folio
+          else
+            unsettled[#unsettled + 1] = folio
+            charged_at[folio] = at
+          end
         end
       end
     end
   end
+  if #fresh > 0 and used + #fresh > cap then
+    return {'exhausted', tostring(math.max(0, cap - used)), tostring(#fresh)}
+  end
+  for i = 1, #unsettled do
+    redis.call('HSET', k3, unsettled[i], 'shared|' .. charged_at[unsettled[i]])
+  end
+  if #fresh > 0 then
+    redis.call('SADD', k2, unpack(fresh))
+    redis.call('EXPIRE', k2, dayTtl)
+    used = redis.call('INCRBY', k1, #fresh)
+    local mark = reservation .. '|' .. nowText
+    for i = 1, #fresh do redis.call('HSET', k3, fresh[i], mark) end
+    redis.call('PEXPIRE', k3, 2 * settle)
+  end
+  local reply = {'ok', tostring(cap - used), tostring(#fresh + #mine)}
+  for i = 1, #fresh do reply[#reply + 1] = fresh[i] end
+  for i = 1, #mine do reply[#reply + 1] = mine[i] end
+  for i = 1, #unsettled do reply[#reply + 1] = unsettled[i] end
+  return reply
 end
-if #fresh > 0 and used + #fresh > cap then
-  return {'exhausted', tostring(math.max(0, cap - used)), tostring(#fresh)}
+`;
+
+/**
+ * The reservations and settlements asked for in one turn of the event loop, in one call, run in
+ * order as separate calls would run them: first the settlements, then each reservation.
+ * ARGV[1] the settle window (ms), ARGV[2] the day set's TTL (s), ARGV[3] the settlement count S,
+ * then S triples (index into KEYS of a pending hash, reservation, folio), then for each
+ * reservation i: cap, reservation, now (ms), folio count, the folios; its keys are KEYS[3i-2..3i].
+ * A settlement removes a pending entry its reservation owns, or a shared one (the settling
+ * reader recorded a view of the folio too, which the broker acknowledged). Answers one reply
+ * per reservation.
+ */
+const METER_BATCH_LUA = `${PENDING_LUA}${RESERVE_ONE_LUA}
+local settle = tonumber(ARGV[1])
+local dayTtl = ARGV[2]
+local pos = 4
+for i = 1, tonumber(ARGV[3]) do
+  local key = KEYS[tonumber(ARGV[pos])]
+  local owner = pending(redis.call('HGET', key, ARGV[pos + 2]))
+  if owner == ARGV[pos + 1] or owner == 'shared' then
+    redis.call('HDEL', key, ARGV[pos + 2])
+  end
+  pos = pos + 3
 end
-for i = 1, #unsettled do
-  redis.call('HSET', KEYS[3], unsettled[i], 'shared|' .. charged_at[unsettled[i]])
+local replies = {}
+local r = 0
+while pos <= #ARGV do
+  r = r + 1
+  local count = tonumber(ARGV[pos + 3])
+  replies[r] = reserveOne(KEYS[3 * r - 2], KEYS[3 * r - 1], KEYS[3 * r], tonumber(ARGV[pos]),
+    dayTtl, ARGV[pos + 1], ARGV[pos + 2], settle, pos + 4, pos + 3 + count)
+  pos = pos + 4 + count
 end
-if #fresh > 0 then
-  redis.call('SADD', KEYS[2], unpack(fresh))
-  redis.call('EXPIRE', KEYS[2], ARGV[2])
-  used = redis.call('INCRBY', KEYS[1], #fresh)
-  local mark = reservation .. '|' .. ARGV[4]
-  for i = 1, #fresh do redis.call('HSET', KEYS[3], fresh[i], mark) end
-  redis.call('PEXPIRE', KEYS[3], 2 * settle)
-end
-local reply = {'ok', tostring(cap - used), tostring(#fresh + #mine)}
-for i = 1, #fresh do reply[#reply + 1] = fresh[i] end
-for i = 1, #mine do reply[#reply + 1] = mine[i] end
-for i = 1, #unsettled do reply[#reply + 1] = unsettled[i] end
-return reply
+return replies
 `;
 
 const RELEASE_LUA = `${PENDING_LUA}
@@ -141,23 +179,6 @@ redis.call('SET', KEYS[1], tostring(used), 'PX', ARGV[2])
 for i = 5, #ARGV do redis.call('SADD', KEYS[2], ARGV[i]) end
 if #ARGV >= 5 then redis.call('EXPIRE', KEYS[2], ARGV[4]) end
 return 1
-`;
-
-/**
- * Settles acknowledged charges: KEYS are pending hashes, ARGV triples of (index into KEYS,
- * reservation, folio). An entry goes when the reservation owns it, or when it is shared (the
- * settling reader recorded a view of the folio too, which the broker has acknowledged).
- */
-const SETTLE_LUA = `${PENDING_LUA}
-local settled = 0
-for i = 1, #ARGV, 3 do
-  local key = KEYS[tonumber(ARGV[i])]
-  local owner = pending(redis.call('HGET', key, ARGV[i + 2]))
-  if owner == ARGV[i + 1] or owner == 'shared' then
-    settled = settled + redis.call('HDEL', key, ARGV[i + 2])
-  end
-end
-return settled
 `;
 
 const DAY_SET_TTL_SECONDS = 2 * 86_400;
@@ -226,10 +247,9 @@ export function utcDay(at: Date): string {
 }
 
 type MeterRedis = Redis & {
-  thLvReserve(used: string, day: string, pending: string, ...args: string[]): Promise<string[]>;
+  thLvBatch(keyCount: number, ...args: string[]): Promise<string[][]>;
   thLvRelease(used: string, day: string, pending: string, ...args: string[]): Promise<number>;
   thLvSeed(used: string, day: string, ...args: string[]): Promise<number>;
-  thLvSettle(keyCount: number, ...args: string[]): Promise<number>;
 };
 
 export function createLeadViewMeter(
@@ -237,15 +257,14 @@ export function createLeadViewMeter(
   options: { loadUsage: UsageLoader; now?: () => number; settleWindowMs?: number },
 ) {
   const meter = redis as MeterRedis;
-  if (!("thLvReserve" in meter)) {
-    redis.defineCommand("thLvReserve", { numberOfKeys: 3, lua: RESERVE_LUA });
+  if (!("thLvBatch" in meter)) {
+    redis.defineCommand("thLvBatch", { lua: METER_BATCH_LUA });
     redis.defineCommand("thLvRelease", { numberOfKeys: 3, lua: RELEASE_LUA });
     redis.defineCommand("thLvSeed", { numberOfKeys: 2, lua: SEED_LUA });
-    redis.defineCommand("thLvSettle", { lua: SETTLE_LUA });
   }
   const now = options.now ?? Date.now;
   const settle = String(options.settleWindowMs ?? SETTLE_WINDOW_MS);
-  const settlements = settlementQueue(meter);
+  const batches = meterBatches(meter, settle);
   const usedKey = (tenantId: string, period: Period) =>
     `th:${LEAD_VIEW_COUNTER_PREFIX}${tenantId}:${utcDay(period.start)}`;
   const dayKey = leadViewDayKey;
@@ -292,16 +311,19 @@ export function createLeadViewMeter(
     }): Promise<Reservation> {
       const reservation = input.reservation ?? randomUUID();
       for (let attempt = 0; attempt < 3; attempt++) {
-        const reply = await meter.thLvReserve(
-          usedKey(input.tenantId, input.period),
-          dayKey(input.tenantId, input.day),
-          pendingKey(input.tenantId, input.day),
-          String(input.cap),
-          String(DAY_SET_TTL_SECONDS),
-          reservation,
-          String(now()),
-          settle,
-          ...input.folios,
+        const reply = await batches.reserve(
+          [
+            usedKey(input.tenantId, input.period),
+            dayKey(input.tenantId, input.day),
+            pendingKey(input.tenantId, input.day),
+          ],
+          [
+            String(input.cap),
+            reservation,
+            String(now()),
+            String(input.folios.length),
+            ...input.folios,
+          ],
         );
         const [status, remaining, count, ...rest] = reply.map(String);
         if (status === "unseeded") {
@@ -368,20 +390,16 @@ export function createLeadViewMeter(
     /**
      * Settles a reservation's acknowledged views: its pending entries of `folios` (its own
      * charges and the shared ones it recorded too) go, so later reads of them that day are free.
-     * Settlements asked for in one turn of the event loop leave in one script call. A failed one
-     * costs nothing but its purpose: the entries then settle at the end of the window.
+     * It leaves with the turn's reservations, before them. A failed one costs nothing but its
+     * purpose: the entries then settle at the end of the window.
      */
     settle(input: {
       tenantId: string;
       day: string;
       reservation: string;
       folios: readonly string[];
-    }) {
-      return settlements.add(
-        pendingKey(input.tenantId, input.day),
-        input.reservation,
-        input.folios,
-      );
+    }): Promise<void> {
+      return batches.settle(pendingKey(input.tenantId, input.day), input.reservation, input.folios);
     },
 
     /** Writes ledger figures into Redis; `force` replaces live counters (used after a rebuild). */
@@ -389,36 +407,113 @@ export function createLeadViewMeter(
   };
 }
 
-/** Settlements queued in one turn of the event loop, sent together in one script call. */
-function settlementQueue(meter: MeterRedis) {
-  let keys = new Map<string, number>();
-  let triples: string[] = [];
-  let flushing: Promise<number> | undefined;
+interface QueuedReservation {
+  keys: readonly [string, string, string];
+  /** cap, reservation, now, folio count, the folios (see METER_BATCH_LUA). */
+  args: readonly string[];
+  resolve: (reply: string[]) => void;
+  reject: (error: unknown) => void;
+}
 
-  function flush(): Promise<number> {
-    const sent = meter.thLvSettle(keys.size, ...keys.keys(), ...triples);
-    keys = new Map();
-    triples = [];
-    flushing = undefined;
-    return sent;
+/** The most reservations, and ARGV entries, one call carries. */
+const MAX_BATCH_RESERVATIONS = 256;
+const MAX_BATCH_ARGS = 20_000;
+
+/**
+ * The reservations and settlements of one turn of the event loop, sent in one script call
+ * (METER_BATCH_LUA) at its check phase, as the edge batches its key checks: under load a turn
+ * brings many reads, and one call costs Redis and the client far less than one each, while no
+ * read waits longer than its own call would have been queued behind the others.
+ */
+function meterBatches(meter: MeterRedis, settleWindow: string) {
+  let reservations: QueuedReservation[] = [];
+  let settlements: string[] = [];
+  let settled: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+  let args = 0;
+  let scheduled = false;
+
+  function flush(): void {
+    scheduled = false;
+    const batch = reservations;
+    const triples = settlements;
+    const waiting = settled;
+    reservations = [];
+    settlements = [];
+    settled = [];
+    args = 0;
+    if (batch.length === 0 && triples.length === 0) {
+      return;
+    }
+    const keys: string[] = batch.flatMap((entry) => entry.keys);
+    const keyIndex = new Map<string, string>();
+    const settleArgs: string[] = [];
+    for (let at = 0; at < triples.length; at += 3) {
+      const key = triples[at] as string;
+      let index = keyIndex.get(key);
+      if (index === undefined) {
+        keys.push(key);
+        index = String(keys.length);
+        keyIndex.set(key, index);
+      }
+      settleArgs.push(index, triples[at + 1] as string, triples[at + 2] as string);
+    }
+    const reserveArgs = batch.flatMap((entry) => entry.args);
+    meter
+      .thLvBatch(
+        keys.length,
+        ...keys,
+        settleWindow,
+        String(DAY_SET_TTL_SECONDS),
+        String(triples.length / 3),
+        ...settleArgs,
+        ...reserveArgs,
+      )
+      .then(
+        (replies) => {
+          batch.forEach((entry, index) => {
+            entry.resolve((replies[index] ?? []).map(String));
+          });
+          for (const entry of waiting) {
+            entry.resolve();
+          }
+        },
+        (error: unknown) => {
+          for (const entry of [...batch, ...waiting]) {
+            entry.reject(error);
+          }
+        },
+      );
+  }
+
+  function queue(size: number): void {
+    if (reservations.length >= MAX_BATCH_RESERVATIONS || args + size > MAX_BATCH_ARGS) {
+      flush();
+    }
+    args += size;
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
   }
 
   return {
-    add(key: string, reservation: string, folios: readonly string[]): Promise<number> {
+    reserve(keys: QueuedReservation["keys"], reserveArgs: readonly string[]): Promise<string[]> {
+      return new Promise((resolve, reject) => {
+        queue(reserveArgs.length);
+        reservations.push({ keys, args: reserveArgs, resolve, reject });
+      });
+    },
+    settle(key: string, reservation: string, folios: readonly string[]): Promise<void> {
       if (folios.length === 0) {
-        return Promise.resolve(0);
+        return Promise.resolve();
       }
-      let index = keys.get(key);
-      if (index === undefined) {
-        index = keys.size + 1;
-        keys.set(key, index);
-      }
-      const slot = String(index);
-      for (const folio of folios) {
-        triples.push(slot, reservation, folio);
-      }
-      flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(flush);
-      return flushing;
+      return new Promise((resolve, reject) => {
+        queue(3 * folios.length);
+        for (const folio of folios) {
+          settlements.push(key, reservation, folio);
+        }
+        settled.push({ resolve, reject });
+      });
     },
   };
 }

@@ -66,7 +66,7 @@ describe("settling acknowledged lead-view charges", () => {
     expect(await meter.remaining({ tenantId: id, cap: 10, period, day })).toBe(9);
   });
 
-  it("sends the settlements of one turn, across tenants, in one script call", async () => {
+  it("sends the settlements and reservations of one turn, across tenants, in one script call, settlements first", async () => {
     const [one, two] = [tenant(), tenant()];
     await reserve(one, ["a", "b"], "r1");
     await reserve(two, ["a"], "r2");
@@ -78,12 +78,14 @@ describe("settling acknowledged lead-view charges", () => {
       }
     });
     try {
-      const settled = await Promise.all([
+      const [, , , reread] = await Promise.all([
         meter.settle({ tenantId: one, day, reservation: "r1", folios: ["a"] }),
         meter.settle({ tenantId: one, day, reservation: "r1", folios: ["b"] }),
         meter.settle({ tenantId: two, day, reservation: "r2", folios: ["a"] }),
+        reserve(one, ["a", "c"]),
       ]);
-      expect(settled).toEqual([3, 3, 3]);
+      // The re-read in the same call saw "a" settled: free, nothing to record.
+      expect(reread).toMatchObject({ ok: true, charged: ["c"], unsettled: [] });
       await new Promise((resolve) => setTimeout(resolve, 100));
     } finally {
       monitor.disconnect();
@@ -91,5 +93,26 @@ describe("settling acknowledged lead-view charges", () => {
     expect(calls.filter((call) => call.includes(one) || call.includes(two))).toHaveLength(1);
     expect(await reserve(one, ["a", "b"])).toMatchObject({ charged: [], unsettled: [] });
     expect(await reserve(two, ["a"])).toMatchObject({ charged: [], unsettled: [] });
+  });
+
+  it("answers each reservation of a shared call as a call of its own would, in arrival order", async () => {
+    const id = tenant();
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        meter.reserve({ tenantId: id, cap: 10, period, day, folios: ["x", "y"] }),
+      ),
+    );
+    // The first charges both; the others find them charged moments ago by another reservation.
+    expect(replies[0]).toMatchObject({ ok: true, charged: ["x", "y"], remaining: 8 });
+    for (const reply of replies.slice(1)) {
+      expect(reply).toMatchObject({ ok: true, charged: [], unsettled: ["x", "y"], remaining: 8 });
+    }
+    const capped = await Promise.all(
+      ["p", "q", "r", "s", "t", "u", "v", "w", "z"].map((folio) =>
+        meter.reserve({ tenantId: id, cap: 10, period, day, folios: [folio] }),
+      ),
+    );
+    expect(capped.filter((reply) => reply.ok)).toHaveLength(8);
+    expect(capped.at(-1)).toMatchObject({ ok: false, remaining: 0, needed: 1 });
   });
 });
