@@ -1,6 +1,8 @@
 // The Stripe provider against a local server that answers Stripe's documented calls: each path
 // of a trial and a subscription, every request asserted with its idempotency key, and webhooks
 // signed with the SDK's own test-header helper.
+import { execFile } from "node:child_process";
+import { join } from "node:path";
 import { contracts } from "@th/contracts";
 import { INTERNAL_HEADERS } from "@th/service-kit";
 import { createTestHarness, signedInject, type TestHarness } from "@th/service-kit/testing";
@@ -469,6 +471,22 @@ describe("the payment settings", () => {
     expect(() =>
       readConfig({ NODE_ENV: "production", ...productionSecrets(), PAYMENT_PROVIDER: "local" }),
     ).toThrow(/PAYMENT_PROVIDER/);
+  });
+
+  it("stop a production start at once, with one line on stderr naming PAYMENT_PROVIDER, when it is left to the built-in processor", async () => {
+    const main = join(import.meta.dirname, "..", "main.ts");
+    const started = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [main],
+        { env: { PATH: process.env.PATH, NODE_ENV: "production", ...productionSecrets() } },
+        (error, _stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stderr }),
+      );
+    });
+    expect(started.code).toBe(1);
+    const lines = started.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^invalid configuration: PAYMENT_PROVIDER: production refuses/);
   });
 
   it("require Stripe's key, webhook secret and a Price per tier with PAYMENT_PROVIDER=stripe", () => {
