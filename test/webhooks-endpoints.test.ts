@@ -153,6 +153,41 @@ describe("webhook endpoints", () => {
     expect(rows[0].nonce).toHaveLength(12);
     expect(rows[0].sealed.toString("latin1")).not.toContain(created.secret.slice(6));
   });
+
+  it("R5: each endpoint has its own secret, and a delivery to each is signed with its own only", async () => {
+    const first = await stack.subscribe(TENANT, "wl_two_secrets", `${receiver.url}/first`);
+    const second = await stack.subscribe(TENANT, "wl_two_secrets", `${receiver.url}/second`);
+    const elsewhere = await stack.subscribe(TENANT, "wl_other_secret", `${receiver.url}/first`);
+    const secrets = [first.secret, second.secret, elsewhere.secret];
+    expect(new Set(secrets).size).toBe(3);
+    answer = 200;
+    const match = stack.match(TENANT, "wl_two_secrets");
+    await stack.publishMatches([match]);
+    const delivered = await waitFor(
+      async () => {
+        const got = receiver.received.filter((request) => request.body.includes(match.match_id));
+        return got.length >= 2 ? got : undefined;
+      },
+      { what: "a delivery to each endpoint" },
+    );
+    const byEndpoint = await stack.pool.query<{ id: string; endpoint_id: string }>(
+      "SELECT id, endpoint_id FROM dispatcher.deliveries WHERE match_id = $1",
+      [match.match_id],
+    );
+    for (const row of byEndpoint.rows) {
+      const request = delivered.find((each) => each.webhookId === row.id);
+      if (!request) {
+        throw new Error(`no request for delivery ${row.id}`);
+      }
+      const own = row.endpoint_id === first.id ? first.secret : second.secret;
+      const others = secrets.filter((secret) => secret !== own);
+      expect(verifySignature(request.body, request.signature, [own]).ok).toBe(true);
+      expect(verifySignature(request.body, request.signature, others).ok).toBe(false);
+    }
+    expect(byEndpoint.rows.map((row) => row.endpoint_id).sort()).toEqual(
+      [first.id, second.id].sort(),
+    );
+  });
 });
 
 describe("SSRF refusals", () => {

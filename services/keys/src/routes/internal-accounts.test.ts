@@ -156,6 +156,38 @@ describe("trial conversion with the built-in processor", () => {
     expect(rows).toEqual([{ status: "succeeded" }]);
     clock = started;
   });
+
+  it("S6: a trial cancelled before day 14 is never charged: not at day 14, nor any time after", async () => {
+    const trial = (await startTrial("operator")).json();
+    const started = clock;
+    try {
+      clock = new Date(started.getTime() + 3 * DAY);
+      const admin = as({ tenantId: trial.tenant.id, memberId: trial.member.id });
+      const cancelled = await call("POST", "/internal/v1/tenant/cancel", admin);
+      expect(cancelled.statusCode).toBe(200);
+      expect(cancelled.json().status).toBe("cancelled");
+      for (const day of [14, 15, 45, 400]) {
+        clock = new Date(started.getTime() + day * DAY);
+        const converted = await app.accounts.convertEndedTrials();
+        expect(converted.activated).not.toContain(trial.tenant.id);
+        expect(converted.pastDue).not.toContain(trial.tenant.id);
+      }
+      const { rows } = await harness.pool.query("SELECT * FROM charges WHERE tenant_id = $1", [
+        trial.tenant.id,
+      ]);
+      expect(rows).toEqual([]);
+      const { rows: tenant } = await harness.pool.query(
+        "SELECT status, payment_customer_ref FROM tenants WHERE id = $1",
+        [trial.tenant.id],
+      );
+      expect(tenant[0]?.status).toBe("cancelled");
+      expect(
+        payments.charges.filter((charge) => charge.customerRef === tenant[0]?.payment_customer_ref),
+      ).toEqual([]);
+    } finally {
+      clock = started;
+    }
+  });
 });
 
 describe("API keys", () => {

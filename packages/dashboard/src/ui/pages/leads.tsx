@@ -26,12 +26,13 @@ import {
   type TextKeys,
   USE_CLASSES,
 } from "../logic.ts";
+import { AddToPipelineButton } from "./pipeline-actions.tsx";
 
 type Lead = Schemas["Lead"];
 type LeadSummary = Schemas["LeadSummary"];
 type SummaryPage = { leads: LeadSummary[]; next_cursor: string | null };
 
-function LeadRecord(props: { lead: Lead }) {
+export function LeadRecord(props: { lead: Lead }) {
   const { lead } = props;
   const mailing = Object.values(lead.owner.mailing_address).filter(Boolean).join(", ");
   const sale = lead.sales.last_sale;
@@ -120,7 +121,21 @@ function LeadRecord(props: { lead: Lead }) {
   );
 }
 
-function LeadRow(props: { summary: LeadSummary }) {
+/**
+ * Expanding a lead: the full record by `GET /v1/leads/{folio}`, the one read of the page that costs
+ * a lead-view (none again for the same parcel the same UTC day; the API decides, not the page).
+ */
+export function readLead(folio: string): Promise<Lead> {
+  return call(th.GET("/v1/leads/{folio}", { params: { path: { folio } } }));
+}
+
+/** Searching: summaries with no owner, address line or value, which cost nothing. */
+export function searchSummaries(filters: LeadFilters, cursor?: string): Promise<SummaryPage> {
+  const query = leadSearch(filters, { limit: "25", ...(cursor ? { cursor } : {}) });
+  return call(th.GET("/v1/dashboard/leads", { params: { query } }));
+}
+
+export function LeadRow(props: { summary: LeadSummary }) {
   const { summary } = props;
   const [lead, setLead] = useState<Lead | null>(null);
   const [open, setOpen] = useState(false);
@@ -158,12 +173,7 @@ function LeadRow(props: { summary: LeadSummary }) {
             setBusy(true);
             setError(null);
             try {
-              // Viewing again the same UTC day costs nothing; the API decides, not the page.
-              setLead(
-                await call(
-                  th.GET("/v1/leads/{folio}", { params: { path: { folio: summary.folio } } }),
-                ),
-              );
+              setLead(await readLead(summary.folio));
               setOpen(true);
             } catch (failure) {
               setError(failure);
@@ -179,6 +189,7 @@ function LeadRow(props: { summary: LeadSummary }) {
               : "Show full record · 1 lead-view"}
         </button>
       </div>
+      <AddToPipelineButton folio={summary.folio} />
       <div id={panel} hidden={!open}>
         {open && lead ? <LeadRecord lead={lead} /> : null}
       </div>
@@ -216,8 +227,7 @@ export function LeadsPage() {
     setLoading(true);
     setError(null);
     try {
-      const query = leadSearch(filters, { limit: "25", ...(cursor ? { cursor } : {}) });
-      const next = await call(th.GET("/v1/dashboard/leads", { params: { query } }));
+      const next = await searchSummaries(filters, cursor);
       setPage(cursor && page ? { ...next, leads: [...page.leads, ...next.leads] } : next);
     } catch (failure) {
       setError(failure);
