@@ -25,7 +25,7 @@ describe("a session's proof that its own page sent a paid read", () => {
 });
 
 describe("the operations whose answers cost lead-views", () => {
-  it("are exactly the lead reads, the CSV exports and a delivery's payload, the ones the quota can refuse", () => {
+  it("are exactly the lead reads, the CSV exports, a delivery's payload and the pipeline's adds, the ones the quota can refuse", () => {
     const paid = OPERATIONS.filter((operation) => edgeConfigOf(operation)?.leadViews)
       .map((operation) => `${operation.method} ${operation.path}`)
       .sort();
@@ -36,6 +36,8 @@ describe("the operations whose answers cost lead-views", () => {
       "GET /v1/watchlists/:id/export.csv",
       "GET /v1/watchlists/:id/webhooks/:endpoint_id/deliveries/:delivery_id/body",
       "POST /v1/leads/batch",
+      "POST /v1/pipeline/items",
+      "POST /v1/pipeline/items/batch",
     ]);
   });
 
