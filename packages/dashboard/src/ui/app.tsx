@@ -7,6 +7,7 @@ import { BillingPage } from "./pages/billing.tsx";
 import { KeysPage } from "./pages/keys.tsx";
 import { LeadsPage } from "./pages/leads.tsx";
 import { OverviewPage } from "./pages/overview.tsx";
+import { PipelinePage } from "./pages/pipeline.tsx";
 import { IntegrationsPage, PlanPage } from "./pages/plan.tsx";
 import { SetPasswordPage, SignInPage } from "./pages/sign-in.tsx";
 import { TeamPage } from "./pages/team.tsx";
@@ -18,6 +19,7 @@ const NAV = [
   { to: "/overview", label: "Overview" },
   { to: "/leads", label: "Leads" },
   { to: "/watchlists", label: "Watchlists" },
+  { to: "/pipeline", label: "Pipeline" },
   { to: "/webhooks", label: "Webhooks" },
   { to: "/keys", label: "API keys" },
   { to: "/team", label: "Team" },
@@ -68,6 +70,8 @@ function Shell(props: { session: Session; onSignOut: () => void; path: string })
     page = <KeysPage session={session} />;
   } else if (path === "/leads") {
     page = <LeadsPage />;
+  } else if (path.startsWith("/pipeline")) {
+    page = <PipelinePage path={path} session={session} />;
   } else if (path === "/watchlists") {
     page = <WatchlistsPage />;
   } else if (path === "/webhooks") {
@@ -99,7 +103,11 @@ function Shell(props: { session: Session; onSignOut: () => void; path: string })
               <li key={item.to}>
                 <Link
                   to={item.to}
-                  current={path === item.to || (path === "/" && item.to === "/overview")}
+                  current={
+                    path === item.to ||
+                    (path === "/" && item.to === "/overview") ||
+                    (item.to === "/pipeline" && path.startsWith("/pipeline/"))
+                  }
                 >
                   {item.label}
                 </Link>

@@ -28,6 +28,7 @@ import {
   type TextKeys,
   USE_CLASSES,
 } from "../logic.ts";
+import { AddMatchesToPipeline } from "./pipeline-actions.tsx";
 
 export type Watchlist = Schemas["Watchlist"];
 type Run = Schemas["ManualRun"];
@@ -298,6 +299,9 @@ function WatchlistDetail(props: { watchlist: Watchlist; onChanged: () => void })
       ) : null}
       <Problem error={error ?? matches.error} />
       <h3>Matches</h3>
+      {matches.data && matches.data.matches.length > 0 ? (
+        <AddMatchesToPipeline folios={matches.data.matches.map((match) => match.folio)} />
+      ) : null}
       {!matches.data ? (
         <Loading />
       ) : matches.data.matches.length === 0 ? (
