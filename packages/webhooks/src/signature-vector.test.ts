@@ -27,7 +27,7 @@ const EXPECTED = "7cfb9607fdccd8a6485bcf4d30a973cacbc6ffef4165dd00a142f325448729
 const AT = TIMESTAMP * 1000;
 
 describe("the signature scheme against an independent vector", () => {
-  it("G2: signs `t.body` with HMAC-SHA-256 under the whole whsec_ secret, written as hex", () => {
+  it("G2: signs t.body with HMAC-SHA-256 under the whole whsec_ secret, written as hex", () => {
     expect(signPayload(SECRET, TIMESTAMP, BODY)).toBe(EXPECTED);
     expect(signPayload(SECRET, TIMESTAMP, BODY.toString("utf8"))).toBe(EXPECTED);
     expect(signatureHeader(BODY, SECRET, TIMESTAMP)).toBe(`t=${TIMESTAMP},v1=${EXPECTED}`);
