@@ -1,4 +1,4 @@
-// kill -9 of the whole stack (`npm start`: the supervisor, the dev broker and all six services at
+// kill -9 of the whole stack (`npm start`: the supervisor, the dev broker and all seven services at
 // once) while a watchlist run's webhooks are being delivered, then `npm start` again on the same
 // database, Redis and broker directory: the run finishes, and every match it found is delivered
 // (every webhook id of the matcher's matches arrives at least once).
@@ -70,7 +70,7 @@ describe("kill -9 of the whole stack, then npm start again", () => {
     const restartedAt = Date.now();
     second = await startNpmStart({ WEBHOOK_ALLOW_LOOPBACK_HTTP: "true" }, stack.stores);
     // Recovery runs from the restart's launch to the first delivery after it, the whole stack's
-    // start-up (migrations, broker, six services, the demo seed) included.
+    // start-up (migrations, broker, seven services, the demo seed) included.
     const afterRestart = () => received.filter((request) => request.at > restartedAt);
     await waitFor(() => afterRestart().length > 0, {
       timeoutMs: 30_000,
