@@ -35,36 +35,51 @@ function plainDigits(raw: string): number | null {
   return value;
 }
 
-/** Reads named fields out of one row by the header's positions. Empty text counts as null. */
+/** A column a reader reads, and where the file's header put it (-1 when it lacks the column). */
+export interface ColumnAt<Column extends string> {
+  readonly column: Column;
+  readonly position: number;
+}
+
+/**
+ * Where each of `wanted` is in one file's rows, by name, resolved once per file. The object has
+ * the same shape for every file, so a reader's `at.OWN_NAME` is a plain property read rather than
+ * a lookup in the header's map for every field of every row.
+ */
+export function columnsAt<Column extends string, const Wanted extends readonly Column[]>(
+  index: ReadonlyMap<Column, number>,
+  wanted: Wanted,
+): { readonly [Name in Wanted[number]]: ColumnAt<Name> } {
+  return Object.fromEntries(
+    wanted.map((column) => [column, { column, position: index.get(column) ?? -1 }]),
+  ) as unknown as { readonly [Name in Wanted[number]]: ColumnAt<Name> };
+}
+
+/** Reads fields out of one row by the header's positions. Empty text counts as null. */
 export class FieldReader<Column extends string> {
-  readonly #index: ReadonlyMap<Column, number>;
   fields: Fields = [];
 
-  constructor(index: ReadonlyMap<Column, number>) {
-    this.#index = index;
-  }
-
   /** Trimmed text, or null when blank or absent from the header. */
-  text(column: Column): string | null {
-    const position = this.#index.get(column);
-    if (position === undefined) {
+  text(at: ColumnAt<Column>): string | null {
+    if (at.position < 0) {
       return null;
     }
-    const value = (this.fields.at(position) ?? "").trim();
+    const value = (this.fields.at(at.position) ?? "").trim();
     return value === "" ? null : value;
   }
 
-  requiredText(column: Column): string {
-    const value = this.text(column);
+  requiredText(at: ColumnAt<Column>): string {
+    const value = this.text(at);
     if (value === null) {
-      throw new FieldError(column, "is empty but required");
+      throw new FieldError(at.column, "is empty but required");
     }
     return value;
   }
 
   /** A whole number (money, areas, years); decimals are rounded, anything else rejects the row. */
-  integer(column: Column, limits: { min?: number; max?: number } = {}): number | null {
-    const raw = this.text(column);
+  integer(at: ColumnAt<Column>, limits: { min?: number; max?: number } = {}): number | null {
+    const column = at.column;
+    const raw = this.text(at);
     if (raw === null) {
       return null;
     }
@@ -91,18 +106,19 @@ export class FieldReader<Column extends string> {
     return value;
   }
 
-  requiredInteger(column: Column, limits: { min?: number; max?: number } = {}): number {
-    const value = this.integer(column, limits);
+  requiredInteger(at: ColumnAt<Column>, limits: { min?: number; max?: number } = {}): number {
+    const value = this.integer(at, limits);
     if (value === null) {
-      throw new FieldError(column, "is empty but required");
+      throw new FieldError(at.column, "is empty but required");
     }
     return value;
   }
 
   /** A code written with leading zeros (DOR_UC "001", QUAL_CD "01"), padded back when a
    * spreadsheet dropped them. */
-  code(column: Column, width: number): string | null {
-    const raw = this.text(column);
+  code(at: ColumnAt<Column>, width: number): string | null {
+    const column = at.column;
+    const raw = this.text(at);
     if (raw === null) {
       return null;
     }

@@ -1,5 +1,5 @@
 import type { Fields } from "./csv.ts";
-import { FieldError, FieldReader } from "./fields.ts";
+import { type ColumnAt, columnsAt, FieldError, FieldReader } from "./fields.ts";
 import type { HeaderMap, Reject } from "./header.ts";
 import type { NalColumn, SdfColumn } from "./nal-layout.ts";
 
@@ -51,10 +51,74 @@ export interface NalRow {
 
 export type RowResult<T> = { ok: true; row: T } | { ok: false; reject: Reject };
 
-const SALE_SLOTS = [
-  ["SALE_PRC1", "SALE_YR1", "SALE_MO1", "QUAL_CD1", "VI_CD1", "MULTI_PAR_SAL1"],
-  ["SALE_PRC2", "SALE_YR2", "SALE_MO2", "QUAL_CD2", "VI_CD2", "MULTI_PAR_SAL2"],
-] as const;
+/** The NAL columns a row is read from. */
+const NAL_READ = [
+  "ASMNT_YR",
+  "CO_NO",
+  "PARCEL_ID",
+  "DOR_UC",
+  "PA_UC",
+  "JV",
+  "AV_NSD",
+  "TV_NSD",
+  "LND_VAL",
+  "JV_HMSTD",
+  "EXMPT_01",
+  "LND_SQFOOT",
+  "ACT_YR_BLT",
+  "TOT_LVG_AREA",
+  "NO_RES_UNTS",
+  "OWN_NAME",
+  "OWN_ADDR1",
+  "OWN_ADDR2",
+  "OWN_CITY",
+  "OWN_STATE",
+  "OWN_ZIPCD",
+  "FIDU_NAME",
+  "PHY_ADDR1",
+  "PHY_ADDR2",
+  "PHY_CITY",
+  "PHY_ZIPCD",
+  "PUBLIC_LND",
+  "SEQ_NO",
+  "SALE_PRC1",
+  "SALE_YR1",
+  "SALE_MO1",
+  "QUAL_CD1",
+  "VI_CD1",
+  "MULTI_PAR_SAL1",
+  "SALE_PRC2",
+  "SALE_YR2",
+  "SALE_MO2",
+  "QUAL_CD2",
+  "VI_CD2",
+  "MULTI_PAR_SAL2",
+] as const satisfies readonly NalColumn[];
+
+/** The SDF columns a sale is read from. */
+const SDF_READ = [
+  "CO_NO",
+  "PARCEL_ID",
+  "SALE_YR",
+  "SALE_MO",
+  "SALE_PRC",
+  "OR_BOOK",
+  "OR_PAGE",
+  "CLERK_NO",
+  "SALE_ID_CD",
+  "QUAL_CD",
+  "VI_CD",
+  "MULTI_PAR_SAL",
+] as const satisfies readonly SdfColumn[];
+
+type SaleSlot = readonly [
+  price: ColumnAt<NalColumn>,
+  year: ColumnAt<NalColumn>,
+  month: ColumnAt<NalColumn>,
+  qual: ColumnAt<NalColumn>,
+  vi: ColumnAt<NalColumn>,
+  multi: ColumnAt<NalColumn>,
+];
 
 /** Multi-parcel flags are written several ways; any of these means "one price, many parcels". */
 export function isMultiParcelFlag(raw: string | null): boolean {
@@ -68,7 +132,8 @@ const LATEST_ROLL_YEAR = new Date().getUTCFullYear() + 1;
  * or one whose field breaks its column's rule, is rejected with its line and parcel id.
  */
 function readWhole<C extends string, R>(
-  f: FieldReader<C | "PARCEL_ID">,
+  f: FieldReader<C>,
+  parcelId: ColumnAt<C>,
   width: number,
   fields: Fields,
   line: number,
@@ -82,7 +147,7 @@ function readWhole<C extends string, R>(
         line,
         column: null,
         reason: `expected ${width} fields, found ${fields.length}`,
-        parcelId: f.text("PARCEL_ID"),
+        parcelId: f.text(parcelId),
       },
     };
   }
@@ -96,7 +161,7 @@ function readWhole<C extends string, R>(
           line,
           column: error.column,
           reason: error.message,
-          parcelId: f.text("PARCEL_ID"),
+          parcelId: f.text(parcelId),
         },
       };
     }
@@ -106,21 +171,29 @@ function readWhole<C extends string, R>(
 
 /** Reads NAL rows by one file's header. A row either reads whole or is rejected whole. */
 export class NalRowReader {
-  readonly #reader: FieldReader<NalColumn>;
+  readonly #reader = new FieldReader<NalColumn>();
+  readonly #at: { readonly [Name in (typeof NAL_READ)[number]]: ColumnAt<Name> };
+  readonly #saleSlots: readonly SaleSlot[];
   readonly #width: number;
 
   constructor(header: HeaderMap<NalColumn>) {
-    this.#reader = new FieldReader(header.index);
+    const at = columnsAt(header.index, NAL_READ);
+    this.#at = at;
+    this.#saleSlots = [
+      [at.SALE_PRC1, at.SALE_YR1, at.SALE_MO1, at.QUAL_CD1, at.VI_CD1, at.MULTI_PAR_SAL1],
+      [at.SALE_PRC2, at.SALE_YR2, at.SALE_MO2, at.QUAL_CD2, at.VI_CD2, at.MULTI_PAR_SAL2],
+    ];
     this.#width = header.width;
   }
 
   read(fields: Fields, line: number): RowResult<NalRow> {
     const f = this.#reader;
-    return readWhole(f, this.#width, fields, line, () => {
+    const at = this.#at;
+    return readWhole(f, at.PARCEL_ID, this.#width, fields, line, () => {
       // A roll year ahead of next year is a typo that would make every real roll look stale.
-      const rollYear = f.requiredInteger("ASMNT_YR", { min: 1900, max: LATEST_ROLL_YEAR });
+      const rollYear = f.requiredInteger(at.ASMNT_YR, { min: 1900, max: LATEST_ROLL_YEAR });
       const sales: RollSale[] = [];
-      for (const [price, year, month, qual, vi, multi] of SALE_SLOTS) {
+      for (const [price, year, month, qual, vi, multi] of this.#saleSlots) {
         const salePrice = f.integer(price, { min: 0 });
         const saleYear = f.integer(year, { min: 1800, max: rollYear + 1 });
         const saleMonth = f.integer(month, { min: 1, max: 12 });
@@ -138,35 +211,35 @@ export class NalRowReader {
       }
       return {
         line,
-        countyNo: f.requiredInteger("CO_NO", { min: 11, max: 77 }),
-        parcelId: f.requiredText("PARCEL_ID"),
+        countyNo: f.requiredInteger(at.CO_NO, { min: 11, max: 77 }),
+        parcelId: f.requiredText(at.PARCEL_ID),
         rollYear,
-        dorUc: f.code("DOR_UC", 3),
-        appraiserUc: f.text("PA_UC"),
-        justValue: f.requiredInteger("JV", { min: 0 }),
-        assessedValue: f.integer("AV_NSD", { min: 0 }),
-        taxableValue: f.integer("TV_NSD", { min: 0 }),
-        landValue: f.integer("LND_VAL", { min: 0 }),
-        homesteadJustValue: f.integer("JV_HMSTD", { min: 0 }),
-        homesteadExemption: f.integer("EXMPT_01", { min: 0 }),
-        landSqft: f.integer("LND_SQFOOT", { min: 0 }),
-        yearBuilt: f.integer("ACT_YR_BLT", { min: 0, max: rollYear + 5 }) || null,
-        livingAreaSqft: f.integer("TOT_LVG_AREA", { min: 0, max: 2_000_000_000 }),
-        residentialUnits: f.integer("NO_RES_UNTS", { min: 0 }),
+        dorUc: f.code(at.DOR_UC, 3),
+        appraiserUc: f.text(at.PA_UC),
+        justValue: f.requiredInteger(at.JV, { min: 0 }),
+        assessedValue: f.integer(at.AV_NSD, { min: 0 }),
+        taxableValue: f.integer(at.TV_NSD, { min: 0 }),
+        landValue: f.integer(at.LND_VAL, { min: 0 }),
+        homesteadJustValue: f.integer(at.JV_HMSTD, { min: 0 }),
+        homesteadExemption: f.integer(at.EXMPT_01, { min: 0 }),
+        landSqft: f.integer(at.LND_SQFOOT, { min: 0 }),
+        yearBuilt: f.integer(at.ACT_YR_BLT, { min: 0, max: rollYear + 5 }) || null,
+        livingAreaSqft: f.integer(at.TOT_LVG_AREA, { min: 0, max: 2_000_000_000 }),
+        residentialUnits: f.integer(at.NO_RES_UNTS, { min: 0 }),
         sales,
-        ownerName: f.text("OWN_NAME"),
-        ownerAddress1: f.text("OWN_ADDR1"),
-        ownerAddress2: f.text("OWN_ADDR2"),
-        ownerCity: f.text("OWN_CITY"),
-        ownerState: f.text("OWN_STATE"),
-        ownerZip: f.text("OWN_ZIPCD"),
-        fiduciaryName: f.text("FIDU_NAME"),
-        situsAddress1: f.text("PHY_ADDR1"),
-        situsAddress2: f.text("PHY_ADDR2"),
-        situsCity: f.text("PHY_CITY"),
-        situsZip: f.text("PHY_ZIPCD"),
-        publicLand: f.text("PUBLIC_LND"),
-        seqNo: f.integer("SEQ_NO"),
+        ownerName: f.text(at.OWN_NAME),
+        ownerAddress1: f.text(at.OWN_ADDR1),
+        ownerAddress2: f.text(at.OWN_ADDR2),
+        ownerCity: f.text(at.OWN_CITY),
+        ownerState: f.text(at.OWN_STATE),
+        ownerZip: f.text(at.OWN_ZIPCD),
+        fiduciaryName: f.text(at.FIDU_NAME),
+        situsAddress1: f.text(at.PHY_ADDR1),
+        situsAddress2: f.text(at.PHY_ADDR2),
+        situsCity: f.text(at.PHY_CITY),
+        situsZip: f.text(at.PHY_ZIPCD),
+        publicLand: f.text(at.PUBLIC_LND),
+        seqNo: f.integer(at.SEQ_NO),
       };
     });
   }
@@ -184,28 +257,30 @@ export interface SdfSale extends RollSale {
 }
 
 export class SdfRowReader {
-  readonly #reader: FieldReader<SdfColumn>;
+  readonly #reader = new FieldReader<SdfColumn>();
+  readonly #at: { readonly [Name in (typeof SDF_READ)[number]]: ColumnAt<Name> };
   readonly #width: number;
 
   constructor(header: HeaderMap<SdfColumn>) {
-    this.#reader = new FieldReader(header.index);
+    this.#at = columnsAt(header.index, SDF_READ);
     this.#width = header.width;
   }
 
   read(fields: Fields, line: number): RowResult<SdfSale> {
     const f = this.#reader;
-    return readWhole(f, this.#width, fields, line, () => {
-      const countyNo = f.requiredInteger("CO_NO", { min: 11, max: 77 });
-      const parcelId = f.requiredText("PARCEL_ID");
-      const year = f.requiredInteger("SALE_YR", { min: 1800, max: 2200 });
-      const month = f.requiredInteger("SALE_MO", { min: 1, max: 12 });
-      const price = f.requiredInteger("SALE_PRC", { min: 0 });
-      const orBook = f.text("OR_BOOK");
-      const orPage = f.text("OR_PAGE");
-      const clerkNo = f.text("CLERK_NO");
+    const at = this.#at;
+    return readWhole(f, at.PARCEL_ID, this.#width, fields, line, () => {
+      const countyNo = f.requiredInteger(at.CO_NO, { min: 11, max: 77 });
+      const parcelId = f.requiredText(at.PARCEL_ID);
+      const year = f.requiredInteger(at.SALE_YR, { min: 1800, max: 2200 });
+      const month = f.requiredInteger(at.SALE_MO, { min: 1, max: 12 });
+      const price = f.requiredInteger(at.SALE_PRC, { min: 0 });
+      const orBook = f.text(at.OR_BOOK);
+      const orPage = f.text(at.OR_PAGE);
+      const clerkNo = f.text(at.CLERK_NO);
       // Without SALE_ID_CD, the deed's book/page/instrument plus date and price identify the sale.
       const saleId =
-        f.text("SALE_ID_CD") ??
+        f.text(at.SALE_ID_CD) ??
         [year, month, orBook ?? "", orPage ?? "", clerkNo ?? "", price].join("|");
       return {
         line,
@@ -215,9 +290,9 @@ export class SdfRowReader {
         price,
         year,
         month,
-        qualificationCode: f.code("QUAL_CD", 2),
-        vacantOrImproved: f.text("VI_CD")?.toUpperCase() ?? null,
-        multiParcel: isMultiParcelFlag(f.text("MULTI_PAR_SAL")),
+        qualificationCode: f.code(at.QUAL_CD, 2),
+        vacantOrImproved: f.text(at.VI_CD)?.toUpperCase() ?? null,
+        multiParcel: isMultiParcelFlag(f.text(at.MULTI_PAR_SAL)),
         orBook,
         orPage,
         clerkNo,
