@@ -1,6 +1,6 @@
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
-import { bulkReplayNote, DeliveryRow, deliveriesQuery } from "./webhooks.tsx";
+import { bulkReplayNote, DeliveryRow, deliveriesQuery, Payload } from "./webhooks.tsx";
 
 const delivery: Parameters<typeof DeliveryRow>[0]["delivery"] = {
   id: "dlv_1",
@@ -54,5 +54,22 @@ describe("the delivery log", () => {
     expect(html).not.toContain(">Replay<");
     expect(html).toContain('aria-expanded="true"');
     expect(html).toMatch(/<tr><td colspan="6">/i);
+  });
+});
+
+describe("a delivery's payload", () => {
+  const path = { id: "wl_1", endpoint_id: "we_1", delivery_id: "dlv_1" };
+  const body = '{"match":{"owner":{"name":"A. OWNER"}}}';
+
+  it("is shown as the log answers it for a delivery that was charged", () => {
+    const html = renderToStaticMarkup(<Payload path={path} paid={body} />);
+    expect(html).toContain("A. OWNER");
+    expect(html).not.toContain("Show payload");
+  });
+
+  it("is offered for one lead-view, and not shown, for a delivery never charged", () => {
+    const html = renderToStaticMarkup(<Payload path={path} paid={null} />);
+    expect(html).toContain("Show payload · 1 lead-view");
+    expect(html).not.toContain("OWNER");
   });
 });

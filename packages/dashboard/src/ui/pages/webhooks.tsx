@@ -58,6 +58,64 @@ function Attempts(props: { endpoint: EndpointPath; delivery: Delivery }) {
     return <Loading />;
   }
   return (
+    <>
+      <AttemptsTable attempts={detail.data.attempts} />
+      <Payload
+        path={{ ...props.endpoint, delivery_id: props.delivery.id }}
+        paid={detail.data.body}
+      />
+    </>
+  );
+}
+
+/** The payload as sent, indented when it is JSON. */
+function indented(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+/**
+ * A delivery's payload, which holds the lead's address, owner and values: shown as the log
+ * answers it when the delivery was charged, otherwise revealed on demand as a lead read (one
+ * lead-view, none again for the parcel the same UTC day).
+ */
+export function Payload(props: {
+  path: EndpointPath & { delivery_id: string };
+  paid: string | null;
+}) {
+  const [body, setBody] = useState<string | null>(props.paid);
+  const { error, attempt } = useAttempt();
+  if (body !== null) {
+    return <pre className="code">{indented(body)}</pre>;
+  }
+  return (
+    <div className="stack">
+      <button
+        type="button"
+        className="button"
+        onClick={() =>
+          void attempt(async () => {
+            const shown = await call(
+              th.GET("/v1/watchlists/{id}/webhooks/{endpoint_id}/deliveries/{delivery_id}/body", {
+                params: { path: props.path },
+              }),
+            );
+            setBody(shown.body);
+          })
+        }
+      >
+        Show payload · 1 lead-view
+      </button>
+      <Problem error={error} />
+    </div>
+  );
+}
+
+function AttemptsTable(props: { attempts: Schemas["WebhookAttempt"][] }) {
+  return (
     <table className="table compact">
       <thead>
         <tr>
@@ -69,7 +127,7 @@ function Attempts(props: { endpoint: EndpointPath; delivery: Delivery }) {
         </tr>
       </thead>
       <tbody>
-        {detail.data.attempts.map((attempt) => (
+        {props.attempts.map((attempt) => (
           <tr key={`${attempt.replay_no}-${attempt.attempt}`}>
             <td>
               {attempt.replay_no > 0 ? `replay ${attempt.replay_no}, ` : ""}#{attempt.attempt}
