@@ -155,6 +155,28 @@ export const startTrialResponseSchema = z
   })
   .meta({ id: "StartTrialResponse" });
 
+export const trialActionSchema = z
+  .object({
+    status: z.literal("requires_action"),
+    client_secret: z
+      .string()
+      .describe(
+        "The SetupIntent's client secret: complete the card's authentication with Stripe.js (confirmCardSetup), then send it to POST /v1/public/trials/confirm. Nothing is active yet and no key is issued",
+      ),
+  })
+  .meta({ id: "TrialActionRequired" });
+
+export const confirmTrialBodySchema = z
+  .object({
+    client_secret: z
+      .string()
+      .max(200)
+      .regex(/^seti_[A-Za-z0-9]+_secret_[A-Za-z0-9]+$/, "must be a SetupIntent client secret")
+      .describe("The client_secret a trial start answered with, after its authentication"),
+  })
+  .strict()
+  .meta({ id: "ConfirmTrialRequest" });
+
 export const compromiseResponseSchema = z
   .object({
     revoked_key_ids: z.array(z.string()),

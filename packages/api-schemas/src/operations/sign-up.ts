@@ -1,12 +1,14 @@
 import { z } from "zod";
 import {
   changePasswordBodySchema,
+  confirmTrialBodySchema,
   contactBodySchema,
   contactResponseSchema,
   passwordTokenSchema,
   setPasswordBodySchema,
   startTrialBodySchema,
   startTrialResponseSchema,
+  trialActionSchema,
 } from "../team.ts";
 import { defineOperation } from "./operation.ts";
 
@@ -25,10 +27,25 @@ export const startTrial = defineOperation({
   tags: ["public"],
   access: "public",
   summary:
-    "Start a 14-day trial of any tier with a card's payment-method token; the card is confirmed and nothing is charged before day 14. The trial activates when the card is confirmed, and the first API key is in this response only. One trial per card (409); limited per client address and per email domain (429).",
+    "Start a 14-day trial of any tier with a card's payment-method token; the card is confirmed and nothing is charged before day 14. The trial activates when the card is confirmed, and the first API key is in this response only. A card that asks for 3-D Secure answers 202 with the SetupIntent's client secret instead: authenticate it in the browser, then confirm the trial. One trial per card (409); limited per client address and per email domain (429).",
   body: startTrialBodySchema,
-  responses: { 201: startTrialResponseSchema },
+  responses: { 201: startTrialResponseSchema, 202: trialActionSchema },
   errors: ["payment_declined", "conflict", "rate_limited"],
+});
+
+export const confirmTrial = defineOperation({
+  operationId: "confirmTrial",
+  method: "POST",
+  path: "/v1/public/trials/confirm",
+  internalPath: "/internal/v1/trials/confirm",
+  owner,
+  tags: ["public"],
+  access: "public",
+  summary:
+    "Activate a trial whose card asked for 3-D Secure, after the browser completed it: the card's confirmation is read back from the processor, and the first API key is in this response only (a repeat is 409). Refused (402) while the authentication has not succeeded.",
+  body: confirmTrialBodySchema,
+  responses: { 201: startTrialResponseSchema },
+  errors: ["not_found", "payment_declined", "conflict", "rate_limited"],
 });
 
 export const contactSales = defineOperation({
@@ -46,7 +63,7 @@ export const contactSales = defineOperation({
 });
 
 /** The public site's forms, in the order the gateway registers them. */
-export const signUpOperations = [startTrial, contactSales] as const;
+export const signUpOperations = [startTrial, confirmTrial, contactSales] as const;
 
 export const changePassword = defineOperation({
   operationId: "changePassword",

@@ -166,8 +166,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a 14-day trial of any tier with a card's payment-method token; the card is confirmed and nothing is charged before day 14. The trial activates when the card is confirmed, and the first API key is in this response only. One trial per card (409); limited per client address and per email domain (429). */
+        /** Start a 14-day trial of any tier with a card's payment-method token; the card is confirmed and nothing is charged before day 14. The trial activates when the card is confirmed, and the first API key is in this response only. A card that asks for 3-D Secure answers 202 with the SetupIntent's client secret instead: authenticate it in the browser, then confirm the trial. One trial per card (409); limited per client address and per email domain (429). */
         post: operations["startTrial"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/trials/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Activate a trial whose card asked for 3-D Secure, after the browser completed it: the card's confirmation is read back from the processor, and the first API key is in this response only (a repeat is 409). Refused (402) while the authentication has not succeeded. */
+        post: operations["confirmTrial"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1233,6 +1250,16 @@ export interface components {
             /** @description When no admin_password was given: a one-time token to set the first admin's dashboard password (POST /v1/public/password), valid 7 days */
             password_setup?: components["schemas"]["PasswordTokenInput"] | null;
         };
+        TrialActionRequiredInput: {
+            /** @constant */
+            status: "requires_action";
+            /** @description The SetupIntent's client secret: complete the card's authentication with Stripe.js (confirmCardSetup), then send it to POST /v1/public/trials/confirm. Nothing is active yet and no key is issued */
+            client_secret: string;
+        };
+        ConfirmTrialRequestInput: {
+            /** @description The client_secret a trial start answered with, after its authentication */
+            client_secret: string;
+        };
         CompromiseResponseInput: {
             revoked_key_ids: string[];
             /** @constant */
@@ -2024,6 +2051,16 @@ export interface components {
             api_key: components["schemas"]["IssuedApiKey"];
             /** @description When no admin_password was given: a one-time token to set the first admin's dashboard password (POST /v1/public/password), valid 7 days */
             password_setup?: components["schemas"]["PasswordToken"] | null;
+        };
+        TrialActionRequired: {
+            /** @constant */
+            status: "requires_action";
+            /** @description The SetupIntent's client secret: complete the card's authentication with Stripe.js (confirmCardSetup), then send it to POST /v1/public/trials/confirm. Nothing is active yet and no key is issued */
+            client_secret: string;
+        };
+        ConfirmTrialRequest: {
+            /** @description The client_secret a trial start answered with, after its authentication */
+            client_secret: string;
         };
         CompromiseResponse: {
             revoked_key_ids: string[];
@@ -3780,6 +3817,21 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialActionRequired"];
+                };
+            };
+            /** @description Default Response */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3796,6 +3848,156 @@ export interface operations {
             };
             /** @description Default Response */
             402: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    confirmTrial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfirmTrialRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StartTrialResponse"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            402: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];

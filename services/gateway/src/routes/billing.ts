@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { getBilling, startTrial } from "@th/api-schemas";
+import { confirmTrial, getBilling, startTrial } from "@th/api-schemas";
 import {
   ApiError,
   errorResponses,
@@ -47,6 +47,8 @@ interface BillingRouteDeps {
  */
 export function registerBillingRoutes(app: HttpApp, deps: BillingRouteDeps): void {
   registerTrialStart(app, deps);
+  // Needs the client secret only the starting browser holds; the public per-IP window applies.
+  forwardOperation(app, confirmTrial, deps.keys);
   registerStripeWebhook(app, deps);
   forwardOperation(app, getBilling, deps.keys);
 }
@@ -99,7 +101,8 @@ function registerTrialStart(app: HttpApp, deps: BillingRouteDeps): void {
     let started = false;
     try {
       const upstream = await callOwner(deps.keys, startTrial, request);
-      started = upstream.status === 201;
+      // 202: started, waiting for the card's 3-D Secure; it keeps its slot (decision 0364).
+      started = upstream.status === 201 || upstream.status === 202;
       return relay(reply, upstream);
     } finally {
       if (!started) {

@@ -11,6 +11,7 @@ import {
   type PaymentProvider,
   type ProcessorInvoice,
   type ProcessorSubscription,
+  type SetUpStatus,
   type SubscribeInput,
 } from "../domain/payment-provider.ts";
 
@@ -77,10 +78,24 @@ function subscriptionRefOf(event: Stripe.Event): string | null {
 
 /** Why a SetupIntent did not leave the card ready for later charges. */
 function setupRefusal(intent: Stripe.SetupIntent): string {
-  if (intent.status === "requires_action") {
-    return "the card asks for authentication (3-D Secure), which trial sign-up cannot complete; use another card";
-  }
   return intent.last_setup_error?.message ?? `the card could not be set up (${intent.status})`;
+}
+
+const idOf = (value: string | { id: string } | null): string | null =>
+  value === null ? null : typeof value === "string" ? value : value.id;
+
+/** A SetupIntent's state in the provider's words. */
+function setUpStatusOf(intent: Stripe.SetupIntent): SetUpStatus {
+  const waiting: readonly string[] = ["succeeded", "requires_action", "processing"];
+  const status = waiting.includes(intent.status)
+    ? (intent.status as "succeeded" | "requires_action" | "processing")
+    : "refused";
+  return {
+    status,
+    customerRef: idOf(intent.customer),
+    paymentMethod: idOf(intent.payment_method),
+    reason: status === "succeeded" ? "" : setupRefusal(intent),
+  };
 }
 
 /**
@@ -173,12 +188,33 @@ export class StripePaymentProvider implements PaymentProvider {
           { idempotencyKey: `trial-${input.tenantId}-setup-intent` },
         ),
       );
-      return intent.status === "succeeded"
-        ? { ok: true, customerRef: customer.id }
-        : { ok: false, reason: setupRefusal(intent) };
+      if (intent.status === "succeeded") {
+        return { ok: true, customerRef: customer.id };
+      }
+      // 3-D Secure: the customer's browser completes it with Stripe.js and the client secret.
+      if (intent.status === "requires_action" && intent.client_secret) {
+        return {
+          ok: "requires_action",
+          customerRef: customer.id,
+          setupIntentRef: intent.id,
+          clientSecret: intent.client_secret,
+        };
+      }
+      return { ok: false, reason: setupRefusal(intent) };
     } catch (error) {
       if (error instanceof Stripe.errors.StripeCardError) {
         return { ok: false, reason: error.message };
+      }
+      throw error;
+    }
+  }
+
+  async setUpStatus(setupIntentRef: string): Promise<SetUpStatus> {
+    try {
+      return setUpStatusOf(await call(() => this.stripe.setupIntents.retrieve(setupIntentRef)));
+    } catch (error) {
+      if (error instanceof Stripe.errors.StripeInvalidRequestError) {
+        return { status: "refused", customerRef: null, paymentMethod: null, reason: error.message };
       }
       throw error;
     }

@@ -15,6 +15,12 @@ import { firstMonthCharge, trialEndsAt } from "../domain/trials.ts";
 import { applyBilling } from "./billing.ts";
 import { insertPasswordToken } from "./credentials.ts";
 import { insertKey } from "./keys.ts";
+import {
+  findPendingTrial,
+  holdsCardClaim,
+  insertPendingTrial,
+  markPendingTrialActivated,
+} from "./pending-trials.ts";
 import { type AccountsDeps, loadTenant } from "./tenant-rows.ts";
 
 export interface TrialInput {
@@ -23,6 +29,11 @@ export interface TrialInput {
   admin_email: string;
   payment_method: string;
   admin_password?: string | undefined;
+}
+
+/** A trial whose card asks for authentication: the browser completes it with this secret. */
+interface PendingSetUp {
+  clientSecret: string;
 }
 
 /** What the processor set up for a trial before anything is stored. */
@@ -107,6 +118,13 @@ async function releaseCard(pool: Pool, fingerprint: string): Promise<void> {
   ]);
 }
 
+/** How long a trial waits for its card's authentication: as long as a card's claim holds. */
+const PENDING_TRIAL_MS = 3_600_000;
+const NO_PENDING_TRIAL =
+  "no trial is waiting for this card authentication (it expired after an hour, or the secret is wrong); start the sign-up again";
+const TRIAL_ACTIVE_ALREADY =
+  "this trial is active already; its first key was shown once: sign in to the dashboard to issue another";
+
 const CARD_USED =
   "this card has already started a trial: each card gets one trial; subscribe without a trial through sales, or use another card";
 
@@ -146,18 +164,41 @@ async function settleLocalTrial(
 export function createTrials(deps: AccountsDeps) {
   const { pool, payments, now } = deps;
 
+  /** The subscription of a trial whose card is confirmed, trialing until day 14 from now. */
+  async function subscribeTrial(
+    input: TrialInput,
+    tenantId: string,
+    card: CardFacts,
+    customerRef: string,
+  ): Promise<TrialSetUp> {
+    const activatedAt = now();
+    const subscription = await payments.subscribe({
+      tenantId,
+      customerRef,
+      paymentMethod: input.payment_method,
+      tier: input.tier,
+      trialEndsAt: trialEndsAt(activatedAt),
+      anchorAt: firstPaidAnniversary(activatedAt),
+    });
+    return { tenantId, card, customerRef, subscription, activatedAt };
+  }
+
   /**
    * The processor's part of a trial start: the card is read and claimed, the customer created and
    * the card confirmed (nothing charged), and the subscription created, trialing until day 14.
    * A refused card creates nothing here and gives its claim back.
    */
-  async function setUpTrial(input: TrialInput): Promise<TrialSetUp> {
+  async function setUpTrial(
+    input: TrialInput,
+    passwordHash: string | null,
+  ): Promise<TrialSetUp | PendingSetUp> {
     const inspected = await payments.inspectCard(input.payment_method);
     if (!inspected.ok) {
       throw new ApiError("payment_declined", `payment method refused: ${inspected.reason}`);
     }
     const { card } = inspected;
-    if (!(await claimCard(pool, card.fingerprint, now()))) {
+    const claimedAt = now();
+    if (!(await claimCard(pool, card.fingerprint, claimedAt))) {
       throw new ApiError("conflict", CARD_USED);
     }
     const tenantId = newId("ten");
@@ -168,58 +209,95 @@ export function createTrials(deps: AccountsDeps) {
         email: input.admin_email,
         company: input.company,
       });
-      if (!customer.ok) {
+      if (customer.ok === false) {
         throw new ApiError("payment_declined", `payment method refused: ${customer.reason}`);
       }
-      const activatedAt = now();
-      const subscription = await payments.subscribe({
-        tenantId,
-        customerRef: customer.customerRef,
-        paymentMethod: input.payment_method,
-        tier: input.tier,
-        trialEndsAt: trialEndsAt(activatedAt),
-        anchorAt: firstPaidAnniversary(activatedAt),
-      });
-      return { tenantId, card, customerRef: customer.customerRef, subscription, activatedAt };
+      if (customer.ok === "requires_action") {
+        // The card's claim stays held for the confirmation (decision 0364).
+        await insertPendingTrial(pool, {
+          setupIntentRef: customer.setupIntentRef,
+          clientSecret: customer.clientSecret,
+          tenantId,
+          tier: input.tier,
+          company: input.company,
+          adminEmail: input.admin_email,
+          passwordHash,
+          paymentMethod: input.payment_method,
+          customerRef: customer.customerRef,
+          card,
+          cardClaimedAt: claimedAt,
+          createdAt: now(),
+        });
+        return { clientSecret: customer.clientSecret };
+      }
+      return await subscribeTrial(input, tenantId, card, customer.customerRef);
     } catch (error) {
       await releaseCard(pool, card.fingerprint);
       throw error;
     }
   }
 
-  /** Stores a trial the processor set up: tenant, first admin and first key in one transaction. */
-  async function storeTrial(input: TrialInput, setUp: TrialSetUp, passwordHash: string | null) {
+  /** Stores a trial the processor set up: tenant, first admin and first key, in the caller's transaction. */
+  async function storeTrialIn(
+    client: PoolClient,
+    input: TrialInput,
+    setUp: TrialSetUp,
+    passwordHash: string | null,
+  ) {
     const { activatedAt } = setUp;
-    return inTransaction(pool, async (client) => {
-      const tenant = await insertTrialTenant(client, deps, input, setUp);
-      await client.query("UPDATE trial_cards SET tenant_id = $2 WHERE fingerprint = $1", [
-        setUp.card.fingerprint,
-        tenant.id,
-      ]);
-      const memberId = await insertFirstAdmin(
-        client,
-        tenant.id,
-        input.admin_email,
-        passwordHash,
-        activatedAt,
-      );
-      await enqueueEvent(client, contracts.tenantChanged, tenantChangedEvent(tenant, activatedAt));
-      const apiKey = await insertKey(deps, client, tenant.id, memberId, "first key");
-      const passwordSetup = passwordHash
-        ? null
-        : await insertPasswordToken(deps, client, tenant.id, memberId, "trial", null);
-      return {
-        tenant: tenantView(tenant),
-        member: {
-          id: memberId,
-          email: input.admin_email,
-          role: "admin" as const,
-          created_at: activatedAt.toISOString(),
-        },
-        api_key: apiKey,
-        password_setup: passwordSetup,
-      };
-    });
+    const tenant = await insertTrialTenant(client, deps, input, setUp);
+    await client.query("UPDATE trial_cards SET tenant_id = $2 WHERE fingerprint = $1", [
+      setUp.card.fingerprint,
+      tenant.id,
+    ]);
+    const memberId = await insertFirstAdmin(
+      client,
+      tenant.id,
+      input.admin_email,
+      passwordHash,
+      activatedAt,
+    );
+    await enqueueEvent(client, contracts.tenantChanged, tenantChangedEvent(tenant, activatedAt));
+    const apiKey = await insertKey(deps, client, tenant.id, memberId, "first key");
+    const passwordSetup = passwordHash
+      ? null
+      : await insertPasswordToken(deps, client, tenant.id, memberId, "trial", null);
+    return {
+      tenant: tenantView(tenant),
+      member: {
+        id: memberId,
+        email: input.admin_email,
+        role: "admin" as const,
+        created_at: activatedAt.toISOString(),
+      },
+      api_key: apiKey,
+      password_setup: passwordSetup,
+    };
+  }
+
+  /**
+   * Stores the trial in one transaction. Should that fail after the processor subscribed, the
+   * subscription is cancelled so nothing is ever charged for it, and a claim taken by this call
+   * is given back; unless `keepsTrial` says a trial stored by someone else holds both.
+   */
+  async function storeOrUndo<T>(
+    setUp: TrialSetUp,
+    store: (client: PoolClient) => Promise<T>,
+    undo: { releasesClaim: boolean; keepsTrial?: () => boolean },
+  ): Promise<T> {
+    try {
+      return await inTransaction(pool, store);
+    } catch (error) {
+      if (!undo.keepsTrial?.()) {
+        await payments
+          .cancel({ tenantId: setUp.tenantId, subscriptionRef: setUp.subscription.ref })
+          .catch(() => {});
+        if (undo.releasesClaim) {
+          await releaseCard(pool, setUp.card.fingerprint);
+        }
+      }
+      throw error;
+    }
   }
 
   return {
@@ -231,16 +309,73 @@ export function createTrials(deps: AccountsDeps) {
      */
     async startTrial(input: TrialInput) {
       const passwordHash = input.admin_password ? await hashPassword(input.admin_password) : null;
-      const setUp = await setUpTrial(input);
-      try {
-        return await storeTrial(input, setUp, passwordHash);
-      } catch (error) {
-        await payments
-          .cancel({ tenantId: setUp.tenantId, subscriptionRef: setUp.subscription.ref })
-          .catch(() => {});
-        await releaseCard(pool, setUp.card.fingerprint);
-        throw error;
+      const setUp = await setUpTrial(input, passwordHash);
+      if ("clientSecret" in setUp) {
+        return { status: "requires_action" as const, client_secret: setUp.clientSecret };
       }
+      return storeOrUndo(setUp, (client) => storeTrialIn(client, input, setUp, passwordHash), {
+        releasesClaim: true,
+      });
+    },
+
+    /**
+     * Activates a trial whose card asked for 3-D Secure, once the browser completed it (decision
+     * 0364). The client secret proves the caller started the sign-up; the SetupIntent's state is
+     * read back from the processor, never taken from the caller, so a client that only claims
+     * success changes nothing. The first key is issued here, once: a repeat is 409.
+     */
+    async confirmTrial(clientSecret: string) {
+      const pending = await findPendingTrial(pool, clientSecret);
+      if (!pending || pending.created_at.getTime() < now().getTime() - PENDING_TRIAL_MS) {
+        throw new ApiError("not_found", NO_PENDING_TRIAL);
+      }
+      if (pending.activated_at) {
+        throw new ApiError("conflict", TRIAL_ACTIVE_ALREADY);
+      }
+      const confirmed = await payments.setUpStatus(pending.setup_intent_ref);
+      if (
+        confirmed.status !== "succeeded" ||
+        confirmed.customerRef !== pending.customer_ref ||
+        confirmed.paymentMethod !== pending.payment_method
+      ) {
+        throw new ApiError(
+          "payment_declined",
+          `the card is not confirmed: ${confirmed.reason || "its authentication did not complete"}`,
+        );
+      }
+      const input: TrialInput = {
+        tier: pending.tier,
+        company: pending.company,
+        admin_email: pending.admin_email,
+        payment_method: pending.payment_method,
+      };
+      const card = {
+        fingerprint: pending.card_fingerprint,
+        brand: pending.card_brand,
+        last4: pending.card_last4,
+      };
+      const setUp = await subscribeTrial(input, pending.tenant_id, card, pending.customer_ref);
+      let activeAlready = false;
+      return storeOrUndo(
+        setUp,
+        async (client) => {
+          const locked = await findPendingTrial(client, clientSecret, true);
+          if (!locked || locked.activated_at) {
+            // A confirmation racing this one activated it, on the same subscription (one
+            // idempotency key per tenant): nothing is undone.
+            activeAlready = true;
+            throw new ApiError("conflict", TRIAL_ACTIVE_ALREADY);
+          }
+          if (!(await holdsCardClaim(client, locked))) {
+            throw new ApiError("conflict", CARD_USED);
+          }
+          const stored = await storeTrialIn(client, input, setUp, locked.password_hash);
+          await markPendingTrialActivated(client, locked, setUp.activatedAt);
+          return stored;
+        },
+        // The claim is given back only by its lapse: by now it may be another sign-up's.
+        { releasesClaim: false, keepsTrial: () => activeAlready },
+      );
     },
 
     /**

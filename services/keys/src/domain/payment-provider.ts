@@ -19,8 +19,13 @@ export interface PaymentProvider {
   readonly chargesOnItsOwn: boolean;
   /** The card behind a payment-method token: its fingerprint, brand and last 4. */
   inspectCard(paymentMethod: string): Promise<CardInspection>;
-  /** Creates the customer and confirms the card for later charges, without charging it. */
+  /**
+   * Creates the customer and confirms the card for later charges, without charging it. A card
+   * that asks for authentication (3-D Secure) leaves the confirmation to the customer's browser.
+   */
   setUpCustomer(input: CustomerInput): Promise<CustomerSetup>;
+  /** The card confirmation as the processor holds it now, after the customer authenticated. */
+  setUpStatus(setupIntentRef: string): Promise<SetUpStatus>;
   /** A subscription on the tier's price, trialing until `trialEndsAt`, then billed monthly from `anchorAt`. */
   subscribe(input: SubscribeInput): Promise<ProcessorSubscription>;
   /** Moves the subscription to the tier's price; the processor prorates the difference. */
@@ -60,7 +65,25 @@ export interface CustomerInput {
   company: string;
 }
 
-export type CustomerSetup = { ok: true; customerRef: string } | { ok: false; reason: string };
+export type CustomerSetup =
+  | { ok: true; customerRef: string }
+  | { ok: false; reason: string }
+  | {
+      /** The card asks for authentication: the browser completes it with the client secret. */
+      ok: "requires_action";
+      customerRef: string;
+      setupIntentRef: string;
+      clientSecret: string;
+    };
+
+/** A card confirmation read back: whether it succeeded, and for which customer and card. */
+export interface SetUpStatus {
+  status: "succeeded" | "requires_action" | "processing" | "refused";
+  customerRef: string | null;
+  paymentMethod: string | null;
+  /** Why it did not succeed, in the processor's words. */
+  reason: string;
+}
 
 export interface SubscribeInput {
   tenantId: string;
@@ -159,6 +182,16 @@ export class LocalPaymentProvider implements PaymentProvider {
       return { ok: false, reason: "the card was declined" };
     }
     return { ok: true, customerRef: `cus_local_${token}_${input.tenantId}` };
+  }
+
+  async setUpStatus(): Promise<SetUpStatus> {
+    // The built-in processor confirms every card at once; nothing waits for authentication.
+    return {
+      status: "refused",
+      customerRef: null,
+      paymentMethod: null,
+      reason: "the built-in processor has no card authentication to complete",
+    };
   }
 
   async subscribe(input: SubscribeInput): Promise<ProcessorSubscription> {

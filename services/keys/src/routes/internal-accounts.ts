@@ -3,6 +3,7 @@ import {
   apiKeySchema,
   cancelSubscription,
   changeTier,
+  confirmTrial,
   contactResponseSchema,
   contactSales,
   edgeTenantSchema,
@@ -20,6 +21,7 @@ import {
   startTrial,
   startTrialResponseSchema,
   tenantSchema,
+  trialActionSchema,
 } from "@th/api-schemas";
 import { ApiError, errorResponses, type HttpApp, internalCaller } from "@th/service-kit";
 import { z } from "zod";
@@ -54,11 +56,31 @@ function registerSignUpRoutes(app: HttpApp, accounts: Accounts): void {
         ...requestSchemas(startTrial),
         response: {
           201: startTrialResponseSchema,
+          202: trialActionSchema,
           ...errorResponses("payment_declined", "conflict", "unavailable"),
         },
       },
     },
-    async (request, reply) => reply.status(201).send(await accounts.startTrial(request.body)),
+    async (request, reply) => {
+      const started = await accounts.startTrial(request.body);
+      // 202: the card asks for 3-D Secure, and the browser completes it (decision 0364).
+      return reply.status("client_secret" in started ? 202 : 201).send(started);
+    },
+  );
+
+  app.post(
+    confirmTrial.internalPath,
+    {
+      schema: {
+        ...requestSchemas(confirmTrial),
+        response: {
+          201: startTrialResponseSchema,
+          ...errorResponses("not_found", "payment_declined", "conflict", "unavailable"),
+        },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await accounts.confirmTrial(request.body.client_secret)),
   );
 
   app.post(

@@ -4,6 +4,7 @@
 // is advanced, and signs the webhook events it produces with the SDK's own test-header helper.
 // Tests point the SDK at it with its host, port and protocol options and assert every request,
 // idempotency key included. Test fixture only: never imported by production code.
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { addMonthsClamped } from "@th/billing";
@@ -174,9 +175,12 @@ export async function startStripeFake(options: {
     if (!card) {
       throw missing("payment_method", pm);
     }
+    const id = newId("seti");
     const intent: Json = {
-      id: newId("seti"),
+      id,
       object: "setup_intent",
+      // As Stripe's: the intent's id, then a secret only the customer's browser is given.
+      client_secret: `${id}_secret_${randomBytes(12).toString("hex")}`,
       customer,
       payment_method: pm,
       usage: params.usage ?? "off_session",
@@ -201,10 +205,21 @@ export async function startStripeFake(options: {
     }
     if (card.behaviour === "requires_action") {
       intent.status = "requires_action";
-      intent.next_action = { type: "use_stripe_sdk" };
+      intent.next_action = {
+        type: "use_stripe_sdk",
+        use_stripe_sdk: { type: "three_d_secure_redirect" },
+      };
     }
     setupIntents.set(String(intent.id), intent);
     return intent;
+  }
+
+  function setupIntentOf(id: string): Json {
+    const found = setupIntents.get(id);
+    if (!found) {
+      throw missing("setup_intent", id);
+    }
+    return found;
   }
 
   function priceOf(id: string): Json {
@@ -310,6 +325,9 @@ export async function startStripeFake(options: {
     }
     if (method === "POST" && path === "/v1/setup_intents") {
       return createSetupIntent(params);
+    }
+    if (method === "GET" && /^\/v1\/setup_intents\/[^/]+$/.test(path)) {
+      return setupIntentOf(id);
     }
     if (method === "POST" && path === "/v1/subscriptions") {
       return createSubscription(params);
@@ -456,6 +474,25 @@ export async function startStripeFake(options: {
     /** A PaymentMethod the client would have made with Stripe's card element. */
     addCard(paymentMethodId: string, card: FakeCard) {
       cards.set(paymentMethodId, card);
+    },
+    setupIntents,
+    /**
+     * The customer completes (or fails) 3-D Secure in the browser, as Stripe.js's
+     * confirmCardSetup does against Stripe: the SetupIntent succeeds, or goes back to
+     * needing a payment method with the authentication's error.
+     */
+    authenticate(setupIntentId: string, outcome: "succeeded" | "failed") {
+      const intent = setupIntentOf(setupIntentId);
+      intent.next_action = null;
+      if (outcome === "succeeded") {
+        intent.status = "succeeded";
+        return;
+      }
+      intent.status = "requires_payment_method";
+      intent.last_setup_error = {
+        code: "setup_intent_authentication_failure",
+        message: "The card's authentication failed.",
+      };
     },
     /** Every later request answers with this 5xx until it is cleared (null). */
     setOutage(status: number | null) {
