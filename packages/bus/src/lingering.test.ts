@@ -118,4 +118,27 @@ describe("publishes that share a produce request", () => {
     gone.abort();
     await expect(only).rejects.toBeInstanceOf(PublishAbortedError);
   });
+
+  it("sends a lone publish at once whatever the linger, and lets publishes made while a request is unanswered wait for it and share the next", async () => {
+    const contract = await isolatedTopic();
+    const publisher = bus.lingering(contract, { lingerMs: 5_000 });
+    await publisher.publish([view("warm")]);
+    const started = Date.now();
+    await publisher.publish([view("lone")]);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    holdMs = 300;
+    try {
+      produces = 0;
+      const first = publisher.publish([view("first")]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      holdMs = 0;
+      const waiting = [publisher.publish([view("second")]), publisher.publish([view("third")])];
+      await Promise.all([first, ...waiting]);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(produces).toBe(2);
+    } finally {
+      holdMs = 0;
+    }
+    expect(await folios(contract)).toEqual(["first", "lone", "second", "third", "warm"]);
+  });
 });

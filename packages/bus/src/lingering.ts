@@ -14,8 +14,11 @@ export type ProduceTo = (
 
 export interface LingeringOptions {
   /**
-   * How long a publish waits for others to share its produce request: 0 sends what the current
-   * turn of the event loop published (those that arrived together), more waits that long.
+   * How long a publish may wait for others to share its produce request while an earlier request
+   * of this publisher is still unanswered. With none unanswered, what the current turn of the
+   * event loop published leaves at once; otherwise it leaves when the earlier request is
+   * answered, or after `lingerMs`, whichever comes first: under load requests fill up by
+   * themselves, and a lone publish never waits. 0 never waits for an earlier request.
    */
   lingerMs: number;
 }
@@ -72,7 +75,9 @@ export class LingeringPublisher<T> {
   readonly #schema: Record<string, string>;
   readonly #schemaOnly: Buffer;
   #queue: Entry[] = [];
-  #scheduled = false;
+  #scheduled: { cancel(): void } | undefined;
+  /** Produce requests sent and not yet answered. */
+  #inFlight = 0;
 
   constructor(contract: TopicContract<T>, produceTo: ProduceTo, options: LingeringOptions) {
     this.#contract = contract;
@@ -130,6 +135,8 @@ export class LingeringPublisher<T> {
 
   /** Sends whatever is queued now, without waiting for the linger. */
   flush(): void {
+    this.#scheduled?.cancel();
+    this.#scheduled = undefined;
     const entries = this.#queue.filter((entry) => entry.state === "queued");
     this.#queue = [];
     if (entries.length > 0) {
@@ -154,15 +161,13 @@ export class LingeringPublisher<T> {
     if (this.#scheduled) {
       return;
     }
-    this.#scheduled = true;
-    const run = () => {
-      this.#scheduled = false;
-      this.flush();
-    };
-    if (this.#lingerMs > 0) {
-      setTimeout(run, this.#lingerMs);
+    const run = () => this.flush();
+    if (this.#lingerMs > 0 && this.#inFlight > 0) {
+      const timer = setTimeout(run, this.#lingerMs);
+      this.#scheduled = { cancel: () => clearTimeout(timer) };
     } else {
-      setImmediate(run);
+      const immediate = setImmediate(run);
+      this.#scheduled = { cancel: () => clearImmediate(immediate) };
     }
   }
 
@@ -183,6 +188,7 @@ export class LingeringPublisher<T> {
     if (deadline !== Number.POSITIVE_INFINITY) {
       group.timer = setTimeout(() => this.#expire(entries), Math.max(0, deadline - Date.now()));
     }
+    this.#inFlight++;
     this.#produceTo(
       this.#contract.topic,
       count,
@@ -254,6 +260,11 @@ export class LingeringPublisher<T> {
   #finish(entries: Entry[], group: Group, error: Error | undefined): void {
     if (group.timer) {
       clearTimeout(group.timer);
+    }
+    this.#inFlight--;
+    if (this.#scheduled && this.#lingerMs > 0) {
+      // What waited for this request leaves now.
+      this.flush();
     }
     for (const entry of entries) {
       if (entry.state !== "sent") {

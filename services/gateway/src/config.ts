@@ -59,10 +59,11 @@ export const configSchema = defineConfig(
      */
     LEAD_VIEW_PUBLISH_TIMEOUT_MS: vars.positiveInt(2_000),
     /**
-     * How long a read's lead-views wait for other reads' to share one produce request; 0 shares
-     * with the reads answered in the same turn of the event loop (decision 0390).
+     * How long a read's lead-views may wait, while the previous produce request is unanswered,
+     * for other reads' to share the next one (a lone read never waits); 0 shares only with the
+     * reads answered in the same turn of the event loop (decision 0390).
      */
-    LEAD_VIEW_PUBLISH_LINGER_MS: z.coerce.number().int().min(0).max(100).default(0),
+    LEAD_VIEW_PUBLISH_LINGER_MS: z.coerce.number().int().min(0).max(100).default(2),
     /**
      * Megabytes (of characters) of lead documents each instance holds, kept from parcel.ingested
      * (decision 0390); 0 holds none and sends every lead read to the parcels service.

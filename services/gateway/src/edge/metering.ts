@@ -41,8 +41,9 @@ export function createMetering(deps: {
   /** How long the broker has to acknowledge a read's lead-views (2 s unless set). */
   publishTimeoutMs?: number;
   /**
-   * How long a read's lead-views wait for other reads' to share a produce request: 0 (unless
-   * set) shares with the reads answered in the same turn of the event loop.
+   * How long a read's lead-views may wait, while the previous produce request is unanswered, for
+   * other reads' to share the next (see `LingeringPublisher`); 0 (unless set) shares only with
+   * the reads answered in the same turn of the event loop.
    */
   publishLingerMs?: number;
   /** Counts lead-views recorded, by surface. */
