@@ -124,6 +124,12 @@ export interface ConsumeOptions {
    */
   minBytes?: number;
   maxWaitTimeInMs?: number;
+  /**
+   * Commits the group's offsets at most this often instead of after every batch: for a consumer
+   * of many small batches whose handler is idempotent, a crash then redelivers up to this much
+   * more, and members watching the group's committed offsets see progress this much later.
+   */
+  commitIntervalMs?: number;
 }
 
 export interface RunningConsumer {
@@ -385,6 +391,7 @@ export class Bus {
     const runConfig = {
       eachBatchAutoResolve: false,
       autoCommit: true,
+      ...(options.commitIntervalMs ? { autoCommitInterval: options.commitIntervalMs } : {}),
       partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
       eachBatch: dispatchBatches(ctx, byTopic),
     };

@@ -97,6 +97,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOp
         partitionsConsumedConcurrently: deps.config.LEDGER_PARTITIONS_CONCURRENTLY,
         minBytes: deps.config.LEDGER_FETCH_MIN_BYTES,
         maxWaitMs: deps.config.LEDGER_FETCH_MAX_WAIT_MS,
+        commitIntervalMs: deps.config.LEDGER_COMMIT_INTERVAL_MS,
       });
       consumers.push(leadViewConsumer);
     },

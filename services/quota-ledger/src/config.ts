@@ -20,6 +20,11 @@ export const configSchema = defineConfig(
      */
     LEDGER_FETCH_MIN_BYTES: vars.positiveInt(16_384),
     LEDGER_FETCH_MAX_WAIT_MS: vars.positiveInt(50),
+    /**
+     * How often the live ledger commits its offsets (after every batch, it cost the broker and
+     * this process a request per batch). Rows are idempotent: a crash redelivers this much more.
+     */
+    LEDGER_COMMIT_INTERVAL_MS: vars.positiveInt(1_000),
     /** How long a rebuild waits for the live ledger to reach the offsets it replayed. */
     REBUILD_LIVE_CATCH_UP_TIMEOUT_MS: vars.positiveInt(30_000),
   },

@@ -11,7 +11,8 @@ export const VOIDS_GROUP = "quota-ledger.voids";
 /**
  * Lead-views go into the ledger a fetched batch at a time, in one call (the batches of the
  * partitions handled together share it, and a fetch waits for `minBytes` up to `maxWaitMs`, so
- * under load a call carries many views): each row is
+ * under load a call carries many views; offsets are committed at most every `commitIntervalMs`,
+ * not after each batch): each row is
  * idempotent on its own (the dedupe key is the primary key), so at-least-once delivery needs no
  * record of processed events, and a redelivered batch changes nothing. All of a tenant's views
  * share a partition, so partitions run side by side without two writers ever racing for one
@@ -20,13 +21,19 @@ export const VOIDS_GROUP = "quota-ledger.voids";
 export function consumeLeadViews(
   bus: Bus,
   ledger: Ledger,
-  options: { partitionsConsumedConcurrently: number; minBytes?: number; maxWaitMs?: number },
+  options: {
+    partitionsConsumedConcurrently: number;
+    minBytes?: number;
+    maxWaitMs?: number;
+    commitIntervalMs?: number;
+  },
 ): Promise<RunningConsumer> {
   return bus.consume({
     group: LEDGER_GROUP,
     partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
     ...(options.minBytes ? { minBytes: options.minBytes } : {}),
     ...(options.maxWaitMs ? { maxWaitTimeInMs: options.maxWaitMs } : {}),
+    ...(options.commitIntervalMs ? { commitIntervalMs: options.commitIntervalMs } : {}),
     subscriptions: [
       onBatch(contracts.leadViewRecorded, async (records) => {
         await ledger.recordBatch(
