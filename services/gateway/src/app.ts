@@ -32,7 +32,11 @@ import { registerSessions } from "./edge/sessions.ts";
 import { registerAccountRoutes } from "./routes/account.ts";
 import { registerBillingRoutes } from "./routes/billing.ts";
 import { registerDashboardSessionRoutes } from "./routes/dashboard-session.ts";
-import { registerDashboardLeadRoutes, registerDashboardUi } from "./routes/dashboard-ui.ts";
+import {
+  dashboardUiSettings,
+  registerDashboardLeadRoutes,
+  registerDashboardUi,
+} from "./routes/dashboard-ui.ts";
 import { registerDocsRoutes } from "./routes/docs.ts";
 import { registerExportRoutes } from "./routes/export.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
@@ -223,7 +227,7 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     now,
   });
   registerDashboardLeadRoutes(http, { parcels: parcelsUpstream });
-  await registerDashboardUi(http, { dir: config.DASHBOARD_DIR ?? DASHBOARD_DIST });
+  await registerDashboardUi(http, dashboardUiSettings(config, DASHBOARD_DIST));
   registerDocsRoutes(http);
   registerMeRoute(http);
   registerPublicRoutes(http, { keys: keysUpstream });

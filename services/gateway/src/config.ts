@@ -49,6 +49,14 @@ export const configSchema = defineConfig(
     TRIAL_STARTS_PER_ADDRESS_PER_HOUR: vars.positiveInt(6),
     /** Trials started per email domain per day (only started ones count; decision 0362). */
     TRIAL_STARTS_PER_EMAIL_DOMAIN_PER_DAY: vars.positiveInt(20),
+    /**
+     * Stripe's publishable key (pk_…), served to the sign-up page for Stripe.js (decision 0364).
+     * Unset: the page offers the built-in processor's test cards, or in production no card form.
+     */
+    STRIPE_PUBLISHABLE_KEY: z
+      .string()
+      .regex(/^pk_(live|test)_\w+$/, "must be a Stripe publishable key (pk_live_… or pk_test_…)")
+      .optional(),
     /** How long a tenant's tier and limits are trusted from the cache; tier changes show within it. */
     TENANT_CACHE_SECONDS: vars.positiveInt(30),
     /** Timeout of calls to internal services. */

@@ -3,9 +3,11 @@ import { join } from "node:path";
 import fastifyStatic from "@fastify/static";
 import { type leadPageSchema, leadSearchQuerySchema } from "@th/api-schemas";
 import { DASHBOARD_ROUTES } from "@th/dashboard/routes";
+import { SIGN_UP_CONTENT_POLICY, SIGN_UP_ROUTE, signUpPage } from "@th/dashboard/sign-up-policy";
 import { ApiError, errorResponses, type HttpApp, type InternalClient } from "@th/service-kit";
 import type { FastifyReply } from "fastify";
 import { z } from "zod";
+import type { Config } from "../config.ts";
 import { tenancyOf } from "../edge/authenticate.ts";
 import { callAs, relay } from "./forward.ts";
 
@@ -19,15 +21,34 @@ const HTML_HEADERS = {
   "cache-control": "no-cache",
 };
 
+interface DashboardUiSettings {
+  dir: string;
+  /** Stripe's publishable key for the sign-up page's card element (decision 0364). */
+  stripePublishableKey?: string | undefined;
+  production?: boolean;
+}
+
+/** The dashboard's settings from the gateway's configuration. */
+export function dashboardUiSettings(
+  config: Pick<Config, "DASHBOARD_DIR" | "STRIPE_PUBLISHABLE_KEY" | "NODE_ENV">,
+  defaultDir: string,
+): DashboardUiSettings {
+  return {
+    dir: config.DASHBOARD_DIR ?? defaultDir,
+    stripePublishableKey: config.STRIPE_PUBLISHABLE_KEY,
+    production: config.NODE_ENV === "production",
+  };
+}
+
 /**
  * The web dashboard's static assets at `/`, one origin with the API. Hashed assets are cached
  * for a year; the page itself is revalidated on every load. Each client-side route answers with
  * the page, so reloads and shared links work; `/v1` and `/mcp` are never touched.
  */
-export async function registerDashboardUi(app: HttpApp, deps: { dir: string }): Promise<void> {
+export async function registerDashboardUi(app: HttpApp, deps: DashboardUiSettings): Promise<void> {
   const indexPath = join(deps.dir, "index.html");
   if (!existsSync(indexPath)) {
-    for (const route of DASHBOARD_ROUTES) {
+    for (const route of [...DASHBOARD_ROUTES, SIGN_UP_ROUTE]) {
       app.get(route, { schema: { hide: true } }, async (_request, reply) =>
         reply
           .status(503)
@@ -57,6 +78,18 @@ export async function registerDashboardUi(app: HttpApp, deps: { dir: string }): 
   for (const route of DASHBOARD_ROUTES) {
     app.get(route, { schema: { hide: true } }, sendPage);
   }
+  // The sign-up page runs Stripe.js: its own policy names Stripe's sources, and it carries the
+  // publishable key (decision 0364). It is a page load of its own, never a client-side route.
+  const signUp = signUpPage(page.toString("utf8"), {
+    publishableKey: deps.stripePublishableKey,
+    production: deps.production ?? false,
+  });
+  app.get(SIGN_UP_ROUTE, { schema: { hide: true } }, async (_request, reply) =>
+    reply
+      .headers({ ...HTML_HEADERS, "content-security-policy": SIGN_UP_CONTENT_POLICY })
+      .type("text/html; charset=utf-8")
+      .send(signUp),
+  );
 }
 
 const leadSummarySchema = z

@@ -160,8 +160,8 @@ async function settleLocalTrial(
   return true;
 }
 
-/** Trials: starting one with a confirmed card, and charging the ones that ended (built-in processor). */
-export function createTrials(deps: AccountsDeps) {
+/** The steps of a trial start, shared by a start and by the confirmation after 3-D Secure. */
+function trialSteps(deps: AccountsDeps) {
   const { pool, payments, now } = deps;
 
   /** The subscription of a trial whose card is confirmed, trialing until day 14 from now. */
@@ -300,6 +300,81 @@ export function createTrials(deps: AccountsDeps) {
     }
   }
 
+  return { subscribeTrial, setUpTrial, storeTrialIn, storeOrUndo };
+}
+
+/**
+ * Activates a trial whose card asked for 3-D Secure, once the browser completed it (decision
+ * 0364). The client secret proves the caller started the sign-up; the SetupIntent's state is
+ * read back from the processor, never taken from the caller, so a client that only claims
+ * success changes nothing. The first key is issued here, once: a repeat is 409.
+ */
+async function confirmPendingTrial(
+  deps: AccountsDeps,
+  steps: ReturnType<typeof trialSteps>,
+  clientSecret: string,
+) {
+  const { pool, payments, now } = deps;
+  const { subscribeTrial, storeOrUndo, storeTrialIn } = steps;
+  const pending = await findPendingTrial(pool, clientSecret);
+  if (!pending || pending.created_at.getTime() < now().getTime() - PENDING_TRIAL_MS) {
+    throw new ApiError("not_found", NO_PENDING_TRIAL);
+  }
+  if (pending.activated_at) {
+    throw new ApiError("conflict", TRIAL_ACTIVE_ALREADY);
+  }
+  const confirmed = await payments.setUpStatus(pending.setup_intent_ref);
+  if (
+    confirmed.status !== "succeeded" ||
+    confirmed.customerRef !== pending.customer_ref ||
+    confirmed.paymentMethod !== pending.payment_method
+  ) {
+    throw new ApiError(
+      "payment_declined",
+      `the card is not confirmed: ${confirmed.reason || "its authentication did not complete"}`,
+    );
+  }
+  const input: TrialInput = {
+    tier: pending.tier,
+    company: pending.company,
+    admin_email: pending.admin_email,
+    payment_method: pending.payment_method,
+  };
+  const card = {
+    fingerprint: pending.card_fingerprint,
+    brand: pending.card_brand,
+    last4: pending.card_last4,
+  };
+  const setUp = await subscribeTrial(input, pending.tenant_id, card, pending.customer_ref);
+  let activeAlready = false;
+  return storeOrUndo(
+    setUp,
+    async (client) => {
+      const locked = await findPendingTrial(client, clientSecret, true);
+      if (!locked || locked.activated_at) {
+        // A confirmation racing this one activated it, on the same subscription (one
+        // idempotency key per tenant): nothing is undone.
+        activeAlready = true;
+        throw new ApiError("conflict", TRIAL_ACTIVE_ALREADY);
+      }
+      if (!(await holdsCardClaim(client, locked))) {
+        throw new ApiError("conflict", CARD_USED);
+      }
+      const stored = await storeTrialIn(client, input, setUp, locked.password_hash);
+      await markPendingTrialActivated(client, locked, setUp.activatedAt);
+      return stored;
+    },
+    // The claim is given back only by its lapse: by now it may be another sign-up's.
+    { releasesClaim: false, keepsTrial: () => activeAlready },
+  );
+}
+
+/** Trials: starting one with a confirmed card, and charging the ones that ended (built-in processor). */
+export function createTrials(deps: AccountsDeps) {
+  const { pool, payments, now } = deps;
+  const steps = trialSteps(deps);
+  const { setUpTrial, storeOrUndo, storeTrialIn } = steps;
+
   return {
     /**
      * Starts a 14-day trial (decision 0361). One trial per card: a card whose fingerprint started
@@ -318,65 +393,8 @@ export function createTrials(deps: AccountsDeps) {
       });
     },
 
-    /**
-     * Activates a trial whose card asked for 3-D Secure, once the browser completed it (decision
-     * 0364). The client secret proves the caller started the sign-up; the SetupIntent's state is
-     * read back from the processor, never taken from the caller, so a client that only claims
-     * success changes nothing. The first key is issued here, once: a repeat is 409.
-     */
-    async confirmTrial(clientSecret: string) {
-      const pending = await findPendingTrial(pool, clientSecret);
-      if (!pending || pending.created_at.getTime() < now().getTime() - PENDING_TRIAL_MS) {
-        throw new ApiError("not_found", NO_PENDING_TRIAL);
-      }
-      if (pending.activated_at) {
-        throw new ApiError("conflict", TRIAL_ACTIVE_ALREADY);
-      }
-      const confirmed = await payments.setUpStatus(pending.setup_intent_ref);
-      if (
-        confirmed.status !== "succeeded" ||
-        confirmed.customerRef !== pending.customer_ref ||
-        confirmed.paymentMethod !== pending.payment_method
-      ) {
-        throw new ApiError(
-          "payment_declined",
-          `the card is not confirmed: ${confirmed.reason || "its authentication did not complete"}`,
-        );
-      }
-      const input: TrialInput = {
-        tier: pending.tier,
-        company: pending.company,
-        admin_email: pending.admin_email,
-        payment_method: pending.payment_method,
-      };
-      const card = {
-        fingerprint: pending.card_fingerprint,
-        brand: pending.card_brand,
-        last4: pending.card_last4,
-      };
-      const setUp = await subscribeTrial(input, pending.tenant_id, card, pending.customer_ref);
-      let activeAlready = false;
-      return storeOrUndo(
-        setUp,
-        async (client) => {
-          const locked = await findPendingTrial(client, clientSecret, true);
-          if (!locked || locked.activated_at) {
-            // A confirmation racing this one activated it, on the same subscription (one
-            // idempotency key per tenant): nothing is undone.
-            activeAlready = true;
-            throw new ApiError("conflict", TRIAL_ACTIVE_ALREADY);
-          }
-          if (!(await holdsCardClaim(client, locked))) {
-            throw new ApiError("conflict", CARD_USED);
-          }
-          const stored = await storeTrialIn(client, input, setUp, locked.password_hash);
-          await markPendingTrialActivated(client, locked, setUp.activatedAt);
-          return stored;
-        },
-        // The claim is given back only by its lapse: by now it may be another sign-up's.
-        { releasesClaim: false, keepsTrial: () => activeAlready },
-      );
-    },
+    /** Activates a trial waiting for its card's 3-D Secure (confirmPendingTrial). */
+    confirmTrial: (clientSecret: string) => confirmPendingTrial(deps, steps, clientSecret),
 
     /**
      * Day 14 with the built-in processor: each trial that ended is charged the rest of its first

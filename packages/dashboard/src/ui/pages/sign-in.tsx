@@ -108,6 +108,10 @@ export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
         <p className="muted small">
           New admins set a password with the link from their trial or invitation.
         </p>
+        <p className="muted small">
+          {/* A page load of its own: the sign-up page's content policy admits Stripe.js. */}
+          New here? <a href="/sign-up">Start a 14-day trial</a>
+        </p>
       </form>
     </main>
   );
