@@ -484,6 +484,7 @@ describe("K2 and Authentication 8: no forced expiry, a soft reminder after 90 da
 describe("Versioning: the REST paths carry the major version prefix /v1", () => {
   it("every route of the gateway's router lives under /v1, except /mcp and the dashboard's pages", async () => {
     const { DASHBOARD_ROUTES } = await import("@th/dashboard/routes");
+    const { SIGN_UP_ROUTE } = await import("@th/dashboard/sign-up-policy");
     const { DASHBOARD_DIST } = await import("@th/dashboard/dist");
     // The router's own tree: each line a path segment under its parent, with its methods.
     const routes: string[] = [];
@@ -509,6 +510,7 @@ describe("Versioning: the REST paths carry the major version prefix /v1", () => 
         !path.startsWith("/v1/") &&
         path !== "/mcp" &&
         !(DASHBOARD_ROUTES as readonly string[]).includes(path) &&
+        path !== SIGN_UP_ROUTE &&
         // The dashboard's built files, served as they are.
         !existsSync(join(DASHBOARD_DIST, path)),
     );
