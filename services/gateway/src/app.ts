@@ -126,11 +126,17 @@ function createUpstreams(http: HttpApp, config: Config) {
   };
 }
 
-/** Builds the gateway without listening, so tests can `inject` requests. */
-export async function buildApp(deps: StorelessServiceDeps<Config>, options: GatewayOptions = {}) {
+/**
+ * The authenticated edge and what it stands on: its Redis connection and store, the lead-view
+ * meter and metering, and the dashboard's sessions.
+ */
+async function registerEdgeOf(
+  http: HttpApp,
+  deps: StorelessServiceDeps<Config>,
+  upstreams: ReturnType<typeof createUpstreams>,
+  now: () => number,
+) {
   const { config } = deps;
-  const now = options.now ?? (() => Date.now());
-  const { http, security } = await createGatewayHttp(deps, now);
   // Key requests that arrive together share one script call; on a connection of its own with
   // auto-pipelining, the other edge calls of requests that arrive together leave in one write
   // and return in one read.
@@ -148,20 +154,12 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     tenantTtlSeconds: config.TENANT_CACHE_SECONDS,
     onAuthorizeBatch: () => authorizeCalls?.inc(),
   });
-  const {
-    keys: keysUpstream,
-    ledger: ledgerUpstream,
-    parcels: parcelsUpstream,
-    matcher: matcherUpstream,
-    dispatcher: dispatcherUpstream,
-    pipeline,
-  } = createUpstreams(http, config);
   // On the edge's auto-pipelined connection: the reservations of reads that arrive together leave
   // in one write.
   const meter = createLeadViewMeter(edgeRedis, {
     loadUsage: ledgerUsageLoader({
       get: (path, tenantId, route) =>
-        ledgerUpstream.send("GET", path, { route, requestId: `seed_${tenantId}` }),
+        upstreams.ledger.send("GET", path, { route, requestId: `seed_${tenantId}` }),
       unavailable: (detail) => new ApiError("unavailable", detail),
     }),
   });
@@ -189,14 +187,14 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
     secret: config.SESSION_SECRET,
     accessSeconds: config.SESSION_ACCESS_SECONDS,
     refreshSeconds: config.SESSION_REFRESH_SECONDS,
-    keys: keysUpstream,
+    keys: upstreams.keys,
     hostPrefix: config.SESSION_COOKIE_HOST_PREFIX ?? config.NODE_ENV === "production",
   });
   registerEdge(http, {
     store,
     sessions: sessions.edge,
     onRateLimited: (scope) => rateLimited?.inc({ scope }),
-    keys: createKeysClient(keysUpstream),
+    keys: createKeysClient(upstreams.keys),
     ...keyHashing(keyPeppersOf(config)),
     upgradeUrl: config.UPGRADE_URL,
     publicRatePerMinute: config.PUBLIC_RATE_PER_MINUTE,
@@ -210,6 +208,29 @@ export async function buildApp(deps: StorelessServiceDeps<Config>, options: Gate
         day: new Date(now()).toISOString().slice(0, 10),
       }),
   });
+  return { edgeRedis, store, metering, sessions, voids };
+}
+
+/** Builds the gateway without listening, so tests can `inject` requests. */
+export async function buildApp(deps: StorelessServiceDeps<Config>, options: GatewayOptions = {}) {
+  const { config } = deps;
+  const now = options.now ?? (() => Date.now());
+  const { http, security } = await createGatewayHttp(deps, now);
+  const upstreams = createUpstreams(http, config);
+  const {
+    keys: keysUpstream,
+    ledger: ledgerUpstream,
+    parcels: parcelsUpstream,
+    matcher: matcherUpstream,
+    dispatcher: dispatcherUpstream,
+    pipeline,
+  } = upstreams;
+  const { edgeRedis, store, metering, sessions, voids } = await registerEdgeOf(
+    http,
+    deps,
+    upstreams,
+    now,
+  );
   // After the edge admitted a session: its reads that cost lead-views need the CSRF proof too.
   registerPaidReadCsrf(http, sessions.edge);
   registerHealthRoutes(http, { version: API_VERSION });
