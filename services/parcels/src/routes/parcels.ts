@@ -55,8 +55,8 @@ async function resolveOne(pool: Pool, requested: string): Promise<StoredParcel |
 }
 
 /**
- * The internal read API the gateway calls for lead reads. Every route needs the shared internal
- * token; metering and tenant checks happen at the gateway before the call. The reads behind the
+ * The internal read API the gateway calls for lead reads. Every call is signed by its caller
+ * (decision 0320); metering and tenant checks happen at the gateway before the call. The reads behind the
  * public lead operations sit at those operations' internal paths in the operation table
  * (`@th/api-schemas`); a parcel read takes a folio as given and a search has no polling mode,
  * so only the batch shares the public request schema.
@@ -129,7 +129,11 @@ export function registerParcelRoutes(app: HttpApp, deps: { pool: Pool }) {
       return { leads, missing, ambiguous };
     },
   );
+  registerParcelSearchRoutes(app, pool);
+}
 
+/** The searches behind lead search, export pricing and the dashboard: counts and pages. */
+function registerParcelSearchRoutes(app: HttpApp, pool: Pool) {
   app.get(
     "/internal/v1/parcels/count",
     {
