@@ -165,6 +165,29 @@ describe("trial starts at the edge", () => {
     expect((await startTrial(newCard(), { email: "c@victim.test" })).statusCode).toBe(201);
   });
 
+  it("count a trial waiting for 3-D Secure in its email domain's window, and confirm it through the edge once Stripe says it is authenticated", async () => {
+    const waiting: string[] = [];
+    for (const email of ["a@secure-domain.test", "b@eu.secure-domain.test"]) {
+      const started = await startTrial(newCard("requires_action"), { email });
+      expect(started.statusCode).toBe(202);
+      waiting.push(started.json().client_secret);
+    }
+    // Two trials that may activate used the domain's two: a third start is refused before Stripe.
+    const from = fake.requests.length;
+    const third = await startTrial(newCard(), { email: "c@secure-domain.test" });
+    expect(third.statusCode).toBe(429);
+    expect(fake.since(from)).toEqual([]);
+
+    const secret = waiting[0] ?? "";
+    fake.authenticate(secret.split("_secret_")[0] ?? "", "succeeded");
+    const confirmed = await stack.request("POST", "/v1/public/trials/confirm", {
+      ip: "192.0.2.251",
+      body: { client_secret: secret },
+    });
+    expect(confirmed.statusCode).toBe(201);
+    expect(confirmed.json().api_key.secret).toMatch(/^th_live_/);
+  });
+
   it("give a card one trial: the same card again, tokenised anew, answers 409 with a clear error", async () => {
     const card = newCard();
     expect((await startTrial(card)).statusCode).toBe(201);
