@@ -314,6 +314,38 @@ describe.skipIf(!hasChromium)("the sign-up page in Chromium", () => {
     expect(await tenantOf(email)).toMatchObject({ status: "trialing", keys: 1 });
   });
 
+  it("offers the built-in processor's test cards, and says so, when the gateway serves no publishable key; Stripe.js is never fetched", async () => {
+    // The page as a gateway without STRIPE_PUBLISHABLE_KEY serves it: the same bytes and headers
+    // without the key. The keys service here is on Stripe, so the fake learns the test token.
+    fake.addCard("pm_card_visa", { fingerprint: "fp_local_visa", brand: "visa", last4: "4242" });
+    await page.route(`${origin}/sign-up`, async (route) => {
+      const served = await route.fetch();
+      const body = (await served.text())
+        .replace(/<meta name="stripe-publishable-key"[^>]*>/, "")
+        .replace('content="stripe"', 'content="test-cards"');
+      await route.fulfill({ response: served, body });
+    });
+    const hitsBefore = stripeHits.length;
+    try {
+      await page.goto(`${origin}/sign-up`);
+      await page.getByRole("heading", { name: "Start a 14-day trial" }).waitFor();
+      await page
+        .getByText("Test mode: this server uses the built-in test card processor")
+        .waitFor();
+      await page.getByLabel("Company").fill("Test Card Realty");
+      await page.getByLabel("Email").fill("owner@test-card.test");
+      await page.getByLabel("Password", { exact: true }).fill("a long sign-up passphrase");
+      await page.getByLabel("Test card").selectOption("pm_card_visa");
+      await shot("43-sign-up-test-cards");
+      await page.getByRole("button", { name: "Start trial" }).click();
+      await page.getByRole("heading", { name: "Your trial is active" }).waitFor();
+    } finally {
+      await page.unroute(`${origin}/sign-up`);
+    }
+    expect(stripeHits.slice(hitsBefore)).toEqual([]);
+    expect(await tenantOf("owner@test-card.test")).toMatchObject({ status: "trialing", keys: 1 });
+  });
+
   it("lets the sign-up page load no script, frame or connection outside Stripe's", async () => {
     await page.goto(`${origin}/sign-up`);
     await page.getByRole("heading", { name: "Start a 14-day trial" }).waitFor();

@@ -3,10 +3,10 @@ import type { Tier } from "./session.ts";
 
 /** The built-in processor's test cards (services/keys, `LocalPaymentProvider`), as the page offers them. */
 export const TEST_CARDS: readonly { token: string; label: string }[] = [
-  { token: "pm_card_visa", label: "Visa ending 4242: confirms, and is charged at day 14" },
-  { token: "pm_card_mastercard", label: "Mastercard ending 4444: confirms, and is charged" },
-  { token: "pm_card_charge_fails", label: "Visa ending 0341: confirms, the day-14 charge fails" },
-  { token: "pm_card_declined", label: "Visa ending 0002: declined at sign-up" },
+  { token: "pm_card_visa", label: "Visa 4242: charged at day 14" },
+  { token: "pm_card_mastercard", label: "Mastercard 4444: charged at day 14" },
+  { token: "pm_card_charge_fails", label: "Visa 0341: the day-14 charge fails" },
+  { token: "pm_card_declined", label: "Visa 0002: declined at sign-up" },
 ];
 
 export const SIGN_UP_TIERS: readonly Tier[] = ["starter", "operator", "team", "custom"];
