@@ -30,6 +30,8 @@ function enumIndex(path: readonly string[]): ReadonlyMap<string, number> {
   return new Map((type?.symbols ?? []).map((symbol, index) => [symbol, index]));
 }
 
+const EMPTY = Buffer.alloc(0);
+
 const ROLL_STAGES = enumIndex(["roll_stage"]);
 const USE_CLASSES = enumIndex(["land_use", "use_class"]);
 
@@ -51,8 +53,12 @@ export class ParcelRecords {
   readonly #ends: number[] = [];
   readonly #fallback: ValueEncoder<ParcelIngested> | null;
 
+  readonly #expected: number;
+
+  /** `expectedRecords`: about how many records will be added; room for them is taken at the first. */
   constructor(expectedRecords = 64) {
-    this.#buffer = Buffer.allocUnsafe(Math.max(4096, expectedRecords * 768));
+    this.#buffer = EMPTY;
+    this.#expected = expectedRecords;
     this.#fallback = writesByHand() ? null : new ValueEncoder(contracts.parcelIngested);
   }
 
@@ -60,6 +66,10 @@ export class ParcelRecords {
   add(event: ParcelIngested): Buffer {
     if (this.#fallback !== null) {
       return this.#fallback.add(event);
+    }
+    if (this.#buffer === EMPTY) {
+      // A batch of unchanged parcels adds none: no room is taken for it.
+      this.#buffer = Buffer.allocUnsafe(Math.max(4096, this.#expected * 768));
     }
     const start = this.#pos;
     for (;;) {

@@ -57,15 +57,19 @@ export function storedEvent(row: StoredEventColumns): ParcelIngested {
 export class ParcelBatch {
   /** Each parcel's folio, the key it is published under, in the order added. */
   readonly folios: string[] = [];
-  readonly #records = new ParcelRecords();
+  readonly #records: ParcelRecords;
   /** Rows of parcels not stored yet, and of parcels stored already. */
   readonly #fresh = new CopyBinary();
   readonly #known = new CopyBinary();
   readonly #schemaId: number;
 
-  /** `schemaId`: the id of this version's record schema (`registerRecordSchema`). */
-  constructor(schemaId: number) {
+  /**
+   * `schemaId`: the id of this version's record schema (`registerRecordSchema`); `expected`: about
+   * how many parcels the batch will hold, so their records' buffer is allocated once.
+   */
+  constructor(schemaId: number, expected?: number) {
     this.#schemaId = schemaId;
+    this.#records = new ParcelRecords(expected);
   }
 
   /** Adds a parcel; `stored` when the store holds it already (it then takes the upsert). */

@@ -92,7 +92,12 @@ export async function diffBatch(
   sales: ReadonlyMap<string, RollSale[]>,
 ): Promise<DiffOutcome> {
   const observedAt = file.now().toISOString();
-  const outcome = { batch: new ParcelBatch(file.schemaId), new: 0, updated: 0, unchanged: 0 };
+  const outcome = {
+    batch: new ParcelBatch(file.schemaId, byFolio.size),
+    new: 0,
+    updated: 0,
+    unchanged: 0,
+  };
   const turns = new LoopTurns();
   for (const [folio, row] of byFolio) {
     if (turns.due()) {
