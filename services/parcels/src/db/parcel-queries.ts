@@ -25,10 +25,12 @@ export async function findByFolios(
   pool: Pool,
   folios: readonly string[],
 ): Promise<Map<string, StoredParcel>> {
-  const result = await pool.query<Row>(
-    `SELECT ${COLUMNS} FROM parcels WHERE folio = ANY($1::text[])`,
-    [folios],
-  );
+  // Named, so each connection plans it once: planning cost more than running it.
+  const result = await pool.query<Row>({
+    name: "parcels.by-folios",
+    text: `SELECT ${COLUMNS} FROM parcels WHERE folio = ANY($1::text[])`,
+    values: [folios],
+  });
   return new Map(result.rows.map((row) => [row.folio, storedParcel(row)]));
 }
 
@@ -38,10 +40,11 @@ export async function findByParcelId(
   parcelId: string,
   limit = 5,
 ): Promise<StoredParcel[]> {
-  const result = await pool.query<Row>(
-    `SELECT ${COLUMNS} FROM parcels WHERE parcel_id = $1 ORDER BY folio LIMIT $2`,
-    [parcelId, limit],
-  );
+  const result = await pool.query<Row>({
+    name: "parcels.by-parcel-id",
+    text: `SELECT ${COLUMNS} FROM parcels WHERE parcel_id = $1 ORDER BY folio LIMIT $2`,
+    values: [parcelId, limit],
+  });
   return result.rows.map(storedParcel);
 }
 
