@@ -106,25 +106,38 @@ const missing = (kind: string, id: string) =>
     param: "id",
   });
 
-export async function startStripeFake(options: {
+interface FakeOptions {
   webhookSecret: string;
   /** The Stripe Price ids the fake knows, with their monthly amounts in cents. */
   prices: Readonly<Record<string, number>>;
   now: () => Date;
-}) {
-  const requests: RecordedRequest[] = [];
-  const cards = new Map<string, FakeCard>();
-  const customers = new Map<string, Json>();
-  const setupIntents = new Map<string, Json>();
-  const subscriptions = new Map<string, FakeSubscription>();
-  const invoices = new Map<string, Json>();
+}
+
+/** What the fake holds: every request it received, and the objects its calls created. */
+function fakeState(options: FakeOptions) {
   const counters = new Map<string, number>();
-  const newId = (prefix: string) => {
-    const next = (counters.get(prefix) ?? 0) + 1;
-    counters.set(prefix, next);
-    return `${prefix}_fake${String(next).padStart(6, "0")}`;
+  return {
+    options,
+    requests: [] as RecordedRequest[],
+    cards: new Map<string, FakeCard>(),
+    customers: new Map<string, Json>(),
+    setupIntents: new Map<string, Json>(),
+    subscriptions: new Map<string, FakeSubscription>(),
+    invoices: new Map<string, Json>(),
+    newId: (prefix: string) => {
+      const next = (counters.get(prefix) ?? 0) + 1;
+      counters.set(prefix, next);
+      return `${prefix}_fake${String(next).padStart(6, "0")}`;
+    },
+    now: () => seconds(options.now()),
   };
-  const now = () => seconds(options.now());
+}
+
+type FakeState = ReturnType<typeof fakeState>;
+
+/** Cards, customers and the SetupIntents that confirm a card for a customer. */
+function cardCalls(state: FakeState) {
+  const { cards, customers, setupIntents, newId, now } = state;
 
   function paymentMethod(id: string): Json {
     const card = cards.get(id);
@@ -221,6 +234,14 @@ export async function startStripeFake(options: {
     }
     return found;
   }
+
+  return { paymentMethod, createCustomer, createSetupIntent, setupIntentOf };
+}
+
+/** Prices, subscriptions and invoices, and the documented routes of every call. */
+function subscriptionCalls(state: FakeState, cardApi: ReturnType<typeof cardCalls>) {
+  const { options, customers, subscriptions, invoices, newId, now } = state;
+  const { paymentMethod, createCustomer, createSetupIntent, setupIntentOf } = cardApi;
 
   function priceOf(id: string): Json {
     if (options.prices[id] === undefined) {
@@ -350,52 +371,12 @@ export async function startStripeFake(options: {
     });
   }
 
-  /** What the next request answers with instead of its usual answer (an outage). */
-  let outage: number | null = null;
+  return { answer, subscriptionOf };
+}
 
-  function handle(request: IncomingMessage, response: ServerResponse, body: string): void {
-    const url = new URL(request.url ?? "/", "http://stripe.fake");
-    // GET and DELETE carry their parameters in the query, the others in the body.
-    const params = { ...decodeForm(url.search.slice(1)), ...decodeForm(body) };
-    const header = (name: string) => {
-      const value = request.headers[name];
-      return Array.isArray(value) ? value[0] : value;
-    };
-    requests.push({
-      method: request.method ?? "GET",
-      path: url.pathname,
-      idempotencyKey: header("idempotency-key"),
-      stripeVersion: header("stripe-version"),
-      authorization: header("authorization"),
-      params,
-    });
-    response.setHeader("content-type", "application/json");
-    response.setHeader("request-id", newId("req"));
-    // An outage answers with Stripe's 5xx and is not retried by the fake: the SDK retries it.
-    if (outage !== null) {
-      response.statusCode = outage;
-      response.end(JSON.stringify({ error: { type: "api_error", message: "An error occurred." } }));
-      return;
-    }
-    try {
-      const result = answer(request.method ?? "GET", url.pathname, params);
-      response.end(JSON.stringify(result));
-    } catch (error) {
-      if (!(error instanceof StripeRefusal)) {
-        throw error;
-      }
-      response.statusCode = error.status;
-      response.end(JSON.stringify(error.body));
-    }
-  }
-
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => handle(request, response, Buffer.concat(chunks).toString("utf8")));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
+/** Stripe's billing: invoices opened as periods fall due, payments, and the events it signs. */
+function billingRuns(state: FakeState, subscriptionOf: (id: string) => FakeSubscription) {
+  const { options, cards, subscriptions, invoices, newId, now } = state;
 
   let eventCount = 0;
   /** An event as Stripe's webhook would deliver it, signed with the endpoint's secret. */
@@ -466,38 +447,6 @@ export async function startStripeFake(options: {
   }
 
   return {
-    api: { host: "127.0.0.1", port, protocol: "http" as const },
-    requests,
-    customers,
-    subscriptions,
-    invoices,
-    /** A PaymentMethod the client would have made with Stripe's card element. */
-    addCard(paymentMethodId: string, card: FakeCard) {
-      cards.set(paymentMethodId, card);
-    },
-    setupIntents,
-    /**
-     * The customer completes (or fails) 3-D Secure in the browser, as Stripe.js's
-     * confirmCardSetup does against Stripe: the SetupIntent succeeds, or goes back to
-     * needing a payment method with the authentication's error.
-     */
-    authenticate(setupIntentId: string, outcome: "succeeded" | "failed") {
-      const intent = setupIntentOf(setupIntentId);
-      intent.next_action = null;
-      if (outcome === "succeeded") {
-        intent.status = "succeeded";
-        return;
-      }
-      intent.status = "requires_payment_method";
-      intent.last_setup_error = {
-        code: "setup_intent_authentication_failure",
-        message: "The card's authentication failed.",
-      };
-    },
-    /** Every later request answers with this 5xx until it is cleared (null). */
-    setOutage(status: number | null) {
-      outage = status;
-    },
     signedEvent,
     /**
      * Bills what falls due by the fake's clock (of one subscription, or of all): a trial that
@@ -561,6 +510,97 @@ export async function startStripeFake(options: {
       subscription.canceled_at = now();
       return signedEvent("customer.subscription.deleted", subscription);
     },
+  };
+}
+
+export async function startStripeFake(options: FakeOptions) {
+  const state = fakeState(options);
+  const { requests, cards, customers, setupIntents, subscriptions, invoices, newId } = state;
+  const cardApi = cardCalls(state);
+  const { answer, subscriptionOf } = subscriptionCalls(state, cardApi);
+  const billing = billingRuns(state, subscriptionOf);
+
+  /** What the next request answers with instead of its usual answer (an outage). */
+  let outage: number | null = null;
+
+  function handle(request: IncomingMessage, response: ServerResponse, body: string): void {
+    const url = new URL(request.url ?? "/", "http://stripe.fake");
+    // GET and DELETE carry their parameters in the query, the others in the body.
+    const params = { ...decodeForm(url.search.slice(1)), ...decodeForm(body) };
+    const header = (name: string) => {
+      const value = request.headers[name];
+      return Array.isArray(value) ? value[0] : value;
+    };
+    requests.push({
+      method: request.method ?? "GET",
+      path: url.pathname,
+      idempotencyKey: header("idempotency-key"),
+      stripeVersion: header("stripe-version"),
+      authorization: header("authorization"),
+      params,
+    });
+    response.setHeader("content-type", "application/json");
+    response.setHeader("request-id", newId("req"));
+    // An outage answers with Stripe's 5xx and is not retried by the fake: the SDK retries it.
+    if (outage !== null) {
+      response.statusCode = outage;
+      response.end(JSON.stringify({ error: { type: "api_error", message: "An error occurred." } }));
+      return;
+    }
+    try {
+      const result = answer(request.method ?? "GET", url.pathname, params);
+      response.end(JSON.stringify(result));
+    } catch (error) {
+      if (!(error instanceof StripeRefusal)) {
+        throw error;
+      }
+      response.statusCode = error.status;
+      response.end(JSON.stringify(error.body));
+    }
+  }
+
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => handle(request, response, Buffer.concat(chunks).toString("utf8")));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    api: { host: "127.0.0.1", port, protocol: "http" as const },
+    requests,
+    customers,
+    subscriptions,
+    invoices,
+    setupIntents,
+    /** A PaymentMethod the client would have made with Stripe's card element. */
+    addCard(paymentMethodId: string, card: FakeCard) {
+      cards.set(paymentMethodId, card);
+    },
+    /**
+     * The customer completes (or fails) 3-D Secure in the browser, as Stripe.js's
+     * confirmCardSetup does against Stripe: the SetupIntent succeeds, or goes back to
+     * needing a payment method with the authentication's error.
+     */
+    authenticate(setupIntentId: string, outcome: "succeeded" | "failed") {
+      const intent = cardApi.setupIntentOf(setupIntentId);
+      intent.next_action = null;
+      if (outcome === "succeeded") {
+        intent.status = "succeeded";
+        return;
+      }
+      intent.status = "requires_payment_method";
+      intent.last_setup_error = {
+        code: "setup_intent_authentication_failure",
+        message: "The card's authentication failed.",
+      };
+    },
+    /** Every later request answers with this 5xx until it is cleared (null). */
+    setOutage(status: number | null) {
+      outage = status;
+    },
+    ...billing,
     /** The requests after the first `from`, for asserting one step's calls. */
     since(from: number): RecordedRequest[] {
       return requests.slice(from);
