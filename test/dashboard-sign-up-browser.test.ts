@@ -314,6 +314,22 @@ describe.skipIf(!hasChromium)("the sign-up page in Chromium", () => {
     expect(await tenantOf(email)).toMatchObject({ status: "trialing", keys: 1 });
   });
 
+  it("retries only the confirmation when it fails after Stripe authenticated the card, instead of starting over with a claimed card", async () => {
+    const email = "owner@retry-card.test";
+    await fillForm("Retry Card Realty", email, CARD_3DS);
+    const confirmUrl = `${origin}/v1/public/trials/confirm`;
+    await page.route(confirmUrl, (route) => route.abort("connectionreset"), { times: 1 });
+    const before = sent.length;
+    await page.getByRole("button", { name: "Start trial" }).click();
+    await page.getByRole("alert").waitFor();
+    await page.getByRole("button", { name: "Start trial" }).click();
+    await page.getByRole("heading", { name: "Your trial is active" }).waitFor();
+    const calls = sent.slice(before).map((each) => each.url);
+    expect(calls.filter((url) => url === `${origin}/v1/public/trials`)).toHaveLength(1);
+    expect(calls.filter((url) => url === confirmUrl)).toHaveLength(2);
+    expect(await tenantOf(email)).toMatchObject({ status: "trialing", keys: 1 });
+  });
+
   it("offers the built-in processor's test cards, and says so, when the gateway serves no publishable key; Stripe.js is never fetched", async () => {
     // The page as a gateway without STRIPE_PUBLISHABLE_KEY serves it: the same bytes and headers
     // without the key. The keys service here is on Stripe, so the fake learns the test token.

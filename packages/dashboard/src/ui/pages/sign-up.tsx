@@ -67,11 +67,20 @@ async function paymentMethodOf(
   return made.paymentMethod.id;
 }
 
-/** The trial started, through its card's 3-D Secure when the card asks for it. */
+/** Confirms a trial whose card's 3-D Secure succeeded: the server checks that with Stripe. */
+function confirmTrial(clientSecret: string): Promise<Trial> {
+  return call(th.POST("/v1/public/trials/confirm", { body: { client_secret: clientSecret } }));
+}
+
+/**
+ * The trial started, through its card's 3-D Secure when the card asks for it. Once Stripe has
+ * authenticated the card, `onAuthenticated` keeps the secret: should the confirmation fail, a
+ * retry confirms again instead of starting over with a card that is already claimed.
+ */
 async function startTrial(
   stripe: Stripe | null,
   body: Schemas["StartTrialRequest"],
-  onAuthenticating: () => void,
+  on: { authenticating: () => void; authenticated: (clientSecret: string) => void },
 ): Promise<Trial> {
   const started: object = await call(th.POST("/v1/public/trials", { body }));
   if (!needsAuthentication(started)) {
@@ -80,14 +89,13 @@ async function startTrial(
   if (!stripe) {
     throw new Error("This card asks for authentication, which needs Stripe's card form.");
   }
-  onAuthenticating();
+  on.authenticating();
   const authenticated = await stripe.confirmCardSetup(started.client_secret);
   if (authenticated.error) {
     throw new Error(authenticated.error.message ?? "The card's authentication did not succeed.");
   }
-  return call(
-    th.POST("/v1/public/trials/confirm", { body: { client_secret: started.client_secret } }),
-  );
+  on.authenticated(started.client_secret);
+  return confirmTrial(started.client_secret);
 }
 
 function CardInput(props: {
@@ -143,6 +151,7 @@ export function SignUpPage() {
   const [error, setError] = useState<unknown>(null);
   const [trial, setTrial] = useState<Trial | null>(null);
   const [stored, setStored] = useState(false);
+  const [authenticatedSecret, setAuthenticatedSecret] = useState<string | null>(null);
 
   if (trial) {
     return (
@@ -181,6 +190,10 @@ export function SignUpPage() {
           setStage("working");
           setError(null);
           try {
+            if (authenticatedSecret) {
+              setTrial(await confirmTrial(authenticatedSecret));
+              return;
+            }
             const paymentMethod = await paymentMethodOf(stripe, testCard, email);
             const body = {
               tier,
@@ -190,7 +203,10 @@ export function SignUpPage() {
               payment_method: paymentMethod,
             };
             setTrial(
-              await startTrial(stripe?.stripe ?? null, body, () => setStage("authenticating")),
+              await startTrial(stripe?.stripe ?? null, body, {
+                authenticating: () => setStage("authenticating"),
+                authenticated: setAuthenticatedSecret,
+              }),
             );
           } catch (failure) {
             setError(failure);
