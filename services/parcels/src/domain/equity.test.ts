@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { estimateEquity, monthsSince, purchaseBasis, remainingBalance } from "./equity.ts";
+import {
+  byNewestFirst,
+  estimateEquity,
+  monthsSince,
+  purchaseBasis,
+  remainingBalance,
+} from "./equity.ts";
 import type { RollSale } from "./nal-row.ts";
 
 const sale = (
@@ -77,5 +83,31 @@ describe("estimated equity", () => {
     expect(purchaseBasis([sale(10, 2020, 1, "11"), sale(50, 2010, 1, "30")])).toBeNull();
     expect(purchaseBasis([sale(180_000, 2019, 1, "37")])?.price).toBe(180_000);
     expect(estimateEquity(100_000, [], new Date())).toBeNull();
+  });
+});
+
+describe("sales newest first", () => {
+  it("orders as a stable sort by year and month does, and hands an ordered list back as it is", () => {
+    const stableSort = (sales: readonly RollSale[]) =>
+      [...sales].sort((a, b) => b.year - a.year || b.month - a.month);
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 48271) % 2147483647;
+      return seed;
+    };
+    for (let round = 0; round < 500; round++) {
+      // Few distinct years and months, so ties are common.
+      const sales = Array.from({ length: next() % 5 }, (_, index) =>
+        sale(1000 + index, 2000 + (next() % 3), 1 + (next() % 2), null),
+      );
+      const ordered = byNewestFirst(sales);
+      expect(ordered).toEqual(stableSort(sales));
+      ordered.forEach((item, index) => {
+        expect(item).toBe(stableSort(sales)[index]);
+      });
+      if (stableSort(sales).every((item, index) => item === sales[index])) {
+        expect(ordered).toBe(sales);
+      }
+    }
   });
 });

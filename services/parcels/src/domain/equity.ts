@@ -88,6 +88,24 @@ export function isQualifiedSale(sale: RollSale): boolean {
   return (sale.qualificationCode === "01" || sale.qualificationCode === "02") && !sale.multiParcel;
 }
 
+/**
+ * Sales newest first, of two in the same month the one listed first first (a stable sort). A roll's
+ * history comes ordered already and is returned as it is: sorting it copied it for every row.
+ */
+export function byNewestFirst<T extends readonly RollSale[]>(sales: T): T {
+  for (let index = 1; index < sales.length; index++) {
+    const before = sales[index - 1] as RollSale;
+    const after = sales[index] as RollSale;
+    if (
+      after.year - before.year > 0 ||
+      (after.year === before.year && after.month > before.month)
+    ) {
+      return [...sales].sort((a, b) => b.year - a.year || b.month - a.month) as unknown as T;
+    }
+  }
+  return sales;
+}
+
 /** Codes whose price says nothing about a purchase loan: corrective/quit-claim, affiliated parties. */
 const NON_PURCHASE_CODES = new Set(["11", "30"]);
 
@@ -96,7 +114,7 @@ const NON_PURCHASE_CODES = new Set(["11", "30"]);
  * sale above the nominal floor that is not a corrective deed or a transfer between related parties.
  */
 export function purchaseBasis(sales: readonly RollSale[]): RollSale | null {
-  const newestFirst = [...sales].sort((a, b) => b.year - a.year || b.month - a.month);
+  const newestFirst = byNewestFirst(sales);
   return (
     newestFirst.find(isQualifiedSale) ??
     newestFirst.find(

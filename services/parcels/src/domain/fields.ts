@@ -76,8 +76,11 @@ export class FieldReader<Column extends string> {
     return value;
   }
 
-  /** A whole number (money, areas, years); decimals are rounded, anything else rejects the row. */
-  integer(at: ColumnAt<Column>, limits: { min?: number; max?: number } = {}): number | null {
+  /**
+   * A whole number (money, areas, years) within `min` and `max` when given; decimals are rounded,
+   * anything else rejects the row. Bounds are numbers, not an object: a row reads twenty of these.
+   */
+  integer(at: ColumnAt<Column>, min?: number, max?: number): number | null {
     const column = at.column;
     const raw = this.text(at);
     if (raw === null) {
@@ -97,17 +100,17 @@ export class FieldReader<Column extends string> {
     if (Math.abs(value) > MAX_MAGNITUDE) {
       throw new FieldError(column, `"${truncate(raw)}" is out of range`);
     }
-    if (limits.min !== undefined && value < limits.min) {
-      throw new FieldError(column, `${value} is below ${limits.min}`);
+    if (min !== undefined && value < min) {
+      throw new FieldError(column, `${value} is below ${min}`);
     }
-    if (limits.max !== undefined && value > limits.max) {
-      throw new FieldError(column, `${value} is above ${limits.max}`);
+    if (max !== undefined && value > max) {
+      throw new FieldError(column, `${value} is above ${max}`);
     }
     return value;
   }
 
-  requiredInteger(at: ColumnAt<Column>, limits: { min?: number; max?: number } = {}): number {
-    const value = this.integer(at, limits);
+  requiredInteger(at: ColumnAt<Column>, min?: number, max?: number): number {
+    const value = this.integer(at, min, max);
     if (value === null) {
       throw new FieldError(at.column, "is empty but required");
     }

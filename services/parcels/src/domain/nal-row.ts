@@ -111,14 +111,14 @@ const SDF_READ = [
   "MULTI_PAR_SAL",
 ] as const satisfies readonly SdfColumn[];
 
-type SaleSlot = readonly [
-  price: ColumnAt<NalColumn>,
-  year: ColumnAt<NalColumn>,
-  month: ColumnAt<NalColumn>,
-  qual: ColumnAt<NalColumn>,
-  vi: ColumnAt<NalColumn>,
-  multi: ColumnAt<NalColumn>,
-];
+interface SaleSlot {
+  price: ColumnAt<NalColumn>;
+  year: ColumnAt<NalColumn>;
+  month: ColumnAt<NalColumn>;
+  qual: ColumnAt<NalColumn>;
+  vi: ColumnAt<NalColumn>;
+  multi: ColumnAt<NalColumn>;
+}
 
 /** Multi-parcel flags are written several ways; any of these means "one price, many parcels". */
 export function isMultiParcelFlag(raw: string | null): boolean {
@@ -180,8 +180,22 @@ export class NalRowReader {
     const at = columnsAt(header.index, NAL_READ);
     this.#at = at;
     this.#saleSlots = [
-      [at.SALE_PRC1, at.SALE_YR1, at.SALE_MO1, at.QUAL_CD1, at.VI_CD1, at.MULTI_PAR_SAL1],
-      [at.SALE_PRC2, at.SALE_YR2, at.SALE_MO2, at.QUAL_CD2, at.VI_CD2, at.MULTI_PAR_SAL2],
+      {
+        price: at.SALE_PRC1,
+        year: at.SALE_YR1,
+        month: at.SALE_MO1,
+        qual: at.QUAL_CD1,
+        vi: at.VI_CD1,
+        multi: at.MULTI_PAR_SAL1,
+      },
+      {
+        price: at.SALE_PRC2,
+        year: at.SALE_YR2,
+        month: at.SALE_MO2,
+        qual: at.QUAL_CD2,
+        vi: at.VI_CD2,
+        multi: at.MULTI_PAR_SAL2,
+      },
     ];
     this.#width = header.width;
   }
@@ -191,12 +205,14 @@ export class NalRowReader {
     const at = this.#at;
     return readWhole(f, at.PARCEL_ID, this.#width, fields, line, () => {
       // A roll year ahead of next year is a typo that would make every real roll look stale.
-      const rollYear = f.requiredInteger(at.ASMNT_YR, { min: 1900, max: LATEST_ROLL_YEAR });
+      const rollYear = f.requiredInteger(at.ASMNT_YR, 1900, LATEST_ROLL_YEAR);
       const sales: RollSale[] = [];
-      for (const [price, year, month, qual, vi, multi] of this.#saleSlots) {
-        const salePrice = f.integer(price, { min: 0 });
-        const saleYear = f.integer(year, { min: 1800, max: rollYear + 1 });
-        const saleMonth = f.integer(month, { min: 1, max: 12 });
+      // Indexed, not destructured: no iterator and no array per slot of every row.
+      for (let index = 0; index < this.#saleSlots.length; index++) {
+        const { price, year, month, qual, vi, multi } = this.#saleSlots[index] as SaleSlot;
+        const salePrice = f.integer(price, 0);
+        const saleYear = f.integer(year, 1800, rollYear + 1);
+        const saleMonth = f.integer(month, 1, 12);
         if (salePrice !== null && saleYear !== null) {
           sales.push({
             price: salePrice,
@@ -211,21 +227,21 @@ export class NalRowReader {
       }
       return {
         line,
-        countyNo: f.requiredInteger(at.CO_NO, { min: 11, max: 77 }),
+        countyNo: f.requiredInteger(at.CO_NO, 11, 77),
         parcelId: f.requiredText(at.PARCEL_ID),
         rollYear,
         dorUc: f.code(at.DOR_UC, 3),
         appraiserUc: f.text(at.PA_UC),
-        justValue: f.requiredInteger(at.JV, { min: 0 }),
-        assessedValue: f.integer(at.AV_NSD, { min: 0 }),
-        taxableValue: f.integer(at.TV_NSD, { min: 0 }),
-        landValue: f.integer(at.LND_VAL, { min: 0 }),
-        homesteadJustValue: f.integer(at.JV_HMSTD, { min: 0 }),
-        homesteadExemption: f.integer(at.EXMPT_01, { min: 0 }),
-        landSqft: f.integer(at.LND_SQFOOT, { min: 0 }),
-        yearBuilt: f.integer(at.ACT_YR_BLT, { min: 0, max: rollYear + 5 }) || null,
-        livingAreaSqft: f.integer(at.TOT_LVG_AREA, { min: 0, max: 2_000_000_000 }),
-        residentialUnits: f.integer(at.NO_RES_UNTS, { min: 0 }),
+        justValue: f.requiredInteger(at.JV, 0),
+        assessedValue: f.integer(at.AV_NSD, 0),
+        taxableValue: f.integer(at.TV_NSD, 0),
+        landValue: f.integer(at.LND_VAL, 0),
+        homesteadJustValue: f.integer(at.JV_HMSTD, 0),
+        homesteadExemption: f.integer(at.EXMPT_01, 0),
+        landSqft: f.integer(at.LND_SQFOOT, 0),
+        yearBuilt: f.integer(at.ACT_YR_BLT, 0, rollYear + 5) || null,
+        livingAreaSqft: f.integer(at.TOT_LVG_AREA, 0, 2_000_000_000),
+        residentialUnits: f.integer(at.NO_RES_UNTS, 0),
         sales,
         ownerName: f.text(at.OWN_NAME),
         ownerAddress1: f.text(at.OWN_ADDR1),
@@ -270,11 +286,11 @@ export class SdfRowReader {
     const f = this.#reader;
     const at = this.#at;
     return readWhole(f, at.PARCEL_ID, this.#width, fields, line, () => {
-      const countyNo = f.requiredInteger(at.CO_NO, { min: 11, max: 77 });
+      const countyNo = f.requiredInteger(at.CO_NO, 11, 77);
       const parcelId = f.requiredText(at.PARCEL_ID);
-      const year = f.requiredInteger(at.SALE_YR, { min: 1800, max: 2200 });
-      const month = f.requiredInteger(at.SALE_MO, { min: 1, max: 12 });
-      const price = f.requiredInteger(at.SALE_PRC, { min: 0 });
+      const year = f.requiredInteger(at.SALE_YR, 1800, 2200);
+      const month = f.requiredInteger(at.SALE_MO, 1, 12);
+      const price = f.requiredInteger(at.SALE_PRC, 0);
       const orBook = f.text(at.OR_BOOK);
       const orPage = f.text(at.OR_PAGE);
       const clerkNo = f.text(at.CLERK_NO);

@@ -1,6 +1,6 @@
 import { hash } from "node:crypto";
 import type { ParcelIngested, RollStage, Sale } from "@th/contracts";
-import { type EquityEstimate, estimateEquity, isQualifiedSale } from "./equity.ts";
+import { byNewestFirst, type EquityEstimate, estimateEquity, isQualifiedSale } from "./equity.ts";
 import type { NalRow, RollSale } from "./nal-row.ts";
 import {
   cleanText,
@@ -138,12 +138,14 @@ function sameSale(a: RollSale, b: RollSale): boolean {
 /** The roll's two sale slots plus recorded SDF sales, newest first, each sale once. */
 export function saleHistory(row: NalRow, recorded: readonly RollSale[]): RollSale[] {
   const all: RollSale[] = [];
-  for (const sale of [...row.sales, ...recorded]) {
-    if (!all.some((known) => sameSale(known, sale))) {
-      all.push(sale);
+  for (const sales of [row.sales, recorded]) {
+    for (const sale of sales) {
+      if (!all.some((known) => sameSale(known, sale))) {
+        all.push(sale);
+      }
     }
   }
-  return all.sort((a, b) => b.year - a.year || b.month - a.month);
+  return byNewestFirst(all);
 }
 
 /** Homestead: a homestead just value or the base homestead exemption (EXMPT_01). */

@@ -99,7 +99,9 @@ export async function diffBatch(
     unchanged: 0,
   };
   const turns = new LoopTurns();
-  for (const [folio, row] of byFolio) {
+  // Keys, then a get: iterating entries made a [folio, row] array for every row.
+  for (const folio of byFolio.keys()) {
+    const row = byFolio.get(folio) as NalRow;
     if (turns.due()) {
       await yieldToLoop();
     }
