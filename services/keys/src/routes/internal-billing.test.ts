@@ -479,7 +479,8 @@ describe("the payment settings", () => {
       execFile(
         process.execPath,
         [main],
-        { env: { PATH: process.env.PATH, NODE_ENV: "production", ...productionSecrets() } },
+        // Only what the process is given: node runs by its full path, so it needs no PATH.
+        { env: { NODE_ENV: "production", ...productionSecrets() } },
         (error, _stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stderr }),
       );
     });
