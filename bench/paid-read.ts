@@ -55,8 +55,15 @@ interface Server {
   url: string;
 }
 
+/** The last "loop <p99> <max>" line each server printed (the gateway prints one on SIGUSR2). */
+const loopLines = new Map<string, string>();
+
 async function serve(name: string, args: string[], env: Record<string, string>): Promise<Server> {
-  const started = await spawnUntilReady(args, env, /^ready \d+$/);
+  const started = await spawnUntilReady(args, env, /^ready \d+$/, (line) => {
+    if (line.startsWith("loop ")) {
+      loopLines.set(name, line);
+    }
+  });
   process.once("exit", () => started.child.kill());
   return { name, child: started.child, url: `http://127.0.0.1:${started.line.split(" ")[1]}` };
 }
@@ -200,10 +207,15 @@ async function saturate(
 async function paced(
   server: Server,
   rate: number,
-): Promise<{ p99: number; non2xx: number; stackLoopP99: number }> {
+): Promise<{ p99: number; non2xx: number; stackLoopP99: number; serverLoop: string }> {
   // The ledger consumes leadview.recorded on this process's event loop.
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
+  // Only the gateway answers SIGUSR2 (with its event-loop delay); it would end the bare server.
+  const ownLoop = server.name === "gateway";
+  if (ownLoop) {
+    server.child.kill("SIGUSR2");
+  }
   const variants = join(dir, "variants.json");
   await writeFile(
     variants,
@@ -227,11 +239,17 @@ async function paced(
     { maxBuffer: 1024 * 1024 },
   );
   loop.disable();
+  loopLines.delete(server.name);
+  if (ownLoop) {
+    server.child.kill("SIGUSR2");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   const result = JSON.parse(stdout) as { p99: number; non2xx: number; errors: number };
   return {
     p99: result.p99,
     non2xx: result.non2xx + result.errors,
     stackLoopP99: loop.percentile(99) / 1e6,
+    serverLoop: loopLines.get(server.name)?.split(" ").slice(1).join(" ms, max ") ?? "n/a",
   };
 }
 
@@ -298,6 +316,7 @@ async function measureLatency(edge: number): Promise<void> {
     "  event-loop delay p99 of the stack (keys, ledger)",
     `${edgeLatency.stackLoopP99.toFixed(1)} ms while the gateway was paced`,
   );
+  report("  event-loop delay p99 of the gateway", `${edgeLatency.serverLoop} ms`);
   // At a tenth of saturation the cores are mostly idle: what remains is the path's own latency
   // (its hops, timers and batch windows), apart from waiting for a busy core.
   const tenth = Math.round(edge / 10);

@@ -4,6 +4,7 @@
 // dev broker, and calls the parent's services on a cache miss; everything comes from the
 // environment. Prints "ready <port>" once it listens.
 import type { AddressInfo } from "node:net";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Bus } from "@th/bus";
 import { kafkaConnection } from "@th/config";
 import { buildApp } from "@th/gateway/app";
@@ -34,6 +35,16 @@ observeHttpRequests(http, metrics);
 await app.start();
 await http.listen({ port: 0, host: "127.0.0.1" });
 process.stdout.write(`ready ${(http.server.address() as AddressInfo).port}\n`);
+// SIGUSR2 prints the event-loop delay since the last one ("loop <p99 ms> <max ms>") and starts
+// counting afresh, so a bench can tell the gateway's own stalls from the rest of the path.
+const loop = monitorEventLoopDelay({ resolution: 5 });
+loop.enable();
+process.on("SIGUSR2", () => {
+  process.stdout.write(
+    `loop ${(loop.percentile(99) / 1e6).toFixed(1)} ${(loop.max / 1e6).toFixed(1)}\n`,
+  );
+  loop.reset();
+});
 process.on("SIGTERM", async () => {
   await http.close();
   await app.stop();
