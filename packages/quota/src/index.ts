@@ -230,6 +230,61 @@ export type Reservation =
   | { ok: false; remaining: number; needed: number };
 
 const DAY_MS = 86_400_000;
+/** What a reservation asks the meter for. */
+interface ReserveInput {
+  tenantId: string;
+  cap: number;
+  period: Period;
+  day: string;
+  folios: readonly string[];
+  /** Continues an earlier reservation (several calls for one piece of work). */
+  reservation?: string;
+}
+
+/**
+ * Charges the folios not yet viewed today, all or none: when the period's remaining lead-views
+ * cannot cover every new folio, nothing is charged. Atomic under any concurrency, so the cap is
+ * never exceeded. An unseeded counter is seeded from the ledger and the charge tried again.
+ */
+async function reserveViews(
+  input: ReserveInput,
+  meter: {
+    reserveBatch: (keys: readonly [string, string, string], args: string[]) => Promise<unknown[]>;
+    keysOf: (tenantId: string, period: Period, day: string) => readonly [string, string, string];
+    ensureSeeded: (tenantId: string, period: Period, day: string) => Promise<void>;
+    now: () => number;
+  },
+): Promise<Reservation> {
+  const reservation = input.reservation ?? randomUUID();
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const reply = await meter.reserveBatch(meter.keysOf(input.tenantId, input.period, input.day), [
+      String(input.cap),
+      reservation,
+      String(meter.now()),
+      String(input.folios.length),
+      ...input.folios,
+    ]);
+    const [status, remaining, count, ...rest] = reply.map(String);
+    if (status === "unseeded") {
+      await meter.ensureSeeded(input.tenantId, input.period, input.day);
+      continue;
+    }
+    if (status === "exhausted") {
+      return { ok: false, remaining: Number(remaining), needed: Number(count) };
+    }
+    const charged = Number(count);
+    return {
+      ok: true,
+      reservation,
+      charged: rest.slice(0, charged),
+      unsettled: rest.slice(charged),
+      // Below zero after a downgrade, where only views already charged today are served.
+      remaining: Math.max(0, Number(remaining)),
+    };
+  }
+  throw new Error("lead-view counter could not be seeded");
+}
+
 /** Day strings by day number: a read asks for the same two or three on every call. */
 const dayTexts = new Map<number, string>();
 
@@ -300,51 +355,17 @@ export function createLeadViewMeter(
      * lead-views cannot cover every new folio, nothing is charged. Atomic under any concurrency,
      * so the cap is never exceeded.
      */
-    async reserve(input: {
-      tenantId: string;
-      cap: number;
-      period: Period;
-      day: string;
-      folios: readonly string[];
-      /** Continues an earlier reservation (several calls for one piece of work). */
-      reservation?: string;
-    }): Promise<Reservation> {
-      const reservation = input.reservation ?? randomUUID();
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const reply = await batches.reserve(
-          [
-            usedKey(input.tenantId, input.period),
-            dayKey(input.tenantId, input.day),
-            pendingKey(input.tenantId, input.day),
-          ],
-          [
-            String(input.cap),
-            reservation,
-            String(now()),
-            String(input.folios.length),
-            ...input.folios,
-          ],
-        );
-        const [status, remaining, count, ...rest] = reply.map(String);
-        if (status === "unseeded") {
-          await ensureSeeded(input.tenantId, input.period, input.day);
-          continue;
-        }
-        if (status === "exhausted") {
-          return { ok: false, remaining: Number(remaining), needed: Number(count) };
-        }
-        const charged = Number(count);
-        return {
-          ok: true,
-          reservation,
-          charged: rest.slice(0, charged),
-          unsettled: rest.slice(charged),
-          // Below zero after a downgrade, where only views already charged today are served.
-          remaining: Math.max(0, Number(remaining)),
-        };
-      }
-      throw new Error("lead-view counter could not be seeded");
-    },
+    reserve: (input: ReserveInput): Promise<Reservation> =>
+      reserveViews(input, {
+        reserveBatch: (keys, args) => batches.reserve(keys, args),
+        keysOf: (tenantId, period, day) => [
+          usedKey(tenantId, period),
+          dayKey(tenantId, day),
+          pendingKey(tenantId, day),
+        ],
+        ensureSeeded,
+        now,
+      }),
 
     /**
      * Gives back views whose read did not complete (the event could not be recorded). Only the
