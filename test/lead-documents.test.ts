@@ -130,7 +130,7 @@ describe("lead documents held by the gateway (decision 0390)", () => {
     }
   });
 
-  it("answers a batch of held, unheld, repeated and unknown folios exactly as the parcels service does, and charges the leads shown", async () => {
+  it("C3: answers a batch of held, unheld, repeated and unknown folios exactly as the parcels service does, and charges the leads shown", async () => {
     const reader = await tenant();
     const held = folios.slice(10, 14);
     let before = 0;
@@ -178,7 +178,7 @@ describe("lead documents held by the gateway (decision 0390)", () => {
     expect(byId.body).toContain("changed under a bare id");
   });
 
-  it("never exceeds the cap with held leads: 60 concurrent reads of 60 held folios at a cap of 20 serve 20", async () => {
+  it("S5: never exceeds the cap with held leads: 60 concurrent reads of 60 held folios at a cap of 20 serve 20", async () => {
     const warm = await tenant();
     const sixty = folios.slice(100, 160);
     for (const folio of sixty) {
@@ -197,7 +197,7 @@ describe("lead documents held by the gateway (decision 0390)", () => {
 });
 
 describe("settled lead-views", () => {
-  it("records nothing for a re-read of a folio after its first read was answered", async () => {
+  it("L2: a re-read of a folio after its first read was answered is free and records nothing", async () => {
     const reader = await tenant();
     const folio = folios[40] as string;
     const first = await read(reader.key, folio);
