@@ -78,7 +78,7 @@ describe("the gateway's lead documents (decision 0390)", () => {
     expect(documents.size).toBe(0);
   });
 
-  it("holds no more text than its bound, dropping the least recently read first", () => {
+  it("holds no more text than its bound, dropping the oldest first but sparing once a document read since", () => {
     const { documents, at } = model(10);
     documents.caughtUp(at());
     fetched(documents, "a", "1234");

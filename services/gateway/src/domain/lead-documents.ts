@@ -29,12 +29,18 @@ interface Filling {
   stale: boolean;
 }
 
+interface Held {
+  text: string;
+  /** Read since it last came up for dropping: it gets a second chance (see `#makeRoom`). */
+  read: boolean;
+}
+
 export class LeadDocuments {
   readonly #maxChars: number;
   readonly #maxLagMs: number;
   readonly #now: () => number;
-  /** Folio to document text, least recently read first. */
-  readonly #documents = new Map<string, string>();
+  /** Folio to document, oldest first. */
+  readonly #documents = new Map<string, Held>();
   #chars = 0;
   /** When the tail last had read everything appended before (ms); 0 while it never has. */
   #caughtUpAt = 0;
@@ -67,13 +73,14 @@ export class LeadDocuments {
     if (!this.fresh) {
       return undefined;
     }
-    const text = this.#documents.get(folio);
-    if (text !== undefined) {
-      // Read again: it moves to the end, the last to be dropped for room.
-      this.#documents.delete(folio);
-      this.#documents.set(folio, text);
+    const held = this.#documents.get(folio);
+    if (held === undefined) {
+      return undefined;
     }
-    return text;
+    // Marked, not moved: moving it on every read would rebuild the map's table every few
+    // thousand reads, garbage that lives long enough to be promoted.
+    held.read = true;
+    return held.text;
   }
 
   /** A ticket to keep the document about to be fetched; undefined when it may not be kept. */
@@ -94,7 +101,7 @@ export class LeadDocuments {
   fill(ticket: FillTicket, text: string): void {
     if (this.#release(ticket) && ticket.epoch === this.#epoch && text.length <= this.#maxChars) {
       this.#drop(ticket.folio);
-      this.#documents.set(ticket.folio, text);
+      this.#documents.set(ticket.folio, { text, read: false });
       this.#chars += text.length;
       this.#makeRoom();
     }
@@ -148,21 +155,31 @@ export class LeadDocuments {
   }
 
   #drop(folio: string): void {
-    const text = this.#documents.get(folio);
-    if (text !== undefined) {
+    const held = this.#documents.get(folio);
+    if (held !== undefined) {
       this.#documents.delete(folio);
-      this.#chars -= text.length;
+      this.#chars -= held.text.length;
     }
   }
 
-  /** Drops the least recently read documents until the text fits the bound. */
+  /**
+   * Drops documents, oldest first, until the text fits the bound; one read since it last came up
+   * is spared once and goes to the end (a second chance: the documents read often stay).
+   */
   #makeRoom(): void {
-    for (const [folio, text] of this.#documents) {
+    let spared = 0;
+    for (const [folio, held] of this.#documents) {
       if (this.#chars <= this.#maxChars) {
         return;
       }
       this.#documents.delete(folio);
-      this.#chars -= text.length;
+      if (held.read && spared < this.#documents.size) {
+        held.read = false;
+        this.#documents.set(folio, held);
+        spared++;
+      } else {
+        this.#chars -= held.text.length;
+      }
     }
   }
 }
