@@ -310,8 +310,19 @@ const upstreamUrls = {
 // refuses the flag (and `npm start` never sets it there).
 const loopbackWebhooks =
   env.NODE_ENV !== "production" && env.WEBHOOK_ALLOW_LOOPBACK_HTTP !== "false";
-const serviceEnv = (name: string): Record<string, string> =>
-  name === "webhook-dispatcher" && loopbackWebhooks ? { WEBHOOK_ALLOW_LOOPBACK_HTTP: "true" } : {};
+// One developer on loopback starts every trial of a development run, the demo tenant's at each
+// start among them: the per-address and per-domain trial windows, kept in Redis across runs, are
+// for the internet and would refuse the demo after a few restarts. A value set here is kept.
+const devTrialLimits = {
+  TRIAL_STARTS_PER_ADDRESS_PER_HOUR: env.TRIAL_STARTS_PER_ADDRESS_PER_HOUR ?? "10000",
+  TRIAL_STARTS_PER_EMAIL_DOMAIN_PER_DAY: env.TRIAL_STARTS_PER_EMAIL_DOMAIN_PER_DAY ?? "10000",
+};
+const serviceEnv = (name: string): Record<string, string> => {
+  if (name === "webhook-dispatcher" && loopbackWebhooks) {
+    return { WEBHOOK_ALLOW_LOOPBACK_HTTP: "true" };
+  }
+  return name === "gateway" && env.NODE_ENV !== "production" ? devTrialLimits : {};
+};
 
 services.forEach((service, index) => {
   launch(

@@ -15,27 +15,13 @@ import { writeNalFile } from "@th/parcels/generate";
 import { verifySignature } from "@th/webhooks";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { stackPorts } from "./support/service-ports.ts";
 import { type Receiver, startReceiver } from "./support/webhook-stack.ts";
 
 const root = join(import.meta.dirname, "..");
 const PASSWORD = `scram-${randomBytes(12).toString("hex")}`;
 const USER = "terminal-house";
-// Below Linux's ephemeral range, so no outgoing connection of another test holds one.
-const base = 20_000 + Math.floor(Math.random() * 12_000);
-const ports = {
-  GATEWAY_PORT: base,
-  KEYS_PORT: base + 2,
-  QUOTA_LEDGER_PORT: base + 3,
-  PARCELS_PORT: base + 4,
-  MATCHER_PORT: base + 5,
-  WEBHOOK_DISPATCHER_PORT: base + 6,
-  GATEWAY_INTERNAL_PORT: base + 10,
-  KEYS_INTERNAL_PORT: base + 11,
-  QUOTA_LEDGER_INTERNAL_PORT: base + 12,
-  PARCELS_INTERNAL_PORT: base + 13,
-  MATCHER_INTERNAL_PORT: base + 14,
-  WEBHOOK_DISPATCHER_INTERNAL_PORT: base + 15,
-};
+const ports = stackPorts();
 const gateway = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
 const database = `th_sasl_${randomBytes(5).toString("hex")}`;
 const databaseUrl = (() => {

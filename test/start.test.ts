@@ -13,28 +13,10 @@ import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { verifySignature } from "@th/webhooks";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stackPorts } from "./support/service-ports.ts";
 
 const root = join(import.meta.dirname, "..");
-// Below Linux's ephemeral range (32768 and up), so no outgoing connection of another test can
-// hold one of these ports when the services bind them.
-const base = 20_000 + Math.floor(Math.random() * 12_000);
-const ports = {
-  GATEWAY_PORT: base,
-  BROKER_PORT: base + 1,
-  KEYS_PORT: base + 2,
-  QUOTA_LEDGER_PORT: base + 3,
-  PARCELS_PORT: base + 4,
-  MATCHER_PORT: base + 5,
-  WEBHOOK_DISPATCHER_PORT: base + 6,
-  PIPELINE_PORT: base + 7,
-  GATEWAY_INTERNAL_PORT: base + 10,
-  KEYS_INTERNAL_PORT: base + 11,
-  QUOTA_LEDGER_INTERNAL_PORT: base + 12,
-  PARCELS_INTERNAL_PORT: base + 13,
-  MATCHER_INTERNAL_PORT: base + 14,
-  WEBHOOK_DISPATCHER_INTERNAL_PORT: base + 15,
-  PIPELINE_INTERNAL_PORT: base + 16,
-};
+const ports = stackPorts();
 const internalPorts = Object.entries(ports)
   .filter(([name]) => name.endsWith("_INTERNAL_PORT"))
   .map(([, port]) => port);
