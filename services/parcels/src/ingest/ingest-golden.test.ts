@@ -63,7 +63,12 @@ function withFixedIds(bytes: Buffer, ids: readonly string[]): Buffer {
   return out;
 }
 
-/** Every stored parcel, every column but the time of the write, in folio order. */
+/**
+ * Every stored parcel, every column but its place in the outbox and the time of the write, in
+ * folio order. Which step stored a parcel last shows in its record (the step's ingest id); the
+ * order of change_seq within one stored batch is the order Postgres reads its staging table in,
+ * which no one relies on and Postgres does not promise.
+ */
 async function storeDigest(db: TestDatabase, ids: readonly string[]): Promise<string> {
   const { rows } = await db.pool.query(
     `SELECT folio, county_no, parcel_id, roll_year, roll_stage, content_hash, situs_city,
@@ -71,7 +76,7 @@ async function storeDigest(db: TestDatabase, ids: readonly string[]): Promise<st
             prior_homestead, prior_just_value, record,
             (SELECT header FROM record_schemas WHERE id = record_schema) AS record_schema,
             event::text AS event, detail::text AS detail, source_file_id, source_line,
-            source_seq_no, rank() OVER (ORDER BY change_seq) AS change_order
+            source_seq_no
        FROM parcels ORDER BY folio`,
   );
   const hash = createHash("sha256");
