@@ -25,7 +25,7 @@ import { promisify } from "node:util";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
 import { startPaidReadStack } from "./support/paid-read-stack.ts";
-import { pidsOf, spawnUntilReady, stopChild } from "./support/processes.ts";
+import { spawnUntilReady, stopChild } from "./support/processes.ts";
 import { openStatements, statementLines } from "./support/statements.ts";
 
 const flags = process.argv.slice(2).filter((arg) => arg.startsWith("--"));
@@ -140,8 +140,8 @@ interface Load {
 }
 
 /**
- * CPU ms so far of the server, the parcels service, Redis, Postgres's backends of this database,
- * the broker, and this process (the keys and ledger services).
+ * CPU ms so far of the server, the parcels service, the stack's own Redis, Postgres's backends of
+ * this database, the broker, and this process (the keys and ledger services).
  */
 function cpuNow(server: Server) {
   const self = process.cpuUsage();
@@ -149,7 +149,7 @@ function cpuNow(server: Server) {
     server: cpuMsOf(server.child.pid),
     parcels: cpuMsOf(setup.parcelsPid),
     broker: cpuMsOf(setup.brokerPid),
-    redis: pidsOf("redis-server").reduce((sum, pid) => sum + cpuMsOf(pid), 0),
+    redis: cpuMsOf(setup.redisPid),
     postgres: postgresCpuMsOf(database),
     self: (self.user + self.system) / 1000,
   };

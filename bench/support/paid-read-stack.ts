@@ -4,6 +4,7 @@
 // gateways under test run in processes of their own (gateway-child.ts) with `gatewayEnv`.
 // `parcelsProcess` serves the parcel lookups from a process of its own (parcels-child.ts), as in
 // production, so that they do not wait behind the ledger's consumer on this process's event loop.
+// Redis is a server of the stack's own, so its CPU is the stack's alone.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +12,7 @@ import { nalFileName, writeNalFile } from "@th/parcels/generate";
 import { startEdgeStack } from "../../test/support/edge-stack.ts";
 import { startBrokerProcess } from "./broker-process.ts";
 import { sleep, spawnUntilReady, stopChild } from "./processes.ts";
+import { startRedisProcess } from "./redis-process.ts";
 
 export async function startPaidReadStack(options: {
   tenants: number;
@@ -18,7 +20,8 @@ export async function startPaidReadStack(options: {
   parcelsProcess?: boolean;
 }) {
   const broker = await startBrokerProcess(["--in-memory"]);
-  const stack = await startEdgeStack({ brokers: [broker.address] });
+  const redis = await startRedisProcess();
+  const stack = await startEdgeStack({ brokers: [broker.address], redisUrl: redis.url });
   const dir = await mkdtemp(join(tmpdir(), "th-paid-read-"));
   const roll = join(dir, nalFileName(23, "F", 2025));
   await writeNalFile(roll, { rows: options.rows, seed: 20261127, countyNo: 23 });
@@ -73,12 +76,15 @@ export async function startPaidReadStack(options: {
     /** The stack's database, whose counters a run reports: the gateway itself keeps none. */
     database: new URL(stack.harness.db.url).pathname.slice(1),
     brokerPid: broker.pid,
+    /** The stack's Redis, a server of the bench's own. */
+    redisPid: redis.pid,
     close: async () => {
       if (parcels) {
         await stopChild(parcels.child);
       }
       await stack.close();
       await broker.stop();
+      await redis.stop();
     },
   };
 }

@@ -253,10 +253,12 @@ export async function startEdgeStack(
     brokers?: string[];
     /** The keys service's card processor (the built-in one unless given) and the like. */
     keysOptions?: KeysAppOptions;
+    /** A Redis of the caller's own (a bench's), instead of this machine's. */
+    redisUrl?: string;
   } = {},
 ) {
   const harness = await createTestHarness({
-    config: readGatewayConfig({}),
+    config: readGatewayConfig(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
     migrations: [
       keysMigrations,
       parcelsMigrations,
