@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   request_timeout: 408,
   conflict: 409,
   seat_limit_reached: 409,
+  cursor_expired: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   headers_too_large: 431,
@@ -39,6 +40,12 @@ export const errorBodySchema = z
     upgrade_url: z.string().optional(),
     quota_resets_at: z.string().optional(),
     retry_after_seconds: z.number().int().optional(),
+    retained_since: z
+      .string()
+      .optional()
+      .describe(
+        "cursor_expired: RFC 3339; every match made since this instant is kept and can be polled",
+      ),
     accounts: z
       .array(z.object({ tenant_id: z.string(), company: z.string() }))
       .optional()
