@@ -42,6 +42,18 @@ export { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
 export { createOutboxRelay, enqueueEvent, type OutboxRelay, outboxShard } from "./outbox.ts";
 export { rawBodyOf } from "./raw-body.ts";
 export {
+  createRetention,
+  deleteInBatches,
+  dropExpiredPartitions,
+  ensureMonthlyPartitions,
+  monthlyPartitionName,
+  RETENTION_BATCH_SIZE,
+  RETENTION_INTERVAL_MS,
+  type Retention,
+  type RetentionOptions,
+  type RetentionRule,
+} from "./retention.ts";
+export {
   REDIS_OPTIONS,
   runService,
   type ServiceApp,

@@ -1,0 +1,413 @@
+import type { Pool } from "@th/db";
+import type { Logger } from "@th/telemetry";
+import type { Metrics } from "./metrics.ts";
+
+/**
+ * One growing table's rule. `sweep` removes at most `limit` expired rows (or drops whole expired
+ * partitions) and answers how many rows it removed; it must take no long lock.
+ */
+export interface RetentionRule {
+  /** The table's name in metrics and logs, e.g. "dispatcher.deliveries". */
+  table: string;
+  /** The relation sized for th_table_bytes (partitions summed); `table` unless given. */
+  relation?: string;
+  /** How long rows are kept: for docs, and the behind-gauge unless `behindMs` is given. */
+  keepMs: number;
+  /** Work a round does once before sweeping, such as creating the coming partitions. */
+  prepare?(pool: Pool, now: Date): Promise<void>;
+  sweep(pool: Pool, now: Date, limit: number): Promise<number>;
+  /** Age in ms of the table's oldest row, null when it is empty. */
+  oldestRowAgeMs(pool: Pool, now: Date): Promise<number | null>;
+  /**
+   * `now` minus the earliest horizon of any row the table holds, in ms: positive when that row
+   * is overdue, negative when none is yet, null when the table holds no row with a horizon. For
+   * tables whose rows have horizons of their own (a hold that ends later); without it, the
+   * oldest row's age minus `keepMs`.
+   */
+  behindMs?(pool: Pool, now: Date): Promise<number | null>;
+}
+
+export interface RetentionOptions {
+  pool: Pool;
+  rules: readonly RetentionRule[];
+  metrics: Metrics;
+  logger: Logger;
+  /** Pause between rounds (the services' RETENTION_INTERVAL_MS). */
+  intervalMs?: number;
+  /** Rows a statement removes at most. */
+  batchSize?: number;
+  /** Batches a rule runs in one round at most; the rest waits for the next round. */
+  maxBatchesPerRound?: number;
+  /** The clock; the soak bench compresses time. */
+  now?: () => Date;
+}
+
+export interface Retention {
+  /** One round of every rule; answers the rows removed by table. */
+  runOnce(): Promise<Map<string, number>>;
+  start(): void;
+  /** Stops the timer and waits for a running round to finish. */
+  stop(): Promise<void>;
+}
+
+export const RETENTION_INTERVAL_MS = 60_000;
+export const RETENTION_BATCH_SIZE = 1_000;
+const MAX_BATCHES_PER_ROUND = 20;
+/** A statement that would wait longer than this for a lock gives up until the next round. */
+const DDL_LOCK_TIMEOUT = "500ms";
+
+/** What the last measurement of a table found, so a scrape can tell how stale it is. */
+interface Measurement {
+  at: number;
+  oldestAgeMs: number | null;
+  /** Signed, as `RetentionRule.behindMs` answers it. */
+  behindMs: number | null;
+  bytes: number;
+}
+
+/**
+ * Runs one round of a statement: `sql` is a DELETE whose last parameter is the batch limit,
+ * appended to `params`, and which removes at most that many rows, e.g.
+ * `DELETE FROM t WHERE id = ANY(ARRAY(SELECT id FROM t WHERE created_at < $1 LIMIT $2))`
+ * (a ctid equivalent must use `ctid = ANY(ARRAY(...))`, which plans as a TID scan, and on a
+ * partitioned table must also match `tableoid`, since a ctid is unique only within a partition).
+ * Answers how many rows it removed; the caller repeats it while batches come back full.
+ */
+export async function deleteInBatches(
+  pool: Pool,
+  sql: string,
+  params: readonly unknown[],
+  limit: number,
+): Promise<number> {
+  const result = await pool.query(sql, [...params, limit]);
+  return result.rowCount ?? 0;
+}
+
+/** `parent` as schema and table: an unqualified name is in the pool's current schema. */
+async function qualified(pool: Pool, parent: string): Promise<{ schema: string; table: string }> {
+  const dot = parent.indexOf(".");
+  if (dot >= 0) {
+    return { schema: parent.slice(0, dot), table: parent.slice(dot + 1) };
+  }
+  const { rows } = await pool.query<{ schema: string }>("SELECT current_schema() AS schema");
+  return { schema: rows[0]?.schema ?? "public", table: parent };
+}
+
+function quoted(identifier: string): string {
+  return `"${identifier.replaceAll('"', '""')}"`;
+}
+
+function monthStart(date: Date, plusMonths: number): Date {
+  return new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + plusMonths, 1));
+}
+
+/** `deliveries_p202701` for the month starting at `start`. */
+export function monthlyPartitionName(table: string, start: Date): string {
+  const month = String(start.getUTCMonth() + 1).padStart(2, "0");
+  return `${table}_p${start.getUTCFullYear()}${month}`;
+}
+
+/** Runs `statements` in one short transaction that gives up rather than queue for a lock. */
+async function withLockTimeout(pool: Pool, statements: readonly string[]): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query(`SET LOCAL lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+    for (const statement of statements) {
+      await client.query(statement);
+    }
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Creates the monthly partitions `<table>_pYYYYMM` of `parent` (ranges on a timestamptz column)
+ * from `from`'s month to `monthsAhead` months after it. Idempotent: existing partitions are
+ * found in the catalog first, so a round that has nothing to create takes no lock on the parent
+ * (creating a partition locks it). A month another partition already covers is left alone.
+ */
+export async function ensureMonthlyPartitions(
+  pool: Pool,
+  parent: string,
+  from: Date,
+  monthsAhead: number,
+): Promise<void> {
+  const { schema, table } = await qualified(pool, parent);
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i
+       JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = $1::regclass`,
+    [`${quoted(schema)}.${quoted(table)}`],
+  );
+  const existing = new Set(rows.map((row) => row.name));
+  for (let month = 0; month <= monthsAhead; month++) {
+    const start = monthStart(from, month);
+    const name = monthlyPartitionName(table, start);
+    if (existing.has(name)) {
+      continue;
+    }
+    try {
+      await withLockTimeout(pool, [
+        `CREATE TABLE IF NOT EXISTS ${quoted(schema)}.${quoted(name)}
+           PARTITION OF ${quoted(schema)}.${quoted(table)}
+           FOR VALUES FROM ('${start.toISOString()}') TO ('${monthStart(start, 1).toISOString()}')`,
+      ]);
+    } catch (error) {
+      // 42P17: the month overlaps a partition of another name (one attached from before).
+      if ((error as { code?: string }).code !== "42P17") {
+        throw error;
+      }
+    }
+  }
+}
+
+/**
+ * The partitions of `parent` whose upper bound is at or before `cutoff`, oldest first. Bounds
+ * are read from the catalog, so a partition of any name counts (a MAXVALUE or default
+ * partition never does).
+ */
+async function expiredPartitions(
+  pool: Pool,
+  schema: string,
+  table: string,
+  cutoff: Date,
+): Promise<string[]> {
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT name FROM (
+       SELECT c.relname AS name,
+              (regexp_match(pg_get_expr(c.relpartbound, c.oid),
+                            'TO \\(''([^'']+)''\\)'))[1] AS upper
+         FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = $1::regclass) bounds
+      WHERE upper IS NOT NULL AND upper::timestamptz <= $2
+      ORDER BY upper::timestamptz`,
+    [`${quoted(schema)}.${quoted(table)}`, cutoff],
+  );
+  return rows.map((row) => row.name);
+}
+
+/**
+ * Drops every partition of `parent` whose upper bound is at or before `cutoff`: each is counted,
+ * then detached and dropped in one short transaction whose lock_timeout makes a busy table wait
+ * for the next round instead of queueing readers behind the detach. Answers the rows dropped.
+ */
+export async function dropExpiredPartitions(
+  pool: Pool,
+  parent: string,
+  cutoff: Date,
+): Promise<number> {
+  const { schema, table } = await qualified(pool, parent);
+  let dropped = 0;
+  for (const name of await expiredPartitions(pool, schema, table, cutoff)) {
+    const partition = `${quoted(schema)}.${quoted(name)}`;
+    const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${partition}`);
+    await withLockTimeout(pool, [
+      `ALTER TABLE ${quoted(schema)}.${quoted(table)} DETACH PARTITION ${partition}`,
+      `DROP TABLE ${partition}`,
+    ]);
+    dropped += Number(rows[0]?.n ?? 0);
+  }
+  return dropped;
+}
+
+/**
+ * Bytes of `relation` with its indexes and TOAST, its partitions' summed when partitioned (the
+ * partition tree of a plain table is empty).
+ */
+async function relationBytes(pool: Pool, relation: string): Promise<number> {
+  const { rows } = await pool.query<{ bytes: string | null }>(
+    `SELECT coalesce(
+       (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree($1::regclass)),
+       pg_total_relation_size($1::regclass))::bigint AS bytes`,
+    [relation],
+  );
+  return Number(rows[0]?.bytes ?? 0);
+}
+
+function createInstruments(metrics: Metrics, measured: Map<string, Measurement>, now: () => Date) {
+  // Between rounds the rows age with the clock: rounds that stop running show as retention
+  // falling further behind, not as the value the last round left.
+  const elapsed = (m: Measurement) => Math.max(0, now().getTime() - m.at);
+  const removed = metrics.counter(
+    "th_retention_removed_rows_total",
+    "Rows retention removed, by table",
+    ["table"] as const,
+  );
+  const failures = metrics.counter(
+    "th_retention_failures_total",
+    "Retention rounds of a table that failed (retried next round)",
+    ["table"] as const,
+  );
+  metrics.gauge(
+    "th_retention_behind_seconds",
+    "How far the most overdue row of a table is past its retention horizon (0 when none is)",
+    ["table"] as const,
+    (gauge) => {
+      for (const [table, m] of measured) {
+        const behind = m.behindMs === null ? 0 : Math.max(0, m.behindMs + elapsed(m));
+        gauge.set({ table }, behind / 1000);
+      }
+    },
+  );
+  metrics.gauge(
+    "th_table_oldest_row_age_seconds",
+    "Age of the oldest row of a table",
+    ["table"] as const,
+    (gauge) => {
+      for (const [table, m] of measured) {
+        if (m.oldestAgeMs !== null) {
+          gauge.set({ table }, (m.oldestAgeMs + elapsed(m)) / 1000);
+        }
+      }
+    },
+  );
+  metrics.gauge(
+    "th_table_bytes",
+    "Bytes of a table with its indexes and TOAST, partitions summed",
+    ["table"] as const,
+    (gauge) => {
+      for (const [table, m] of measured) {
+        gauge.set({ table }, m.bytes);
+      }
+    },
+  );
+  return { removed, failures };
+}
+
+type Instruments = ReturnType<typeof createInstruments>;
+
+/** A rule's batches until one comes back short or the round's cap is reached. */
+async function sweepRule(
+  pool: Pool,
+  rule: RetentionRule,
+  now: Date,
+  batchSize: number,
+  maxBatches: number,
+): Promise<number> {
+  await rule.prepare?.(pool, now);
+  let total = 0;
+  for (let batch = 0; batch < maxBatches; batch++) {
+    const removed = await rule.sweep(pool, now, batchSize);
+    total += removed;
+    if (removed < batchSize) {
+      break;
+    }
+  }
+  return total;
+}
+
+async function measureRule(pool: Pool, rule: RetentionRule, now: Date): Promise<Measurement> {
+  const oldestAgeMs = await rule.oldestRowAgeMs(pool, now);
+  const behindMs = rule.behindMs
+    ? await rule.behindMs(pool, now)
+    : oldestAgeMs === null
+      ? null
+      : oldestAgeMs - rule.keepMs;
+  const bytes = await relationBytes(pool, rule.relation ?? rule.table);
+  return { at: now.getTime(), oldestAgeMs, behindMs, bytes };
+}
+
+/**
+ * One round: each rule sweeps, then is measured. A rule that fails is logged and counted, and
+ * the others still run; the next round tries it again.
+ */
+async function runRound(
+  options: Required<Omit<RetentionOptions, "metrics">>,
+  instruments: Instruments,
+  measured: Map<string, Measurement>,
+): Promise<Map<string, number>> {
+  const { pool, logger } = options;
+  const removedByTable = new Map<string, number>();
+  for (const rule of options.rules) {
+    const now = options.now();
+    try {
+      const removed = await sweepRule(
+        pool,
+        rule,
+        now,
+        options.batchSize,
+        options.maxBatchesPerRound,
+      );
+      removedByTable.set(rule.table, removed);
+      instruments.removed.inc({ table: rule.table }, removed);
+      measured.set(rule.table, await measureRule(pool, rule, options.now()));
+      if (removed > 0) {
+        logger.info({ table: rule.table, removed }, "retention removed expired rows");
+      }
+    } catch (error) {
+      instruments.failures.inc({ table: rule.table });
+      logger.warn({ err: error, table: rule.table }, "retention failed; will retry");
+    }
+  }
+  return removedByTable;
+}
+
+/**
+ * Removes what each table's rule says has expired, a round every `intervalMs` after the previous
+ * one settled, in batches so no statement holds locks long, and exports per table the rows
+ * removed, how far behind retention is, the table's bytes and its oldest row's age. Replicas
+ * each run it: the statements are idempotent (a row two replicas pick is deleted once).
+ */
+export function createRetention(options: RetentionOptions): Retention {
+  const settings = {
+    pool: options.pool,
+    rules: options.rules,
+    logger: options.logger,
+    intervalMs: options.intervalMs ?? RETENTION_INTERVAL_MS,
+    batchSize: options.batchSize ?? RETENTION_BATCH_SIZE,
+    maxBatchesPerRound: options.maxBatchesPerRound ?? MAX_BATCHES_PER_ROUND,
+    now: options.now ?? (() => new Date()),
+  };
+  const measured = new Map<string, Measurement>();
+  const instruments = createInstruments(options.metrics, measured, settings.now);
+  let running: Promise<Map<string, number>> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = true;
+
+  function runOnce(): Promise<Map<string, number>> {
+    // Rounds never overlap: one asked for while another runs starts when it ends.
+    const round = (running ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => runRound(settings, instruments, measured));
+    running = round;
+    const settle = () => {
+      if (running === round) {
+        running = undefined;
+      }
+    };
+    round.then(settle, settle);
+    return round;
+  }
+
+  function schedule(): void {
+    if (stopped) {
+      return;
+    }
+    timer = setTimeout(() => {
+      void runOnce()
+        .catch(() => undefined)
+        .finally(schedule);
+    }, settings.intervalMs);
+    timer.unref();
+  }
+
+  return {
+    runOnce,
+    start() {
+      if (stopped) {
+        stopped = false;
+        schedule();
+      }
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}
