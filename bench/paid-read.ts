@@ -8,10 +8,12 @@
 // (bench/paced-load.ts, both servers at that rate), and again at a tenth of it, where the cores are
 // mostly idle and what remains is the path's own latency; and batches of 100 (POST /v1/leads/batch) with
 // the figure per lead beside them. Each phase prints the CPU per request of every process.
-// Run: node bench/paid-read.ts [seconds per phase] [rounds] [--statements] [--windows]
+// Run: node bench/paid-read.ts [seconds per phase] [rounds] [--statements] [--redis-commands]
+// [--windows]
 // [--phases=singles,latency,batches]
 // --statements prints, for each saturated phase, the SQL statements the stack's database ran per
-// request (pg_stat_statements, which the server must preload); --phases runs only those named
+// request (pg_stat_statements, which the server must preload); --redis-commands prints the Redis
+// commands per request and the server time each took (INFO commandstats); --phases runs only those named
 // (to profile one of them, say; latency needs singles); --windows prints each saturated phase's
 // span on the clock CPU profiles use. BENCH_NODE_ARGS passes Node flags to the gateway
 // ("--cpu-prof --cpu-prof-dir=prof", say); NODE_OPTIONS reaches every process.
@@ -26,6 +28,7 @@ import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
 import { startPaidReadStack } from "./support/paid-read-stack.ts";
 import { spawnUntilReady, stopChild } from "./support/processes.ts";
+import { commandLines, openRedisCommands } from "./support/redis-commands.ts";
 import { openStatements, statementLines } from "./support/statements.ts";
 
 const flags = process.argv.slice(2).filter((arg) => arg.startsWith("--"));
@@ -80,6 +83,9 @@ const statements = flags.includes("--statements")
 if (flags.includes("--statements") && !statements) {
   process.stdout.write("pg_stat_statements is not preloaded by this server: no statements\n");
 }
+const redisCommands = flags.includes("--redis-commands")
+  ? await openRedisCommands(setup.redisUrl)
+  : null;
 const gateway = await serve(
   "gateway",
   [
@@ -173,6 +179,7 @@ async function saturate(
   batchSize: number,
 ): Promise<{ rate: number; cpu: string; statements: string[] }> {
   await statements?.reset();
+  await redisCommands?.reset();
   const before = cpuNow(server);
   const plan = join(dir, "plan.json");
   await writeFile(
@@ -200,7 +207,10 @@ async function saturate(
   return {
     rate: load.completed / load.seconds,
     cpu,
-    statements: statements ? statementLines(await statements.read(), load.completed) : [],
+    statements: [
+      ...(statements ? statementLines(await statements.read(), load.completed) : []),
+      ...(redisCommands ? commandLines(await redisCommands.read(), load.completed) : []),
+    ],
   };
 }
 
@@ -337,6 +347,7 @@ for (const server of phases.has("batches") ? [gateway, bare] : []) {
   reportStatements(result.statements, "batch");
 }
 
+await redisCommands?.close();
 await Promise.all([stopChild(gateway.child), stopChild(bare.child)]);
 await rm(dir, { recursive: true, force: true });
 await setup.close();

@@ -78,6 +78,7 @@ export async function startPaidReadStack(options: {
     brokerPid: broker.pid,
     /** The stack's Redis, a server of the bench's own. */
     redisPid: redis.pid,
+    redisUrl: redis.url,
     close: async () => {
       if (parcels) {
         await stopChild(parcels.child);

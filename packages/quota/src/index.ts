@@ -54,10 +54,12 @@ end
  * ARGV[first..last].
  */
 const RESERVE_ONE_LUA = `
+local extended = {}
 local function reserveOne(k1, k2, k3, cap, dayTtl, reservation, nowText, settle, first, last)
-  if redis.call('EXISTS', k1) == 0 then return {'unseeded'} end
+  local usedText = redis.call('GET', k1)
+  if not usedText then return {'unseeded'} end
   local now = tonumber(nowText)
-  local used = tonumber(redis.call('GET', k1))
+  local used = tonumber(usedText)
   local fresh = {}
   local mine = {}
   local unsettled = {}
@@ -93,11 +95,16 @@ local function reserveOne(k1, k2, k3, cap, dayTtl, reservation, nowText, settle,
   end
   if #fresh > 0 then
     redis.call('SADD', k2, unpack(fresh))
-    redis.call('EXPIRE', k2, dayTtl)
     used = redis.call('INCRBY', k1, #fresh)
     local mark = reservation .. '|' .. nowText
     for i = 1, #fresh do redis.call('HSET', k3, fresh[i], mark) end
-    redis.call('PEXPIRE', k3, 2 * settle)
+    -- Each call into Redis costs more than the Lua around it: a tenant's day keys get their
+    -- expiry once per script, however many of its reservations the script carries.
+    if not extended[k2] then
+      redis.call('EXPIRE', k2, dayTtl)
+      redis.call('PEXPIRE', k3, 2 * settle)
+      extended[k2] = true
+    end
   end
   local reply = {'ok', tostring(cap - used), tostring(#fresh + #mine)}
   for i = 1, #fresh do reply[#reply + 1] = fresh[i] end

@@ -40,6 +40,21 @@ describe("lead-view metering", () => {
     expect(again).toMatchObject({ ok: true, charged: [], unsettled: ["a"], remaining: 8 });
   });
 
+  it("gives a tenant's day keys their expiry when one call carries several of its reservations", async () => {
+    const id = tenant();
+    const day = "2026-11-21";
+    // Reservations asked for in one turn of the event loop go to Redis in one script.
+    await Promise.all(
+      ["a", "b", "c"].map((folio) =>
+        meter.reserve({ tenantId: id, cap: 10, period, day, folios: [folio] }),
+      ),
+    );
+    expect(await redis.scard(`th:lv:day:${id}:${day}`)).toBe(3);
+    expect(await redis.ttl(`th:lv:day:${id}:${day}`)).toBeGreaterThan(0);
+    expect(await redis.hlen(`th:lv:pend:${id}:${day}`)).toBe(3);
+    expect(await redis.pttl(`th:lv:pend:${id}:${day}`)).toBeGreaterThan(0);
+  });
+
   it("counts 23:59:59 and 00:00:01 UTC as two lead-views", async () => {
     const id = tenant();
     const late = utcDay(new Date("2026-11-21T23:59:59Z"));
