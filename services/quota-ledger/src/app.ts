@@ -2,6 +2,7 @@ import type { RunningConsumer } from "@th/bus";
 import { contracts } from "@th/contracts";
 import {
   createHttpApp,
+  createMetrics,
   requireSignedCalls,
   type ServiceApp,
   type ServiceDeps,
@@ -14,6 +15,8 @@ import {
 } from "./consumers/ledger.ts";
 import { measureCounterDrift } from "./db/counter-drift.ts";
 import { createLedger } from "./db/ledger.ts";
+import { ensureLeadViewMonths } from "./db/partitions.ts";
+import { createLedgerRetention } from "./db/retention.ts";
 import { createTenants } from "./db/tenants.ts";
 import { registerInternalUsageRoutes } from "./routes/internal-usage.ts";
 
@@ -23,8 +26,14 @@ export interface QuotaLedgerOptions {
 
 /** Builds the service without listening or consuming; `start` begins consuming. */
 export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOptions = {}) {
+  const now = options.now ?? (() => new Date());
   const ledger = createLedger(deps.pool);
   const tenants = createTenants(deps.pool);
+  const retention = createLedgerRetention({
+    ...deps,
+    metrics: deps.metrics ?? createMetrics("quota-ledger"),
+    now,
+  });
   const consumers: RunningConsumer[] = [];
   let leadViewConsumer: RunningConsumer | undefined;
 
@@ -51,7 +60,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOp
       if (!measured || Date.now() - measured.at > 1_000) {
         measured = {
           at: Date.now(),
-          drift: measureCounterDrift(deps.pool, deps.redis, (options.now ?? (() => new Date()))()),
+          drift: measureCounterDrift(deps.pool, deps.redis, now()),
         };
       }
       return measured.drift;
@@ -83,14 +92,24 @@ export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOp
     ledger,
     tenants,
     catchUp,
-    now: options.now ?? (() => new Date()),
+    now,
   });
 
-  const app: ServiceApp & { ledger: typeof ledger; tenants: typeof tenants } = {
+  const app: ServiceApp & {
+    ledger: typeof ledger;
+    tenants: typeof tenants;
+    retention: typeof retention;
+  } = {
     http,
     ledger,
     tenants,
+    retention,
     async start() {
+      // The coming months' partitions before the first view is read; the rounds keep them ahead,
+      // and a view of a month without one makes its own, so a failure here is only logged.
+      await ensureLeadViewMonths(deps.pool, now()).catch((error: unknown) =>
+        deps.logger.warn({ err: error }, "lead-view partitions not made ahead; retried each round"),
+      );
       consumers.push(await consumeTenantChanges(deps.bus, tenants));
       consumers.push(await consumeLeadViewVoids(deps.bus, ledger));
       leadViewConsumer = await consumeLeadViews(deps.bus, ledger, {
@@ -100,8 +119,10 @@ export async function buildApp(deps: ServiceDeps<Config>, options: QuotaLedgerOp
         commitIntervalMs: deps.config.LEDGER_COMMIT_INTERVAL_MS,
       });
       consumers.push(leadViewConsumer);
+      retention.start();
     },
     async stop() {
+      await retention.stop();
       leadViewConsumer = undefined;
       await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
     },

@@ -1,4 +1,6 @@
 import { DEV_SECRETS, defineConfig, receiverDevDefaults, serviceShape, vars } from "@th/config";
+import { contracts } from "@th/contracts";
+import { RETENTION_BATCH_SIZE, RETENTION_INTERVAL_MS } from "@th/service-kit";
 
 /** This service's name on the internal API and the callers it accepts (decision 0320). */
 export const INTERNAL_RECEIVER = {
@@ -27,6 +29,23 @@ export const configSchema = defineConfig(
     LEDGER_COMMIT_INTERVAL_MS: vars.positiveInt(1_000),
     /** How long a rebuild waits for the live ledger to reach the offsets it replayed. */
     REBUILD_LIVE_CATCH_UP_TIMEOUT_MS: vars.positiveInt(30_000),
+    /** Pause between retention rounds (decision 0393). */
+    RETENTION_INTERVAL_MS: vars.positiveInt(RETENTION_INTERVAL_MS),
+    /** Rows a retention statement removes at most. */
+    RETENTION_BATCH_SIZE: vars.positiveInt(RETENTION_BATCH_SIZE),
+    /**
+     * Days lead-views are kept at least; each is removed with its month. As long as
+     * leadview.recorded keeps its events, so the rebuild can compare all the log holds.
+     */
+    LEAD_VIEW_RETENTION_DAYS: vars.positiveInt(
+      Math.round(contracts.leadViewRecorded.retentionMs / 86_400_000),
+    ),
+    /**
+     * Days after a read's UTC day during which its void can still reach the ledger: the gateway
+     * retries a void until the broker takes it, and the ledger applies it when its consumer gets
+     * there. Voids and runners-up of a day are kept through the window and removed the day after.
+     */
+    LEAD_VIEW_VOID_WINDOW_DAYS: vars.positiveInt(7),
   },
   { devDefaults: { ...DEV_SECRETS, ...receiverDevDefaults(INTERNAL_RECEIVER) } },
 );

@@ -91,6 +91,8 @@ export async function rebuildLedger(deps: RebuildDeps): Promise<RebuildReport> {
       ? await shadow.swapIn(replay.highWaterMarks, replay.lowWaterMarks)
       : [];
     const reseeded = equal || applied ? await reseedMeters(deps.pool, deps.redis, now()) : 0;
+    // Scratch space as large as the ledger: nothing reads it once the report is made.
+    await shadow.reset();
     return {
       events,
       leadViews,

@@ -1,5 +1,6 @@
 import type { LeadViewRecorded, LeadViewVoided } from "@th/contracts";
 import { inTransaction, type Pool, type PoolClient } from "@th/db";
+import { ensureLeadViewMonthsOf, isMissingPartition } from "./partitions.ts";
 
 /** Where a lead-view event sits in leadview.recorded. */
 export interface EventPosition {
@@ -92,8 +93,27 @@ async function voidRead(client: PoolClient, event: LeadViewVoided): Promise<numb
 
 type PositionedView = { view: LeadViewRecorded; position: EventPosition };
 
-/** Writes the views in one call, which is its own transaction. */
+/**
+ * Writes the views in one call, which is its own transaction. A view of a month no partition of
+ * lead_views takes yet fails the call: the month's partition is created and the call made again,
+ * so a batch is never set aside for want of one.
+ */
 async function writeViews(pool: Pool, views: readonly PositionedView[]): Promise<void> {
+  try {
+    await recordCall(pool, views);
+  } catch (error) {
+    if (!isMissingPartition(error)) {
+      throw error;
+    }
+    await ensureLeadViewMonthsOf(
+      pool,
+      views.map(({ view }) => view.day),
+    );
+    await recordCall(pool, views);
+  }
+}
+
+async function recordCall(pool: Pool, views: readonly PositionedView[]): Promise<void> {
   const values = [
     views.map(({ view }) => view.tenant_id),
     views.map(({ view }) => view.day),

@@ -9,6 +9,7 @@ import {
   type PoolClient,
 } from "@th/db";
 import { from as copyFrom } from "pg-copy-streams";
+import { ensureLeadViewMonthsOf } from "./partitions.ts";
 
 /** A replayed lead-view and where it sits in the log (a replayed record is one as it is). */
 export interface ShadowRow {
@@ -40,12 +41,20 @@ const LANE_CHUNK = 256 << 10;
 const LANE_BACKLOG = 64 * LANE_CHUNK;
 
 /**
+ * The first day whose lead-views the ledger keeps (migration 20261230000300): retention removed
+ * the earlier ones while the log may still hold their events, so comparisons and repairs look only
+ * at days from it on, and leave the period counters of earlier periods as they are.
+ */
+const KEPT_FROM = "(SELECT kept_from FROM lead_view_horizon)";
+
+/**
  * A row's fingerprint per (tenant, period): every column the ledger keeps except where it came
  * from in the log, in one canonical order, hashed. Equal fingerprints mean equal rows. Only rows
  * from the offsets the replay read count: at or above each partition's low-water mark (what
  * retention kept) and below its high-water mark. A replayed row whose lead-view the live ledger
  * took from an event retention has since removed is left out too: the live ledger kept that
- * first event, the replay could only see a later duplicate of it.
+ * first event, the replay could only see a later duplicate of it. Days before the ledger's
+ * horizon are left out on both sides.
  */
 function fingerprintQuery(table: string): string {
   const trimmedFirst =
@@ -66,6 +75,7 @@ function fingerprintQuery(table: string): string {
     JOIN unnest($1::int[], $2::bigint[], $3::bigint[]) AS replayed(partition, low, high)
       ON rows.source_partition = replayed.partition
      AND rows.source_offset >= replayed.low AND rows.source_offset < replayed.high
+     AND rows.day >= ${KEPT_FROM}
      ${trimmedFirst}
     GROUP BY tenant_id, billing_period_start`;
 }
@@ -181,17 +191,20 @@ export interface DayCorrection {
 /**
  * The window of the log a replay read, as a relation (partition, low, high), and the shadow rows
  * that may replace live ones: those read in it, less any whose lead-view the live ledger holds
- * from outside it (an event retention has since trimmed, or one read after the replay).
+ * from outside it (an event retention has since trimmed, or one read after the replay). Days
+ * before the ledger's horizon are neither.
  */
 const WINDOW_SQL = `window_ AS (
     SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[]) AS w(partition, low, high)
   ), live AS (
     SELECT l.* FROM lead_views l JOIN window_ w
       ON l.source_partition = w.partition AND l.source_offset >= w.low AND l.source_offset < w.high
+     WHERE l.day >= ${KEPT_FROM}
   ), rebuilt AS (
     SELECT s.* FROM lead_views_shadow s JOIN window_ w
       ON s.source_partition = w.partition AND s.source_offset >= w.low AND s.source_offset < w.high
-     WHERE NOT EXISTS (
+     WHERE s.day >= ${KEPT_FROM}
+       AND NOT EXISTS (
        SELECT 1 FROM lead_views o
         WHERE o.tenant_id = s.tenant_id AND o.day = s.day AND o.folio = s.folio
           AND NOT EXISTS (SELECT 1 FROM window_ w2 WHERE o.source_partition = w2.partition
@@ -244,7 +257,8 @@ async function replaceWindowRows(client: PoolClient, window: unknown[]): Promise
     `WITH ${WINDOW_SQL}
      DELETE FROM lead_views l USING window_ w
       WHERE l.source_partition = w.partition
-        AND l.source_offset >= w.low AND l.source_offset < w.high`,
+        AND l.source_offset >= w.low AND l.source_offset < w.high
+        AND l.day >= ${KEPT_FROM}`,
     window,
   );
   await client.query(
@@ -259,12 +273,18 @@ async function replaceWindowRows(client: PoolClient, window: unknown[]): Promise
   );
 }
 
-/** The counters are a function of the rows: recounted whole, so none can disagree. */
+/**
+ * The counters are a function of the rows: recounted whole, so none can disagree. Periods that
+ * began before the ledger's horizon keep their counters: retention removed some of their rows,
+ * never what was billed for them.
+ */
 async function recountPeriodUsage(client: PoolClient): Promise<void> {
   await client.query(
     `WITH counted AS (
        SELECT tenant_id, billing_period_start AS period_start, count(*)::int AS n
-         FROM lead_views GROUP BY 1, 2)
+         FROM lead_views
+        WHERE billing_period_start >= ${KEPT_FROM} AND day >= ${KEPT_FROM}
+        GROUP BY 1, 2)
      MERGE INTO period_usage u USING counted c
         ON u.tenant_id = c.tenant_id AND u.period_start = c.period_start
       WHEN MATCHED AND u.lead_views <> c.n THEN UPDATE SET lead_views = c.n
@@ -272,7 +292,7 @@ async function recountPeriodUsage(client: PoolClient): Promise<void> {
                             VALUES (c.tenant_id, c.period_start, c.n)`,
   );
   await client.query(
-    `DELETE FROM period_usage u WHERE NOT EXISTS (
+    `DELETE FROM period_usage u WHERE u.period_start >= ${KEPT_FROM} AND NOT EXISTS (
        SELECT 1 FROM lead_views l
         WHERE l.tenant_id = u.tenant_id AND l.billing_period_start = u.period_start)`,
   );
@@ -310,13 +330,22 @@ export function createShadowLedger(pool: Pool) {
      * Replaces the live ledger's rows of the replayed window with the shadow's, recounts every
      * period's usage from the rows, and answers the (tenant, day) pairs it changed, all in one
      * transaction that holds off the live consumer's writes: readers see the old ledger or the
-     * new one, never a mix.
+     * new one, never a mix. The partitions of rebuilt months that have none (views the live
+     * ledger never recorded) are made first.
      */
     async swapIn(
       highWaterMarks: ReadonlyMap<number, string>,
       lowWaterMarks: ReadonlyMap<number, string> = new Map(),
     ): Promise<DayCorrection[]> {
       const window = windowParameters(highWaterMarks, lowWaterMarks);
+      const { rows: months } = await pool.query<{ day: string }>(
+        `SELECT DISTINCT to_char(date_trunc('month', day), 'YYYY-MM-DD') AS day
+           FROM lead_views_shadow WHERE day >= ${KEPT_FROM}`,
+      );
+      await ensureLeadViewMonthsOf(
+        pool,
+        months.map((month) => month.day),
+      );
       return inTransaction(pool, async (client) => {
         await client.query("LOCK TABLE lead_views, period_usage IN SHARE ROW EXCLUSIVE MODE");
         const corrections = await dayCorrections(client, window);
@@ -374,18 +403,23 @@ export function createShadowLedger(pool: Pool) {
       return rows;
     },
 
-    /** Period counters that disagree with the live rows they count. */
+    /**
+     * Period counters that disagree with the live rows they count, for the periods whose rows
+     * retention has not begun to remove.
+     */
     async counterDifferences(): Promise<CounterDifference[]> {
       const { rows } = await pool.query<CounterDifference>(
         `WITH counted AS (
            SELECT tenant_id, to_char(billing_period_start, 'YYYY-MM-DD') AS period_start,
                   count(*)::int AS rows
-           FROM lead_views GROUP BY tenant_id, billing_period_start)
+           FROM lead_views
+           WHERE billing_period_start >= ${KEPT_FROM} AND day >= ${KEPT_FROM}
+           GROUP BY tenant_id, billing_period_start)
          SELECT coalesce(usage.tenant_id, counted.tenant_id) AS tenant_id,
                 coalesce(usage.period_start, counted.period_start) AS period_start,
                 usage.lead_views AS counted, counted.rows
          FROM (SELECT tenant_id, to_char(period_start, 'YYYY-MM-DD') AS period_start, lead_views
-               FROM period_usage) AS usage
+               FROM period_usage WHERE period_start >= ${KEPT_FROM}) AS usage
          FULL JOIN counted USING (tenant_id, period_start)
          WHERE usage.lead_views IS DISTINCT FROM counted.rows
          ORDER BY 1, 2`,
