@@ -113,7 +113,14 @@ export const matchSummaryPageSchema = z
 
 /** Paging of a watchlist's matches: `limit` per page (100 at most), from after `cursor`. */
 export const matchPageQuerySchema = z.object({
-  cursor: z.string().min(1).max(128).optional().describe("Opaque; from next_cursor"),
+  cursor: z
+    .string()
+    .min(1)
+    .max(128)
+    .optional()
+    .describe(
+      "Opaque; from next_cursor. Matches are kept 90 days: a cursor from before the matches kept answers 410 cursor_expired",
+    ),
   limit: z.coerce.number().int().min(1).max(100).default(50),
 });
 

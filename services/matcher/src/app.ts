@@ -1,7 +1,10 @@
 import type { RunningConsumer } from "@th/bus";
 import {
   createHttpApp,
+  createMetrics,
   createOutboxRelay,
+  createRetention,
+  type Retention,
   requireSignedCalls,
   type ServiceApp,
   type ServiceDeps,
@@ -9,6 +12,7 @@ import {
 import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { consumeParcelsForMatching, type MatchCounters } from "./consumers/match.ts";
 import { consumeParcelsForProjection } from "./consumers/projection.ts";
+import { manualRunsRule, matchesRule } from "./db/retention.ts";
 import { createWatchlistStore } from "./db/watchlists.ts";
 import { createManualRuns } from "./matching/manual-runs.ts";
 import { WatchlistCache } from "./matching/watchlist-cache.ts";
@@ -20,12 +24,17 @@ const RELAY_BATCH_SIZE = 2000;
 export interface MatcherOptions {
   /** Leave out the parcel projection consumer (benchmarks of matching alone). */
   projection?: boolean;
+  /** The clock retention ages rows by (a compressed one in the soak bench). */
+  now?: () => Date;
 }
+
+const DAY_MS = 86_400_000;
 
 export type MatcherApp = ServiceApp & {
   cache: WatchlistCache;
   counters: () => MatchCounters;
   runs: ReturnType<typeof createManualRuns>;
+  retention: Retention;
   flushOutbox: () => Promise<number>;
 };
 
@@ -69,7 +78,23 @@ export async function buildApp(
     onCommitted: flushSoon,
   });
   const cache = new WatchlistCache({ pool, logger, pollIntervalMs: config.WATCHLIST_POLL_MS });
-  registerWatchlistRoutes(http, { pool, watchlists, runs });
+  const now = options.now ?? (() => new Date());
+  const matchKeepMs = config.MATCH_RETENTION_DAYS * DAY_MS;
+  const retention = createRetention({
+    pool,
+    logger,
+    metrics: deps.metrics ?? createMetrics("matcher"),
+    rules: [matchesRule(matchKeepMs), manualRunsRule(config.MANUAL_RUN_RETENTION_DAYS * DAY_MS)],
+    intervalMs: config.RETENTION_INTERVAL_MS,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    now,
+  });
+  registerWatchlistRoutes(http, {
+    pool,
+    watchlists,
+    runs,
+    matchRetention: { keepMs: matchKeepMs, now },
+  });
   http.get("/internal/v1/openapi.json", { schema: { hide: true } }, async () => http.swagger());
 
   const consumers: RunningConsumer[] = [];
@@ -78,11 +103,13 @@ export async function buildApp(
     http,
     cache,
     runs,
+    retention,
     counters: () => counters,
     flushOutbox: () => relay.flush(),
     async start() {
       await cache.start();
       relay.start();
+      retention.start();
       const matching = await consumeParcelsForMatching({
         bus,
         pool,
@@ -106,6 +133,7 @@ export async function buildApp(
     async stop() {
       await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
       await runs.settle();
+      await retention.stop();
       clearTimeout(flushTimer);
       await relay.stop();
       await relay.flush().catch(() => 0);

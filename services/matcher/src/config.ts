@@ -21,6 +21,17 @@ export const configSchema = defineConfig(
     MAX_WATCHLISTS_PER_TENANT: vars.positiveInt(500),
     /** Refresh of the watchlist cache when no change notification arrived. */
     WATCHLIST_POLL_MS: vars.positiveInt(1000),
+    /**
+     * Days a match is kept for polling and the CSV export; a poll cursor from before the matches
+     * kept is refused with 410 cursor_expired (decision 0394).
+     */
+    MATCH_RETENTION_DAYS: vars.positiveInt(90),
+    /** Days a manual run's record is kept. */
+    MANUAL_RUN_RETENTION_DAYS: vars.positiveInt(90),
+    /** How often retention removes what has aged out. */
+    RETENTION_INTERVAL_MS: vars.positiveInt(60_000),
+    /** Most rows one retention statement removes, so none holds its locks long. */
+    RETENTION_BATCH_SIZE: vars.positiveInt(1_000),
   },
   { devDefaults: { ...DEV_SECRETS, ...receiverDevDefaults(INTERNAL_RECEIVER) } },
 );

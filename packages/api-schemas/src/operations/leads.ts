@@ -27,7 +27,7 @@ export const leadListQuerySchema = z.strictObject({
     .max(64)
     .optional()
     .describe(
-      "Polling: the watchlist's matched leads since `cursor`, oldest match first (100 per page at most); one lead-view per parcel returned",
+      "Polling: the watchlist's matched leads since `cursor`, oldest match first (100 per page at most); one lead-view per parcel returned. Matches are kept 90 days: a cursor from before the matches kept answers 410 cursor_expired",
     ),
 });
 
@@ -77,7 +77,8 @@ export const searchLeads = defineOperation({
   // A query string cannot be a shared component in OpenAPI; the same fields, inlined.
   querystring: leadListQuerySchema,
   responses: { 200: leadListPageSchema },
-  errors: [...paidErrors, "not_found"],
+  // cursor_expired: with watchlist_id, a cursor from before the matches kept (decision 0394).
+  errors: [...paidErrors, "not_found", "cursor_expired"],
 });
 
 /** The lead reads, in the order the gateway registers them. */

@@ -120,7 +120,8 @@ export const pollWatchlistMatches = defineOperation({
   params: idParams,
   querystring: matchPageQuerySchema,
   responses: { 200: matchSummaryPageSchema },
-  errors: [...edgeErrors, "not_found"],
+  // A cursor from before the matches kept (decision 0394).
+  errors: [...edgeErrors, "not_found", "cursor_expired"],
 });
 
 /** The watchlist operations, in the order the gateway registers them. */

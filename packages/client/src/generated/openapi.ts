@@ -1006,7 +1006,7 @@ export interface components {
     schemas: {
         ErrorInput: {
             /** @enum {string} */
-            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "payment_required" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
+            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "payment_required" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
             detail: string;
             request_id?: string;
             fields?: {
@@ -1016,6 +1016,8 @@ export interface components {
             upgrade_url?: string;
             quota_resets_at?: string;
             retry_after_seconds?: number;
+            /** @description cursor_expired: RFC 3339; every match made since this instant is kept and can be polled */
+            retained_since?: string;
             /** @description A dashboard sign-in whose email and password open several accounts: pick one */
             accounts?: {
                 tenant_id: string;
@@ -1808,7 +1810,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "payment_required" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
+            error: "invalid_request" | "unauthorized" | "quota_exceeded" | "payment_declined" | "payment_required" | "tier_required" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "seat_limit_reached" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal" | "unavailable";
             detail: string;
             request_id?: string;
             fields?: {
@@ -1818,6 +1820,8 @@ export interface components {
             upgrade_url?: string;
             quota_resets_at?: string;
             retry_after_seconds?: number;
+            /** @description cursor_expired: RFC 3339; every match made since this instant is kept and can be polled */
+            retained_since?: string;
             /** @description A dashboard sign-in whose email and password open several accounts: pick one */
             accounts?: {
                 tenant_id: string;
@@ -6405,7 +6409,7 @@ export interface operations {
                 limit?: string;
                 /** @description Opaque; from next_cursor */
                 cursor?: string;
-                /** @description Polling: the watchlist's matched leads since `cursor`, oldest match first (100 per page at most); one lead-view per parcel returned */
+                /** @description Polling: the watchlist's matched leads since `cursor`, oldest match first (100 per page at most); one lead-view per parcel returned. Matches are kept 90 days: a cursor from before the matches kept answers 410 cursor_expired */
                 watchlist_id?: string;
             };
             header?: never;
@@ -6484,6 +6488,21 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            410: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7439,7 +7458,7 @@ export interface operations {
     pollWatchlistMatches: {
         parameters: {
             query?: {
-                /** @description Opaque; from next_cursor */
+                /** @description Opaque; from next_cursor. Matches are kept 90 days: a cursor from before the matches kept answers 410 cursor_expired */
                 cursor?: string;
                 limit?: number;
             };
@@ -7498,6 +7517,21 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Quota-Lead-Views-Limit": components["headers"]["X-Quota-Lead-Views-Limit"];
+                    "X-Quota-Lead-Views-Remaining": components["headers"]["X-Quota-Lead-Views-Remaining"];
+                    "X-Quota-Resets": components["headers"]["X-Quota-Resets"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            410: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];

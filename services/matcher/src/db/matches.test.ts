@@ -6,6 +6,7 @@ import { migrations } from "./migrations.ts";
 import { decodeListCursor, encodeListCursor } from "./watchlists.ts";
 
 let db: TestDatabase;
+const retention = { keepMs: 90 * 86_400_000, now: () => new Date() };
 
 beforeAll(async () => {
   db = await createTestDatabase([migrations]);
@@ -35,7 +36,8 @@ describe("the match listing pages in commit order", () => {
     // ended; other tests' transactions may still be open for a moment.
     await expect
       .poll(
-        async () => (await listMatches(db.pool, watchlistId, { limit: 1_000 })).matches.length,
+        async () =>
+          (await listMatches(db.pool, watchlistId, { limit: 1_000 }, retention)).matches.length,
         {
           timeout: 30_000,
         },
@@ -48,7 +50,7 @@ describe("the match listing pages in commit order", () => {
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 100; page++) {
-      const result = await listMatches(db.pool, watchlistId, { cursor, limit: 7 });
+      const result = await listMatches(db.pool, watchlistId, { cursor, limit: 7 }, retention);
       seen.push(...result.matches.map((match) => match.match_id));
       cursor = result.next_cursor;
       if (!result.has_more) {
@@ -57,7 +59,7 @@ describe("the match listing pages in commit order", () => {
     }
     expect(seen).toHaveLength(135);
     expect(seen).toEqual(rows.map((row) => row.match_id));
-    const after = await listMatches(db.pool, watchlistId, { cursor, limit: 7 });
+    const after = await listMatches(db.pool, watchlistId, { cursor, limit: 7 }, retention);
     expect(after).toMatchObject({ matches: [], has_more: false, next_cursor: cursor });
   });
 });
@@ -68,13 +70,13 @@ describe("the match cursor", () => {
   it("refuses with 400 a cursor whose numbers no transaction or sequence can reach, instead of failing the query", async () => {
     for (const forged of ["m:1.99999999999999999999", "m:99999999999999999999.1", "x:1.1"]) {
       await expect(
-        listMatches(db.pool, randomUUID(), { cursor: cursorOf(forged), limit: 10 }),
+        listMatches(db.pool, randomUUID(), { cursor: cursorOf(forged), limit: 10 }, retention),
         forged,
       ).rejects.toMatchObject({ code: "invalid_request" });
     }
     const largest = cursorOf(`m:${2n ** 64n - 1n}.${2n ** 63n - 1n}`);
     await expect(
-      listMatches(db.pool, randomUUID(), { cursor: largest, limit: 10 }),
+      listMatches(db.pool, randomUUID(), { cursor: largest, limit: 10 }, retention),
     ).resolves.toMatchObject({ matches: [] });
   });
 });

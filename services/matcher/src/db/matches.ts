@@ -103,14 +103,72 @@ export function decodeMatchCursor(cursor: string): { txId: string; seq: string }
 
 const START = { txId: "0", seq: "0" };
 
+/** How long matches are kept, so a refused cursor can say how far back polling reaches. */
+export interface MatchRetention {
+  keepMs: number;
+  now: () => Date;
+}
+
+interface PollRow {
+  expired: boolean;
+  match_id: string | null;
+  folio: string;
+  score: number;
+  signals_fired: string[];
+  observed_at: Date;
+  recipe_version: number;
+  trigger: "ingest" | "manual_run";
+  created_at: Date;
+  tx_id: string;
+  seq: string;
+}
+
+/**
+ * One statement, so one snapshot: the watchlist's retention mark and its page are read together,
+ * and a sweep that removes matches (and raises the mark in the same statement) is seen whole or
+ * not at all. `expired`: a match after the cursor was removed, so the page would skip it; the
+ * page is then not read. Without a cursor there is nothing to skip: polling starts at the oldest
+ * match kept. The order names the table's columns: a bare `tx_id, seq` would sort by the text
+ * aliases of the select list, "10" before "9", and pages would skip and repeat matches.
+ */
+const POLL_SQL = `
+SELECT k.expired, m.match_id, m.folio, m.score, m.signals_fired, m.observed_at, m.recipe_version,
+       m.trigger, m.created_at, m.tx_id::text AS tx_id, m.seq::text AS seq
+  FROM (SELECT coalesce(
+          (SELECT (r.removed_tx_id, r.removed_seq) > ($2::xid8, $3::bigint)
+             FROM match_retention_marks r WHERE r.watchlist_id = $1 AND $5::boolean),
+          false) AS expired) k
+  LEFT JOIN LATERAL (
+    SELECT * FROM matches m
+     WHERE m.watchlist_id = $1
+       AND (m.tx_id, m.seq) > ($2::xid8, $3::bigint)
+       AND m.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+     ORDER BY m.tx_id, m.seq
+     LIMIT $4) m ON NOT k.expired
+ ORDER BY m.tx_id, m.seq`;
+
+/** The refusal of a cursor that points before matches retention removed. */
+export function cursorExpired(retention: MatchRetention): ApiError {
+  const days = Math.round(retention.keepMs / 86_400_000);
+  const since = new Date(retention.now().getTime() - retention.keepMs).toISOString();
+  return new ApiError(
+    "cursor_expired",
+    `the cursor points before matches that were removed: matches are kept ${days} days, so polling reaches back to ${since}; poll again without a cursor to start from the oldest match kept`,
+    { retained_since: since },
+  );
+}
+
 /**
  * A watchlist's matches after the cursor, oldest first. Only matches of transactions older than
- * every transaction still in flight are shown, so nothing can later appear behind the cursor.
+ * every transaction still in flight are shown, so nothing can later appear behind the cursor. A
+ * cursor after which a match was removed is refused (410 `cursor_expired`), never answered with
+ * a page that silently leaves the removed matches out.
  */
 export async function listMatches(
   pool: Pool,
   watchlistId: string,
   page: { cursor?: string | undefined; limit: number },
+  retention: MatchRetention,
 ): Promise<{ matches: MatchSummary[]; next_cursor: string; has_more: boolean }> {
   let after = START;
   if (page.cursor !== undefined) {
@@ -122,36 +180,23 @@ export async function listMatches(
     }
     after = decoded;
   }
-  const { rows } = await pool.query<{
-    match_id: string;
-    folio: string;
-    score: number;
-    signals_fired: string[];
-    observed_at: Date;
-    recipe_version: number;
-    trigger: "ingest" | "manual_run";
-    created_at: Date;
-    tx_id: string;
-    seq: string;
-  }>(
-    // The order names the table's columns: a bare `tx_id, seq` would sort by the text aliases
-    // of the select list, "10" before "9", and pages would skip and repeat matches.
-    `SELECT m.match_id, m.folio, m.score, m.signals_fired, m.observed_at, m.recipe_version,
-            m.trigger, m.created_at, m.tx_id::text AS tx_id, m.seq::text AS seq
-       FROM matches m
-      WHERE m.watchlist_id = $1
-        AND (m.tx_id, m.seq) > ($2::xid8, $3::bigint)
-        AND m.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-      ORDER BY m.tx_id, m.seq
-      LIMIT $4`,
-    [watchlistId, after.txId, after.seq, page.limit + 1],
-  );
-  const hasMore = rows.length > page.limit;
-  const shown = rows.slice(0, page.limit);
+  const { rows } = await pool.query<PollRow>(POLL_SQL, [
+    watchlistId,
+    after.txId,
+    after.seq,
+    page.limit + 1,
+    page.cursor !== undefined,
+  ]);
+  if (rows[0]?.expired) {
+    throw cursorExpired(retention);
+  }
+  const found = rows.filter((row) => row.match_id !== null);
+  const hasMore = found.length > page.limit;
+  const shown = found.slice(0, page.limit);
   const last = shown[shown.length - 1];
   return {
     matches: shown.map((row) => ({
-      match_id: row.match_id,
+      match_id: row.match_id as string,
       folio: row.folio,
       score: row.score,
       signals_fired: row.signals_fired,

@@ -18,7 +18,7 @@ import type { Pool } from "@th/db";
 import { ApiError, errorResponses, type HttpApp, internalCaller } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import { exportFolios, listMatches } from "../db/matches.ts";
+import { exportFolios, listMatches, type MatchRetention } from "../db/matches.ts";
 import type { WatchlistStore } from "../db/watchlists.ts";
 import type { ManualRuns } from "../matching/manual-runs.ts";
 
@@ -38,6 +38,8 @@ interface WatchlistRouteDeps {
   pool: Pool;
   watchlists: WatchlistStore;
   runs: ManualRuns;
+  /** How long matches are kept: a cursor from before them is refused, saying so. */
+  matchRetention: MatchRetention;
 }
 
 /**
@@ -166,14 +168,14 @@ function registerMatchRoutes(app: HttpApp, deps: WatchlistRouteDeps): void {
         ...requestSchemas(pollWatchlistMatches),
         response: {
           ...pollWatchlistMatches.responses,
-          ...errorResponses("unauthorized", "not_found"),
+          ...errorResponses("unauthorized", "not_found", "cursor_expired"),
         },
       },
     },
     async (request) => {
       // The watchlist must be the caller's and live; its matches are then read by id.
       await deps.watchlists.assertOwned(internalCaller(request).tenantId, request.params.id);
-      return listMatches(deps.pool, request.params.id, request.query);
+      return listMatches(deps.pool, request.params.id, request.query, deps.matchRetention);
     },
   );
 
