@@ -9,6 +9,7 @@ import {
   deleteInBatches,
   dropExpiredPartitions,
   ensureMonthlyPartitions,
+  listPartitions,
   type RetentionRule,
 } from "./retention.ts";
 
@@ -162,6 +163,10 @@ describe("retention", () => {
     );
     await ensureMonthlyPartitions(pool, "history", new Date("2027-01-10Z"), 1);
     expect(await partitionsOf("history")).toEqual(["history_before", "history_p202702"]);
+    expect(await listPartitions(pool, "history")).toEqual([
+      { name: "history_before", from: null, to: new Date("2027-02-01Z") },
+      { name: "history_p202702", from: new Date("2027-02-01Z"), to: new Date("2027-03-01Z") },
+    ]);
     // A partition of any name is dropped by its upper bound.
     await pool.query("INSERT INTO history (created_at) VALUES ('2026-05-01Z')");
     expect(await dropExpiredPartitions(pool, "history", new Date("2027-02-01Z"))).toBe(1);

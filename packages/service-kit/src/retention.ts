@@ -166,51 +166,63 @@ export async function ensureMonthlyPartitions(
   }
 }
 
-/**
- * The partitions of `parent` whose upper bound is at or before `cutoff`, oldest first. Bounds
- * are read from the catalog, so a partition of any name counts (a MAXVALUE or default
- * partition never does).
- */
-async function expiredPartitions(
-  pool: Pool,
-  schema: string,
-  table: string,
-  cutoff: Date,
-): Promise<string[]> {
-  const { rows } = await pool.query<{ name: string }>(
-    `SELECT name FROM (
-       SELECT c.relname AS name,
-              (regexp_match(pg_get_expr(c.relpartbound, c.oid),
-                            'TO \\(''([^'']+)''\\)'))[1] AS upper
-         FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-        WHERE i.inhparent = $1::regclass) bounds
-      WHERE upper IS NOT NULL AND upper::timestamptz <= $2
-      ORDER BY upper::timestamptz`,
-    [`${quoted(schema)}.${quoted(table)}`, cutoff],
-  );
-  return rows.map((row) => row.name);
+/** One partition of a range-partitioned table, with its bounds (null for MINVALUE/MAXVALUE). */
+export interface PartitionRange {
+  name: string;
+  from: Date | null;
+  to: Date | null;
 }
 
 /**
- * Drops every partition of `parent` whose upper bound is at or before `cutoff`: each is counted,
- * then detached and dropped in one short transaction whose lock_timeout makes a busy table wait
- * for the next round instead of queueing readers behind the detach. Answers the rows dropped.
+ * The partitions of `parent` with their bounds, read from the catalog (so a partition of any
+ * name counts), in the order of their lower bounds; a DEFAULT partition is left out.
+ */
+export async function listPartitions(pool: Pool, parent: string): Promise<PartitionRange[]> {
+  const { schema, table } = await qualified(pool, parent);
+  const { rows } = await pool.query<PartitionRange>(
+    `SELECT name,
+            (regexp_match(bound, 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz AS "from",
+            (regexp_match(bound, 'TO \\(''([^'']+)''\\)'))[1]::timestamptz AS "to"
+       FROM (SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
+               FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+              WHERE i.inhparent = $1::regclass) AS partitions
+      WHERE bound <> 'DEFAULT'
+      ORDER BY 2 NULLS FIRST, 3 NULLS LAST`,
+    [`${quoted(schema)}.${quoted(table)}`],
+  );
+  return rows;
+}
+
+/**
+ * Drops one partition of `parent`: counted, then detached and dropped in one short transaction
+ * whose lock_timeout makes a busy table wait for the next round instead of queueing readers
+ * behind the detach. Answers the rows dropped.
+ */
+export async function dropPartition(pool: Pool, parent: string, name: string): Promise<number> {
+  const { schema, table } = await qualified(pool, parent);
+  const partition = `${quoted(schema)}.${quoted(name)}`;
+  const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${partition}`);
+  await withLockTimeout(pool, [
+    `ALTER TABLE ${quoted(schema)}.${quoted(table)} DETACH PARTITION ${partition}`,
+    `DROP TABLE ${partition}`,
+  ]);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * Drops every partition of `parent` whose upper bound is at or before `cutoff`, oldest first (a
+ * MAXVALUE or default partition never is). Answers the rows dropped.
  */
 export async function dropExpiredPartitions(
   pool: Pool,
   parent: string,
   cutoff: Date,
 ): Promise<number> {
-  const { schema, table } = await qualified(pool, parent);
   let dropped = 0;
-  for (const name of await expiredPartitions(pool, schema, table, cutoff)) {
-    const partition = `${quoted(schema)}.${quoted(name)}`;
-    const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${partition}`);
-    await withLockTimeout(pool, [
-      `ALTER TABLE ${quoted(schema)}.${quoted(table)} DETACH PARTITION ${partition}`,
-      `DROP TABLE ${partition}`,
-    ]);
-    dropped += Number(rows[0]?.n ?? 0);
+  for (const partition of await listPartitions(pool, parent)) {
+    if (partition.to !== null && partition.to.getTime() <= cutoff.getTime()) {
+      dropped += await dropPartition(pool, parent, partition.name);
+    }
   }
   return dropped;
 }
