@@ -8,6 +8,7 @@ import {
   createRetention,
   deleteInBatches,
   dropExpiredPartitions,
+  dropPartition,
   ensureMonthlyPartitions,
   listPartitions,
   type RetentionRule,
@@ -170,6 +171,34 @@ describe("retention", () => {
     // A partition of any name is dropped by its upper bound.
     await pool.query("INSERT INTO history (created_at) VALUES ('2026-05-01Z')");
     expect(await dropExpiredPartitions(pool, "history", new Date("2027-02-01Z"))).toBe(1);
+    expect(await partitionsOf("history")).toEqual(["history_p202702"]);
+  });
+
+  it("keeps a partition its guard refuses, the guard asked while the table is locked", async () => {
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 1);
+    await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-02Z'), ('2027-01-03Z')");
+    const writer = await pool.connect();
+    let locked: boolean | undefined;
+    try {
+      const kept = await dropPartition(pool, "history", "history_p202701", async (client) => {
+        // A writer cannot get in while the guard decides.
+        await writer.query("SET lock_timeout = '100ms'");
+        locked = await writer
+          .query("INSERT INTO history (created_at) VALUES ('2027-01-04Z')")
+          .then(() => false)
+          .catch((error: Error) => /lock timeout/.test(error.message));
+        const { rows } = await client.query("SELECT count(*)::int AS n FROM history_p202701");
+        return rows[0].n === 0;
+      });
+      expect(kept).toBe(0);
+    } finally {
+      await writer.query("RESET lock_timeout");
+      writer.release();
+    }
+    expect(locked).toBe(true);
+    expect(await partitionsOf("history")).toContain("history_p202701");
+    expect(await dropPartition(pool, "history", "history_p202701", async () => true)).toBe(2);
+    expect(await dropPartition(pool, "history", "history_p202701")).toBe(0);
     expect(await partitionsOf("history")).toEqual(["history_p202702"]);
   });
 

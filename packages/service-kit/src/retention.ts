@@ -1,4 +1,4 @@
-import type { Pool } from "@th/db";
+import type { Pool, PoolClient } from "@th/db";
 import type { Logger } from "@th/telemetry";
 import type { Metrics } from "./metrics.ts";
 
@@ -107,16 +107,18 @@ export function monthlyPartitionName(table: string, start: Date): string {
   return `${table}_p${start.getUTCFullYear()}${month}`;
 }
 
-/** Runs `statements` in one short transaction that gives up rather than queue for a lock. */
-async function withLockTimeout(pool: Pool, statements: readonly string[]): Promise<void> {
+/** Runs `work` in one short transaction that gives up rather than queue for a lock. */
+async function inShortTransaction<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
     await client.query(`SET LOCAL lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
-    for (const statement of statements) {
-      await client.query(statement);
-    }
+    const result = await work(client);
     await client.query("COMMIT");
+    return result;
   } catch (error) {
     await client.query("ROLLBACK").catch(() => {});
     throw error;
@@ -152,11 +154,13 @@ export async function ensureMonthlyPartitions(
       continue;
     }
     try {
-      await withLockTimeout(pool, [
-        `CREATE TABLE IF NOT EXISTS ${quoted(schema)}.${quoted(name)}
-           PARTITION OF ${quoted(schema)}.${quoted(table)}
-           FOR VALUES FROM ('${start.toISOString()}') TO ('${monthStart(start, 1).toISOString()}')`,
-      ]);
+      await inShortTransaction(pool, (client) =>
+        client.query(
+          `CREATE TABLE IF NOT EXISTS ${quoted(schema)}.${quoted(name)}
+             PARTITION OF ${quoted(schema)}.${quoted(table)}
+             FOR VALUES FROM ('${start.toISOString()}') TO ('${monthStart(start, 1).toISOString()}')`,
+        ),
+      );
     } catch (error) {
       // 42P17: the month overlaps a partition of another name (one attached from before).
       if ((error as { code?: string }).code !== "42P17") {
@@ -196,17 +200,38 @@ export async function listPartitions(pool: Pool, parent: string): Promise<Partit
 /**
  * Drops one partition of `parent`: counted, then detached and dropped in one short transaction
  * whose lock_timeout makes a busy table wait for the next round instead of queueing readers
- * behind the detach. Answers the rows dropped.
+ * behind the detach. `guard`, when given, runs in that transaction once `parent` is locked (no
+ * row can change meanwhile): false keeps the partition. Answers the rows dropped; 0 when the
+ * guard kept it or another process dropped it first.
  */
-export async function dropPartition(pool: Pool, parent: string, name: string): Promise<number> {
+export async function dropPartition(
+  pool: Pool,
+  parent: string,
+  name: string,
+  guard?: (client: PoolClient) => Promise<boolean>,
+): Promise<number> {
   const { schema, table } = await qualified(pool, parent);
+  const target = `${quoted(schema)}.${quoted(table)}`;
   const partition = `${quoted(schema)}.${quoted(name)}`;
-  const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${partition}`);
-  await withLockTimeout(pool, [
-    `ALTER TABLE ${quoted(schema)}.${quoted(table)} DETACH PARTITION ${partition}`,
-    `DROP TABLE ${partition}`,
-  ]);
-  return Number(rows[0]?.n ?? 0);
+  try {
+    const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${partition}`);
+    const dropped = await inShortTransaction(pool, async (client) => {
+      await client.query(`LOCK TABLE ${target} IN ACCESS EXCLUSIVE MODE`);
+      if (guard && !(await guard(client))) {
+        return false;
+      }
+      await client.query(`ALTER TABLE ${target} DETACH PARTITION ${partition}`);
+      await client.query(`DROP TABLE ${partition}`);
+      return true;
+    });
+    return dropped ? Number(rows[0]?.n ?? 0) : 0;
+  } catch (error) {
+    // 42P01: another replica dropped it first.
+    if ((error as { code?: string }).code === "42P01") {
+      return 0;
+    }
+    throw error;
+  }
 }
 
 /**
