@@ -46,6 +46,15 @@ function upstreamFailure(status: number, body: unknown): ApiError {
   if (status === 400) {
     return new ApiError("invalid_request", shaped?.detail ?? "invalid arguments");
   }
+  if (status === 410) {
+    // A poll cursor from before the matches kept (decision 0394): start again, not retry.
+    const since = (body as { retained_since?: string } | undefined)?.retained_since;
+    return new ApiError(
+      "cursor_expired",
+      shaped?.detail ?? "the cursor has expired",
+      since ? { retained_since: since } : {},
+    );
+  }
   return new ApiError("unavailable", "a backing service did not answer; try again shortly");
 }
 
