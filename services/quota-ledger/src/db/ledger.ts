@@ -105,10 +105,12 @@ async function writeViews(pool: Pool, views: readonly PositionedView[]): Promise
     if (!isMissingPartition(error)) {
       throw error;
     }
+    // Another writer may be making the same partition (Postgres then refuses the second
+    // CREATE): whoever made it, the call made again says whether it now exists.
     await ensureLeadViewMonthsOf(
       pool,
       views.map(({ view }) => view.day),
-    );
+    ).catch(() => {});
     await recordCall(pool, views);
   }
 }

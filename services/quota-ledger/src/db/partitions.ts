@@ -1,5 +1,5 @@
 import type { Pool } from "@th/db";
-import { ensureMonthlyPartitions } from "@th/service-kit";
+import { ensureMonthlyPartitions, listPartitions } from "@th/service-kit";
 import { utcDayOf } from "../domain/period.ts";
 import { monthStart, monthsOf } from "../domain/retention.ts";
 
@@ -9,32 +9,15 @@ export const LEAD_VIEWS = "lead_views";
 /** Months of partitions kept ready after the current one, so a month never starts without one. */
 export const LEAD_VIEW_MONTHS_AHEAD = 2;
 
-interface PartitionBounds {
-  /** YYYY-MM-DD, or null for MINVALUE. */
-  from: string | null;
-  to: string;
-}
-
-/** The range of every partition of lead_views, from the catalog. */
-async function partitionBounds(pool: Pool): Promise<PartitionBounds[]> {
-  const { rows } = await pool.query<PartitionBounds>(
-    `SELECT (regexp_match(bound, 'FROM \\(''([^'']+)''\\)'))[1] AS "from",
-            (regexp_match(bound, 'TO \\(''([^'']+)''\\)'))[1] AS "to"
-       FROM (SELECT pg_get_expr(c.relpartbound, c.oid) AS bound
-               FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-              WHERE i.inhparent = $1::regclass) AS partitions`,
-    [LEAD_VIEWS],
-  );
-  return rows;
-}
-
 /** The given months (their first days) that no partition covers. */
 async function uncoveredMonths(pool: Pool, months: readonly Date[]): Promise<Date[]> {
-  const bounds = await partitionBounds(pool);
-  return months.filter((month) => {
-    const day = utcDayOf(month);
-    return !bounds.some(({ from, to }) => (from === null || from <= day) && day < to);
-  });
+  const partitions = await listPartitions(pool, LEAD_VIEWS);
+  return months.filter(
+    (month) =>
+      !partitions.some(
+        ({ from, to }) => (from === null || from <= month) && (to === null || month < to),
+      ),
+  );
 }
 
 /**
@@ -64,14 +47,6 @@ export async function ensureLeadViewMonthsOf(pool: Pool, days: readonly string[]
 export function isMissingPartition(error: unknown): boolean {
   const { code, message } = error as { code?: string; message?: string };
   return code === "23514" && /no partition of relation/.test(message ?? "");
-}
-
-/** The first day the ledger keeps lead-views of (migration 20261230000300). */
-export async function leadViewsKeptFrom(pool: Pool): Promise<string | null> {
-  const { rows } = await pool.query<{ kept_from: string }>(
-    "SELECT to_char(kept_from, 'YYYY-MM-DD') AS kept_from FROM lead_view_horizon WHERE kept_from > '-infinity'",
-  );
-  return rows[0]?.kept_from ?? null;
 }
 
 /** Moves the horizon forward to `day` (never back): events of earlier days are not recorded. */
