@@ -60,11 +60,15 @@ interface Server {
 
 /** The last "loop <p99> <max>" line each server printed (the gateway prints one on SIGUSR2). */
 const loopLines = new Map<string, string>();
+/** The last "gc <young> <other> <total ms> <longest ms>" line, printed with it. */
+const gcLines = new Map<string, string>();
 
 async function serve(name: string, args: string[], env: Record<string, string>): Promise<Server> {
   const started = await spawnUntilReady(args, env, /^ready \d+$/, (line) => {
     if (line.startsWith("loop ")) {
       loopLines.set(name, line);
+    } else if (line.startsWith("gc ")) {
+      gcLines.set(name, line);
     }
   });
   process.once("exit", () => started.child.kill());
@@ -214,10 +218,25 @@ async function saturate(
   };
 }
 
+function gcText(line: string | undefined): string {
+  const [young, other, totalMs, longestMs] = (line ?? "").split(" ").slice(1);
+  return line
+    ? `${young} young, ${other} other; ${totalMs} ms in all, the longest ${longestMs} ms`
+    : "n/a";
+}
+
 async function paced(
   server: Server,
   rate: number,
-): Promise<{ p99: number; non2xx: number; stackLoopP99: number; serverLoop: string }> {
+): Promise<{
+  p50: number;
+  p99: number;
+  p999: number;
+  non2xx: number;
+  stackLoopP99: number;
+  serverLoop: string;
+  serverGc: string;
+}> {
   // The ledger consumes leadview.recorded on this process's event loop.
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
@@ -254,12 +273,21 @@ async function paced(
     server.child.kill("SIGUSR2");
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const result = JSON.parse(stdout) as { p99: number; non2xx: number; errors: number };
+  const result = JSON.parse(stdout) as {
+    p50: number;
+    p99: number;
+    p999: number;
+    non2xx: number;
+    errors: number;
+  };
   return {
+    p50: result.p50,
     p99: result.p99,
+    p999: result.p999,
     non2xx: result.non2xx + result.errors,
     stackLoopP99: loop.percentile(99) / 1e6,
     serverLoop: loopLines.get(server.name)?.split(" ").slice(1).join(" ms, max ") ?? "n/a",
+    serverGc: gcText(gcLines.get(server.name)),
   };
 }
 
@@ -322,11 +350,13 @@ async function measureLatency(edge: number): Promise<void> {
     `p99 at half of the gateway's saturation (${half} req/s)`,
     `gateway ${edgeLatency.p99} ms, bare ${bareLatency.p99} ms (target < ${TARGET_P99_MS} ms: ${edgeLatency.p99 < TARGET_P99_MS && edgeLatency.non2xx === 0 ? "met" : "NOT met"})`,
   );
+  report("  p50 / p99.9 of the gateway", `${edgeLatency.p50} / ${edgeLatency.p999} ms`);
   report(
     "  event-loop delay p99 of the stack (keys, ledger)",
     `${edgeLatency.stackLoopP99.toFixed(1)} ms while the gateway was paced`,
   );
   report("  event-loop delay p99 of the gateway", `${edgeLatency.serverLoop} ms`);
+  report("  collections in the gateway meanwhile", edgeLatency.serverGc);
   // At a tenth of saturation the cores are mostly idle: what remains is the path's own latency
   // (its hops, timers and batch windows), apart from waiting for a busy core.
   const tenth = Math.round(edge / 10);
@@ -336,6 +366,9 @@ async function measureLatency(edge: number): Promise<void> {
     `p99 at a tenth of the gateway's saturation (${tenth} req/s)`,
     `gateway ${quietEdge.p99} ms, bare ${quietBare.p99} ms; event-loop delay p99 of the stack ${quietEdge.stackLoopP99.toFixed(1)} ms`,
   );
+  report("  p50 / p99.9 of the gateway", `${quietEdge.p50} / ${quietEdge.p999} ms`);
+  report("  event-loop delay p99 of the gateway", `${quietEdge.serverLoop} ms`);
+  report("  collections in the gateway meanwhile", quietEdge.serverGc);
 }
 
 for (const server of phases.has("batches") ? [gateway, bare] : []) {

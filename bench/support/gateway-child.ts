@@ -4,7 +4,7 @@
 // dev broker, and calls the parent's services on a cache miss; everything comes from the
 // environment. Prints "ready <port>" once it listens.
 import type { AddressInfo } from "node:net";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { Bus } from "@th/bus";
 import { kafkaConnection } from "@th/config";
 import { buildApp } from "@th/gateway/app";
@@ -37,13 +37,30 @@ await http.listen({ port: 0, host: "127.0.0.1" });
 process.stdout.write(`ready ${(http.server.address() as AddressInfo).port}\n`);
 // SIGUSR2 prints the event-loop delay since the last one ("loop <p99 ms> <max ms>") and starts
 // counting afresh, so a bench can tell the gateway's own stalls from the rest of the path.
+// With it, "gc <young> <other> <total ms> <longest ms>": the collections in the same span, whose
+// pauses are the loop's stalls that are not the path's own work.
 const loop = monitorEventLoopDelay({ resolution: 5 });
 loop.enable();
+const gc = { young: 0, other: 0, totalMs: 0, longestMs: 0 };
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    const kind = (entry.detail as { kind?: number } | undefined)?.kind;
+    if (kind === constants.NODE_PERFORMANCE_GC_MINOR) {
+      gc.young += 1;
+    } else {
+      gc.other += 1;
+    }
+    gc.totalMs += entry.duration;
+    gc.longestMs = Math.max(gc.longestMs, entry.duration);
+  }
+}).observe({ entryTypes: ["gc"] });
 process.on("SIGUSR2", () => {
   process.stdout.write(
-    `loop ${(loop.percentile(99) / 1e6).toFixed(1)} ${(loop.max / 1e6).toFixed(1)}\n`,
+    `loop ${(loop.percentile(99) / 1e6).toFixed(1)} ${(loop.max / 1e6).toFixed(1)}\n` +
+      `gc ${gc.young} ${gc.other} ${gc.totalMs.toFixed(1)} ${gc.longestMs.toFixed(1)}\n`,
   );
   loop.reset();
+  Object.assign(gc, { young: 0, other: 0, totalMs: 0, longestMs: 0 });
 });
 process.on("SIGTERM", async () => {
   await http.close();
