@@ -1,17 +1,24 @@
 import {
   createHttpApp,
+  createMetrics,
+  createRetention,
+  type Retention,
   requireSignedCalls,
   type ServiceApp,
   type ServiceDeps,
 } from "@th/service-kit";
 import { type Config, INTERNAL_RECEIVER } from "./config.ts";
+import { ingestRunsRule } from "./db/ingest-runs.ts";
 import { ensureSecondaryIndexes, publishPending, tryWithIngestLock } from "./db/parcel-store.ts";
 import { registerParcelRoutes } from "./routes/parcels.ts";
+
+const DAY_MS = 86_400_000;
 
 /** Builds the service without starting it, so tests can drive it directly. */
 export async function buildApp(
   deps: ServiceDeps<Config>,
-): Promise<ServiceApp & { recovery(): Promise<void> }> {
+  options: { now?: () => Date } = {},
+): Promise<ServiceApp & { recovery(): Promise<void>; retention: Retention }> {
   const http = await createHttpApp({
     logger: deps.logger,
     title: "Terminal House parcels (internal)",
@@ -24,6 +31,15 @@ export async function buildApp(
   registerParcelRoutes(http, { pool: deps.pool });
   http.get("/internal/v1/openapi.json", { schema: { hide: true } }, async () => http.swagger());
   let recovery: Promise<void> = Promise.resolve();
+  const retention = createRetention({
+    pool: deps.pool,
+    logger: deps.logger,
+    metrics: deps.metrics ?? createMetrics("parcels"),
+    rules: [ingestRunsRule(deps.config.INGEST_RUN_RETENTION_DAYS * DAY_MS)],
+    intervalMs: deps.config.RETENTION_INTERVAL_MS,
+    batchSize: deps.config.RETENTION_BATCH_SIZE,
+    ...(options.now ? { now: options.now } : {}),
+  });
 
   // An ingest that died during a first load left the store without its secondary indexes, and
   // one that stored changes and died before publishing them left them above the watermark: build
@@ -46,7 +62,9 @@ export async function buildApp(
 
   return {
     http,
+    retention,
     start: async () => {
+      retention.start();
       // In the background: building the indexes of a statewide store takes minutes, longer than
       // a start-up probe waits, and the service serves reads meanwhile (slower, never wrong).
       recovery = recover().catch((error: unknown) => {
@@ -56,7 +74,7 @@ export async function buildApp(
         );
       });
     },
-    stop: async () => {},
+    stop: () => retention.stop(),
     /** Settles when the start-up recovery has finished (or failed and been logged). */
     recovery: () => recovery,
   };

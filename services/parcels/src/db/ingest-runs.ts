@@ -1,4 +1,5 @@
 import type { Pool } from "@th/db";
+import { deleteInBatches, type RetentionRule } from "@th/service-kit";
 
 /** What an ingest run counted, written to its `ingest_runs` row when it finishes. */
 export interface IngestRunCounts {
@@ -42,4 +43,30 @@ export async function recordIngestFinished(
       counts.rejected,
     ],
   );
+}
+
+/**
+ * Ingest runs started before the horizon, oldest first, one batch a statement (decision 0394). A
+ * run that never finished by then died with its process; it goes too.
+ */
+export function ingestRunsRule(keepMs: number): RetentionRule {
+  return {
+    table: "parcels.ingest_runs",
+    keepMs,
+    sweep: (pool: Pool, now: Date, limit: number) =>
+      deleteInBatches(
+        pool,
+        `DELETE FROM ingest_runs WHERE ingest_id = ANY(ARRAY(
+           SELECT ingest_id FROM ingest_runs WHERE started_at < $1 ORDER BY started_at LIMIT $2))`,
+        [new Date(now.getTime() - keepMs)],
+        limit,
+      ),
+    async oldestRowAgeMs(pool: Pool, now: Date) {
+      const { rows } = await pool.query<{ at: Date | null }>(
+        "SELECT min(started_at) AS at FROM ingest_runs",
+      );
+      const at = rows[0]?.at;
+      return at ? Math.max(0, now.getTime() - at.getTime()) : null;
+    },
+  };
 }
