@@ -5,7 +5,9 @@ import { contracts, deliveryRetryLadder } from "@th/contracts";
 import { createLeadViewMeter, ledgerUsageLoader, type UsageLoader } from "@th/quota";
 import {
   createHttpApp,
+  createMetrics,
   createOutboxRelay,
+  createRetention,
   requireSignedCalls,
   type ServiceApp,
   type ServiceDeps,
@@ -15,6 +17,8 @@ import { internalGetter, matcherWatchlists, type WatchlistDirectory } from "./cl
 import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { matchSubscriptions, retrySubscriptions, tenantSubscriptions } from "./consumers/index.ts";
 import { countWaiting } from "./db/deliveries.ts";
+import { ensureDeliveryMonths } from "./db/partitions.ts";
+import { dispatcherRetention } from "./db/retention.ts";
 import { createTenantSlots } from "./delivery/concurrency.ts";
 import { createMembership } from "./delivery/membership.ts";
 import { createSecretStore } from "./delivery/secret-store.ts";
@@ -103,6 +107,15 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       }
     },
   );
+  const retention = createRetention({
+    pool,
+    rules: dispatcherRetention,
+    metrics: deps.metrics ?? createMetrics("webhook-dispatcher"),
+    logger,
+    intervalMs: config.RETENTION_INTERVAL_MS,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    now: () => new Date(now()),
+  });
   // The worker's Redis calls (tenant slots, lead-view reservations, slot releases) for a whole
   // claimed batch are issued in the same turn; auto-pipelining sends them in one write.
   const workerRedis = deps.redis.duplicate({ enableAutoPipelining: true });
@@ -165,11 +178,21 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     consumerTimings: { maxWaitTimeInMs: 100 },
   });
   const consumers: RunningConsumer[] = [];
-  const app: ServiceApp & { worker: typeof worker; endpoints: typeof endpoints } = {
+  const app: ServiceApp & {
+    worker: typeof worker;
+    endpoints: typeof endpoints;
+    retention: typeof retention;
+  } = {
     http,
     worker,
     endpoints,
+    retention,
     async start() {
+      // The current month's partitions before any intake; a failure is retried by each round.
+      await ensureDeliveryMonths(pool, new Date(now())).catch((error: unknown) =>
+        logger.warn({ err: error }, "creating the coming months' partitions failed; will retry"),
+      );
+      retention.start();
       relay.start();
       await membership.start();
       worker.start();
@@ -198,6 +221,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       await membership.stop();
       await worker.stop();
       slots.close();
+      await retention.stop();
       await relay.stop();
       await relay.flush().catch(() => {});
       await retryBus.close();

@@ -80,6 +80,14 @@ export const configSchema = defineConfig(
     MAX_ENDPOINTS_PER_WATCHLIST: vars.positiveInt(5),
     /** Webhook endpoints one tenant may have across its watchlists; likewise. */
     MAX_ENDPOINTS_PER_TENANT: vars.positiveInt(50),
+    /**
+     * Pause between retention rounds: each creates the coming months' partitions, drops the
+     * months of deliveries and attempts nothing in which is kept, and thins pinned ones
+     * (decision 0392).
+     */
+    RETENTION_INTERVAL_MS: vars.positiveInt(60_000),
+    /** Rows one retention statement deletes at most; a round runs at most 20 per table. */
+    RETENTION_BATCH_SIZE: vars.positiveInt(1_000),
   },
   {
     devDefaults: {

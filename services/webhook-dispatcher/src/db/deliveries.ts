@@ -76,7 +76,7 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
            -- ROWS: in the default RANGE frame each rank waits for the last row due at the same
            -- moment, and a batch of matches is inserted due at one moment, so the claim read a
            -- tenant's whole batch to rank its first rows.
-           SELECT d.id, d.state, d.endpoint_id, d.tenant_id,
+           SELECT d.id, d.created_at, d.state, d.endpoint_id, d.tenant_id,
                   row_number() OVER (ORDER BY d.due_at ROWS UNBOUNDED PRECEDING) AS rank
              FROM deliveries d
             WHERE d.tenant_id = a.tenant_id
@@ -109,7 +109,7 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
                 OR (hashtext(a.tenant_id) & 2147483647) % $8::int = $9::int)
          UNION ALL
          -- Exhausted deliveries need no slot: they are dead-lettered, not sent.
-         SELECT d.id, d.state, d.endpoint_id, d.tenant_id, 0 AS rank FROM deliveries d
+         SELECT d.id, d.created_at, d.state, d.endpoint_id, d.tenant_id, 0 AS rank FROM deliveries d
           WHERE d.state = 'exhausted' AND d.due_at <= $1
             AND (d.lease_until IS NULL OR d.lease_until < $1)
        ), candidates AS (
@@ -122,8 +122,10 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
          -- planner's estimate on a young table, the whole table) to lease a few.
          SELECT c.* FROM candidates c
          CROSS JOIN LATERAL (
+           -- With its created_at, the lookup goes to the one partition the row is in.
            SELECT FROM deliveries d
-            WHERE d.id = c.id AND d.state = c.state AND d.due_at <= $1
+            WHERE d.id = c.id AND d.created_at = c.created_at AND d.state = c.state
+              AND d.due_at <= $1
               AND (d.lease_until IS NULL OR d.lease_until < $1)
               FOR UPDATE SKIP LOCKED
          ) locked
@@ -135,7 +137,7 @@ export async function claimDeliveries(pool: Pool, input: ClaimInput): Promise<Cl
          FROM picked
          JOIN endpoints e ON e.id = picked.endpoint_id
          LEFT JOIN tenants t ON t.tenant_id = picked.tenant_id
-        WHERE d.id = picked.id
+        WHERE d.id = picked.id AND d.created_at = picked.created_at
        RETURNING d.id, d.endpoint_id, d.tenant_id, d.watchlist_id, d.match_id, d.folio,
                  d.event_type, d.body, d.state, d.attempts, d.replay_no, d.due_at, d.charged_at,
                  d.lease_token, d.first_attempted_at, d.trace_context, e.url,
@@ -236,33 +238,47 @@ export interface NewDelivery {
 }
 
 /**
- * Creates the deliveries in one statement, one row per (subscribed endpoint, match), with
- * `ON CONFLICT DO NOTHING` on (endpoint, match) so a redelivered record is a no-op. Answers how
- * many rows were created.
+ * Creates the deliveries, one row per (subscribed endpoint, match), so a redelivered record is a
+ * no-op. deliveries is partitioned by created_at, so (endpoint, match) cannot be a unique key:
+ * the statement skips pairs already stored, under a transaction lock per tenant that makes
+ * intakes of one tenant's matches take turns (matches of a tenant, the only ones that can share
+ * a pair, cannot both pass the check). Answers how many rows were created.
  */
 export async function insertDeliveries(
   pool: Pool,
   input: readonly NewDelivery[],
   eventType: string,
 ): Promise<number> {
-  const inserted = await pool.query({
-    // Named: planned once per connection, as its plan does not depend on the values.
-    name: "dispatcher-insert-deliveries",
-    text: `INSERT INTO deliveries (id, endpoint_id, tenant_id, watchlist_id, match_id, folio,
-                             event_type, body, trace_context)
-     SELECT gen_random_uuid(), e.id, e.tenant_id, e.watchlist_id, m.match_id, m.folio, $2,
-            m.body, m.trace_context
-       FROM json_to_recordset($1::json)
-            AS m(tenant_id text, watchlist_id text, match_id text, folio text, body text,
-                 trace_context jsonb)
-       JOIN endpoints e ON e.tenant_id = m.tenant_id AND e.watchlist_id = m.watchlist_id
-                       AND e.deleted_at IS NULL AND $2 = ANY (e.events)
-     ON CONFLICT (endpoint_id, match_id) DO NOTHING`,
-    // One JSON document rather than Postgres arrays: serialising it is one native call, where
-    // array parameters are escaped element by element.
-    values: [JSON.stringify(input), eventType],
+  const tenants = [...new Set(input.map((row) => row.tenant_id))].sort();
+  return runInTransaction(pool, async (client) => {
+    // In one order, so two intakes sharing tenants cannot wait on each other.
+    await client.query({
+      name: "dispatcher-intake-locks",
+      text: `SELECT pg_advisory_xact_lock(hashtext('dispatcher.intake'), hashtext(t))
+               FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n`,
+      values: [tenants],
+    });
+    const inserted = await client.query({
+      // Named: planned once per connection, as its plan does not depend on the values.
+      name: "dispatcher-insert-deliveries",
+      text: `INSERT INTO deliveries (id, endpoint_id, tenant_id, watchlist_id, match_id, folio,
+                               event_type, body, trace_context)
+       SELECT DISTINCT ON (e.id, m.match_id)
+              gen_random_uuid(), e.id, e.tenant_id, e.watchlist_id, m.match_id, m.folio, $2,
+              m.body, m.trace_context
+         FROM json_to_recordset($1::json)
+              AS m(tenant_id text, watchlist_id text, match_id text, folio text, body text,
+                   trace_context jsonb)
+         JOIN endpoints e ON e.tenant_id = m.tenant_id AND e.watchlist_id = m.watchlist_id
+                         AND e.deleted_at IS NULL AND $2 = ANY (e.events)
+        WHERE NOT EXISTS (SELECT 1 FROM deliveries d
+                           WHERE d.endpoint_id = e.id AND d.match_id = m.match_id)`,
+      // One JSON document rather than Postgres arrays: serialising it is one native call, where
+      // array parameters are escaped element by element.
+      values: [JSON.stringify(input), eventType],
+    });
+    return inserted.rowCount ?? 0;
   });
-  return inserted.rowCount ?? 0;
 }
 
 /**
