@@ -308,6 +308,13 @@ export function utcDay(at: Date): string {
   return text;
 }
 
+/**
+ * The command the meter's batches go out as. It carries a whole turn of the event loop already,
+ * so a connection that auto-pipelines should send it as it comes (`autoPipeliningIgnoredCommands`):
+ * through the pipeline it would cost a pipeline object per call and wait another turn.
+ */
+export const METER_BATCH_COMMAND = "thLvBatch";
+
 type MeterRedis = Redis & {
   thLvBatch(keyCount: number, ...args: string[]): Promise<string[][]>;
   thLvRelease(used: string, day: string, pending: string, ...args: string[]): Promise<number>;
@@ -320,7 +327,7 @@ export function createLeadViewMeter(
 ) {
   const meter = redis as MeterRedis;
   if (!("thLvBatch" in meter)) {
-    redis.defineCommand("thLvBatch", { lua: METER_BATCH_LUA });
+    redis.defineCommand(METER_BATCH_COMMAND, { lua: METER_BATCH_LUA });
     redis.defineCommand("thLvRelease", { numberOfKeys: 3, lua: RELEASE_LUA });
     redis.defineCommand("thLvSeed", { numberOfKeys: 2, lua: SEED_LUA });
   }

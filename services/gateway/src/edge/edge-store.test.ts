@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { billingPeriodAt } from "@th/billing";
 import { tenantChanged } from "@th/contracts/samples";
-import { createLeadViewMeter, utcDay } from "@th/quota";
+import { createLeadViewMeter, METER_BATCH_COMMAND, utcDay } from "@th/quota";
 import { closeTestRedis, openTestRedis } from "@th/test-stores";
 import { afterAll, describe, expect, it } from "vitest";
-import { createEdgeStore } from "./edge-store.ts";
+import { createEdgeStore, EDGE_REDIS_OPTIONS } from "./edge-store.ts";
 
 const redis = openTestRedis();
 const batchSizes: number[] = [];
@@ -399,5 +399,29 @@ describe("the per-IP rolling minute", () => {
     // The refusal at 3 s counts: when the request of 0 s leaves, the minute is still full.
     expect(answers[3]).toMatchObject({ remaining: 0, retryAtMs: start + 61_000, limit: 3 });
     expect((await store.limitIp("authfail", ip, 3, start + 61_000)).allowed).toBe(true);
+  });
+});
+
+describe("the edge's Redis connection", () => {
+  it("sends the key-check and lead-view batches as they come, not through the auto-pipeline", async () => {
+    const edge = redis.duplicate(EDGE_REDIS_OPTIONS);
+    try {
+      createEdgeStore(edge, { tenantTtlSeconds: 30 });
+      createLeadViewMeter(edge, {
+        loadUsage: async () => ({ used: 0, foliosToday: [] }),
+      });
+      await edge.ping();
+      const commands = edge as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+      // A command the pipeline takes waits in its queue until the next turn of the event loop.
+      const ping = edge.ping();
+      expect(edge.autoPipelineQueueSize).toBe(1);
+      await ping;
+      const batch = commands[METER_BATCH_COMMAND]?.(1, "th:lv:used:x", "1", "1", "0");
+      const keyCheck = commands.thAuthorizeBatch?.(0, "th:", "2026 1 1 31 31", "1000");
+      expect(edge.autoPipelineQueueSize).toBe(0);
+      await Promise.all([batch, keyCheck]);
+    } finally {
+      edge.disconnect();
+    }
   });
 });

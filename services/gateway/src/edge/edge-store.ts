@@ -1,3 +1,4 @@
+import { METER_BATCH_COMMAND } from "@th/quota";
 import type { Redis } from "ioredis";
 import {
   AUTHORIZE_BATCH_LUA,
@@ -44,12 +45,13 @@ export type { RateWindow } from "./store/rolling-minute.ts";
 
 /**
  * Options for the edge's own Redis connection: auto-pipelining for the calls requests make one by
- * one, but not for the batch, which is already one call per turn of the event loop and is
- * written as soon as it is flushed instead of waiting another turn for the pipeline.
+ * one, but not for the batches (key checks, lead-view reservations), each already one call per
+ * turn of the event loop: they are written as soon as they are flushed instead of waiting another
+ * turn, and cost no pipeline object each (ioredis copies every script onto one).
  */
 export const EDGE_REDIS_OPTIONS = {
   enableAutoPipelining: true,
-  autoPipeliningIgnoredCommands: ["thAuthorizeBatch"],
+  autoPipeliningIgnoredCommands: ["thAuthorizeBatch", METER_BATCH_COMMAND],
 };
 
 export interface EdgeStoreOptions {
