@@ -1,7 +1,9 @@
 import { keyPeppersOf } from "@th/config";
 import {
   createHttpApp,
+  createMetrics,
   createOutboxRelay,
+  createRetention,
   requireSignedCalls,
   type ServiceApp,
   type ServiceDeps,
@@ -9,6 +11,7 @@ import {
 import { StripePaymentProvider } from "./clients/stripe-payments.ts";
 import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { createAccounts } from "./db/accounts.ts";
+import { keysRetentionRules } from "./db/retention.ts";
 import { LocalPaymentProvider, type PaymentProvider } from "./domain/payment-provider.ts";
 import { registerInternalAccountRoutes } from "./routes/internal-accounts.ts";
 
@@ -52,6 +55,15 @@ export async function buildApp(deps: ServiceDeps<Config>, options: KeysAppOption
     graceDays: deps.config.PAYMENT_GRACE_DAYS,
   });
   const relay = createOutboxRelay({ pool: deps.pool, bus: deps.bus, logger: deps.logger });
+  const retention = createRetention({
+    pool: deps.pool,
+    logger: deps.logger,
+    metrics: deps.metrics ?? createMetrics("keys"),
+    rules: keysRetentionRules(deps.config.EXPIRED_CREDENTIALS_KEPT_HOURS * 3_600_000),
+    intervalMs: deps.config.RETENTION_INTERVAL_MS,
+    batchSize: deps.config.RETENTION_BATCH_SIZE,
+    ...(options.now ? { now: options.now } : {}),
+  });
   const http = await createHttpApp({ logger: deps.logger, title: "keys (internal)" });
   requireSignedCalls(http, {
     service: INTERNAL_RECEIVER.service,
@@ -64,12 +76,18 @@ export async function buildApp(deps: ServiceDeps<Config>, options: KeysAppOption
   });
 
   let conversionTimer: NodeJS.Timeout | undefined;
-  const app: ServiceApp & { accounts: typeof accounts; relay: typeof relay } = {
+  const app: ServiceApp & {
+    accounts: typeof accounts;
+    relay: typeof relay;
+    retention: typeof retention;
+  } = {
     http,
     accounts,
     relay,
+    retention,
     async start() {
       relay.start();
+      retention.start();
       conversionTimer = setInterval(() => {
         accounts
           .convertEndedTrials()
@@ -81,6 +99,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: KeysAppOption
     },
     async stop() {
       clearInterval(conversionTimer);
+      await retention.stop();
       await relay.stop();
     },
   };

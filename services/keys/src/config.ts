@@ -66,6 +66,15 @@ export const configSchema = defineConfig(
      * trials charged).
      */
     TRIAL_CONVERSION_INTERVAL_MS: vars.positiveInt(60_000),
+    /**
+     * Hours dashboard sessions (with their refresh tokens), password and invite links and
+     * pending trials are kept past their expiry before retention removes them (decision 0394).
+     */
+    EXPIRED_CREDENTIALS_KEPT_HOURS: vars.positiveInt(24),
+    /** How often retention removes what has aged out. */
+    RETENTION_INTERVAL_MS: vars.positiveInt(60_000),
+    /** Most rows one retention statement removes, so none holds its locks long. */
+    RETENTION_BATCH_SIZE: vars.positiveInt(1_000),
   },
   { devDefaults: { ...DEV_SECRETS, ...receiverDevDefaults(INTERNAL_RECEIVER) } },
 );

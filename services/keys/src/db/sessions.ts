@@ -71,8 +71,8 @@ async function issueRefreshToken(client: PoolClient, sessionId: string, at: Date
 
 /**
  * Opens a session for a member whose password was just proved, at the member's current epoch.
- * The member's sessions that ended more than a day ago are deleted here, so the table holds
- * about one row per live sign-in without a sweeper.
+ * The member's sessions that expired more than a day ago are deleted here; retention removes the
+ * others' (decision 0394).
  */
 export async function openSession(
   deps: Pick<AccountsDeps, "now">,

@@ -119,7 +119,7 @@ async function releaseCard(pool: Pool, fingerprint: string): Promise<void> {
 }
 
 /** How long a trial waits for its card's authentication: as long as a card's claim holds. */
-const PENDING_TRIAL_MS = 3_600_000;
+export const PENDING_TRIAL_MS = 3_600_000;
 const NO_PENDING_TRIAL =
   "no trial is waiting for this card authentication (it expired after an hour, or the secret is wrong); start the sign-up again";
 const TRIAL_ACTIVE_ALREADY =

@@ -13,7 +13,7 @@ export const REFRESH_REUSE_GRACE_MS = 10_000;
 /** Bounds of the session lifetime the gateway asks for. */
 export const SESSION_LIFETIME_SECONDS = { min: 60, max: 7 * 86_400 } as const;
 
-/** Ended sessions are kept this long after they would have expired, then deleted at a sign-in. */
+/** Sessions are kept this long after they expire, then deleted at the member's next sign-in. */
 export const ENDED_SESSION_KEPT_MS = 86_400_000;
 
 export function newSessionId(): string {
