@@ -1,6 +1,7 @@
 import { DEV_SECRETS, defineConfig, receiverDevDefaults, serviceShape, vars } from "@th/config";
 import { contracts } from "@th/contracts";
 import { RETENTION_BATCH_SIZE, RETENTION_INTERVAL_MS } from "@th/service-kit";
+import { z } from "zod";
 
 /** This service's name on the internal API and the callers it accepts (decision 0320). */
 export const INTERNAL_RECEIVER = {
@@ -35,11 +36,14 @@ export const configSchema = defineConfig(
     RETENTION_BATCH_SIZE: vars.positiveInt(RETENTION_BATCH_SIZE),
     /**
      * Days lead-views are kept at least; each is removed with its month. As long as
-     * leadview.recorded keeps its events, so the rebuild can compare all the log holds.
+     * leadview.recorded keeps its events, so the rebuild can compare all the log holds. Never
+     * under 32: a billing period is at most 31 days, so the current one's views always stay.
      */
-    LEAD_VIEW_RETENTION_DAYS: vars.positiveInt(
-      Math.round(contracts.leadViewRecorded.retentionMs / 86_400_000),
-    ),
+    LEAD_VIEW_RETENTION_DAYS: z.coerce
+      .number()
+      .int()
+      .min(32)
+      .default(Math.round(contracts.leadViewRecorded.retentionMs / 86_400_000)),
     /**
      * Days after a read's UTC day during which its void can still reach the ledger: the gateway
      * retries a void until the broker takes it, and the ledger applies it when its consumer gets
