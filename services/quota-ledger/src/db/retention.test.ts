@@ -2,15 +2,16 @@
 // at a time, voids and runners-up kept through the void window; what a tenant is billed on never
 // moves, and a void arriving inside the window still does all it did before retention ran.
 import { contracts, type LeadViewRecorded, type LeadViewVoided } from "@th/contracts";
-import { createMetrics } from "@th/service-kit";
+import { createMetrics, listPartitions } from "@th/service-kit";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
 import { utcDayOf } from "../domain/period.ts";
-import { leadViewExpiry } from "../domain/retention.ts";
+import { leadViewExpiry, monthStart } from "../domain/retention.ts";
 import { freshTenant, leadView, signedGet, tenantChange } from "../testing/fixtures.ts";
 import { migrations } from "./migrations.ts";
+import { leadViewsRule } from "./retention.ts";
 
 const DAY_MS = 86_400_000;
 // The tests run in order on one clock that, like the horizon, only moves forward.
@@ -97,6 +98,32 @@ async function periodCounters(tenant: string) {
 const daysBefore = (at: Date, days: number) => utcDayOf(new Date(at.getTime() - days * DAY_MS));
 
 describe("lead-views are kept 400 days and dropped a month at a time (decision 0393)", () => {
+  it("deletes the expired rows of the partition made from the table as it was, a batch at a time, and drops it once all of it has expired", async () => {
+    const tenant = freshTenant("first");
+    const first = (await listPartitions(harness.pool, "lead_views")).find((p) => p.from === null);
+    const end = first?.to as Date;
+    const lastMonth = monthStart(end, -1);
+    const old = Array.from({ length: 5 }, (_, i) => `GONE${i}`);
+    for (const folio of old) {
+      await record(tenant, utcDayOf(new Date(lastMonth.getTime() - 20 * DAY_MS)), folio, "req");
+    }
+    await record(tenant, utcDayOf(new Date(lastMonth.getTime() + 5 * DAY_MS)), "STAYS", "req");
+
+    // The horizon reaches the first partition's last month: what lies before it goes, at most a
+    // batch a statement.
+    const at = new Date(lastMonth.getTime() + 400.5 * DAY_MS);
+    expect(await leadViewsRule(400).sweep(harness.pool, at, 2)).toBe(2);
+    expect(await rowsOf("lead_views", tenant)).toHaveLength(old.length - 2 + 1);
+    await retentionAt(at);
+    expect((await rowsOf("lead_views", tenant)).map((row) => row.folio)).toEqual(["STAYS"]);
+    expect(await relationExists(first?.name as string)).toBe(true);
+
+    // Once its last month has expired too, the partition is dropped whole.
+    await retentionAt(new Date(end.getTime() + 400.5 * DAY_MS));
+    expect(await rowsOf("lead_views", tenant)).toEqual([]);
+    expect(await relationExists(first?.name as string)).toBe(false);
+  });
+
   it("keeps a lead-view 399 days old and removes one 401 days old, dropping its month whole", async () => {
     const tenant = freshTenant("horizon");
     expect(daysBefore(T, 401)).toBe("2029-05-31");
