@@ -38,6 +38,23 @@ export type MatcherApp = ServiceApp & {
   flushOutbox: () => Promise<number>;
 };
 
+/** Matches and manual runs age out (decision 0394). */
+function createMatcherRetention(deps: ServiceDeps<Config>, now: () => Date): Retention {
+  const { config } = deps;
+  return createRetention({
+    pool: deps.pool,
+    logger: deps.logger,
+    metrics: deps.metrics ?? createMetrics("matcher"),
+    rules: [
+      matchesRule(config.MATCH_RETENTION_DAYS * DAY_MS),
+      manualRunsRule(config.MANUAL_RUN_RETENTION_DAYS * DAY_MS),
+    ],
+    intervalMs: config.RETENTION_INTERVAL_MS,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    now,
+  });
+}
+
 /** Builds the service without listening or consuming; `start` begins consuming. */
 export async function buildApp(
   deps: ServiceDeps<Config>,
@@ -79,21 +96,12 @@ export async function buildApp(
   });
   const cache = new WatchlistCache({ pool, logger, pollIntervalMs: config.WATCHLIST_POLL_MS });
   const now = options.now ?? (() => new Date());
-  const matchKeepMs = config.MATCH_RETENTION_DAYS * DAY_MS;
-  const retention = createRetention({
-    pool,
-    logger,
-    metrics: deps.metrics ?? createMetrics("matcher"),
-    rules: [matchesRule(matchKeepMs), manualRunsRule(config.MANUAL_RUN_RETENTION_DAYS * DAY_MS)],
-    intervalMs: config.RETENTION_INTERVAL_MS,
-    batchSize: config.RETENTION_BATCH_SIZE,
-    now,
-  });
+  const retention = createMatcherRetention(deps, now);
   registerWatchlistRoutes(http, {
     pool,
     watchlists,
     runs,
-    matchRetention: { keepMs: matchKeepMs, now },
+    matchRetention: { keepMs: config.MATCH_RETENTION_DAYS * DAY_MS, now },
   });
   http.get("/internal/v1/openapi.json", { schema: { hide: true } }, async () => http.swagger());
 
