@@ -70,6 +70,7 @@ function generatedEvents(rows: number): ParcelIngested[] {
                 justValue: 150_000,
                 priorRoll: null,
                 source: null,
+                rowDigest: null,
               }
             : null,
         recordedSales: [],

@@ -187,7 +187,7 @@ export async function loadStates(
   const result = await db.query<StateRow>({
     text: `SELECT folio, content_hash, roll_year, roll_stage, homestead, just_value,
                   prior_roll_year, prior_homestead, prior_just_value, source_file_id, source_line,
-                  source_seq_no
+                  source_seq_no, row_digest
              FROM parcels WHERE folio = ANY($1::text[])`,
     values: [folios],
     rowMode: "array",
@@ -206,6 +206,7 @@ export async function loadStates(
     sourceFileId,
     sourceLine,
     sourceSeqNo,
+    rowDigest,
   ] of result.rows) {
     states.set(folio, {
       contentHash,
@@ -225,6 +226,7 @@ export async function loadStates(
         sourceFileId === null || sourceLine === null
           ? null
           : { fileId: sourceFileId, line: sourceLine, seqNo: sourceSeqNo },
+      rowDigest,
     });
   }
   return states;
@@ -244,6 +246,7 @@ type StateRow = [
   sourceFileId: string | null,
   sourceLine: number | null,
   sourceSeqNo: number | null,
+  rowDigest: string | null,
 ];
 
 interface SaleRow {
@@ -306,7 +309,7 @@ export function detailOf(parcel: BuiltParcel): ParcelDetail {
 const STAGE_COLUMNS = `folio, county_no, parcel_id, roll_year, roll_stage, content_hash, situs_city,
   situs_zip5, use_class, homestead, just_value, est_equity, signals, prior_roll_year,
   prior_homestead, prior_just_value, record, record_schema, detail, source_file_id, source_line,
-  source_seq_no`;
+  source_seq_no, row_digest`;
 
 /** One row of `STAGE_COLUMNS`, each value of its column's type. */
 function writeStageRow(
@@ -319,7 +322,7 @@ function writeStageRow(
   const prior = parcel.priorRoll;
   const source = parcel.source;
   rows
-    .row(22)
+    .row(23)
     .text(event.folio)
     .int16(event.county_no)
     .text(event.parcel_id)
@@ -341,7 +344,8 @@ function writeStageRow(
     .text(JSON.stringify(detailOf(parcel)))
     .text(source?.fileId ?? null)
     .int32(source?.line ?? null)
-    .int32(source?.seqNo ?? null);
+    .int32(source?.seqNo ?? null)
+    .text(parcel.rowDigest);
 }
 
 /**
@@ -397,7 +401,7 @@ async function storeInTransaction(
            just_value bigint, est_equity bigint, signals text[], prior_roll_year smallint,
            prior_homestead boolean, prior_just_value bigint, record bytea, record_schema smallint,
            detail text,
-           source_file_id text, source_line integer, source_seq_no integer
+           source_file_id text, source_line integer, source_seq_no integer, row_digest text
          ) ON COMMIT DELETE ROWS`,
       );
       await copyChunks(
@@ -421,7 +425,7 @@ async function storeInTransaction(
            record = excluded.record, record_schema = excluded.record_schema,
            detail = excluded.detail, source_file_id = excluded.source_file_id,
            source_line = excluded.source_line, source_seq_no = excluded.source_seq_no,
-           change_seq = nextval('parcel_change_seq'),
+           row_digest = excluded.row_digest, change_seq = nextval('parcel_change_seq'),
            updated_at = now()`,
       );
     }

@@ -46,6 +46,11 @@ export class LineFields implements Fields {
 export interface CsvRecord {
   fields: Fields;
   line: number;
+  /**
+   * The record as it stands in the file, its line break left off (and CR alone read as LF): the
+   * same text reads as the same fields. Absent on a record the reader refused.
+   */
+  text?: string;
   /** Set when the record cannot be a roll row (an unclosed quote, a control character, …). */
   error?: string;
 }
@@ -217,7 +222,7 @@ export class CsvReader {
           const problem = unreadable(line);
           out.push(
             problem === null
-              ? { fields: new LineFields(line, endsOf(line)), line: this.#line }
+              ? { fields: new LineFields(line, endsOf(line)), line: this.#line, text: line }
               : { fields: [], line: this.#line, error: problem },
           );
         }
@@ -266,9 +271,11 @@ export class CsvReader {
         }
         if (end > start) {
           commaScratch[count++] = end - start;
+          const line = text.slice(start, end);
           out.push({
-            fields: new LineFields(text.slice(start, end), commaScratch.slice(0, count)),
+            fields: new LineFields(line, commaScratch.slice(0, count)),
             line: this.#line,
+            text: line,
           });
         }
         this.#line += 1;
@@ -334,10 +341,15 @@ export class CsvReader {
       }
       if (code === NEWLINE) {
         fields.push(field);
-        const problem = unreadable(text.slice(start, index));
+        // The line break left off, a CR before it too (the fields never hold that one).
+        const record = text.slice(
+          start,
+          text.charCodeAt(index - 1) === CARRIAGE_RETURN ? index - 1 : index,
+        );
+        const problem = unreadable(record);
         out.push(
           problem === null
-            ? { fields, line: this.#line }
+            ? { fields, line: this.#line, text: record }
             : { fields: [], line: this.#line, error: problem },
         );
         this.#line += newlines + 1;

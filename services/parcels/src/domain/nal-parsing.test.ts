@@ -43,6 +43,14 @@ describe("CSV reading", () => {
     ]);
     // Line numbers are where each record starts; the embedded newline moves the next one down.
     expect(records.map((record) => record.line)).toEqual([1, 2, 3, 5, 6]);
+    // Each record's text as it stands in the file, without its line break.
+    expect(records.map((record) => record.text)).toEqual([
+      "a,b,c",
+      '1,"SMITH, JOHN",x',
+      '2,"LOT 5 ""A""\nLESS N 10 FT",',
+      "3,,",
+      ',"",last',
+    ]);
   });
 
   it("reads a file whose lines end in CR alone, as a spreadsheet saved for a Mac writes it, across chunk edges", () => {
@@ -117,6 +125,7 @@ describe("CSV reading", () => {
     expect(last && { ...last, fields: fieldValues(last.fields) }).toEqual({
       fields: ["E", "5"],
       line: 20_004,
+      text: "E,5",
     });
   });
 
@@ -157,7 +166,9 @@ describe("CSV reading", () => {
           : control === "\ufffd"
             ? "holds bytes that are not UTF-8"
             : `holds a control character (U+${control.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")})`;
-      return { line: index + 1, fields: error ? [] : line.split(","), ...(error ? { error } : {}) };
+      return error
+        ? { line: index + 1, fields: [], error }
+        : { line: index + 1, fields: line.split(","), text: line };
     });
     for (const chunkSize of [1, 3, 64, 1 << 16]) {
       expect(readAll(text, chunkSize)).toEqual(expected);

@@ -2,6 +2,7 @@ import type { Fields } from "./csv.ts";
 import { type ColumnAt, columnsAt, FieldError, FieldReader } from "./fields.ts";
 import type { HeaderMap, Reject } from "./header.ts";
 import type { NalColumn, SdfColumn } from "./nal-layout.ts";
+import { rowDigestOf } from "./row-digest.ts";
 
 /** A sale as the roll records it: year and month, never the day. */
 export interface RollSale {
@@ -47,6 +48,11 @@ export interface NalRow {
   situsZip: string | null;
   publicLand: string | null;
   seqNo: number | null;
+  /**
+   * The row's text digested under its file's context (`rowDigestOf`), when the reader was given
+   * one: a re-ingest tells the row a parcel was stored from by it. Null otherwise.
+   */
+  digest: string | null;
 }
 
 export type RowResult<T> = { ok: true; row: T } | { ok: false; reject: Reject };
@@ -175,9 +181,12 @@ export class NalRowReader {
   readonly #at: { readonly [Name in (typeof NAL_READ)[number]]: ColumnAt<Name> };
   readonly #saleSlots: readonly SaleSlot[];
   readonly #width: number;
+  readonly #digestContext: string | null;
 
-  constructor(header: HeaderMap<NalColumn>) {
+  /** `digestContext`: the file's `rowDigestContext`, for rows read with their text to digest. */
+  constructor(header: HeaderMap<NalColumn>, digestContext: string | null = null) {
     const at = columnsAt(header.index, NAL_READ);
+    this.#digestContext = digestContext;
     this.#at = at;
     this.#saleSlots = [
       {
@@ -200,9 +209,11 @@ export class NalRowReader {
     this.#width = header.width;
   }
 
-  read(fields: Fields, line: number): RowResult<NalRow> {
+  /** `text`: the record as it stands in the file, digested when the reader has a context. */
+  read(fields: Fields, line: number, text?: string): RowResult<NalRow> {
     const f = this.#reader;
     const at = this.#at;
+    const context = this.#digestContext;
     return readWhole(f, at.PARCEL_ID, this.#width, fields, line, () => {
       // A roll year ahead of next year is a typo that would make every real roll look stale.
       const rollYear = f.requiredInteger(at.ASMNT_YR, 1900, LATEST_ROLL_YEAR);
@@ -256,6 +267,7 @@ export class NalRowReader {
         situsZip: f.text(at.PHY_ZIPCD),
         publicLand: f.text(at.PUBLIC_LND),
         seqNo: f.integer(at.SEQ_NO),
+        digest: context === null || text === undefined ? null : rowDigestOf(context, text),
       };
     });
   }

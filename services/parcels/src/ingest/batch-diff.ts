@@ -10,6 +10,7 @@ import {
   folioOf,
   isLaterRecord,
   isStaleRoll,
+  isStoredRow,
   rollFactsOf,
   type StoredParcelState,
   standingInFile,
@@ -84,6 +85,8 @@ export async function groupByFolio(
   return byFolio;
 }
 
+const NO_SALES: readonly RollSale[] = [];
+
 /** Diffs a batch against the stored states: the parcels to store and how each row counted. */
 export async function diffBatch(
   file: FileContext,
@@ -121,6 +124,13 @@ export async function diffBatch(
       });
       continue;
     }
+    const recordedSales = sales.get(folio) ?? NO_SALES;
+    // The row the stored parcel was built from needs neither its facts nor its content hash. A
+    // later record of the file replaces the stored one whatever its content (below).
+    if (standing !== "later" && isStoredRow(previous, row, recordedSales)) {
+      outcome.unchanged += 1;
+      continue;
+    }
     const context = {
       ingestId: file.ingestId,
       sourceFile: file.sourceFile,
@@ -129,7 +139,7 @@ export async function diffBatch(
       observedAt,
       asOf: file.asOf,
       previous,
-      recordedSales: sales.get(folio) ?? [],
+      recordedSales,
     };
     // The content hash first: an unchanged parcel needs neither its signals nor its record.
     const roll = rollFactsOf(row, context);

@@ -28,6 +28,7 @@ import {
 } from "../domain/nal-layout.ts";
 import { NalRowReader, type RowResult, SdfRowReader, type SdfSale } from "../domain/nal-row.ts";
 import { folioOf } from "../domain/parcel.ts";
+import { rowDigestContext } from "../domain/row-digest.ts";
 import type { FileContext } from "./batch-diff.ts";
 import { IngestTally, ParcelPipeline } from "./parcel-pipeline.ts";
 import { RejectsReport } from "./rejects-report.ts";
@@ -241,6 +242,7 @@ interface FileShape {
 function shapeOf(
   file: string,
   header: CsvRecord,
+  rollStage: RollStage,
   batchSize: number,
   report: RejectsReport,
   store: { parcels: ParcelPipeline; sales: (rows: readonly RowResult<SdfSale>[]) => Promise<void> },
@@ -267,7 +269,7 @@ function shapeOf(
     report.add(reject);
   }
   const unloadable = headerLacks(map.missingRequired);
-  const reader = typedBy(unloadable, new NalRowReader(map));
+  const reader = typedBy(unloadable, new NalRowReader(map, rowDigestContext(names, rollStage)));
   return {
     kind,
     unloadable,
@@ -362,7 +364,7 @@ async function ingestLocked(
     shape = await readRecords(
       file,
       (header) =>
-        shapeOf(file, header, options.batchSize ?? 2000, report, {
+        shapeOf(file, header, context.rollStage, options.batchSize ?? 2000, report, {
           parcels: pipeline,
           sales: (rows) => storeSales(deps.pool, rows, tally, report),
         }),

@@ -74,12 +74,14 @@ interface LookingUp {
   found: Promise<[ReadonlyMap<string, StoredParcelState>, ReadonlyMap<string, RollSale[]>]>;
 }
 
+const NOTHING_STORING: ReadonlyMap<string, NalRow> = new Map();
+
 export class ParcelPipeline {
   #storing: Promise<void> = Promise.resolve();
   /** The batch accepted last, looked up while the next one is read; diffed when that arrives. */
   #ahead: LookingUp | null = null;
   #publishing: Promise<void> = Promise.resolve();
-  #storingFolios: ReadonlyMap<string, NalRow> = new Map();
+  #storingFolios: ReadonlyMap<string, NalRow> = NOTHING_STORING;
   #storeError: unknown;
   #indexesDropped = false;
 
@@ -131,10 +133,7 @@ export class ParcelPipeline {
     }
     const ahead = this.#ahead;
     this.#ahead = null;
-    // A parcel of a batch not stored yet must be diffed against what that batch stores.
-    const unstored = (folio: string) =>
-      ahead?.byFolio.has(folio) === true || this.#storingFolios.has(folio);
-    if (!this.#state.firstLoad && folios.some(unstored)) {
+    if (!this.#state.firstLoad && this.#holdsUnstored(folios, ahead)) {
       if (ahead !== null) {
         await this.#diffAndStore(ahead);
       }
@@ -146,6 +145,20 @@ export class ParcelPipeline {
     if (ahead !== null) {
       await this.#diffAndStore(ahead);
     }
+  }
+
+  /**
+   * Whether one of `folios` is in a batch not stored yet: the one ahead, or the one the store lane
+   * may still be storing. Such a parcel must be diffed against what that batch stores.
+   */
+  #holdsUnstored(folios: readonly string[], ahead: LookingUp | null): boolean {
+    const storing = this.#storingFolios;
+    for (const folio of folios) {
+      if (ahead?.byFolio.has(folio) || (storing.size > 0 && storing.has(folio))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Waits until every accepted batch is stored. */
@@ -188,7 +201,8 @@ export class ParcelPipeline {
   async #diffAndStore(batch: LookingUp): Promise<void> {
     const diffed = await this.#diff(batch);
     await this.#tally.timed("waitStore", () => this.#storing);
-    this.#storingFolios = batch.byFolio;
+    // A batch that stores nothing (all unchanged) changes no state a later lookup reads.
+    this.#storingFolios = diffed.batch.size > 0 ? batch.byFolio : NOTHING_STORING;
     this.#storing = this.#store(batch.byFolio, batch.folios, diffed);
     this.#storing.catch((error: unknown) => {
       this.#storeError ??= error;

@@ -69,7 +69,7 @@ export function rowBatches<R>(
  */
 export function typedBy<R>(
   unloadable: string | null,
-  reader: { read(fields: Fields, line: number): RowResult<R> },
+  reader: { read(fields: Fields, line: number, text?: string): RowResult<R> },
 ): (record: CsvRecord) => RowResult<R> {
   return (record) => {
     if (unloadable !== null) {
@@ -85,7 +85,7 @@ export function typedBy<R>(
     if (record.error !== undefined) {
       return { ok: false, reject: { line: record.line, column: null, reason: record.error } };
     }
-    return reader.read(record.fields, record.line);
+    return reader.read(record.fields, record.line, record.text);
   };
 }
 

@@ -1,0 +1,31 @@
+// A roll row's digest: what tells a re-ingest that a row is the one a stored parcel's facts came
+// from, without normalizing and hashing those facts again (decision 0160).
+import { hash } from "node:crypto";
+import type { RollStage } from "@th/contracts";
+
+/**
+ * The revision of how a roll row's facts follow from its text: the NAL row reader and
+ * `rollFactsOf`. It is part of every row digest, so raising it makes every stored digest a
+ * mismatch and each parcel is compared by its content hash again, once. A test holds the facts of
+ * a fixed sample of rows to the digest recorded for this revision, and fails until it is raised
+ * when they change.
+ */
+export const ROW_FACTS_REVISION = 1;
+
+/**
+ * What every row digest of one file shares: the revision, the roll stage (a fact of every row)
+ * and the file's header (the same text means the same fields only under the same columns).
+ * Computed once per file.
+ */
+export function rowDigestContext(header: readonly string[], rollStage: RollStage): string {
+  return `${ROW_FACTS_REVISION} ${rollStage} ${hash("sha256", JSON.stringify(header), "base64")}\n`;
+}
+
+/**
+ * SHA-256 (base64) of a row's text as it stands in the file, under its file's context. Rows of
+ * one text read as the same row, so an equal digest means the same facts, and a changed byte a
+ * different digest.
+ */
+export function rowDigestOf(context: string, text: string): string {
+  return hash("sha256", context + text, "base64");
+}
