@@ -80,7 +80,8 @@ function planningPool(client: Queryable, plans: PlanNode[]): pg.Pool {
     const text = typeof config === "string" ? config : config.text;
     const params = typeof config === "string" ? values : config.values;
     const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
-    plans.push((rows[0]?.["QUERY PLAN"] as { Plan: PlanNode }[])[0]?.Plan as PlanNode);
+    const [explained] = rows[0]["QUERY PLAN"] as { Plan: PlanNode }[];
+    plans.push(explained?.Plan ?? { "Node Type": "none" });
     return { rows: [], rowCount: 0 };
   };
   return { query } as unknown as pg.Pool;
