@@ -1,6 +1,6 @@
+import type { Pool, PoolClient } from "@th/db";
 import { createTestDatabase, type TestDatabase } from "@th/db/testing";
 import { listPartitions } from "@th/service-kit";
-import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WHOLE } from "../domain/shard.ts";
 import { writeAttempts } from "./attempts.ts";
@@ -67,7 +67,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => db.drop());
 
-type Queryable = Pick<pg.PoolClient, "query">;
+type Queryable = Pick<PoolClient, "query">;
 interface PlanNode {
   "Node Type": string;
   "Relation Name"?: string;
@@ -75,8 +75,11 @@ interface PlanNode {
 }
 
 /** A pool that plans each statement it is given instead of running it. */
-function planningPool(client: Queryable, plans: PlanNode[]): pg.Pool {
-  const query = async (config: string | pg.QueryConfig, values?: unknown[]) => {
+function planningPool(client: Queryable, plans: PlanNode[]): Pool {
+  const query = async (
+    config: string | { text: string; values?: unknown[] },
+    values?: unknown[],
+  ) => {
     const text = typeof config === "string" ? config : config.text;
     const params = typeof config === "string" ? values : config.values;
     const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
@@ -84,7 +87,7 @@ function planningPool(client: Queryable, plans: PlanNode[]): pg.Pool {
     plans.push(explained?.Plan ?? { "Node Type": "none" });
     return { rows: [], rowCount: 0 };
   };
-  return { query } as unknown as pg.Pool;
+  return { query } as unknown as Pool;
 }
 
 /** The large partitions a plan reads whole. */
