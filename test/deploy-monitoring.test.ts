@@ -64,7 +64,7 @@ describe("the chart's operator's kit", () => {
     }
   });
 
-  it("alerts on lag, dead letters, webhook success, parked deliveries, gateway 5xx, ledger drift and readiness, each with a runbook that exists", async () => {
+  it("alerts on lag, dead letters, webhook success, parked deliveries, gateway 5xx, ledger drift, readiness and retention, each with a runbook that exists", async () => {
     const { alerts } = await renderedKit();
     expect(alerts.map((alert) => alert.alert).sort()).toEqual(
       [
@@ -73,6 +73,7 @@ describe("the chart's operator's kit", () => {
         "TerminalHouseGateway5xxRate",
         "TerminalHouseLedgerRedisDrift",
         "TerminalHouseParkedDeliveries",
+        "TerminalHouseRetentionBehind",
         "TerminalHouseServiceNotReady",
         "TerminalHouseWebhookSuccessRateLow",
       ].sort(),
@@ -111,7 +112,7 @@ describe("the chart's operator's kit", () => {
         throw new Error(`${error.message}\n${error.stdout}\n${error.stderr}`);
       },
     );
-    expect(result.stdout).toMatch(/SUCCESS: 7 rules found/);
+    expect(result.stdout).toMatch(/SUCCESS: 8 rules found/);
   });
 
   it("fires each alert on series that mean it, and stays quiet on series that do not (promtool test rules)", async () => {
@@ -329,6 +330,43 @@ describe("the chart's operator's kit", () => {
                   "TerminalHouseParkedDeliveries",
                   {},
                   "150 webhook deliveries are parked for quota or tier",
+                ),
+              ],
+            },
+          ],
+        },
+        {
+          interval: "5m",
+          input_series: [
+            // Two dispatcher replicas measure the same table two days behind; another table is
+            // on time; a third is behind for half an hour only, then caught up.
+            {
+              series: `th_retention_behind_seconds{${ns},service="webhook-dispatcher",pod="d-1",table="dispatcher.deliveries"}`,
+              values: "172800x30",
+            },
+            {
+              series: `th_retention_behind_seconds{${ns},service="webhook-dispatcher",pod="d-2",table="dispatcher.deliveries"}`,
+              values: "172800x30",
+            },
+            {
+              series: `th_retention_behind_seconds{${ns},service="webhook-dispatcher",pod="d-1",table="dispatcher.attempts"}`,
+              values: "0x30",
+            },
+            {
+              series: `th_retention_behind_seconds{${ns},service="matcher",pod="m-1",table="matcher.matches"}`,
+              values: "200000x6 0x24",
+            },
+          ],
+          alert_rule_test: [
+            { eval_time: "50m", alertname: "TerminalHouseRetentionBehind", exp_alerts: [] },
+            {
+              eval_time: "90m",
+              alertname: "TerminalHouseRetentionBehind",
+              exp_alerts: [
+                fired(
+                  "TerminalHouseRetentionBehind",
+                  { table: "dispatcher.deliveries" },
+                  "Retention of dispatcher.deliveries is 2d 0h 0m 0s behind",
                 ),
               ],
             },
