@@ -61,6 +61,46 @@ function endpointLimits(config: Config): EndpointLimits {
   };
 }
 
+/** The dispatcher's own instruments: attempts by outcome and their latency, waiting deliveries. */
+function deliveryInstruments(deps: ServiceDeps<Config>) {
+  const { metrics, pool } = deps;
+  const attemptsByOutcome = metrics?.counter(
+    "th_delivery_attempts_total",
+    "Delivery attempts by outcome (complete, retrying, exhausted, dead_letter) and attempt number",
+    ["outcome", "attempt"] as const,
+  );
+  const attemptSeconds = metrics?.histogram(
+    "th_delivery_attempt_duration_seconds",
+    "How long receivers took to answer (or fail) a delivery attempt, by outcome",
+    ["outcome"] as const,
+    [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  );
+  metrics?.gauge(
+    "th_deliveries_waiting",
+    "Deliveries held in the dead-letter store (30 days) or parked for quota or tier",
+    ["state"] as const,
+    async (gauge) => {
+      for (const row of await countWaiting(pool)) {
+        gauge.set({ state: row.state }, row.n);
+      }
+    },
+  );
+  return { attemptsByOutcome, attemptSeconds };
+}
+
+/** Retention of deliveries and attempts, by month (decision 0392). */
+function createDispatcherRetention(deps: ServiceDeps<Config>, now: () => number) {
+  return createRetention({
+    pool: deps.pool,
+    rules: dispatcherRetention,
+    metrics: deps.metrics ?? createMetrics("webhook-dispatcher"),
+    logger: deps.logger,
+    intervalMs: deps.config.RETENTION_INTERVAL_MS,
+    batchSize: deps.config.RETENTION_BATCH_SIZE,
+    now: () => new Date(now()),
+  });
+}
+
 /** Builds the dispatcher without starting it, so tests can drive it directly. */
 export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOptions = {}) {
   const { config, pool, logger } = deps;
@@ -86,36 +126,8 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     maxSockets: config.MAX_IN_FLIGHT,
   });
-  const attemptsByOutcome = deps.metrics?.counter(
-    "th_delivery_attempts_total",
-    "Delivery attempts by outcome (complete, retrying, exhausted, dead_letter) and attempt number",
-    ["outcome", "attempt"] as const,
-  );
-  const attemptSeconds = deps.metrics?.histogram(
-    "th_delivery_attempt_duration_seconds",
-    "How long receivers took to answer (or fail) a delivery attempt, by outcome",
-    ["outcome"] as const,
-    [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  );
-  deps.metrics?.gauge(
-    "th_deliveries_waiting",
-    "Deliveries held in the dead-letter store (30 days) or parked for quota or tier",
-    ["state"] as const,
-    async (gauge) => {
-      for (const row of await countWaiting(pool)) {
-        gauge.set({ state: row.state }, row.n);
-      }
-    },
-  );
-  const retention = createRetention({
-    pool,
-    rules: dispatcherRetention,
-    metrics: deps.metrics ?? createMetrics("webhook-dispatcher"),
-    logger,
-    intervalMs: config.RETENTION_INTERVAL_MS,
-    batchSize: config.RETENTION_BATCH_SIZE,
-    now: () => new Date(now()),
-  });
+  const { attemptsByOutcome, attemptSeconds } = deliveryInstruments(deps);
+  const retention = createDispatcherRetention(deps, now);
   // The worker's Redis calls (tenant slots, lead-view reservations, slot releases) for a whole
   // claimed batch are issued in the same turn; auto-pipelining sends them in one write.
   const workerRedis = deps.redis.duplicate({ enableAutoPipelining: true });
