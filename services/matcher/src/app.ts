@@ -24,7 +24,7 @@ const RELAY_BATCH_SIZE = 2000;
 export interface MatcherOptions {
   /** Leave out the parcel projection consumer (benchmarks of matching alone). */
   projection?: boolean;
-  /** The clock retention ages rows by (a compressed one in the soak bench). */
+  /** The clock matches and runs are stamped and aged by (a compressed one in the soak bench). */
   now?: () => Date;
 }
 
@@ -86,16 +86,17 @@ export async function buildApp(
   const watchlists = createWatchlistStore(pool, {
     maxPerTenant: config.MAX_WATCHLISTS_PER_TENANT,
   });
+  const now = options.now ?? (() => new Date());
   const runs = createManualRuns({
     pool,
     logger,
+    now,
     watchlists,
     parcelLimit: config.MANUAL_RUN_MAX_PARCELS,
     maxRunsPerTenant: config.MANUAL_RUNS_PER_TENANT,
     onCommitted: flushSoon,
   });
   const cache = new WatchlistCache({ pool, logger, pollIntervalMs: config.WATCHLIST_POLL_MS });
-  const now = options.now ?? (() => new Date());
   const retention = createMatcherRetention(deps, now);
   registerWatchlistRoutes(http, {
     pool,
@@ -123,6 +124,7 @@ export async function buildApp(
         pool,
         logger,
         cache,
+        now,
         onCommitted: flushSoon,
         partitionsConsumedConcurrently: config.MATCH_PARTITIONS_CONCURRENTLY,
       });

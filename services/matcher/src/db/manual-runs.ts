@@ -118,7 +118,10 @@ async function assertTenantRunSlot(
  */
 export async function recordRun(
   client: PoolClient,
-  run: Pick<RunRow, "id" | "tenant_id" | "watchlist_id" | "recipe_version" | "parcel_limit">,
+  run: Pick<
+    RunRow,
+    "id" | "tenant_id" | "watchlist_id" | "recipe_version" | "parcel_limit" | "created_at"
+  >,
   maxPerTenant: number,
 ): Promise<RunRow> {
   // The tenant's lock comes first, then the watchlist's, so two starts never wait on each other
@@ -138,9 +141,10 @@ export async function recordRun(
     );
   }
   const { rows } = await client.query<RunRow>(
-    `INSERT INTO manual_runs (id, tenant_id, watchlist_id, recipe_version, status, parcel_limit)
-     VALUES ($1, $2, $3, $4, 'queued', $5) RETURNING *`,
-    [run.id, run.tenant_id, run.watchlist_id, run.recipe_version, run.parcel_limit],
+    `INSERT INTO manual_runs (id, tenant_id, watchlist_id, recipe_version, status, parcel_limit,
+                              created_at)
+     VALUES ($1, $2, $3, $4, 'queued', $5, $6) RETURNING *`,
+    [run.id, run.tenant_id, run.watchlist_id, run.recipe_version, run.parcel_limit, run.created_at],
   );
   return rows[0] as RunRow;
 }

@@ -27,13 +27,15 @@ export interface NewMatch {
 const INSERT_MATCHES_SQL = `
 WITH inserted AS (
   INSERT INTO matches (match_id, tenant_id, watchlist_id, recipe_version, folio, content_hash,
-                       trigger, run_id, score, signals_fired, observed_at)
+                       trigger, run_id, score, signals_fired, observed_at, created_at)
   SELECT m.match_id, m.tenant_id, m.watchlist_id, m.recipe_version, m.folio, m.content_hash,
-         m.trigger, m.run_id, m.score, string_to_array(m.signals, ','), m.observed_at
+         m.trigger, m.run_id, m.score, string_to_array(m.signals, ','), m.observed_at, m.found_at
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[],
-                $7::text[], $8::text[], $9::float8[], $10::text[], $11::timestamptz[])
+                $7::text[], $8::text[], $9::float8[], $10::text[], $11::timestamptz[],
+                $14::timestamptz[])
          WITH ORDINALITY AS m(match_id, tenant_id, watchlist_id, recipe_version, folio,
-                              content_hash, trigger, run_id, score, signals, observed_at, ord)
+                              content_hash, trigger, run_id, score, signals, observed_at,
+                              found_at, ord)
    ORDER BY m.ord
   ON CONFLICT (match_id) DO NOTHING
   RETURNING match_id
@@ -49,7 +51,12 @@ WITH inserted AS (
 )
 SELECT count(*)::int AS queued FROM queued`;
 
-/** Inserts the matches that are new and enqueues their events; returns how many were new. */
+/**
+ * Inserts the matches that are new and enqueues their events; returns how many were new. A match
+ * is stored as made when its event says it occurred (the matcher's clock when it judged the
+ * parcel), so the row, its `matched_at` and its `match.found` tell one time, and retention ages
+ * it by that clock.
+ */
 export async function insertMatches(
   client: PoolClient,
   matches: readonly NewMatch[],
@@ -77,6 +84,7 @@ export async function insertMatches(
     matches.map((m) => m.event.match.observed_at),
     JSON.stringify(events),
     contracts.matchFound.topic,
+    matches.map((m) => m.event.occurred_at),
   ]);
   return rows[0]?.queued ?? 0;
 }

@@ -149,8 +149,11 @@ export function createManualRuns(deps: {
   maxRunsPerTenant: number;
   pageSize?: number;
   onCommitted: () => void;
+  /** The clock a run and its matches are stamped with. */
+  now?: () => Date;
 }) {
   const { pool } = deps;
+  const now = deps.now ?? (() => new Date());
   const pageSize = deps.pageSize ?? 1000;
   const inFlight = new Set<Promise<void>>();
 
@@ -171,12 +174,7 @@ export function createManualRuns(deps: {
       if (page.parcels.length === 0) {
         break;
       }
-      const matches = matchesOfPage(
-        { ...run, name },
-        recipe,
-        page.parcels,
-        new Date().toISOString(),
-      );
+      const matches = matchesOfPage({ ...run, name }, recipe, page.parcels, now().toISOString());
       scanned += page.parcels.length;
       after = page.last;
       await commitPage(pool, run.id, scanned, matches);
@@ -215,6 +213,7 @@ export function createManualRuns(deps: {
             watchlist_id: watchlistId,
             recipe_version: current.version,
             parcel_limit: deps.parcelLimit,
+            created_at: now(),
           },
           deps.maxRunsPerTenant,
         ),
