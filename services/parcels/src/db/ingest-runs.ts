@@ -4,6 +4,8 @@ import { deleteInBatches, type RetentionRule } from "@th/service-kit";
 /** What an ingest run counted, written to its `ingest_runs` row when it finishes. */
 export interface IngestRunCounts {
   kind: string;
+  /** When it finished, by the ingest's clock. */
+  finishedAt: Date;
   read: number;
   new: number;
   changed: number;
@@ -11,17 +13,20 @@ export interface IngestRunCounts {
   rejected: number;
 }
 
-/** Records that an ingest of `sourceFile` began; its kind is known only once the header is read. */
+/**
+ * Records that an ingest of `sourceFile` began at `startedAt` (the ingest's clock, which
+ * retention ages the run by); its kind is known only once the header is read.
+ */
 export async function recordIngestStarted(
   pool: Pool,
   ingestId: string,
   sourceFile: string,
+  startedAt: Date,
 ): Promise<void> {
-  await pool.query("INSERT INTO ingest_runs (ingest_id, source_file, kind) VALUES ($1, $2, $3)", [
-    ingestId,
-    sourceFile,
-    "pending",
-  ]);
+  await pool.query(
+    "INSERT INTO ingest_runs (ingest_id, source_file, kind, started_at) VALUES ($1, $2, $3, $4)",
+    [ingestId, sourceFile, "pending", startedAt],
+  );
 }
 
 export async function recordIngestFinished(
@@ -30,7 +35,7 @@ export async function recordIngestFinished(
   counts: IngestRunCounts,
 ): Promise<void> {
   await pool.query(
-    `UPDATE ingest_runs SET kind = $2, finished_at = now(), rows_read = $3, rows_new = $4,
+    `UPDATE ingest_runs SET kind = $2, finished_at = $8, rows_read = $3, rows_new = $4,
             rows_changed = $5, rows_unchanged = $6, rows_rejected = $7
       WHERE ingest_id = $1`,
     [
@@ -41,6 +46,7 @@ export async function recordIngestFinished(
       counts.changed,
       counts.unchanged,
       counts.rejected,
+      counts.finishedAt,
     ],
   );
 }

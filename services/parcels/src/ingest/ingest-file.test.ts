@@ -673,3 +673,20 @@ describe("sales files and headers", () => {
     expect(published).toEqual([]);
   });
 });
+
+describe("the ingest's clock", () => {
+  it("records the run as started and finished at the ingest's time, not the database's", async () => {
+    const clock = new Date("2031-05-06T07:08:09.000Z");
+    const roll = await writeRoll("NAL23F202501.csv", [row("C1"), row("C2")]);
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, roll, {
+      asOf,
+      now: () => clock,
+    });
+    const { rows } = await harness.pool.query<{ started_at: Date; finished_at: Date }>(
+      "SELECT started_at, finished_at FROM ingest_runs WHERE ingest_id = $1",
+      [summary.ingestId],
+    );
+    expect(rows[0]?.started_at.toISOString()).toBe(clock.toISOString());
+    expect(rows[0]?.finished_at.toISOString()).toBe(clock.toISOString());
+  });
+});

@@ -212,7 +212,7 @@ async function openFile(
     now,
     reject: (reject) => report.add(reject),
   };
-  await recordIngestStarted(deps.pool, context.ingestId, basename(file));
+  await recordIngestStarted(deps.pool, context.ingestId, basename(file), now());
   // The ingest lock keeps the store as it was seen here: nobody else writes parcels or sales.
   const stored = await storeContents(deps.pool);
   const tally = new IngestTally();
@@ -395,6 +395,7 @@ async function ingestLocked(
   const counts = tally.counts;
   await recordIngestFinished(deps.pool, context.ingestId, {
     kind,
+    finishedAt: context.now(),
     read: counts.read,
     new: counts.new,
     changed: counts.changed,
