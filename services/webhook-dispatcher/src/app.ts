@@ -211,7 +211,7 @@ export async function buildApp(deps: ServiceDeps<Config>, options: DispatcherOpt
       consumers.push(
         await deps.bus.consume({
           group: "webhook-dispatcher.matches",
-          subscriptions: matchSubscriptions({ pool, worker }),
+          subscriptions: matchSubscriptions({ pool, worker, now }),
           partitionsConsumedConcurrently: 12,
         }),
         await retryBus.consume({

@@ -17,10 +17,14 @@ export const RETRY_HANDOFF_LEAD_MS = 300;
  * here; the handler returns as soon as the rows are durable, so the partition never waits on a
  * receiver.
  */
-export function matchSubscriptions(deps: { pool: Pool; worker: Worker }): Subscription[] {
+export function matchSubscriptions(deps: {
+  pool: Pool;
+  worker: Worker;
+  now: () => number;
+}): Subscription[] {
   return [
     onBatch(contracts.matchFound, async (records) => {
-      if ((await intakeMatches(deps.pool, records)) > 0) {
+      if ((await intakeMatches(deps.pool, records, new Date(deps.now()))) > 0) {
         deps.worker.wake();
       }
       return undefined;

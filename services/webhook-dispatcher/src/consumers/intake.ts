@@ -12,10 +12,10 @@ export interface MatchRecord {
 
 /**
  * Creates the deliveries of many `match.found` records in one statement: one row per
- * (subscribed endpoint, match), body fixed now, the record's trace context kept with it; a
- * redelivered record is a no-op. Answers how many rows were created.
+ * (subscribed endpoint, match), body fixed now, the record's trace context kept with it, created
+ * at `at`; a redelivered record is a no-op. Answers how many rows were created.
  */
-export async function intakeMatches(pool: Pool, records: readonly MatchRecord[]) {
+export async function intakeMatches(pool: Pool, records: readonly MatchRecord[], at: Date) {
   if (records.length === 0) {
     return 0;
   }
@@ -30,5 +30,5 @@ export async function intakeMatches(pool: Pool, records: readonly MatchRecord[])
       trace_context: Object.keys(trace).length > 0 ? trace : null,
     };
   });
-  return insertDeliveries(pool, input, EVENT_TYPE);
+  return insertDeliveries(pool, input, EVENT_TYPE, at);
 }

@@ -242,12 +242,15 @@ export interface NewDelivery {
  * no-op. deliveries is partitioned by created_at, so (endpoint, match) cannot be a unique key:
  * the statement skips pairs already stored, under a transaction lock per tenant that makes
  * intakes of one tenant's matches take turns (matches of a tenant, the only ones that can share
- * a pair, cannot both pass the check). Answers how many rows were created.
+ * a pair, cannot both pass the check). The rows are created, and due, at `at` (the
+ * dispatcher's clock, which the claim and retention read; the database's when not given).
+ * Answers how many rows were created.
  */
 export async function insertDeliveries(
   pool: Pool,
   input: readonly NewDelivery[],
   eventType: string,
+  at?: Date,
 ): Promise<number> {
   const tenants = [...new Set(input.map((row) => row.tenant_id))].sort();
   return runInTransaction(pool, async (client) => {
@@ -262,10 +265,10 @@ export async function insertDeliveries(
       // Named: planned once per connection, as its plan does not depend on the values.
       name: "dispatcher-insert-deliveries",
       text: `INSERT INTO deliveries (id, endpoint_id, tenant_id, watchlist_id, match_id, folio,
-                               event_type, body, trace_context)
+                               event_type, body, trace_context, created_at, due_at)
        SELECT DISTINCT ON (e.id, m.match_id)
               gen_random_uuid(), e.id, e.tenant_id, e.watchlist_id, m.match_id, m.folio, $2,
-              m.body, m.trace_context
+              m.body, m.trace_context, coalesce($3, now()), coalesce($3, now())
          FROM json_to_recordset($1::json)
               AS m(tenant_id text, watchlist_id text, match_id text, folio text, body text,
                    trace_context jsonb)
@@ -275,7 +278,7 @@ export async function insertDeliveries(
                            WHERE d.endpoint_id = e.id AND d.match_id = m.match_id)`,
       // One JSON document rather than Postgres arrays: serialising it is one native call, where
       // array parameters are escaped element by element.
-      values: [JSON.stringify(input), eventType],
+      values: [JSON.stringify(input), eventType, at ?? null],
     });
     return inserted.rowCount ?? 0;
   });
