@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { Pool } from "@th/db";
+import { createPool, type Pool } from "@th/db";
 import { createTestDatabase, type TestDatabase } from "@th/db/testing";
 import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -172,6 +172,48 @@ describe("retention", () => {
     await pool.query("INSERT INTO history (created_at) VALUES ('2026-05-01Z')");
     expect(await dropExpiredPartitions(pool, "history", new Date("2027-02-01Z"))).toBe(1);
     expect(await partitionsOf("history")).toEqual(["history_p202702"]);
+  });
+
+  it("reads a date-partitioned table's bounds as UTC midnights whatever the session's time zone", async () => {
+    await pool.query(
+      "CREATE TABLE IF NOT EXISTS daily (day date NOT NULL) PARTITION BY RANGE (day)",
+    );
+    await ensureMonthlyPartitions(pool, "daily", new Date("2027-01-10Z"), 1);
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-10Z"), 0);
+    const database = new URL(db.url).pathname.slice(1);
+    await pool.query(`ALTER DATABASE ${database} SET timezone = 'America/New_York'`);
+    const eastern = createPool({ url: db.url, schema: "retention_test", max: 1 });
+    try {
+      expect((await eastern.query("SHOW timezone")).rows[0]?.TimeZone).toBe("America/New_York");
+      expect(await listPartitions(eastern, "daily")).toEqual([
+        { name: "daily_p202701", from: new Date("2027-01-01Z"), to: new Date("2027-02-01Z") },
+        { name: "daily_p202702", from: new Date("2027-02-01Z"), to: new Date("2027-03-01Z") },
+      ]);
+      expect((await listPartitions(eastern, "history"))[0]).toEqual({
+        name: "history_p202701",
+        from: new Date("2027-01-01Z"),
+        to: new Date("2027-02-01Z"),
+      });
+    } finally {
+      await eastern.end();
+      await pool.query(`ALTER DATABASE ${database} RESET timezone`);
+    }
+  });
+
+  it("creates a month once when replicas ask for it at the same moment, failing none", async () => {
+    await pool.query(
+      "CREATE TABLE IF NOT EXISTS raced (at timestamptz NOT NULL) PARTITION BY RANGE (at)",
+    );
+    const from = new Date("2027-06-01Z");
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 8 }, () => ensureMonthlyPartitions(pool, "raced", from, 2)),
+    );
+    expect(outcomes.filter((outcome) => outcome.status === "rejected")).toEqual([]);
+    expect(await partitionsOf("raced")).toEqual([
+      "raced_p202706",
+      "raced_p202707",
+      "raced_p202708",
+    ]);
   });
 
   it("keeps a partition its guard refuses, the guard asked while the table is locked", async () => {

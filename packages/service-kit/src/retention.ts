@@ -107,6 +107,8 @@ export function monthlyPartitionName(table: string, start: Date): string {
   return `${table}_p${start.getUTCFullYear()}${month}`;
 }
 
+const MONTH_EXISTS_CODES = new Set(["42P17", "42P07", "23505"]);
+
 /** Runs `work` in one short transaction that gives up rather than queue for a lock. */
 async function inShortTransaction<T>(
   pool: Pool,
@@ -163,12 +165,18 @@ export async function ensureMonthlyPartitions(
       );
     } catch (error) {
       // 42P17: the month overlaps a partition of another name (one attached from before).
-      if ((error as { code?: string }).code !== "42P17") {
+      // 42P07 and 23505: another replica created it at the same moment (IF NOT EXISTS checks
+      // before it locks), so the month exists: done.
+      if (!MONTH_EXISTS_CODES.has((error as { code?: string }).code ?? "")) {
         throw error;
       }
     }
   }
 }
+
+/** A partition bound's text as a time: with an offset as written, without one as UTC. */
+const BOUND_AS_UTC = `(SELECT CASE WHEN t ~ '\\d:\\d\\d(\\.\\d+)?[+-]\\d\\d(:\\d\\d)?$' THEN t::timestamptz
+                   ELSE t::timestamp AT TIME ZONE 'UTC' END FROM (SELECT $text AS t) AS b)`;
 
 /** One partition of a range-partitioned table, with its bounds (null for MINVALUE/MAXVALUE). */
 export interface PartitionRange {
@@ -183,10 +191,12 @@ export interface PartitionRange {
  */
 export async function listPartitions(pool: Pool, parent: string): Promise<PartitionRange[]> {
   const { schema, table } = await qualified(pool, parent);
+  // A timestamptz bound prints with its offset and is read as written; a date (or timestamp)
+  // bound has none and means that day at 00:00 UTC, whatever the session's time zone.
   const { rows } = await pool.query<PartitionRange>(
     `SELECT name,
-            (regexp_match(bound, 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz AS "from",
-            (regexp_match(bound, 'TO \\(''([^'']+)''\\)'))[1]::timestamptz AS "to"
+            ${BOUND_AS_UTC.replace("$text", `(regexp_match(bound, 'FROM \\(''([^'']+)''\\)'))[1]`)} AS "from",
+            ${BOUND_AS_UTC.replace("$text", `(regexp_match(bound, 'TO \\(''([^'']+)''\\)'))[1]`)} AS "to"
        FROM (SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
                FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
               WHERE i.inhparent = $1::regclass) AS partitions
