@@ -1,5 +1,7 @@
 import type { Pool } from "@th/db";
-import { deleteInBatches, type RetentionRule } from "@th/service-kit";
+// Not the package's index: it loads ioredis, whose String subclass slows every string built-in
+// of the process (the roll ingest's parsing took twice the CPU).
+import { deleteInBatches, type RetentionRule } from "@th/service-kit/retention";
 
 /** What an ingest run counted, written to its `ingest_runs` row when it finishes. */
 export interface IngestRunCounts {
