@@ -16,7 +16,8 @@ import {
 } from "@th/db";
 import type { ParcelDetail } from "../domain/lead.ts";
 import type { RollSale, SdfSale } from "../domain/nal-row.ts";
-import type { BuiltParcel, StoredParcelState } from "../domain/parcel.ts";
+import type { BuiltParcel, SourceRecord, StoredParcelState } from "../domain/parcel.ts";
+import type { PriorRoll } from "../domain/signals.ts";
 import { ParcelRecords } from "./parcel-record.ts";
 
 export interface StoredParcel {
@@ -176,58 +177,32 @@ export async function tryWithIngestLock<T>(
 }
 
 /**
- * The stored state of each of `folios` that exists. Rows come as arrays, not objects: a
- * re-ingest reads one for every row of its file, and naming twelve columns of each cost more than
- * the values.
+ * The stored state of each of `folios` that exists, as the diff of file `fileId` reads it: its
+ * source record only when that is in this file (the one file a diff compares it with). A
+ * re-ingest reads one for every row of its file, and most of those rows are the rows their
+ * parcels were stored from, told by digest and source alone: the other columns come as one text,
+ * decoded when first read. Rows come as arrays, not objects: naming each column of each row cost
+ * more than the values.
  */
 export async function loadStates(
   db: Pool | PoolClient,
   folios: readonly string[],
+  fileId: string,
 ): Promise<Map<string, StoredParcelState>> {
   const result = await db.query<StateRow>({
-    text: `SELECT folio, content_hash, roll_year, roll_stage, homestead, just_value,
-                  prior_roll_year, prior_homestead, prior_just_value, source_file_id, source_line,
-                  source_seq_no, row_digest
+    text: `SELECT folio, row_digest,
+                  CASE WHEN source_file_id = $2 THEN source_line END,
+                  CASE WHEN source_file_id = $2 THEN source_seq_no END,
+                  format('%s %s %s %s %s %s %s %s', roll_year, roll_stage, content_hash, homestead,
+                         just_value, prior_roll_year, prior_homestead, prior_just_value)
              FROM parcels WHERE folio = ANY($1::text[])`,
-    values: [folios],
+    values: [folios, fileId],
     rowMode: "array",
   });
   const states = new Map<string, StoredParcelState>();
-  for (const [
-    folio,
-    contentHash,
-    rollYear,
-    rollStage,
-    homestead,
-    justValue,
-    priorRollYear,
-    priorHomestead,
-    priorJustValue,
-    sourceFileId,
-    sourceLine,
-    sourceSeqNo,
-    rowDigest,
-  ] of result.rows) {
-    states.set(folio, {
-      contentHash,
-      rollYear,
-      rollStage,
-      homestead,
-      justValue: Number(justValue),
-      priorRoll:
-        priorRollYear === null
-          ? null
-          : {
-              rollYear: priorRollYear,
-              homestead: priorHomestead ?? false,
-              justValue: Number(priorJustValue ?? 0),
-            },
-      source:
-        sourceFileId === null || sourceLine === null
-          ? null
-          : { fileId: sourceFileId, line: sourceLine, seqNo: sourceSeqNo },
-      rowDigest,
-    });
+  for (const [folio, rowDigest, sourceLine, sourceSeqNo, rest] of result.rows) {
+    const source = sourceLine === null ? null : { fileId, line: sourceLine, seqNo: sourceSeqNo };
+    states.set(folio, new LookedUpState(rowDigest, source, rest));
   }
   return states;
 }
@@ -235,19 +210,83 @@ export async function loadStates(
 /** One row of `loadStates`, column by column. */
 type StateRow = [
   folio: string,
-  contentHash: string,
-  rollYear: number,
-  rollStage: RollStage,
-  homestead: boolean,
-  justValue: string,
-  priorRollYear: number | null,
-  priorHomestead: boolean | null,
-  priorJustValue: string | null,
-  sourceFileId: string | null,
+  rowDigest: string | null,
   sourceLine: number | null,
   sourceSeqNo: number | null,
-  rowDigest: string | null,
+  rest: string,
 ];
+
+/**
+ * A looked-up parcel's state: its row digest and source at once, the rest read from the text of
+ * `loadStates` (roll year, roll stage, content hash, homestead, just value and the prior roll's
+ * year, homestead and just value, by spaces, a null empty) when one of them is first asked for.
+ */
+class LookedUpState implements StoredParcelState {
+  readonly rowDigest: string | null;
+  readonly source: SourceRecord | null;
+  #rest: string;
+  #decoded: Omit<StoredParcelState, "rowDigest" | "source"> | null = null;
+
+  constructor(rowDigest: string | null, source: SourceRecord | null, rest: string) {
+    this.rowDigest = rowDigest;
+    this.source = source;
+    this.#rest = rest;
+  }
+
+  get contentHash(): string {
+    return this.#state().contentHash;
+  }
+
+  get rollYear(): number {
+    return this.#state().rollYear;
+  }
+
+  get rollStage(): RollStage {
+    return this.#state().rollStage;
+  }
+
+  get homestead(): boolean {
+    return this.#state().homestead;
+  }
+
+  get justValue(): number {
+    return this.#state().justValue;
+  }
+
+  get priorRoll(): PriorRoll | null {
+    return this.#state().priorRoll;
+  }
+
+  #state(): Omit<StoredParcelState, "rowDigest" | "source"> {
+    if (this.#decoded === null) {
+      const [
+        rollYear,
+        rollStage,
+        contentHash,
+        homestead,
+        justValue,
+        priorYear,
+        priorHome,
+        priorJv,
+      ] = this.#rest.split(" ");
+      this.#decoded = {
+        contentHash: contentHash as string,
+        rollYear: Number(rollYear),
+        rollStage: rollStage as RollStage,
+        homestead: homestead === "t",
+        justValue: Number(justValue),
+        priorRoll: priorYear
+          ? {
+              rollYear: Number(priorYear),
+              homestead: priorHome === "t",
+              justValue: Number(priorJv || 0),
+            }
+          : null,
+      };
+    }
+    return this.#decoded;
+  }
+}
 
 interface SaleRow {
   folio: string;

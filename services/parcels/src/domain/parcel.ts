@@ -58,7 +58,10 @@ export interface StoredParcelState {
   homestead: boolean;
   justValue: number;
   priorRoll: PriorRoll | null;
-  /** Null for parcels stored before records were tracked. */
+  /**
+   * Where the stored record is in its file; null for parcels stored before records were tracked.
+   * A diff is given it only when that file is the one it reads.
+   */
   source: SourceRecord | null;
   /**
    * The digest of the row its facts were built from (`NalRow.digest`); null when unknown: stored

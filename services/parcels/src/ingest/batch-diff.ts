@@ -115,6 +115,14 @@ export async function diffBatch(
       file.reject(duplicateReject(row, previous?.source?.line ?? row.line));
       continue;
     }
+    const recordedSales = sales.get(folio) ?? NO_SALES;
+    // The row the stored parcel was built from needs neither its facts nor its content hash (and
+    // is of the stored roll, so never stale). A later record of the file replaces the stored one
+    // whatever its content (below).
+    if (standing !== "later" && isStoredRow(previous, row, recordedSales)) {
+      outcome.unchanged += 1;
+      continue;
+    }
     if (isStaleRoll(previous, row.rollYear, file.rollStage)) {
       file.reject({
         line: row.line,
@@ -122,13 +130,6 @@ export async function diffBatch(
         reason: `roll ${row.rollYear} ${file.rollStage} is older than the stored ${previous?.rollYear} ${previous?.rollStage} roll`,
         parcelId: row.parcelId,
       });
-      continue;
-    }
-    const recordedSales = sales.get(folio) ?? NO_SALES;
-    // The row the stored parcel was built from needs neither its facts nor its content hash. A
-    // later record of the file replaces the stored one whatever its content (below).
-    if (standing !== "later" && isStoredRow(previous, row, recordedSales)) {
-      outcome.unchanged += 1;
       continue;
     }
     const context = {

@@ -189,7 +189,9 @@ export class ParcelPipeline {
     skipStates: boolean,
   ): LookingUp {
     const found = Promise.all([
-      skipStates ? new Map<string, StoredParcelState>() : loadStates(this.#pool, folios),
+      skipStates
+        ? new Map<string, StoredParcelState>()
+        : loadStates(this.#pool, folios, this.#file.sourceFileId),
       this.#state.sales ? loadRecordedSales(this.#pool, folios) : new Map<string, RollSale[]>(),
     ]);
     // Awaited when the batch is diffed; a failure meanwhile is no unhandled rejection.
