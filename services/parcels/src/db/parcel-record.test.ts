@@ -70,7 +70,6 @@ function generatedEvents(rows: number): ParcelIngested[] {
                 justValue: 150_000,
                 priorRoll: null,
                 source: null,
-                rowDigest: null,
               }
             : null,
         recordedSales: [],

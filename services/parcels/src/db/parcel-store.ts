@@ -16,8 +16,7 @@ import {
 } from "@th/db";
 import type { ParcelDetail } from "../domain/lead.ts";
 import type { RollSale, SdfSale } from "../domain/nal-row.ts";
-import type { BuiltParcel, SourceRecord, StoredParcelState } from "../domain/parcel.ts";
-import type { PriorRoll } from "../domain/signals.ts";
+import type { BuiltParcel, StoredParcelState } from "../domain/parcel.ts";
 import { ParcelRecords } from "./parcel-record.ts";
 
 export interface StoredParcel {
@@ -176,116 +175,106 @@ export async function tryWithIngestLock<T>(
   }
 }
 
+/** A batch's rows as their lookup is given them, by index: folio, digest and line. */
+export interface BatchKeys {
+  folios: readonly string[];
+  digests: readonly (string | null)[];
+  lines: readonly number[];
+}
+
 /**
- * The stored state of each of `folios` that exists, as the diff of file `fileId` reads it: its
- * source record only when that is in this file (the one file a diff compares it with). A
- * re-ingest reads one for every row of its file, and most of those rows are the rows their
- * parcels were stored from, told by digest and source alone: the other columns come as one text,
- * decoded when first read. Rows come as arrays, not objects: naming each column of each row cost
- * more than the values.
+ * The stored state of each parcel of a batch its diff must look at, by folio, null for a parcel
+ * not stored. A parcel is left out when its stored row is the batch's row for it, told by the
+ * row's digest (decision 0160): the same digest, the stored record no other line of file
+ * `fileId`, and, once sales are recorded, none recorded for it. Its facts are then the stored
+ * ones and the diff counts it unchanged without a look: a re-ingest of an unchanged roll reads
+ * nothing back. The batch goes as JSON arrays (serialized natively, where an array parameter is
+ * escaped element by element), and rows come as arrays, not objects.
  */
-export async function loadStates(
+export async function loadStatesToDiff(
   db: Pool | PoolClient,
-  folios: readonly string[],
+  keys: BatchKeys,
   fileId: string,
-): Promise<Map<string, StoredParcelState>> {
+  salesRecorded: boolean,
+): Promise<Map<string, StoredParcelState | null>> {
   const result = await db.query<StateRow>({
-    text: `SELECT folio, row_digest,
-                  CASE WHEN source_file_id = $2 THEN source_line END,
-                  CASE WHEN source_file_id = $2 THEN source_seq_no END,
-                  format('%s %s %s %s %s %s %s %s', roll_year, roll_stage, content_hash, homestead,
-                         just_value, prior_roll_year, prior_homestead, prior_just_value)
-             FROM parcels WHERE folio = ANY($1::text[])`,
-    values: [folios, fileId],
+    text: `SELECT b.folio, p.folio IS NOT NULL, p.content_hash, p.roll_year, p.roll_stage,
+                  p.homestead, p.just_value, p.prior_roll_year, p.prior_homestead,
+                  p.prior_just_value, p.source_file_id, p.source_line, p.source_seq_no
+             FROM ROWS FROM (json_array_elements_text($1::json), json_array_elements_text($2::json),
+                             json_array_elements_text($3::json)) AS b (folio, digest, line)
+             LEFT JOIN parcels p ON p.folio = b.folio
+            WHERE p.folio IS NULL
+               OR p.row_digest IS DISTINCT FROM b.digest
+               OR (p.source_file_id = $4 AND p.source_line <> b.line::integer)
+               ${salesRecorded ? "OR EXISTS (SELECT 1 FROM recorded_sales s WHERE s.folio = b.folio)" : ""}`,
+    values: [
+      JSON.stringify(keys.folios),
+      JSON.stringify(keys.digests),
+      JSON.stringify(keys.lines),
+      fileId,
+    ],
     rowMode: "array",
   });
-  const states = new Map<string, StoredParcelState>();
-  for (const [folio, rowDigest, sourceLine, sourceSeqNo, rest] of result.rows) {
-    const source = sourceLine === null ? null : { fileId, line: sourceLine, seqNo: sourceSeqNo };
-    states.set(folio, new LookedUpState(rowDigest, source, rest));
+  const states = new Map<string, StoredParcelState | null>();
+  for (const row of result.rows) {
+    states.set(row[0], row[1] ? stateOf(row) : null);
   }
   return states;
 }
 
-/** One row of `loadStates`, column by column. */
+/** One row of `loadStatesToDiff`, column by column. */
 type StateRow = [
   folio: string,
-  rowDigest: string | null,
+  stored: boolean,
+  contentHash: string,
+  rollYear: number,
+  rollStage: RollStage,
+  homestead: boolean,
+  justValue: string,
+  priorRollYear: number | null,
+  priorHomestead: boolean | null,
+  priorJustValue: string | null,
+  sourceFileId: string | null,
   sourceLine: number | null,
   sourceSeqNo: number | null,
-  rest: string,
 ];
 
-/**
- * A looked-up parcel's state: its row digest and source at once, the rest read from the text of
- * `loadStates` (roll year, roll stage, content hash, homestead, just value and the prior roll's
- * year, homestead and just value, by spaces, a null empty) when one of them is first asked for.
- */
-class LookedUpState implements StoredParcelState {
-  readonly rowDigest: string | null;
-  readonly source: SourceRecord | null;
-  #rest: string;
-  #decoded: Omit<StoredParcelState, "rowDigest" | "source"> | null = null;
-
-  constructor(rowDigest: string | null, source: SourceRecord | null, rest: string) {
-    this.rowDigest = rowDigest;
-    this.source = source;
-    this.#rest = rest;
-  }
-
-  get contentHash(): string {
-    return this.#state().contentHash;
-  }
-
-  get rollYear(): number {
-    return this.#state().rollYear;
-  }
-
-  get rollStage(): RollStage {
-    return this.#state().rollStage;
-  }
-
-  get homestead(): boolean {
-    return this.#state().homestead;
-  }
-
-  get justValue(): number {
-    return this.#state().justValue;
-  }
-
-  get priorRoll(): PriorRoll | null {
-    return this.#state().priorRoll;
-  }
-
-  #state(): Omit<StoredParcelState, "rowDigest" | "source"> {
-    if (this.#decoded === null) {
-      const [
-        rollYear,
-        rollStage,
-        contentHash,
-        homestead,
-        justValue,
-        priorYear,
-        priorHome,
-        priorJv,
-      ] = this.#rest.split(" ");
-      this.#decoded = {
-        contentHash: contentHash as string,
-        rollYear: Number(rollYear),
-        rollStage: rollStage as RollStage,
-        homestead: homestead === "t",
-        justValue: Number(justValue),
-        priorRoll: priorYear
-          ? {
-              rollYear: Number(priorYear),
-              homestead: priorHome === "t",
-              justValue: Number(priorJv || 0),
-            }
-          : null,
-      };
-    }
-    return this.#decoded;
-  }
+/** The state of a stored parcel, from its row of `loadStatesToDiff`. */
+function stateOf([
+  ,
+  ,
+  contentHash,
+  rollYear,
+  rollStage,
+  homestead,
+  justValue,
+  priorRollYear,
+  priorHomestead,
+  priorJustValue,
+  sourceFileId,
+  sourceLine,
+  sourceSeqNo,
+]: StateRow): StoredParcelState {
+  return {
+    contentHash,
+    rollYear,
+    rollStage,
+    homestead,
+    justValue: Number(justValue),
+    priorRoll:
+      priorRollYear === null
+        ? null
+        : {
+            rollYear: priorRollYear,
+            homestead: priorHomestead ?? false,
+            justValue: Number(priorJustValue ?? 0),
+          },
+    source:
+      sourceFileId === null || sourceLine === null
+        ? null
+        : { fileId: sourceFileId, line: sourceLine, seqNo: sourceSeqNo },
+  };
 }
 
 interface SaleRow {

@@ -58,16 +58,8 @@ export interface StoredParcelState {
   homestead: boolean;
   justValue: number;
   priorRoll: PriorRoll | null;
-  /**
-   * Where the stored record is in its file; null for parcels stored before records were tracked.
-   * A diff is given it only when that file is the one it reads.
-   */
+  /** Null for parcels stored before records were tracked. */
   source: SourceRecord | null;
-  /**
-   * The digest of the row its facts were built from (`NalRow.digest`); null when unknown: stored
-   * before digests were, built with recorded sales, or from a row read without one.
-   */
-  rowDigest: string | null;
 }
 
 /**
@@ -126,7 +118,10 @@ export interface BuiltParcel {
   situsCity: string | null;
   situsZip5: string | null;
   source: SourceRecord | null;
-  /** What the store keeps as `StoredParcelState.rowDigest`. */
+  /**
+   * The digest of the row its facts were built from (`NalRow.digest`), which a re-ingest tells
+   * that row by; null when those facts hold more than the row: recorded sales.
+   */
   rowDigest: string | null;
 }
 
@@ -357,25 +352,6 @@ export function finishParcel(roll: RollFacts, context: ParcelContext): BuiltParc
     // Recorded sales are facts the row's text does not hold: such a parcel keeps no digest.
     rowDigest: context.recordedSales.length === 0 ? row.digest : null,
   };
-}
-
-/**
- * Whether `row` is the row the stored parcel's facts were built from, told by its digest alone:
- * the same text under the same file context, read by the same revision, with no recorded sales
- * then (a parcel stored with some keeps no digest) or now. Its facts, and so its content hash,
- * are then the stored ones. False says nothing: the content hash decides.
- */
-export function isStoredRow(
-  previous: StoredParcelState | null,
-  row: NalRow,
-  recordedSales: readonly RollSale[],
-): boolean {
-  return (
-    previous !== null &&
-    previous.rowDigest !== null &&
-    row.digest === previous.rowDigest &&
-    recordedSales.length === 0
-  );
 }
 
 /**

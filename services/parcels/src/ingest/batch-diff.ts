@@ -10,7 +10,6 @@ import {
   folioOf,
   isLaterRecord,
   isStaleRoll,
-  isStoredRow,
   rollFactsOf,
   type StoredParcelState,
   standingInFile,
@@ -87,11 +86,23 @@ export async function groupByFolio(
 
 const NO_SALES: readonly RollSale[] = [];
 
+/**
+ * What the lookup of a batch says of each of its parcels: the stored state, null when none is
+ * stored, or undefined when the stored parcel was built from the batch's very row (told by the
+ * row's digest, `loadStatesToDiff`): unchanged, with nothing to look at.
+ */
+export interface StoredStates {
+  get(folio: string): StoredParcelState | null | undefined;
+}
+
+/** The lookup of a batch in a store that holds none of its parcels. */
+export const NOTHING_STORED: StoredStates = { get: () => null };
+
 /** Diffs a batch against the stored states: the parcels to store and how each row counted. */
 export async function diffBatch(
   file: FileContext,
   byFolio: ReadonlyMap<string, NalRow>,
-  states: ReadonlyMap<string, StoredParcelState>,
+  states: StoredStates,
   sales: ReadonlyMap<string, RollSale[]>,
 ): Promise<DiffOutcome> {
   const observedAt = file.now().toISOString();
@@ -108,19 +119,16 @@ export async function diffBatch(
     if (turns.due()) {
       await yieldToLoop();
     }
-    const previous = states.get(folio) ?? null;
+    const previous = states.get(folio);
+    if (previous === undefined) {
+      // The stored parcel's row: it needs neither its facts nor its content hash.
+      outcome.unchanged += 1;
+      continue;
+    }
     // The file repeats this parcel in an earlier batch; the same rule as within a batch.
     const standing = standingInFile(previous?.source ?? null, file.sourceFileId, row);
     if (standing === "earlier") {
       file.reject(duplicateReject(row, previous?.source?.line ?? row.line));
-      continue;
-    }
-    const recordedSales = sales.get(folio) ?? NO_SALES;
-    // The row the stored parcel was built from needs neither its facts nor its content hash (and
-    // is of the stored roll, so never stale). A later record of the file replaces the stored one
-    // whatever its content (below).
-    if (standing !== "later" && isStoredRow(previous, row, recordedSales)) {
-      outcome.unchanged += 1;
       continue;
     }
     if (isStaleRoll(previous, row.rollYear, file.rollStage)) {
@@ -140,7 +148,7 @@ export async function diffBatch(
       observedAt,
       asOf: file.asOf,
       previous,
-      recordedSales,
+      recordedSales: sales.get(folio) ?? NO_SALES,
     };
     // The content hash first: an unchanged parcel needs neither its signals nor its record.
     const roll = rollFactsOf(row, context);

@@ -8,13 +8,19 @@ import {
   dropSecondaryIndexes,
   insertNewParcels,
   loadRecordedSales,
-  loadStates,
+  loadStatesToDiff,
   type PublishParcels,
   upsertParcels,
 } from "../db/parcel-store.ts";
 import type { NalRow, RollSale, RowResult } from "../domain/nal-row.ts";
-import type { StoredParcelState } from "../domain/parcel.ts";
-import { type DiffOutcome, diffBatch, type FileContext, groupByFolio } from "./batch-diff.ts";
+import {
+  type DiffOutcome,
+  diffBatch,
+  type FileContext,
+  groupByFolio,
+  NOTHING_STORED,
+  type StoredStates,
+} from "./batch-diff.ts";
 
 export type Stage = "read" | "diff" | "store" | "publish" | "index" | "waitStore";
 
@@ -71,7 +77,7 @@ export interface StoreState {
 interface LookingUp {
   byFolio: ReadonlyMap<string, NalRow>;
   folios: readonly string[];
-  found: Promise<[ReadonlyMap<string, StoredParcelState>, ReadonlyMap<string, RollSale[]>]>;
+  found: Promise<[StoredStates, ReadonlyMap<string, RollSale[]>]>;
 }
 
 const NOTHING_STORING: ReadonlyMap<string, NalRow> = new Map();
@@ -188,15 +194,30 @@ export class ParcelPipeline {
     folios: readonly string[],
     skipStates: boolean,
   ): LookingUp {
+    const sales = this.#state.sales;
     const found = Promise.all([
-      skipStates
-        ? new Map<string, StoredParcelState>()
-        : loadStates(this.#pool, folios, this.#file.sourceFileId),
-      this.#state.sales ? loadRecordedSales(this.#pool, folios) : new Map<string, RollSale[]>(),
+      skipStates ? NOTHING_STORED : this.#loadStates(byFolio, folios),
+      sales ? loadRecordedSales(this.#pool, folios) : new Map<string, RollSale[]>(),
     ]);
     // Awaited when the batch is diffed; a failure meanwhile is no unhandled rejection.
     found.catch(() => {});
     return { byFolio, folios, found };
+  }
+
+  #loadStates(byFolio: ReadonlyMap<string, NalRow>, folios: readonly string[]) {
+    const digests: (string | null)[] = [];
+    const lines: number[] = [];
+    for (const folio of folios) {
+      const row = byFolio.get(folio) as NalRow;
+      digests.push(row.digest);
+      lines.push(row.line);
+    }
+    return loadStatesToDiff(
+      this.#pool,
+      { folios, digests, lines },
+      this.#file.sourceFileId,
+      this.#state.sales,
+    );
   }
 
   /** Diffs a looked-up batch and hands it to the store lane once the one before is stored. */
