@@ -1,6 +1,9 @@
-// The names a recipe may use and their meaning: the lead signals, the use classes and the US
-// states. Free of zod and of any other dependency, so the dashboard's browser bundle can share
-// this one copy with the validators.
+// The names a recipe may use and their meaning (the lead signals, the use classes and the US
+// states) and the dashboard password's length rule. Free of zod and of any other dependency, so
+// the dashboard's browser bundle can share this one copy with the validators.
+
+/** A dashboard password's length, in characters: the trial, set and change bodies and the sign-up form. */
+export const PASSWORD_LENGTH = { min: 12, max: 200 } as const;
 
 /**
  * The lead signals the parcels service computes from the roll and lists in

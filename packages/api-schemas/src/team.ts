@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { PASSWORD_LENGTH } from "./catalogue.ts";
 
 export const tierSchema = z.enum(["starter", "operator", "team", "custom"]);
 
@@ -118,8 +119,8 @@ export const startTrialBodySchema = z
       ),
     admin_password: z
       .string()
-      .min(12)
-      .max(200)
+      .min(PASSWORD_LENGTH.min)
+      .max(PASSWORD_LENGTH.max)
       .optional()
       .describe(
         "The first admin's dashboard password. Without it the response carries a one-time password_setup token instead.",
@@ -206,8 +207,8 @@ export const contactResponseSchema = z
 
 export const passwordSchema = z
   .string()
-  .min(12, "must be at least 12 characters")
-  .max(200, "must be at most 200 characters");
+  .min(PASSWORD_LENGTH.min, `must be at least ${PASSWORD_LENGTH.min} characters`)
+  .max(PASSWORD_LENGTH.max, `must be at most ${PASSWORD_LENGTH.max} characters`);
 
 export const setPasswordBodySchema = z
   .object({ token: z.string().min(10).max(200), password: passwordSchema })

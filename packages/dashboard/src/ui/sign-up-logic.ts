@@ -11,9 +11,6 @@ export const TEST_CARDS: readonly { token: string; label: string }[] = [
 
 export const SIGN_UP_TIERS: readonly Tier[] = ["starter", "operator", "team", "custom"];
 
-/** Dashboard passwords are 12 characters or more (the trial API's rule). */
-export const MIN_PASSWORD_LENGTH = 12;
-
 /** The card form the gateway served this page with, and Stripe's publishable key for it. */
 export function cardFormOf(head: Pick<ParentNode, "querySelector">): {
   form: CardForm;

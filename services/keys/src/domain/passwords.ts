@@ -19,9 +19,6 @@ const MAX_ARGON2_PASSES = 16;
 const MAX_ARGON2_PARALLELISM = 8;
 const SCRYPT_MAX_MEM = 64 * 1024 * 1024;
 
-export const PASSWORD_MIN_LENGTH = 12;
-export const PASSWORD_MAX_LENGTH = 200;
-
 const PHC_ARGON2ID =
   /^\$argon2id\$v=19\$m=(\d{1,7}),t=(\d{1,3}),p=(\d{1,3})\$([A-Za-z0-9+/]{11,})\$([A-Za-z0-9+/]{11,})$/;
 

@@ -1,3 +1,4 @@
+import { PASSWORD_LENGTH } from "@th/api-schemas/catalogue";
 import { useState } from "react";
 import { ApiFailure, call, type Schemas, th } from "../api.ts";
 import { Field, navigate, Problem, TextField } from "../components.tsx";
@@ -156,10 +157,11 @@ export function SetPasswordPage() {
           <>
             <TextField
               label="New password"
-              hint="At least 12 characters."
+              hint={`At least ${PASSWORD_LENGTH.min} characters.`}
               type="password"
               autoComplete="new-password"
-              minLength={12}
+              minLength={PASSWORD_LENGTH.min}
+              maxLength={PASSWORD_LENGTH.max}
               required
               value={password}
               onChange={(event) => setPassword(event.target.value)}

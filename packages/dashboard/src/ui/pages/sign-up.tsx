@@ -7,17 +7,12 @@
 import type { Stripe, StripeCardElement } from "@stripe/stripe-js";
 // The loader without side effects: Stripe.js is fetched only when this page asks for it.
 import { loadStripe } from "@stripe/stripe-js/pure/index.js";
+import { PASSWORD_LENGTH } from "@th/api-schemas/catalogue";
 import { useEffect, useRef, useState } from "react";
 import { call, type Schemas, th } from "../api.ts";
 import { Field, Problem, SecretOnce, TextField } from "../components.tsx";
 import { TIER_LABELS, type Tier } from "../session.ts";
-import {
-  cardFormOf,
-  MIN_PASSWORD_LENGTH,
-  needsAuthentication,
-  SIGN_UP_TIERS,
-  TEST_CARDS,
-} from "../sign-up-logic.ts";
+import { cardFormOf, needsAuthentication, SIGN_UP_TIERS, TEST_CARDS } from "../sign-up-logic.ts";
 import "./sign-up.css";
 
 type Trial = Schemas["StartTrialResponse"];
@@ -253,9 +248,10 @@ export function SignUpPage() {
           label="Password"
           type="password"
           required
-          minLength={MIN_PASSWORD_LENGTH}
+          minLength={PASSWORD_LENGTH.min}
+          maxLength={PASSWORD_LENGTH.max}
           autoComplete="new-password"
-          hint={`At least ${MIN_PASSWORD_LENGTH} characters; you sign in to the dashboard with it.`}
+          hint={`At least ${PASSWORD_LENGTH.min} characters; you sign in to the dashboard with it.`}
           value={password}
           onChange={(event) => setPassword(event.target.value)}
         />
