@@ -1,5 +1,6 @@
+import { Reader } from "./reader.ts";
 import { ScramClient, ScramError, type ScramHash } from "./scram.ts";
-import { type Connection, KafkaSecurityError, Reader } from "./wire.ts";
+import { KafkaSecurityError } from "./security-error.ts";
 
 /**
  * Kafka's SASL exchange on one of the bus's own connections: SaslHandshake v1 names the
@@ -11,6 +12,19 @@ export interface SaslSettings {
   mechanism: "plain" | "scram-sha-256" | "scram-sha-512";
   username: string;
   password: string;
+}
+
+/**
+ * The one thing the exchange needs of a connection: a request answered in order. The wire
+ * module's connection runs this exchange as it opens, so it is named here by shape, not imported.
+ */
+export interface SaslChannel {
+  request(
+    apiKey: number,
+    apiVersion: number,
+    parts: readonly Buffer[],
+    timeoutMs?: number,
+  ): Promise<Buffer>;
 }
 
 const SASL_HANDSHAKE = 17;
@@ -81,7 +95,7 @@ export function readAuthenticate(body: Buffer): {
  * granted (0 for unlimited). Refusals are `KafkaSecurityError`s naming the setting to fix.
  */
 export async function authenticate(
-  connection: Connection,
+  connection: SaslChannel,
   sasl: SaslSettings,
   where: string,
   timeoutMs: number,

@@ -1,12 +1,17 @@
 import { connect, isIP, type Socket } from "node:net";
 import { connect as connectTls } from "node:tls";
+import { Reader } from "./reader.ts";
 import { authenticate, type SaslSettings } from "./sasl.ts";
+import { KafkaSecurityError } from "./security-error.ts";
 
 /**
  * Kafka's request framing for the bus's own readers and writers: one TCP connection with
- * requests pipelined in order (Kafka answers a connection's requests in the order they came), and
- * a reader of the big-endian fields and varints its answers are made of.
+ * requests pipelined in order (Kafka answers a connection's requests in the order they came).
+ * The reader of its answers' fields and the security error live in modules of their own, which
+ * the SASL exchange imports too, so this module depends on that exchange and not the reverse.
  */
+
+export { KafkaSecurityError, Reader };
 
 /** A connection failed, was closed, or a request on it got no answer in time; worth retrying. */
 export class BrokerConnectionError extends Error {
@@ -17,21 +22,6 @@ export class BrokerConnectionError extends Error {
     super(message);
     this.name = "BrokerConnectionError";
     this.afterConnect = afterConnect;
-  }
-}
-
-/**
- * A connection refused for a reason that time will not fix (an untrusted certificate, a wrong
- * password, a mechanism the broker does not enable): not retried. `setting` names the
- * environment variable to look at; the message never holds a password or key.
- */
-export class KafkaSecurityError extends Error {
-  readonly setting: string;
-
-  constructor(setting: string, message: string) {
-    super(message);
-    this.name = "KafkaSecurityError";
-    this.setting = setting;
   }
 }
 
@@ -321,58 +311,5 @@ export class Connection {
       this.#bufferedBytes = rest.length;
       this.#waiting.shift()?.resolve(response);
     }
-  }
-}
-
-/** Reads big-endian fields and varints from one buffer. */
-export class Reader {
-  buffer: Buffer;
-  pos: number;
-
-  constructor(buffer: Buffer, pos = 0) {
-    this.buffer = buffer;
-    this.pos = pos;
-  }
-
-  int8() {
-    const value = this.buffer.readInt8(this.pos);
-    this.pos += 1;
-    return value;
-  }
-  int16() {
-    const value = this.buffer.readInt16BE(this.pos);
-    this.pos += 2;
-    return value;
-  }
-  int32() {
-    const value = this.buffer.readInt32BE(this.pos);
-    this.pos += 4;
-    return value;
-  }
-  int64() {
-    const value = this.buffer.readBigInt64BE(this.pos);
-    this.pos += 8;
-    return value;
-  }
-  string() {
-    const length = this.int16();
-    const value = this.buffer.toString("utf8", this.pos, this.pos + length);
-    this.pos += length;
-    return value;
-  }
-  /** Zig-zag varint; record fields never exceed 2^31 here (varlong timestamps are skipped). */
-  varint() {
-    let result = 0;
-    let shift = 0;
-    let byte: number;
-    do {
-      byte = this.buffer[this.pos++] as number;
-      result += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (byte & 0x80);
-    return result % 2 === 0 ? result / 2 : -(result + 1) / 2;
-  }
-  skipVarint() {
-    while ((this.buffer[this.pos++] as number) & 0x80) {}
   }
 }
