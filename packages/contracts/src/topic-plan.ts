@@ -2,7 +2,12 @@
 // topic-level settings the system depends on. Whatever the plan does not name stays at the
 // cluster's defaults. `npm run topics` compares a cluster with it and creates what is missing;
 // docs/decisions/0120-topic-plan.md explains each choice.
-import { allContracts, parkedTopicOf, RETAIN_FOREVER, type TopicContract } from "./index.ts";
+import {
+  allContracts,
+  parkedTopicOf,
+  RETAIN_FOREVER,
+  type TopicContract,
+} from "./topic-contracts.ts";
 
 /** How many copies of each partition a cluster keeps, and how many must have a write. */
 export interface TopicReplication {
