@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { LeadViewRecorded } from "@th/contracts";
-import { type LeadViewMeter, type Period, type Reservation, utcDay } from "./index.ts";
+import { type LeadViewMeter, type Period, type Reservation, utcDay } from "./meter.ts";
 
 /** Who read the lead-views a charge records, as its `leadview.recorded` events name them. */
 export type LeadViewReader = Pick<

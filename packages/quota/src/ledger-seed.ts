@@ -1,4 +1,4 @@
-import type { LedgerUsage, Period, UsageLoader } from "./index.ts";
+import type { LedgerUsage, Period, UsageLoader } from "./meter.ts";
 
 /**
  * How a service asks the quota ledger's internal API: a GET of `path`, which reaches `route` there
