@@ -31,8 +31,4 @@ export async function startTestKafka(): Promise<TestKafka> {
   return { brokers: broker.brokers, stop: () => broker.stop() };
 }
 
-/** The Redis of this test run: the container's, else REDIS_URL (the bootstrap sets it), else local. */
-export function testRedisUrl(fallback = "redis://127.0.0.1:6379"): string {
-  return resolvedMode() === "containers" ? (process.env.REDIS_URL ?? fallback) : fallback;
-}
-export { closeTestRedis, openTestRedis } from "./redis.ts";
+export { closeTestRedis, openTestRedis, testRedisUrl } from "./redis.ts";

@@ -1,6 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
-import { testRedisUrl } from "./index.ts";
+import { resolvedMode } from "./choice.ts";
+
+/** The Redis of this test run: the container's, else REDIS_URL (the bootstrap sets it), else local. */
+export function testRedisUrl(fallback = "redis://127.0.0.1:6379"): string {
+  return resolvedMode() === "containers" ? (process.env.REDIS_URL ?? fallback) : fallback;
+}
 
 /**
  * A Redis connection for one test file: the run's Redis under a key prefix nobody else uses, so
