@@ -92,6 +92,20 @@ describe.skipIf(!kcatAvailable)("kcat", () => {
     expect(consumed.trim().split("\n")).toEqual(["k1=one@0", "k2=two@1", "=three@2"]);
   });
 
+  test("kcat negotiates ApiVersions v3 with no parse failure and no fallback to v0", () => {
+    const run = spawnSync("kcat", ["-b", broker.address, "-L", "-d", "protocol,broker"], {
+      encoding: "utf8",
+      timeout: 15_000,
+    });
+    expect(run.status).toBe(0);
+    const debug = run.stderr;
+    expect(debug).toMatch(/Sent ApiVersionRequest \(v3,/);
+    expect(debug).toMatch(/Received ApiVersionResponse \(v3,/);
+    expect(debug).not.toContain("Protocol parse failure");
+    expect(debug).not.toMatch(/ApiVersionRequest \(v0,/);
+    expect(debug).toMatch(/Broker changed state APIVERSION_QUERY -> UP/);
+  });
+
   test("kafkajs reads what kcat produced", async () => {
     const topic = uniqueName("kcat-kafkajs");
     const admin = kafkaClient([broker.address]).admin();

@@ -135,6 +135,33 @@ describe("reader and writer", () => {
     expect(r.remaining).toBe(0);
     expect(() => r.int8()).toThrow();
   });
+
+  test("flexible-version fields: unsigned varints, compact strings and arrays, tagged fields", () => {
+    const buf = new Writer(4)
+      .unsignedVarint(300)
+      .unsignedVarint(2 ** 32 - 1)
+      .compactArray([7, 8], (w, v) => w.int16(v))
+      .noTaggedFields()
+      .toBuffer();
+    expect([...buf.subarray(0, 2)]).toEqual([0xac, 0x02]); // 300, low group first, no zigzag
+    const r = new Reader(buf);
+    expect(r.unsignedVarint()).toBe(300);
+    expect(r.unsignedVarint()).toBe(2 ** 32 - 1);
+    expect(r.unsignedVarint() - 1).toBe(2);
+    expect([r.int16(), r.int16()]).toEqual([7, 8]);
+    expect(r.unsignedVarint()).toBe(0);
+    expect(r.remaining).toBe(0);
+
+    // A compact string "ab", a null one, then two tagged fields (tag 0: 3 bytes, tag 5: 0 bytes).
+    const flexible = new Reader(Buffer.from([3, 0x61, 0x62, 0, 2, 0, 3, 1, 2, 3, 5, 0, 0x7f]));
+    expect(flexible.compactString()).toBe("ab");
+    expect(flexible.compactNullableString()).toBeNull();
+    flexible.skipTaggedFields();
+    expect(flexible.int8()).toBe(0x7f);
+    expect(() =>
+      new Reader(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x1f])).unsignedVarint(),
+    ).toThrow();
+  });
 });
 
 async function kafkajsBatch(compression: number, messages: number): Promise<Buffer> {

@@ -2,7 +2,7 @@
 // complete out of order (a parked Fetch or JoinGroup), but responses are written in request order,
 // as Kafka guarantees per connection. An acks=0 Produce occupies a slot that writes nothing.
 import type { Socket } from "node:net";
-import { encodeApiVersions } from "./apis/api-versions.ts";
+import { encodeUnsupportedApiVersions } from "./apis/api-versions.ts";
 import { API_BY_KEY } from "./apis/index.ts";
 import type { BrokerContext, ClientConnection, RequestHeader } from "./apis/types.ts";
 import { ApiKey } from "./protocol/api-keys.ts";
@@ -215,6 +215,9 @@ export class Connection implements ClientConnection {
     }
     let result: ReturnType<typeof api.handle>;
     try {
+      if (api.firstFlexibleVersion !== undefined && header.apiVersion >= api.firstFlexibleVersion) {
+        reader.skipTaggedFields();
+      }
       result = api.handle(this.ctx, header, reader, this);
     } catch (error) {
       this.failRequest(header, error);
@@ -231,9 +234,10 @@ export class Connection implements ClientConnection {
   }
 
   /**
-   * ApiVersions gets error 35 in the v0 layout plus the supported ranges so the client can retry.
-   * Other unknown APIs or versions get a response carrying only error_code 35 rather than a closed
-   * socket, so tools see UNSUPPORTED_VERSION instead of a connection reset.
+   * ApiVersions above our maximum gets error 35 in the v0 layout with ApiVersions' own range, as
+   * Kafka answers it (KIP-511), so the client can retry at a version we speak. Other unknown APIs
+   * or versions get a response carrying only error_code 35 rather than a closed socket, so tools
+   * see UNSUPPORTED_VERSION instead of a connection reset.
    */
   private unsupported(header: RequestHeader): Writer {
     const fields = {
@@ -242,9 +246,9 @@ export class Connection implements ClientConnection {
       clientId: header.clientId,
     };
     if (header.apiKey === ApiKey.ApiVersions) {
-      // Routine: librdkafka opens with ApiVersions v3 and retries at our maximum.
+      // Routine: a client newer than this broker opens above our maximum and retries lower.
       this.ctx.logger.debug("ApiVersions version downgrade", fields);
-      return encodeApiVersions(this.ctx.versions.values(), ErrorCode.UNSUPPORTED_VERSION, 0);
+      return encodeUnsupportedApiVersions(this.ctx.versions);
     }
     this.ctx.logger.info("unsupported request", fields);
     return new Writer(8).int16(ErrorCode.UNSUPPORTED_VERSION);

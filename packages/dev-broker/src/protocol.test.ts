@@ -92,18 +92,65 @@ describe("raw protocol behaviour", () => {
     await broker.stop();
   });
 
-  test("ApiVersions v3 gets error 35 in the v0 layout with the supported ranges", async () => {
-    // Flexible request header v2 (tagged fields) and a v3 body; only the header prefix is read.
-    const body = Buffer.from([0x00, 0x04, 0x6b, 0x63, 0x61, 0x74, 0x02, 0x31, 0x00]);
-    const id = client.sendRaw(18, 3, body);
+  /** A v3+ body after the v2 header's (empty) tagged fields: two COMPACT_STRINGs and no tags. */
+  function flexibleApiVersionsBody(name: string, version: string): Buffer {
+    const compact = (text: string) => {
+      const bytes = Buffer.from(text);
+      return Buffer.concat([Buffer.from([bytes.length + 1]), bytes]);
+    };
+    return Buffer.concat([Buffer.from([0]), compact(name), compact(version), Buffer.from([0])]);
+  }
+
+  /** The flexible response body: compact array of ranges with tags, throttle, no tags. */
+  function readFlexibleApiVersions(body: Buffer) {
+    const r = new Reader(body);
+    const errorCode = r.int16();
+    const ranges: Array<{ key: number; min: number; max: number }> = [];
+    const count = r.unsignedVarint() - 1;
+    for (let i = 0; i < count; i++) {
+      ranges.push({ key: r.int16(), min: r.int16(), max: r.int16() });
+      expect(r.unsignedVarint()).toBe(0);
+    }
+    const throttleTimeMs = r.int32();
+    expect(r.unsignedVarint()).toBe(0); // top-level tagged fields: none at their defaults
+    expect(r.remaining).toBe(0);
+    return { errorCode, ranges, throttleTimeMs };
+  }
+
+  test("ApiVersions v3 and v4 answer in the flexible layout with the supported ranges", async () => {
+    for (const version of [3, 4]) {
+      const id = client.sendRaw(18, version, flexibleApiVersionsBody("kcat", "1.7.1"));
+      const response = await client.nextResponse();
+      expect(response.correlationId).toBe(id);
+      const answer = readFlexibleApiVersions(response.body);
+      expect(answer.errorCode).toBe(0);
+      expect(answer.throttleTimeMs).toBe(0);
+      expect(answer.ranges).toContainEqual({ key: 18, min: 0, max: 4 });
+      // Listed from 0 as Kafka 4.0 lists it (KAFKA-18659); v0-v2 are still refused.
+      expect(answer.ranges).toContainEqual({ key: 0, min: 0, max: 7 });
+    }
+    expect(client.closed).toBe(false);
+  });
+
+  test("ApiVersions v3 with a client software name outside Kafka's pattern gets error 42", async () => {
+    const id = client.sendRaw(18, 3, flexibleApiVersionsBody("kcat tool", "1.7.1"));
+    const response = await client.nextResponse();
+    expect(response.correlationId).toBe(id);
+    expect(readFlexibleApiVersions(response.body)).toEqual({
+      errorCode: 42,
+      ranges: [],
+      throttleTimeMs: 0,
+    });
+  });
+
+  test("ApiVersions above v4 gets error 35 in the v0 layout with ApiVersions' own range", async () => {
+    const id = client.sendRaw(18, 5, flexibleApiVersionsBody("kcat", "1.7.1"));
     const response = await client.nextResponse();
     expect(response.correlationId).toBe(id);
     const r = new Reader(response.body);
     expect(r.int16()).toBe(35);
     const ranges = r.array((x) => ({ key: x.int16(), min: x.int16(), max: x.int16() }));
-    expect(ranges).toContainEqual({ key: 18, min: 0, max: 2 });
-    // Listed from 0 as Kafka 4.0 lists it (KAFKA-18659); v0-v2 are still refused.
-    expect(ranges).toContainEqual({ key: 0, min: 0, max: 7 });
+    expect(ranges).toEqual([{ key: 18, min: 0, max: 4 }]);
     expect(r.remaining).toBe(0);
   });
 
@@ -114,7 +161,7 @@ describe("raw protocol behaviour", () => {
     }>(request({}), response);
     const max = Object.fromEntries(decoded.apiVersions.map((v) => [v.apiKey, v.maxVersion]));
     expect(max).toMatchObject({ 0: 7, 1: 11, 2: 3, 3: 6, 8: 5, 9: 4, 10: 2, 11: 5, 12: 3 });
-    expect(max).toMatchObject({ 13: 3, 14: 3, 18: 2, 19: 3, 20: 1, 22: 1, 37: 1 });
+    expect(max).toMatchObject({ 13: 3, 14: 3, 18: 4, 19: 3, 20: 1, 22: 1, 37: 1 });
     expect(decoded.apiVersions.map((v) => v.apiKey)).not.toContain(17); // no SASL
     expect(decoded.apiVersions.map((v) => v.apiKey)).not.toContain(24); // no transactions
   });

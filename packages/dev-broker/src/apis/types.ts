@@ -76,6 +76,11 @@ export interface ApiDefinition {
   name: string;
   minVersion: number;
   maxVersion: number;
+  /**
+   * The first flexible version (KIP-482), if any: from it on the request header is v2, whose
+   * tagged fields the connection reads before the handler reads the body.
+   */
+  firstFlexibleVersion?: number;
   handle(
     ctx: BrokerContext,
     header: RequestHeader,

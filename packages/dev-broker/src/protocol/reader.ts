@@ -109,4 +109,48 @@ export class Reader {
   array<T>(readItem: (reader: Reader) => T): T[] {
     return this.nullableArray(readItem) ?? [];
   }
+
+  /** Flexible versions' unsigned base-128 varint (no zigzag), at most 32 bits. */
+  unsignedVarint(): number {
+    let value = 0;
+    for (let shift = 0; shift <= 28; shift += 7) {
+      const byte = this.int8() & 0xff;
+      if (shift === 28 && byte > 0x0f) {
+        throw new ProtocolDecodeError("unsigned varint longer than 32 bits");
+      }
+      value += (byte & 0x7f) * 2 ** shift;
+      if ((byte & 0x80) === 0) {
+        return value;
+      }
+    }
+    throw new ProtocolDecodeError("unsigned varint longer than 32 bits");
+  }
+
+  /** COMPACT_STRING: the length plus one as an unsigned varint (0 is null), then UTF-8 bytes. */
+  compactNullableString(): string | null {
+    const lengthPlusOne = this.unsignedVarint();
+    if (lengthPlusOne === 0) {
+      return null;
+    }
+    const length = lengthPlusOne - 1;
+    this.need(length);
+    const v = this.buf.toString("utf8", this.offset, this.offset + length);
+    this.offset += length;
+    return v;
+  }
+
+  compactString(): string {
+    return this.compactNullableString() ?? "";
+  }
+
+  /** A tagged-field section: skipped whole, since no field read here is tagged. */
+  skipTaggedFields(): void {
+    const count = this.unsignedVarint();
+    for (let i = 0; i < count; i++) {
+      this.unsignedVarint(); // tag
+      const size = this.unsignedVarint();
+      this.need(size);
+      this.offset += size;
+    }
+  }
 }

@@ -127,6 +127,32 @@ export class Writer {
     return this.array(items, writeItem);
   }
 
+  /** Flexible versions' unsigned base-128 varint (no zigzag). */
+  unsignedVarint(value: number): this {
+    let remaining = value >>> 0;
+    this.ensure(5);
+    while (remaining > 0x7f) {
+      this.scratch[this.position++] = (remaining & 0x7f) | 0x80;
+      remaining >>>= 7;
+    }
+    this.scratch[this.position++] = remaining;
+    return this;
+  }
+
+  /** COMPACT_ARRAY: the count plus one as an unsigned varint, then the items. */
+  compactArray<T>(items: readonly T[], writeItem: (writer: this, item: T) => void): this {
+    this.unsignedVarint(items.length + 1);
+    for (const item of items) {
+      writeItem(this, item);
+    }
+    return this;
+  }
+
+  /** An empty tagged-field section (every tagged field at its default is left out). */
+  noTaggedFields(): this {
+    return this.unsignedVarint(0);
+  }
+
   toBuffer(): Buffer {
     this.flushScratch();
     if (this.chunks.length === 1) {
