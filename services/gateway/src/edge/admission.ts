@@ -1,9 +1,9 @@
 import type { Tier } from "@th/contracts";
 import { ApiError } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
-import type { EdgeOptions } from "./authenticate.ts";
 import type { BillingPeriods } from "./billing-periods.ts";
 import type { EdgeContext, EdgeRouteConfig, QuotaState, Tenancy } from "./edge-context.ts";
+import type { EdgeOptions } from "./edge-options.ts";
 import type { Admitted } from "./key-authentication.ts";
 import { rateLimited } from "./rate-limit.ts";
 import { readsSuspended, suspendedReads } from "./suspension.ts";

@@ -1,12 +1,10 @@
 import type { HttpApp } from "@th/service-kit";
-import type { KeysClient } from "../clients/keys-client.ts";
 import { createAdmission } from "./admission.ts";
 import { billingPeriods } from "./billing-periods.ts";
 import { refuseUnreadMediaTypes, registerBodySearch } from "./body-search.ts";
 import { createClientLimits } from "./client-limits.ts";
-import type { EdgeSessions, QuotaReader } from "./edge-context.ts";
+import type { EdgeOptions } from "./edge-options.ts";
 import { edgePathOf, passesEdge, urlHoldsKey } from "./edge-paths.ts";
-import type { EdgeStore } from "./edge-store.ts";
 import { createKeyAuthentication } from "./key-authentication.ts";
 import { registerLimitHeaders } from "./limit-headers-hook.ts";
 import { createSessionAuthentication } from "./session-authentication.ts";
@@ -15,29 +13,6 @@ export type { QuotaState } from "./edge-context.ts";
 export { tenancyOf } from "./edge-context.ts";
 export { CSRF_HEADER } from "./session-authentication.ts";
 export { quotaUpgradeUrlFor } from "./tier-gate.ts";
-
-export interface EdgeOptions {
-  store: EdgeStore;
-  keys: KeysClient;
-  /** A key's stored hash under the current pepper (see `rememberingKeyHasher`). */
-  hashKey: (key: string) => string;
-  /**
-   * The peppers before the current one (decision 0345): a key unknown under the current pepper
-   * is looked for under each, and one found is re-hashed under the current.
-   */
-  olderPeppers?: {
-    currentVersion: number;
-    hashes: (key: string) => readonly { version: number; hash: string }[];
-  };
-  upgradeUrl: string;
-  publicRatePerMinute: number;
-  authFailureRatePerMinute: number;
-  remainingLeadViews?: QuotaReader;
-  sessions?: EdgeSessions;
-  now?: () => number;
-  /** Counts refusals with 429, by whose window refused: `tenant`, `public` or `auth_failure`. */
-  onRateLimited?: (scope: "tenant" | "public" | "auth_failure") => void;
-}
 
 const KEY_IN_URL =
   "an API key must never be sent in the URL or query string; send it as Authorization: Bearer <key>, and revoke this key";

@@ -1,6 +1,6 @@
 import { ApiError } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
-import type { EdgeOptions } from "./authenticate.ts";
+import type { EdgeOptions } from "./edge-options.ts";
 import { rateLimited } from "./rate-limit.ts";
 
 /** The edge's per-client-IP answers: refusing a credential, and the public endpoints' limit. */

@@ -1,8 +1,8 @@
 import { isWellFormedApiKey } from "@th/api-keys";
 import { ApiError } from "@th/service-kit";
 import type { FastifyRequest } from "fastify";
-import type { EdgeOptions } from "./authenticate.ts";
 import type { ClientLimits } from "./client-limits.ts";
+import type { EdgeOptions } from "./edge-options.ts";
 import type { Authorization } from "./edge-store.ts";
 
 export type Admitted = Extract<Authorization, { kind: "ok" }>;
