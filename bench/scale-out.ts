@@ -33,56 +33,7 @@ import {
   userCpuMsOf,
 } from "./support/cpu.ts";
 import { percentile, sleep, stopChild } from "./support/processes.ts";
-
-export interface ScaleRound {
-  /** Units of work completed in the measured window. */
-  completed: number;
-  seconds: number;
-  /** Service-specific findings, printed under the round. */
-  notes: Array<[string, string]>;
-}
-
-export interface ScaleDriver {
-  /** What a unit of work is, e.g. "deliveries". */
-  unit: string;
-  /**
-   * Whether a round lasts a fixed time (the gateway's) rather than a fixed amount of work. A
-   * timed round gives each instance the same CPU time whatever the count, so the warm-up is the
-   * same number of rounds for every count.
-   */
-  timedRounds?: boolean;
-  /** The Postgres database whose backends serve the instances. */
-  database: string;
-  /** Shared processes whose CPU is printed beside the instances', by name. */
-  shared(): Record<string, number[]>;
-  startInstance(index: number): Promise<ChildProcess>;
-  /** Waits until `instances` are ready to take work (group joined, projections loaded). */
-  settle(instances: readonly ChildProcess[]): Promise<void>;
-  round(instances: readonly ChildProcess[]): Promise<ScaleRound>;
-  close(): Promise<void>;
-}
-
-export interface ScaleOptions {
-  instances: number[];
-  cpuQuota: number;
-  work: number | undefined;
-  /** Dispatcher only: how many Team tenants the deliveries are spread over. */
-  tenants?: number | undefined;
-  /**
-   * Matcher and dispatcher: every round's work is one instance's (its partitions, its share of
-   * the tenants), the others stay in the group idle. A control: what that instance does against
-   * one instance alone separates the cost of the group (membership, fewer partitions each) from
-   * that of instances busy together.
-   */
-  oneBusy?: boolean;
-  /**
-   * The quota's period (Kubernetes uses 100 ms): an instance may run its share of each period,
-   * then waits for the next. Shorter periods interleave the instances more finely.
-   */
-  cpuPeriodMs?: number;
-  /** Measured rounds per count; the figure is their median. */
-  rounds?: number;
-}
+import type { ScaleDriver, ScaleOptions, ScaleRound } from "./support/scale-driver.ts";
 
 const TARGETS: Record<number, number> = { 2: 0.9, 4: 0.85 };
 const IDLE_MS = 3_000;

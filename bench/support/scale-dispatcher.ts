@@ -12,10 +12,10 @@ import { buildApp } from "../../services/webhook-dispatcher/src/app.ts";
 import { readConfig } from "../../services/webhook-dispatcher/src/config.ts";
 import { migrations } from "../../services/webhook-dispatcher/src/db/migrations.ts";
 import { DISPATCHER_TOPICS } from "../../test/support/dispatcher-topics.ts";
-import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
 import { startBrokerProcess } from "./broker-process.ts";
 import { benchMatches } from "./matches.ts";
 import { percentile, pidsOf, sleep, spawnUntilReady } from "./processes.ts";
+import type { ScaleDriver, ScaleOptions } from "./scale-driver.ts";
 
 const CHILD = fileURLToPath(
   new URL("../../test/support/webhook-dispatcher-child.ts", import.meta.url),

@@ -8,9 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
-import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
 import { startPaidReadStack } from "./paid-read-stack.ts";
 import { pidsOf, spawnUntilReady } from "./processes.ts";
+import type { ScaleDriver, ScaleOptions } from "./scale-driver.ts";
 
 const TENANTS = 6;
 const CONNECTIONS_PER_INSTANCE = 8;

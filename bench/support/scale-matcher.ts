@@ -14,9 +14,9 @@ import { migrations } from "@th/matcher/migrations";
 import { realisticRecipe, rng, syntheticParcel } from "@th/matcher/testing";
 import { createWatchlistStore } from "@th/matcher/watchlists";
 import { createLogger } from "@th/telemetry";
-import type { ScaleDriver, ScaleOptions } from "../scale-out.ts";
 import { startBrokerProcess } from "./broker-process.ts";
 import { sleep, spawnUntilReady } from "./processes.ts";
+import type { ScaleDriver, ScaleOptions } from "./scale-driver.ts";
 
 const CHILD = fileURLToPath(new URL("../../test/support/matcher-child.ts", import.meta.url));
 const GROUP = "matcher.match";
