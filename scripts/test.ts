@@ -19,6 +19,16 @@ function step(title: string, command: string, args: string[]) {
 const vitestArgs = process.argv.slice(2);
 if (vitestArgs.length === 0) {
   step("lint and format (biome)", bin("biome"), ["check", "--error-on-warnings", "."]);
+  // The import graph's rules of .dependency-cruiser.cjs: no cycles, no service importing another.
+  step("import graph (dependency-cruiser)", bin("depcruise"), [
+    "--config",
+    ".dependency-cruiser.cjs",
+    "packages",
+    "services",
+    "bench",
+    "test",
+    "scripts",
+  ]);
   // One program over every package: an order of magnitude faster than one tsc per package,
   // and imports still resolve per package, so an undeclared dependency still fails.
   step("type check (tsc, every package)", bin("tsc"), ["-p", "tsconfig.json"]);
