@@ -7,7 +7,7 @@ import { spawnUntilReady, stopChild } from "./processes.ts";
 
 const CHILD = fileURLToPath(new URL("./canary-child.ts", import.meta.url));
 
-export interface CanaryMark {
+interface CanaryMark {
   units: number;
   cpuMs: number;
 }

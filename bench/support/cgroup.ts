@@ -27,7 +27,7 @@ interface Layout {
 }
 
 /** Where the cpu controller is mounted and how a quota is written there, or why it cannot be. */
-export function cpuControllerLayout(): Layout | string {
+function cpuControllerLayout(): Layout | string {
   const v1 = "/sys/fs/cgroup/cpu";
   if (existsSync(join(v1, "cpu.cfs_quota_us"))) {
     return {
@@ -55,7 +55,7 @@ export function cpuControllerLayout(): Layout | string {
 }
 
 /** The cpu.stat fields both versions share, in a form the bench can print. */
-export function parseCpuStat(text: string): {
+function parseCpuStat(text: string): {
   periods: number;
   throttled: number;
   throttledMs: number;

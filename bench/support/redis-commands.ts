@@ -11,7 +11,7 @@ export interface CommandFigure {
 }
 
 /** Parses `cmdstat_<name>:calls=N,usec=M,...` lines. */
-export function parseCommandStats(text: string): CommandFigure[] {
+function parseCommandStats(text: string): CommandFigure[] {
   const figures: CommandFigure[] = [];
   for (const line of text.split("\n")) {
     const match = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());

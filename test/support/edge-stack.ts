@@ -35,7 +35,7 @@ async function listen(http: HttpApp | undefined): Promise<number> {
   return (http.server.address() as AddressInfo).port;
 }
 
-export const SAMPLE_ROLL = join(
+const SAMPLE_ROLL = join(
   import.meta.dirname,
   "..",
   "..",

@@ -9,7 +9,7 @@ import { helmBinary } from "./helm.ts";
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..", "..");
 export const chart = join(root, "deploy", "helm", "terminal-house");
-export const ciValues = join(chart, "ci", "ci-values.yaml");
+const ciValues = join(chart, "ci", "ci-values.yaml");
 
 export interface RenderedManifest {
   apiVersion: string;
@@ -20,7 +20,7 @@ export interface RenderedManifest {
   data?: Record<string, string>;
 }
 
-export interface Alert {
+interface Alert {
   alert: string;
   expr: string;
   for?: string;

@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 
 const run = promisify(execFile);
 
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };

@@ -37,7 +37,7 @@ export const TEST_DISPATCHER_ENV: Record<string, string> = {
   RETRY_SWEEP_GRACE_MS: "3000",
 };
 
-export interface ReceivedRequest {
+interface ReceivedRequest {
   webhookId: string;
   signature: string;
   eventType: string;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { tenantSchema, tierSchema } from "./team.ts";
 
-export const invoiceSchema = z
+const invoiceSchema = z
   .object({
     id: z.string(),
     number: z.string().nullable(),
@@ -21,7 +21,7 @@ export const invoiceSchema = z
   })
   .meta({ id: "Invoice" });
 
-export const tierPriceSchema = z
+const tierPriceSchema = z
   .object({
     tier: tierSchema,
     label: z.string(),

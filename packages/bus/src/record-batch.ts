@@ -8,7 +8,7 @@ import { crc32c } from "@th/crc32c";
  */
 
 /** Bytes of a batch before its first record. */
-export const BATCH_HEADER_BYTES = 61;
+const BATCH_HEADER_BYTES = 61;
 
 /** Where the checksummed part of a batch begins (the attributes, after the CRC). */
 const CHECKSUMMED_FROM = 21;

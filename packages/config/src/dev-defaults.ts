@@ -33,7 +33,7 @@ function keyBytes(value: string): Buffer | undefined {
 }
 
 /** Every way a configured value could carry this development default, lower-cased. */
-export function devDefaultFragments(devDefault: string): string[] {
+function devDefaultFragments(devDefault: string): string[] {
   const fragments = new Set<string>();
   for (const candidate of [devDefault.trim(), ...itemsOf(devDefault).map(secretOf)]) {
     if (candidate.length < MIN_FRAGMENT_LENGTH) {

@@ -24,7 +24,7 @@ import { SaslGate } from "./security/sasl-gate.ts";
 import { TopicRegistry } from "./topics.ts";
 
 /** A further listener of the same broker: its own port and security, the same data. */
-export interface ListenerOptions {
+interface ListenerOptions {
   /** Default 0: a free port. */
   port?: number;
   securityProtocol?: SecurityProtocol;
@@ -32,7 +32,7 @@ export interface ListenerOptions {
   sasl?: SaslListenerOptions;
 }
 
-export interface RunningListener {
+interface RunningListener {
   securityProtocol: SecurityProtocol;
   port: number;
   brokers: string[];

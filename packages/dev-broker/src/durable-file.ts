@@ -15,7 +15,7 @@ export function writeFileDurably(path: string, contents: string): void {
   fsyncDirectory(dirname(path));
 }
 
-export function fsyncDirectory(dir: string): void {
+function fsyncDirectory(dir: string): void {
   const fd = openSync(dir, "r");
   try {
     fsyncSync(fd);

@@ -51,7 +51,7 @@ export interface OutboxRelay {
 }
 
 /** Published rows stay this long for inspection, then the relay deletes them. */
-export const OUTBOX_RETENTION_MS = 86_400_000;
+const OUTBOX_RETENTION_MS = 86_400_000;
 const PURGE_EVERY_MS = 300_000;
 const PURGE_BATCH = 5_000;
 const PURGE_ROUNDS = 20;

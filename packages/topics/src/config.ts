@@ -4,7 +4,7 @@ import { PRODUCTION_REPLICATION } from "@th/contracts";
 const count = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
 /** The shared settings (the Kafka connection among them) and the replication to plan for. */
-export const configSchema = defineConfig({
+const configSchema = defineConfig({
   ...commonShape,
   /** Copies of each partition; 1 on a one-broker cluster (the dev broker, a test container). */
   TOPICS_REPLICATION_FACTOR: count(PRODUCTION_REPLICATION.replicationFactor),

@@ -12,7 +12,7 @@ function configsOf(entry: TopicPlanEntry): string {
  * One line for a difference; `+` and `~` are what --apply does (in the past tense once `done`),
  * `!` what it leaves.
  */
-export function describeDifference(difference: TopicDifference, done = false): string {
+function describeDifference(difference: TopicDifference, done = false): string {
   switch (difference.kind) {
     case "missing":
       return `${done ? "+ created" : "+ create"} ${difference.topic}: ${plural(difference.entry.partitions, "partition")}, replication factor ${difference.entry.replicationFactor}, ${configsOf(difference.entry)}`;

@@ -121,24 +121,3 @@ export async function call<T>(
 ): Promise<NonNullable<T>> {
   return (await client.unwrap(pending)).data;
 }
-
-type Method = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
-
-/**
- * A call by method and concrete path, for a route the generated types do not hold yet (one added
- * in the same change, before `packages/client/src/generated/openapi.ts` is regenerated). Pages use
- * `th` and `call`, whose answers are typed from the API; this one's answer is only what the
- * caller says it is.
- */
-export async function api<T = unknown>(method: Method, path: string, body?: unknown): Promise<T> {
-  const response = await sessionFetch(new URL(path, ORIGIN), {
-    method,
-    ...(body === undefined
-      ? {}
-      : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  const parsed = (text ? JSON.parse(text) : undefined) as T;
-  const outcome = response.ok ? { data: parsed, response } : { error: parsed, response };
-  return (await client.unwrap(Promise.resolve(outcome))).data;
-}

@@ -166,7 +166,7 @@ export function CheckboxGroup<Option extends string>(props: {
   );
 }
 
-export function UpgradePrompt(props: { detail?: string | undefined; url: string }) {
+function UpgradePrompt(props: { detail?: string | undefined; url: string }) {
   return (
     <div className="notice upgrade" role="note">
       <p>

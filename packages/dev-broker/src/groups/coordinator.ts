@@ -6,9 +6,9 @@ import type { Logger } from "../logger.ts";
 import type { OffsetsStore } from "../offsets-store.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 
-export type GroupState = "Empty" | "PreparingRebalance" | "CompletingRebalance" | "Stable" | "Dead";
+type GroupState = "Empty" | "PreparingRebalance" | "CompletingRebalance" | "Stable" | "Dead";
 
-export interface GroupProtocol {
+interface GroupProtocol {
   name: string;
   metadata: Buffer;
 }

@@ -28,12 +28,8 @@ export interface BatchIndexEntry {
   size: number;
 }
 
-export function segmentFileName(baseOffset: number): string {
+function segmentFileName(baseOffset: number): string {
   return `${String(baseOffset).padStart(20, "0")}.log`;
-}
-
-export interface RecoveredBatch {
-  header: BatchHeader;
 }
 
 export class Segment implements Syncable {

@@ -8,7 +8,7 @@ export interface TopicConfig {
   maxMessageBytes: number;
 }
 
-export const KAFKA_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
+const KAFKA_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
 
 export const DEFAULT_TOPIC_CONFIG: TopicConfig = {
   retentionMs: 7 * 24 * 3600 * 1000,

@@ -32,5 +32,3 @@ export const ErrorCode = {
   GROUP_ID_NOT_FOUND: 69,
   MEMBER_ID_REQUIRED: 79,
 } as const;
-
-export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];

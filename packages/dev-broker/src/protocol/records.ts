@@ -101,9 +101,9 @@ export function stampBaseOffset(batch: Buffer, baseOffset: number): void {
   batch.writeInt32BE(0, 12);
 }
 
-export const CompressionCodec = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 } as const;
+const CompressionCodec = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 } as const;
 
-export interface DecodedHeader {
+interface DecodedHeader {
   key: string;
   value: Buffer | null;
 }

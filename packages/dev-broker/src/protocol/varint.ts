@@ -18,11 +18,11 @@ export function zigzagDecode32(encoded: number): number {
   return (encoded >>> 1) ^ -(encoded & 1);
 }
 
-export function zigzagEncode64(value: bigint): bigint {
+function zigzagEncode64(value: bigint): bigint {
   return BigInt.asUintN(64, (value << 1n) ^ (value >> 63n));
 }
 
-export function zigzagDecode64(encoded: bigint): bigint {
+function zigzagDecode64(encoded: bigint): bigint {
   return BigInt.asIntN(64, (encoded >> 1n) ^ -(encoded & 1n));
 }
 

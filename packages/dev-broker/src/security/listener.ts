@@ -21,7 +21,7 @@ export function isClientAuth(value: string): value is ClientAuth {
 }
 
 /** A PEM given inline (a Buffer, or text containing `-----BEGIN`) or as a file path. */
-export type PemSource = string | Buffer;
+type PemSource = string | Buffer;
 
 export interface TlsListenerOptions {
   /** The server's private key. */
@@ -48,7 +48,7 @@ export interface ListenerSecurity {
   sasl: SaslListenerConfig | null;
 }
 
-export function readPem(source: PemSource, what: string): Buffer {
+function readPem(source: PemSource, what: string): Buffer {
   if (Buffer.isBuffer(source)) {
     return source;
   }

@@ -79,7 +79,7 @@ export class SaslUserStore {
   }
 }
 
-export interface SaslStep {
+interface SaslStep {
   /** Bytes for the SaslAuthenticate response (empty when the mechanism has nothing to say). */
   challenge: Buffer;
   /** Set once authentication has succeeded: Kafka's principal, `User:<name>`. */

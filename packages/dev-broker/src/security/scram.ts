@@ -32,7 +32,7 @@ function hash(mechanism: ScramMechanism, data: Buffer): Buffer {
 }
 
 /** Hi(password, salt, i) of RFC 5802 is PBKDF2 with the mechanism's HMAC. */
-export function saltedPassword(
+function saltedPassword(
   mechanism: ScramMechanism,
   password: string,
   salt: Buffer,

@@ -11,12 +11,12 @@ const FORMULA_START = /^[=+\-@\t\r\n]/;
  * prefixed with `'`, so it shows as the text it is. Numbers are ours, not the caller's, and stay
  * as they are: a negative equity is data (decision 0071).
  */
-export function neutralizeFormula(text: string): string {
+function neutralizeFormula(text: string): string {
   return FORMULA_START.test(text) ? `'${text}` : text;
 }
 
 /** RFC 4180: fields with a comma, quote, CR or LF are quoted, quotes doubled, lines end in CRLF. */
-export function csvField(value: string | number | boolean | null | undefined): string {
+function csvField(value: string | number | boolean | null | undefined): string {
   if (value === null || value === undefined) {
     return "";
   }

@@ -5,7 +5,7 @@ import { csvLine } from "./csv.ts";
  * The pipeline export's columns: the item's state (stage by name, assignee, tags, follow-up,
  * notes count) and the lead's values as stored when the item was added. Tags are joined with `;`.
  */
-export const PIPELINE_CSV_COLUMNS: readonly {
+const PIPELINE_CSV_COLUMNS: readonly {
   header: string;
   value: (item: PipelineItemSummary, stageName: string) => string | number | null;
 }[] = [

@@ -108,5 +108,3 @@ export function createVoidPublisher(deps: {
     },
   };
 }
-
-export type VoidPublisher = ReturnType<typeof createVoidPublisher>;

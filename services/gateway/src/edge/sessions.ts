@@ -17,7 +17,7 @@ import type { EdgeSessions, SessionClaims } from "./edge-context.ts";
  * token it issued, spent at each refresh, and both tokens carry the member's session epoch,
  * which a password change or reset raises.
  */
-export const REFRESH_PATH = "/v1/dashboard/session";
+const REFRESH_PATH = "/v1/dashboard/session";
 
 /** The cookies' names, and where the refresh cookie is sent. */
 export interface CookieNames {
@@ -33,7 +33,7 @@ export interface CookieNames {
  * plant one. That rules out the refresh cookie's narrower path. Without the prefix (development
  * over plain HTTP) the names and paths stay as they were.
  */
-export function cookieNames(hostPrefix: boolean): CookieNames {
+function cookieNames(hostPrefix: boolean): CookieNames {
   return hostPrefix
     ? {
         session: "__Host-th_session",
@@ -61,7 +61,7 @@ interface TokenClaims {
   exp?: number;
 }
 
-export interface SessionMember {
+interface SessionMember {
   member: { id: string; email: string; role: "admin" | "member" };
   company: string;
   tenant: TenantChanged;

@@ -19,13 +19,13 @@ const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 
 /** Where Stripe delivers its webhook events; registered in Stripe's dashboard (docs/operations.md). */
-export const STRIPE_WEBHOOK_PATH = "/v1/public/billing/stripe-events";
+const STRIPE_WEBHOOK_PATH = "/v1/public/billing/stripe-events";
 /** The keys service's route that verifies and applies them. */
 const STRIPE_EVENTS_TARGET = "/internal/v1/billing/stripe-events";
 /** Stripe's events are far smaller; a larger body is refused before anything reads it. */
 const STRIPE_EVENT_BODY_LIMIT = 256 * 1024;
 
-export interface TrialLimits {
+interface TrialLimits {
   /** Trial starts per client address per hour, refused ones by the card included. */
   perAddressPerHour: number;
   /** Trials started per email domain per day. */

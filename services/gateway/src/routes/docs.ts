@@ -29,7 +29,7 @@ function escapeHtml(text: string): string {
 }
 
 /** A plain, dependency-free page of every operation, generated from the OpenAPI document. */
-export function renderDocsPage(document: {
+function renderDocsPage(document: {
   info: { title: string; version: string };
   paths: Record<string, Record<string, OpenApiOperation>>;
 }): string {

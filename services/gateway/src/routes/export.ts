@@ -90,7 +90,7 @@ function searchPath(query: URLSearchParams, cursor: string | null): string {
  * The count that prices a lead export: the search's filters, counted no further than the rows
  * the export can write, so pricing reads at most max_rows parcels however broad the search.
  */
-export function countPath(query: URLSearchParams, maxRows: number): string {
+function countPath(query: URLSearchParams, maxRows: number): string {
   const filters = new URLSearchParams(query);
   filters.delete("max_rows");
   filters.set("at_most", String(maxRows));

@@ -26,7 +26,7 @@ import { callAs } from "./forward.ts";
 import { registerPipelineTools } from "./mcp-pipeline.ts";
 import { ownerTarget } from "./operation.ts";
 
-export const MCP_SERVER_NAME = "terminal-house";
+const MCP_SERVER_NAME = "terminal-house";
 
 /** A tool failure the assistant can act on; quota exhaustion carries the facts of the 402 body. */
 function toolError(error: unknown): CallToolResult {
@@ -264,9 +264,9 @@ const INVALID_REQUEST = -32600;
  * A call refused by the tenant's per-minute limit. MCP reserves -32020 to -32099 for its own
  * codes and asks new ones outside JSON-RPC's -32768 to -32000, so HTTP's 429 (decision 0342).
  */
-export const RATE_LIMITED = 429;
+const RATE_LIMITED = 429;
 /** The most messages a batch may hold; the SDK's transport refuses more. */
-export const MAX_BATCH_MESSAGES = 100;
+const MAX_BATCH_MESSAGES = 100;
 
 const jsonRpcErrorSchema = z
   .object({

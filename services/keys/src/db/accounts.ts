@@ -8,7 +8,7 @@ import { createSubscription } from "./subscription.ts";
 import type { AccountsDeps } from "./tenant-rows.ts";
 import { createTrials } from "./trials.ts";
 
-export type { AccountsDeps, Caller } from "./tenant-rows.ts";
+export type { AccountsDeps } from "./tenant-rows.ts";
 
 /**
  * The keys service's store, one part per concern: trials, API keys, members, the

@@ -220,7 +220,7 @@ export function createBilling(deps: AccountsDeps) {
 }
 
 /** The tenant as its billing page shows it, with when a running grace period ends. */
-export function billingView(tenant: TenantRow, graceDays: number) {
+function billingView(tenant: TenantRow, graceDays: number) {
   return {
     tenant: tenantView(tenant),
     grace_ends_at:

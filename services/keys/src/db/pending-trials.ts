@@ -40,7 +40,7 @@ export interface PendingTrialInput {
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /** Stripe's client secret names its SetupIntent: `seti_…_secret_…`. */
-export const SETUP_CLIENT_SECRET = /^(seti_[A-Za-z0-9]+)_secret_[A-Za-z0-9]+$/;
+const SETUP_CLIENT_SECRET = /^(seti_[A-Za-z0-9]+)_secret_[A-Za-z0-9]+$/;
 
 export async function insertPendingTrial(pool: Pool, input: PendingTrialInput): Promise<void> {
   await pool.query(

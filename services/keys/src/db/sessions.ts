@@ -11,7 +11,7 @@ import { type TenantJson, tenantChangedEvent, tenantFromJson } from "../domain/t
 import type { AccountsDeps, Queryable } from "./tenant-rows.ts";
 
 /** A member who may hold a dashboard session: active, of a tenant that is not cancelled. */
-export async function sessionMember(client: Queryable, memberId: string, now: () => Date) {
+async function sessionMember(client: Queryable, memberId: string, now: () => Date) {
   const { rows } = await client.query<{
     id: string;
     email: string;

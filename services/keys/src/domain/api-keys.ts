@@ -22,7 +22,7 @@ export interface KeyRow {
  * The spec's reminder shows "once a key is older than 90 days": a key exactly 90 days old is not
  * yet due, one a millisecond older is.
  */
-export function rotationDue(createdAt: Date, now: Date): boolean {
+function rotationDue(createdAt: Date, now: Date): boolean {
   return now.getTime() - createdAt.getTime() > ROTATION_REMINDER_DAYS * DAY_MS;
 }
 

@@ -1,7 +1,7 @@
 import { DAY_MS } from "./tenants.ts";
 
 /** How long a one-time password token is valid, by purpose. */
-export const PASSWORD_TOKEN_TTL_MS = {
+const PASSWORD_TOKEN_TTL_MS = {
   trial: 7 * DAY_MS,
   invite: 7 * DAY_MS,
   reset: DAY_MS,

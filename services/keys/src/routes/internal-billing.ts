@@ -8,7 +8,7 @@ const MAX_EVENT_BYTES = 512 * 1024;
 
 export const STRIPE_EVENTS_PATH = "/internal/v1/billing/stripe-events";
 
-export const stripeEventBodySchema = z.strictObject({
+const stripeEventBodySchema = z.strictObject({
   /** The webhook's body exactly as Stripe sent it: the signature is over these bytes. */
   payload: z.string().min(2).max(MAX_EVENT_BYTES),
   /** Stripe's `Stripe-Signature` header. */

@@ -14,7 +14,7 @@ import { UnjudgeableParcelError } from "../domain/predicate.ts";
 import { judgeParcel } from "../matching/judge.ts";
 import type { WatchlistCache } from "../matching/watchlist-cache.ts";
 
-export const MATCH_GROUP = "matcher.match";
+const MATCH_GROUP = "matcher.match";
 
 export interface MatchConsumerDeps {
   bus: Bus;

@@ -6,7 +6,7 @@ import type { Pool } from "@th/db";
 import { groupCommit } from "../db/group-commit.ts";
 import { upsertProjection } from "../db/projection.ts";
 
-export const PROJECTION_GROUP = "matcher.parcels";
+const PROJECTION_GROUP = "matcher.parcels";
 
 export async function consumeParcelsForProjection(deps: {
   bus: Bus;

@@ -98,7 +98,7 @@ export function encodeMatchCursor(txId: string, seq: string): string {
 const MAX_TX_ID = 2n ** 64n - 1n;
 const MAX_SEQ = 2n ** 63n - 1n;
 
-export function decodeMatchCursor(cursor: string): { txId: string; seq: string } | null {
+function decodeMatchCursor(cursor: string): { txId: string; seq: string } | null {
   const text = Buffer.from(cursor, "base64url").toString("utf8");
   const match = /^m:(\d{1,20})\.(\d{1,20})$/.exec(text);
   if (!match) {
@@ -156,7 +156,7 @@ SELECT k.expired, m.match_id, m.folio, m.score, m.signals_fired, m.observed_at, 
  ORDER BY m.tx_id, m.seq`;
 
 /** The refusal of a cursor that points before matches retention removed. */
-export function cursorExpired(retention: MatchRetention): ApiError {
+function cursorExpired(retention: MatchRetention): ApiError {
   const days = Math.round(retention.keepMs / 86_400_000);
   const since = new Date(retention.now().getTime() - retention.keepMs).toISOString();
   return new ApiError(

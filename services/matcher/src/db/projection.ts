@@ -5,7 +5,7 @@ import type { ParcelIngested } from "@th/contracts";
 import type { Pool } from "@th/db";
 
 /** Drops what no recipe filters on and no match payload carries (about half of the record). */
-export function compactParcel(parcel: ParcelIngested): ParcelIngested {
+function compactParcel(parcel: ParcelIngested): ParcelIngested {
   return {
     ...parcel,
     source_file: null,

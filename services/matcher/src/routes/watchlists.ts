@@ -23,7 +23,7 @@ import type { WatchlistStore } from "../db/watchlists.ts";
 import type { ManualRuns } from "../matching/manual-runs.ts";
 
 /** Re-validates a body with the shared schema and names each failing path (`body.recipe...`). */
-export function invalidBody(schema: z.ZodType, body: unknown): ApiError | undefined {
+function invalidBody(schema: z.ZodType, body: unknown): ApiError | undefined {
   const issues = bodyIssues(schema, body);
   return issues && new ApiError("invalid_request", issues.message, { fields: issues.fields });
 }

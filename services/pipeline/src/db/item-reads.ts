@@ -48,8 +48,6 @@ function summaryOf(row: SummaryRow) {
   };
 }
 
-export type ItemSummary = ReturnType<typeof summaryOf>;
-
 function invalidCursor(): ApiError {
   return new ApiError("invalid_request", "invalid querystring: cursor is not one this API issued", {
     fields: [{ path: "querystring.cursor", message: "not a cursor of this listing and sort" }],
@@ -64,7 +62,7 @@ function literalLike(text: string): string {
 type Filters = Omit<PipelineListQuery, "sort" | "cursor" | "limit">;
 
 /** The WHERE clause of a listing's filters, with its parameters after the tenant's. */
-export function filterClause(tenantId: string, filters: Filters) {
+function filterClause(tenantId: string, filters: Filters) {
   const params: unknown[] = [tenantId];
   const where = ["tenant_id = $1"];
   const add = (sql: (n: number) => string, value: unknown) => {

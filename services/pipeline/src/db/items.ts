@@ -37,10 +37,10 @@ interface ItemRow {
 }
 
 /** The columns of an item's state, its follow-up day as text (a `date` would shift by zone). */
-export const STATE_COLUMNS =
+const STATE_COLUMNS =
   "tenant_id, id, folio, stage_id, assignee_id, tags, follow_up_on::text AS follow_up_on, notes_count, version, added_by, added_at, updated_at";
 
-export function stateOf(row: ItemRow): ItemState {
+function stateOf(row: ItemRow): ItemState {
   return {
     tenantId: row.tenant_id,
     id: row.id,

@@ -80,7 +80,7 @@ function eventOf(
 }
 
 /** Tags as a set: each once, in the order first given. */
-export function tagSet(tags: readonly string[]): string[] {
+function tagSet(tags: readonly string[]): string[] {
   return [...new Set(tags)];
 }
 

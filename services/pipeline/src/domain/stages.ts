@@ -3,7 +3,7 @@
 import type { PipelineStageChanged, PipelineStageChangeType } from "@th/contracts";
 import { newId } from "./ids.ts";
 
-export const DEFAULT_STAGES = [
+const DEFAULT_STAGES = [
   "New",
   "Contacted",
   "Follow-up",

@@ -5,8 +5,8 @@ import type { Tenants } from "../db/tenants.ts";
 
 /** The live ledger's consumer group; its offsets say how far the ledger has read. */
 export const LEDGER_GROUP = "quota-ledger.ledger";
-export const TENANTS_GROUP = "quota-ledger.tenants";
-export const VOIDS_GROUP = "quota-ledger.voids";
+const TENANTS_GROUP = "quota-ledger.tenants";
+const VOIDS_GROUP = "quota-ledger.voids";
 
 /**
  * Lead-views go into the ledger a fetched batch at a time, in one call (the batches of the

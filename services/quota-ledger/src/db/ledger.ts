@@ -3,7 +3,7 @@ import { inTransaction, type Pool, type PoolClient } from "@th/db";
 import { ensureLeadViewMonthsOf, isMissingPartition } from "./partitions.ts";
 
 /** Where a lead-view event sits in leadview.recorded. */
-export interface EventPosition {
+interface EventPosition {
   partition: number;
   offset: string;
 }

@@ -1,13 +1,13 @@
+import { utcDayOf } from "@th/contracts";
 import type { Pool } from "@th/db";
 import { ensureMonthlyPartitions, listPartitions } from "@th/service-kit";
-import { utcDayOf } from "../domain/period.ts";
 import { monthStart, monthsOf } from "../domain/retention.ts";
 
 /** lead_views is partitioned by month of its day (migration 20261230000200, decision 0393). */
 export const LEAD_VIEWS = "lead_views";
 
 /** Months of partitions kept ready after the current one, so a month never starts without one. */
-export const LEAD_VIEW_MONTHS_AHEAD = 2;
+const LEAD_VIEW_MONTHS_AHEAD = 2;
 
 /** The given months (their first days) that no partition covers. */
 async function uncoveredMonths(pool: Pool, months: readonly Date[]): Promise<Date[]> {

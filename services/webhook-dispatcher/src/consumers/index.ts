@@ -9,7 +9,7 @@ import type { EndpointService } from "../endpoints/service.ts";
 import { intakeMatches } from "./intake.ts";
 
 /** Retry records are handed to the scheduler this long before they are due. */
-export const RETRY_HANDOFF_LEAD_MS = 300;
+const RETRY_HANDOFF_LEAD_MS = 300;
 
 /**
  * `match.found`: one delivery row per subscribed endpoint, body fixed now and the record's trace

@@ -88,13 +88,13 @@ async function monthHolds(db: Queryable, sql: string, params: unknown[]): Promis
 }
 
 /** Whether anything in the month must stay at `now`. */
-export function holdsKept(db: Queryable, month: MonthRange, now: Date): Promise<boolean> {
+function holdsKept(db: Queryable, month: MonthRange, now: Date): Promise<boolean> {
   const [complete, deadLetter, parked] = horizonParams(now);
   return monthHolds(db, KEPT_SQL, [fromParam(month), month.to, complete, deadLetter, parked, now]);
 }
 
 /** Whether the month holds a delivery past its horizon at `now`. */
-export function holdsExpired(db: Queryable, month: MonthRange, now: Date): Promise<boolean> {
+function holdsExpired(db: Queryable, month: MonthRange, now: Date): Promise<boolean> {
   return monthHolds(db, EXPIRED_SQL, [fromParam(month), ...horizonParams(now), month.to]);
 }
 

@@ -5,7 +5,7 @@ import type { Pool } from "@th/db";
  * The status kept for a tenant: its subscription's, except `suspended` for one whose payment
  * failed past its grace period, whose deliveries (each a paid read) wait until it pays.
  */
-export function deliveryStatusOf(value: Pick<TenantChanged, "status" | "standing">): string {
+function deliveryStatusOf(value: Pick<TenantChanged, "status" | "standing">): string {
   return value.status !== "cancelled" && value.standing === "suspended"
     ? "suspended"
     : value.status;

@@ -66,5 +66,3 @@ export function createMembership(
     },
   };
 }
-
-export type Membership = ReturnType<typeof createMembership>;

@@ -114,8 +114,6 @@ export function createScheduler(options: {
   };
 }
 
-export type Scheduler = ReturnType<typeof createScheduler>;
-
 /** Publishes the outbox the worker's records and dead letters wrote, soon after they commit. */
 export function createOutboxFlusher(options: { relay: OutboxRelay; logger: Logger }) {
   let flushQueued = false;

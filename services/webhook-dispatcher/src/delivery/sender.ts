@@ -8,7 +8,7 @@ import { parseTarget, refusalFor, type Target, targetOf } from "../domain/target
 
 export const USER_AGENT = "terminal-house-webhooks/1.0";
 
-export class BlockedAddressError extends Error {
+class BlockedAddressError extends Error {
   readonly code = "EBLOCKED";
 }
 

@@ -111,7 +111,7 @@ const dotted = (high: number, low: number) => `${high >> 8}.${high & 255}.${low 
  * IPv4-mapped ::ffff:a.b.c.d (a dual-stack socket) and NAT64's well-known 64:ff9b::a.b.c.d
  * (RFC 6052, what DNS64 answers on an IPv6-only network). Null for any other address.
  */
-export function translatedIpv4(groups: readonly number[]): string | null {
+function translatedIpv4(groups: readonly number[]): string | null {
   const [g0, g1, g2, g3, g4, g5, g6 = 0, g7 = 0] = groups;
   const mapped = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff;
   const nat64 = g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0;

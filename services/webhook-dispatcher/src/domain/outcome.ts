@@ -33,7 +33,7 @@ export interface OutboxEvent {
   view?: boolean;
 }
 
-export function outboxEvent<T>(
+function outboxEvent<T>(
   deliveryId: string,
   contract: TopicContract<T>,
   value: T,

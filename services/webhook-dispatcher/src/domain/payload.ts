@@ -3,9 +3,9 @@ import type { MatchFound } from "@th/contracts";
 export const EVENT_TYPE = "watchlist.match";
 
 /** What an unknown mailing state is in the payload: the spec types it a string. */
-export const UNKNOWN_MAILING_STATE = "";
+const UNKNOWN_MAILING_STATE = "";
 /** What an equity the roll cannot support is in the payload: the spec types it a number. */
-export const UNESTIMATED_EQUITY = 0;
+const UNESTIMATED_EQUITY = 0;
 
 /**
  * The `watchlist.match` body. Serialised once when the delivery is created and stored as text, so

@@ -5,7 +5,7 @@ import { HOLD_MS } from "./schedule.ts";
 const DAY_MS = 86_400_000;
 
 /** A dead letter stays a day past its 30-day hold, so a replay at the hold's end still finds it. */
-export const DEAD_LETTER_GRACE_MS = DAY_MS;
+const DEAD_LETTER_GRACE_MS = DAY_MS;
 
 /**
  * A parked delivery is kept this long after it was created, then removed unsent: the 30-day hold,

@@ -36,7 +36,7 @@ export function keysGated(error: unknown): boolean {
 }
 
 /** What a row says of a rotation under way: the key replacing this one, or the one this replaces. */
-export function rotationNote(key: ApiKey, keys: readonly ApiKey[]): string | null {
+function rotationNote(key: ApiKey, keys: readonly ApiKey[]): string | null {
   const lastFourOf = (id: string | null) => keys.find((each) => each.id === id)?.last4 ?? "????";
   if (key.replaced_by_key_id && !key.revoked) {
     return `Being replaced by th_live_…${lastFourOf(key.replaced_by_key_id)}. Once the new key is deployed, revoke this one (step 2 of 2).`;

@@ -1,12 +1,9 @@
 import type { Limits } from "@th/client";
 import { useEffect, useState } from "react";
-import { call, type Schemas, subscribeLimits, th } from "../api.ts";
+import { call, subscribeLimits, th } from "../api.ts";
 import { Card, Loading, Page, Problem, useLoad } from "../components.tsx";
 import { dailySeries, formatDate, formatDateTime, formatNumber, trialDaysLeft } from "../logic.ts";
 import { type Session, TIER_LABELS } from "../session.ts";
-
-/** The tenant as `GET /v1/account` answers it. */
-export type Tenant = Schemas["Tenant"];
 
 function DailyChart(props: { series: { day: string; count: number }[] }) {
   const max = Math.max(1, ...props.series.map((entry) => entry.count));

@@ -25,7 +25,7 @@ return 1
  * The status the edge keeps for a tenant: its subscription's, except `suspended` for one whose
  * payment failed past the grace period (edge/suspension.ts). A cancelled tenant stays cancelled.
  */
-export function edgeStatusOf(tenant: Pick<TenantChanged, "status" | "standing">): string {
+function edgeStatusOf(tenant: Pick<TenantChanged, "status" | "standing">): string {
   return tenant.status !== "cancelled" && tenant.standing === "suspended"
     ? "suspended"
     : tenant.status;

@@ -8,7 +8,7 @@ import { type RateWindow, rateWindow, SLIDE_LUA } from "./rolling-minute.ts";
  * Refused calls are counted like refused requests. Returns the window after the last call and
  * how many of the calls were allowed: the first ones, while the minute had room.
  */
-export const TENANT_CALLS_LUA = `${SLIDE_LUA}
+const TENANT_CALLS_LUA = `${SLIDE_LUA}
 local w = windowOf(KEYS[1], KEYS[2])
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local count, allowed, oldest = 0, 0, now
