@@ -1,5 +1,5 @@
 import type { Bus } from "@th/bus";
-import { contracts } from "@th/contracts";
+import { contracts, utcDayOf } from "@th/contracts";
 import type { Pool } from "@th/db";
 import { createLeadViewMeter } from "@th/quota";
 import type { Redis } from "ioredis";
@@ -14,7 +14,7 @@ import {
   type ShadowRow,
 } from "../db/shadow-ledger.ts";
 import { createTenants } from "../db/tenants.ts";
-import { currentPeriod, utcDayOf } from "../domain/period.ts";
+import { currentPeriod } from "../domain/period.ts";
 import { LEDGER_GROUP } from "./ledger.ts";
 
 export interface RebuildDeps {

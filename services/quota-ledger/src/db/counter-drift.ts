@@ -1,7 +1,8 @@
+import { utcDayOf } from "@th/contracts";
 import type { Pool } from "@th/db";
 import { LEAD_VIEW_COUNTER_PREFIX } from "@th/quota";
 import type { Redis } from "ioredis";
-import { currentPeriod, utcDayOf } from "../domain/period.ts";
+import { currentPeriod } from "../domain/period.ts";
 
 export interface CounterDrift {
   /** Tenants whose Redis period counter differs from the ledger's count. */

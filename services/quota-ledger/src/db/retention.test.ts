@@ -1,13 +1,12 @@
 // The ledger's retention (decision 0393): lead-views kept at least 400 days and dropped a month
 // at a time, voids and runners-up kept through the void window; what a tenant is billed on never
 // moves, and a void arriving inside the window still does all it did before retention ran.
-import { contracts, type LeadViewRecorded, type LeadViewVoided } from "@th/contracts";
+import { contracts, type LeadViewRecorded, type LeadViewVoided, utcDayOf } from "@th/contracts";
 import { createMetrics, listPartitions } from "@th/service-kit";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
-import { utcDayOf } from "../domain/period.ts";
 import { leadViewExpiry, monthStart } from "../domain/retention.ts";
 import { freshTenant, leadView, signedGet, tenantChange } from "../testing/fixtures.ts";
 import { migrations } from "./migrations.ts";

@@ -1,4 +1,4 @@
-import { utcDayOf } from "./period.ts";
+import { utcDayOf } from "@th/contracts";
 
 /** The ledger's retention rules (decision 0393), as pure date arithmetic. */
 

@@ -1,8 +1,9 @@
+import { isUtcDay, utcDayOf } from "@th/contracts";
 import { ApiError, errorResponses, type HttpApp } from "@th/service-kit";
 import { z } from "zod";
 import type { Ledger } from "../db/ledger.ts";
 import type { Tenants } from "../db/tenants.ts";
-import { currentPeriod, isUtcDay, utcDayOf } from "../domain/period.ts";
+import { currentPeriod } from "../domain/period.ts";
 
 const utcDay = z.string().refine(isUtcDay, { message: "must be a UTC day written YYYY-MM-DD" });
 const tenantParams = z.object({ tenant_id: z.string().min(1).max(64) });
