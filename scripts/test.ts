@@ -29,6 +29,8 @@ if (vitestArgs.length === 0) {
     "test",
     "scripts",
   ]);
+  // knip.jsonc: no unused file, dependency or export in the workspace.
+  step("unused code and dependencies (knip)", bin("knip"), ["--no-progress"]);
   // One program over every package: an order of magnitude faster than one tsc per package,
   // and imports still resolve per package, so an undeclared dependency still fails.
   step("type check (tsc, every package)", bin("tsc"), ["-p", "tsconfig.json"]);
