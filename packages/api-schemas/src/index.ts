@@ -1,7 +1,6 @@
 // Public REST resources, one module per resource, and the table of public operations built on
 // them (`operations/`): the gateway publishes and forwards each operation and the owning service
 // binds its internal route to the same entry, so the two never drift.
-export const API_SCHEMAS_VERSION = "v1";
 
 export * from "./lead.ts";
 export * from "./operations/index.ts";

@@ -21,5 +21,3 @@ export const DASHBOARD_ROUTES = [
   "/billing",
   "/integrations",
 ] as const;
-
-export type DashboardRoute = (typeof DASHBOARD_ROUTES)[number];
