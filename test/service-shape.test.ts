@@ -1,11 +1,28 @@
 // The service layout of docs/architecture.md, kept: every service has its entry, app, config,
 // domain and db; domain/ is pure (nothing that does I/O, nothing of the service's I/O layers);
-// SQL sits in db/; and only config.ts reads the environment. Tests beside the source may read
-// fixtures and the environment, so the rules below read the production files.
+// SQL sits in db/; and only config.ts reads the environment. Packages keep the rules that apply
+// to them: their SQL and environment reads only where ./support/service-shape-rules.ts names,
+// and no import of a service. (No package has a domain/ or the service layout, so those rules
+// stay with the services.) Tests beside the source may read fixtures and the environment, so
+// the rules below read the production files; the rules themselves are tested on their own in
+// service-shape-rules.test.ts.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import {
+  ALLOWED_DOMAIN_IMPORTS,
+  folderReached,
+  type Import,
+  impurity,
+  looksLikeSql,
+  mayReadEnvironment,
+  maySql,
+  PACKAGE_ENVIRONMENT_READERS,
+  PACKAGE_SQL_HOMES,
+  serviceReached,
+  unclassifiedFolders,
+} from "./support/service-shape-rules.ts";
 
 const root = join(import.meta.dirname, "..");
 const servicesDir = join(root, "services");
@@ -13,41 +30,7 @@ const servicesDir = join(root, "services");
 /** The gateway owns no Postgres schema (its state is in Redis), so it has no db/ either. */
 const WITHOUT_DATABASE = new Set(["gateway"]);
 
-/** Packages that do I/O or reach the service's infrastructure; domain/ imports none of them. */
-const IMPURE_PACKAGES = [
-  "pg",
-  "ioredis",
-  "kafkajs",
-  "undici",
-  "node:net",
-  "node:fs",
-  "@th/db",
-  "@th/bus",
-  "@th/service-kit",
-];
-
-/** Entry points of an impure package that are pure and may be imported by domain/. */
-const PURE_ENTRY_POINTS = new Set(["@th/service-kit/cursor"]);
-
-/** The service folders that do I/O; domain/ reaches none of them. */
-const IO_FOLDERS = ["db", "clients", "delivery", "routes", "consumers"];
-
-/**
- * Imports of an impure package that a domain file may still make, by file, package and the
- * names it may import, each with why they are pure.
- */
-const ALLOWED_DOMAIN_IMPORTS: Record<string, { from: string; names: string[]; why: string }> = {
-  "services/webhook-dispatcher/src/domain/address.ts": {
-    from: "node:net",
-    names: ["BlockList", "isIP"],
-    why: "an in-memory address list and an address parser; neither opens a socket",
-  },
-};
-
-/** Source files outside db/ whose strings may hold SQL, each with why it is not in db/. */
-const SQL_OUTSIDE_DB: Record<string, string> = {};
-
-const SQL = /SELECT |INSERT INTO|UPDATE |DELETE FROM|LISTEN /;
+const packagesDir = join(root, "packages");
 
 function services(): string[] {
   return readdirSync(servicesDir)
@@ -72,11 +55,26 @@ function isSource(path: string): boolean {
   return /\.tsx?$/.test(path) && !/\.test\.tsx?$/.test(path) && !path.endsWith(".d.ts");
 }
 
+function packages(): string[] {
+  return readdirSync(packagesDir)
+    .filter((name) => existsSync(join(packagesDir, name, "src")))
+    .sort();
+}
+
 /** Production source of every service, as paths from the repository root. */
 function serviceSources(): string[] {
   return services().flatMap((name) =>
     filesUnder(join(servicesDir, name, "src"))
       .filter(isSource)
+      .map((path) => relative(root, path)),
+  );
+}
+
+/** Every source file of every package, tests included, as paths from the repository root. */
+function packageFiles(): string[] {
+  return packages().flatMap((name) =>
+    filesUnder(join(packagesDir, name, "src"))
+      .filter((path) => /\.tsx?$/.test(path))
       .map((path) => relative(root, path)),
   );
 }
@@ -88,11 +86,6 @@ function parse(file: string): ts.SourceFile {
 function walk(node: ts.Node, visit: (node: ts.Node) => void): void {
   visit(node);
   node.forEachChild((child) => walk(child, visit));
-}
-
-interface Import {
-  from: string;
-  names: string[];
 }
 
 /** Every module a file imports or re-exports, with the names it takes. */
@@ -130,40 +123,6 @@ function importsOf(file: string): Import[] {
   return found;
 }
 
-function impurePackageOf(specifier: string): string | undefined {
-  if (PURE_ENTRY_POINTS.has(specifier)) {
-    return undefined;
-  }
-  return IMPURE_PACKAGES.find((name) => specifier === name || specifier.startsWith(`${name}/`));
-}
-
-/** The service folder a relative import lands in (`db`, `routes`, ...), or undefined. */
-function folderReached(file: string, specifier: string): string | undefined {
-  if (!specifier.startsWith(".")) {
-    return undefined;
-  }
-  const target = relative(root, resolve(root, dirname(file), specifier));
-  const match = /^services\/[^/]+\/src\/([^/]+)\//.exec(target);
-  return match?.[1];
-}
-
-/** Why a domain file's import breaks the shape, or undefined when it is pure. */
-function impurity(file: string, found: Import): string | undefined {
-  const folder = folderReached(file, found.from);
-  if (folder !== undefined && IO_FOLDERS.includes(folder)) {
-    return `${file} imports ${found.from} (${folder}/)`;
-  }
-  const impure = impurePackageOf(found.from);
-  if (impure === undefined) {
-    return undefined;
-  }
-  const allowed = ALLOWED_DOMAIN_IMPORTS[file];
-  if (allowed?.from === found.from && found.names.every((name) => allowed.names.includes(name))) {
-    return undefined;
-  }
-  return `${file} imports ${found.names.join(", ")} from ${found.from}`;
-}
-
 /** Domain files' imports that break the shape. */
 function impureDomainImports(files: string[]): string[] {
   return files
@@ -190,12 +149,7 @@ function stringsOf(file: string): string[] {
 }
 
 function sqlOutsideDb(files: string[]): string[] {
-  return files.filter(
-    (file) =>
-      !/^services\/[^/]+\/src\/db\//.test(file) &&
-      SQL_OUTSIDE_DB[file] === undefined &&
-      stringsOf(file).some((text) => SQL.test(text)),
-  );
+  return files.filter((file) => !maySql(file) && stringsOf(file).some(looksLikeSql));
 }
 
 /** `process.env` reads, as `file:line`. */
@@ -217,12 +171,30 @@ function environmentReads(file: string): string[] {
 }
 
 function environmentOutsideConfig(files: string[]): string[] {
-  return files
-    .filter((file) => !/^services\/[^/]+\/src\/config\.ts$/.test(file))
-    .flatMap(environmentReads);
+  return files.filter((file) => !mayReadEnvironment(file)).flatMap(environmentReads);
 }
 
-/** Relative imports from one service's source (tests included) into another service. */
+/** Named homes (path prefixes) under which no production file does what the home is named for. */
+function staleHomes(
+  homes: Record<string, string>,
+  files: string[],
+  does: (file: string) => boolean,
+) {
+  return Object.keys(homes).filter(
+    (prefix) => !files.some((file) => file.startsWith(prefix) && does(file)),
+  );
+}
+
+/** Imports from a package's source (tests included) of a service, by path or by package name. */
+function packageImportsOfServices(): string[] {
+  return packageFiles().flatMap((file) =>
+    importsOf(file)
+      .filter((found) => serviceReached(file, found.from, services()) !== undefined)
+      .map((found) => `${file} imports ${found.from}`),
+  );
+}
+
+/** Imports from one service's source (tests included) of another, by path or by package name. */
 function crossServiceImports(): string[] {
   return services().flatMap((name) =>
     filesUnder(join(servicesDir, name, "src"))
@@ -230,15 +202,19 @@ function crossServiceImports(): string[] {
       .map((path) => relative(root, path))
       .flatMap((file) =>
         importsOf(file)
-          .filter((found) => found.from.startsWith("."))
-          .map((found) => ({
-            found,
-            target: relative(root, resolve(root, dirname(file), found.from)),
-          }))
-          .filter(({ target }) => !target.startsWith(`services/${name}/`))
-          .map(({ found }) => `${file} imports ${found.from}`),
+          .filter((found) => serviceReached(file, found.from, services()) !== undefined)
+          .map((found) => `${file} imports ${found.from}`),
       ),
   );
+}
+
+/** Top-level src/ folders of the services that the rules do not know as I/O, pure or fixtures. */
+function unknownFolders(): string[] {
+  return services().flatMap((name) => {
+    const src = join(servicesDir, name, "src");
+    const folders = readdirSync(src).filter((entry) => statSync(join(src, entry)).isDirectory());
+    return unclassifiedFolders(name, folders);
+  });
 }
 
 /** Production files that import a service's test fixtures in `src/testing/`. */
@@ -300,6 +276,10 @@ describe("the service layout of docs/architecture.md", () => {
     expect(environmentOutsideConfig(files)).toEqual([]);
   });
 
+  it("knows every top-level folder of a service as I/O, pure or fixtures", () => {
+    expect(unknownFolders()).toEqual([]);
+  });
+
   it("lets no service import another's source, not even in its tests", () => {
     expect(crossServiceImports()).toEqual([]);
   });
@@ -307,23 +287,33 @@ describe("the service layout of docs/architecture.md", () => {
   it("keeps the fixtures of src/testing/ out of the service's production code", () => {
     expect(fixturesInProduction(files)).toEqual([]);
   });
+});
 
-  it("recognises each kind of break", () => {
-    const domain = "services/example/src/domain/rule.ts";
-    expect(impurity(domain, { from: "../db/rows.ts", names: ["x"] })).toContain("db/");
-    expect(impurity(domain, { from: "../delivery/send.ts", names: ["x"] })).toContain("delivery/");
-    expect(impurity(domain, { from: "pg", names: ["Pool"] })).toBeDefined();
-    expect(impurity(domain, { from: "node:fs/promises", names: ["readFile"] })).toBeDefined();
-    expect(impurity(domain, { from: "@th/service-kit", names: ["ApiError"] })).toBeDefined();
-    expect(impurity(domain, { from: "@th/service-kit/cursor", names: ["x"] })).toBeUndefined();
-    expect(impurity(domain, { from: "./score.ts", names: ["x"] })).toBeUndefined();
+describe("the rules of docs/architecture.md that packages keep too", () => {
+  const files = packageFiles().filter(isSource);
+
+  it("writes a package's SQL only in its named homes", () => {
+    expect(files.length).toBeGreaterThan(0);
+    expect(sqlOutsideDb(files)).toEqual([]);
+  });
+
+  it("lists only SQL homes that still hold SQL", () => {
     expect(
-      impurity("services/webhook-dispatcher/src/domain/address.ts", {
-        from: "node:net",
-        names: ["connect"],
-      }),
-    ).toBeDefined();
-    expect(SQL.test("UPDATE runs SET x = 1")).toBe(true);
-    expect(SQL.test("UNLISTEN matcher_watchlists")).toBe(true);
+      staleHomes(PACKAGE_SQL_HOMES, files, (file) => stringsOf(file).some(looksLikeSql)),
+    ).toEqual([]);
+  });
+
+  it("reads process.env in a package only where it is named", () => {
+    expect(environmentOutsideConfig(files)).toEqual([]);
+  });
+
+  it("lists only environment readers that still read it", () => {
+    expect(
+      staleHomes(PACKAGE_ENVIRONMENT_READERS, files, (file) => environmentReads(file).length > 0),
+    ).toEqual([]);
+  });
+
+  it("lets no package import a service, not even in its tests", () => {
+    expect(packageImportsOfServices()).toEqual([]);
   });
 });
