@@ -24,7 +24,7 @@ const PURE_ENTRY_POINTS = new Set(["@th/service-kit/cursor"]);
  * queries, sockets or the Kafka client: the gateway's edge/, the matcher's matching/, the parcel
  * ingest's ingest/, the dispatcher's delivery/ and endpoints/.
  */
-export const IO_FOLDERS = [
+const IO_FOLDERS = [
   "db",
   "clients",
   "delivery",
