@@ -1,6 +1,7 @@
 // `npm test`: lint and format check with zero warnings, the import graph's rules (no cycles),
-// unused code and dependencies, strict type check of every package, then the whole vitest suite (unit, integration against real Postgres, Redis and the dev
-// broker, and the cross-service scenarios in test/). Extra arguments go to vitest.
+// unused code and dependencies, strict type check of every package, then the whole vitest suite
+// (unit, integration against real Postgres, Redis and the dev broker, and the cross-service
+// scenarios in test/). Extra arguments go to vitest.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 
