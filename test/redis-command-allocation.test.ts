@@ -2,6 +2,10 @@ import { inYoungGeneration } from "@th/db/testing";
 import { Command, Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 
+// The gateway's edge sends every Redis command through ioredis; this probe of V8's heap lives here,
+// with the other tests that need the database package's testing tools, because the gateway
+// declares no database (decision 0241).
+//
 // V8 allocates a function literal that is assigned straight to a property (`this.reject = () =>`)
 // in the old generation. ioredis created each command's reject function that way, and that
 // function, dead once the command settled, kept the command, its promise and its reply alive
