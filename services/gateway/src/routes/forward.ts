@@ -1,6 +1,7 @@
 import {
   foliosFromHeader,
   INTERNAL_HEADERS,
+  type InternalCall,
   type InternalClient,
   type InternalReply,
   type InternalText,
@@ -20,43 +21,47 @@ function targetOf(target: string | OwnerTarget): { path: string; route?: string 
   return typeof target === "string" ? { path: target } : target;
 }
 
+/** The owner's path for `target` and the call that carries the authenticated caller to it. */
+function asCaller(
+  request: FastifyRequest,
+  target: string | OwnerTarget,
+  body: unknown,
+): [string, InternalCall] {
+  const { path, route } = targetOf(target);
+  return [
+    path,
+    {
+      ...(route !== undefined ? { route } : {}),
+      identity: tenancyOf(request),
+      requestId: request.id,
+      ...(body !== undefined ? { body } : {}),
+    },
+  ];
+}
+
 /** Calls the owning service as the authenticated caller. */
-export async function callAs(
+export function callAs(
   upstream: InternalClient,
   request: FastifyRequest,
   method: string,
   target: string | OwnerTarget,
   body?: unknown,
 ): Promise<InternalReply> {
-  const tenancy = tenancyOf(request);
-  const { path, route } = targetOf(target);
-  return upstream.send(method, path, {
-    ...(route !== undefined ? { route } : {}),
-    identity: tenancy,
-    requestId: request.id,
-    ...(body !== undefined ? { body } : {}),
-  });
+  return upstream.send(method, ...asCaller(request, target, body));
 }
 
 /**
- * Calls the owning service as the authenticated caller and keeps its answer's text, for a route
- * that passes a 200 through unchanged (`sendJsonText`).
+ * The same call, keeping the answer's text, for a route that passes a 200 through unchanged
+ * (`sendJsonText`).
  */
-export async function callAsText(
+export function callAsText(
   upstream: InternalClient,
   request: FastifyRequest,
   method: string,
   target: string | OwnerTarget,
   body?: unknown,
 ): Promise<InternalText> {
-  const tenancy = tenancyOf(request);
-  const { path, route } = targetOf(target);
-  return upstream.sendText(method, path, {
-    ...(route !== undefined ? { route } : {}),
-    identity: tenancy,
-    requestId: request.id,
-    ...(body !== undefined ? { body } : {}),
-  });
+  return upstream.sendText(method, ...asCaller(request, target, body));
 }
 
 /**
