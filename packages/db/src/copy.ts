@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import type { PoolClient } from "pg";
-import { from as copyFrom } from "pg-copy-streams";
+import { type CopyStreamQuery, from as copyFrom } from "pg-copy-streams";
 import { ByteChunks } from "./byte-chunks.ts";
 
 const NEEDS_ESCAPE = /[\\\t\n\r]/;
@@ -42,6 +42,19 @@ class CopyText extends ByteChunks {
 }
 
 /**
+ * Starts a `COPY ... FROM STDIN` on the client and answers its writable stream, for a caller that
+ * feeds one COPY over a long time (it finishes on `end`); `highWaterMark` is what the stream
+ * buffers before `write` answers false.
+ */
+export function copyFromStdin(
+  client: PoolClient,
+  sql: string,
+  options: { highWaterMark?: number } = {},
+): CopyStreamQuery {
+  return client.query(copyFrom(sql, options));
+}
+
+/**
  * Runs a `COPY ... FROM STDIN` on the client with its data already rendered as byte chunks
  * (`CopyBinary`), or produced while the COPY runs (an async iterable).
  */
@@ -50,7 +63,7 @@ export async function copyChunks(
   sql: string,
   chunks: Iterable<Buffer> | AsyncIterable<Buffer>,
 ): Promise<void> {
-  const stream = client.query(copyFrom(sql));
+  const stream = copyFromStdin(client, sql);
   const done = new Promise<void>((resolve, reject) => {
     stream.once("finish", resolve);
     stream.once("error", reject);

@@ -1,4 +1,4 @@
-export { copyChunks, copyLines, copyText, needsCopyEscape } from "./copy.ts";
+export { copyChunks, copyFromStdin, copyLines, copyText, needsCopyEscape } from "./copy.ts";
 export { binaryCopyStream, CopyBinary } from "./copy-binary.ts";
 export {
   type MigrateResult,

@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import type { LeadViewRecorded } from "@th/contracts";
 import {
+  copyFromStdin,
   copyLines,
   copyText,
   inTransaction,
@@ -8,7 +9,6 @@ import {
   type Pool,
   type PoolClient,
 } from "@th/db";
-import { from as copyFrom } from "pg-copy-streams";
 import { ensureLeadViewMonthsOf } from "./partitions.ts";
 
 /** A replayed lead-view and where it sits in the log (a replayed record is one as it is). */
@@ -115,7 +115,7 @@ export interface ShadowWriter {
 /** One connection running one COPY for the whole replay. */
 async function openLane(pool: Pool) {
   const client: PoolClient = await pool.connect();
-  const stream = client.query(copyFrom(COPY_SQL, { highWaterMark: LANE_BACKLOG }));
+  const stream = copyFromStdin(client, COPY_SQL, { highWaterMark: LANE_BACKLOG });
   let failure: Error | undefined;
   const done = new Promise<void>((resolve, reject) => {
     stream.once("finish", resolve);
