@@ -192,7 +192,9 @@ function printSummary(result: SoakResult, baseline: SoakResult | undefined, tena
   for (const table of SOAK_TABLES) {
     const sizes = picks.map((m) => mb(bytesAt(result, m, table.name)).padStart(9)).join("");
     const rows = result.months[last - 1]?.sizes.get(table.name)?.rows ?? 0;
-    const perRow = rows > 0 ? thousands(Math.round(bytesAt(result, last, table.name) / rows)) : "-";
+    // A table of a few rows is its empty pages and maps; a per-row figure would mean nothing.
+    const perRow =
+      rows >= 100 ? thousands(Math.round(bytesAt(result, last, table.name) / rows)) : "-";
     process.stdout.write(
       `  ${table.name.padEnd(34)}${sizes}${perRow.padStart(8)}   ${table.kept}; ${verdict(result, table)}\n`,
     );

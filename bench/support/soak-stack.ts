@@ -6,6 +6,7 @@
 // Retention timers are set a real day apart: the bench runs each service's round itself.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Bus } from "@th/bus";
 import { contracts } from "@th/contracts";
 import { createPool, type Pool } from "@th/db";
 import { buildApp as buildGateway } from "@th/gateway/app";
@@ -19,7 +20,12 @@ import { migrations as matcherMigrations } from "@th/matcher/migrations";
 import { buildApp as buildParcels } from "@th/parcels/app";
 import { readConfig as readParcelsConfig } from "@th/parcels/config";
 import { migrations as parcelsMigrations } from "@th/parcels/migrations";
-import type { HttpApp, Retention, RetentionRule } from "@th/service-kit";
+import {
+  type HttpApp,
+  type Retention,
+  type RetentionRule,
+  unavailableStore,
+} from "@th/service-kit";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { buildApp as buildLedger } from "../../services/quota-ledger/src/app.ts";
 import { readConfig as readLedgerConfig } from "../../services/quota-ledger/src/config.ts";
@@ -165,7 +171,7 @@ export async function startSoakStack(clock: SoakClock, script: ReceiverScript) {
   const now = () => clock.date();
   const broker = await startBrokerProcess(["--in-memory"]);
   const redis = await startRedisProcess();
-  const harness: Harness = await createTestHarness({
+  const tested: Harness = await createTestHarness({
     config: readGatewayConfig({ REDIS_URL: redis.url }),
     migrations: [
       keysMigrations,
@@ -182,6 +188,17 @@ export async function startSoakStack(clock: SoakClock, script: ReceiverScript) {
     ],
     brokers: [broker.address],
   });
+  // The services consume with production's heartbeat and session, not the tests' short ones
+  // (heartbeats of a dozen groups), and fetches that wait half a second (the broker answers a
+  // waiting fetch once a record arrives; production's 5 s would only hold up each stop).
+  const bus = new Bus({
+    brokers: tested.brokers,
+    clientId: "soak",
+    logger: tested.logger,
+    consumerTimings: { maxWaitTimeInMs: 500 },
+    isUnavailable: (error) => unavailableStore(error) !== undefined,
+  });
+  const harness: Harness = { ...tested, bus };
   const upstreams = await startUpstreams(harness, now);
   const matcher = await buildMatcher(
     {
@@ -252,21 +269,17 @@ export async function startSoakStack(clock: SoakClock, script: ReceiverScript) {
       dispatcher: dispatching.pool,
     } satisfies Record<string, Pool>,
     async close() {
-      await gateway.stop();
-      await gateway.http?.close();
-      await dispatcher.stop();
-      await dispatcher.http?.close();
-      await matcher.stop();
-      await matcher.http?.close();
-      await ledger.stop();
-      await ledger.http?.close();
-      await parcels.stop();
-      await parcels.http?.close();
-      await keys.stop();
-      await keys.http?.close();
+      // Side by side: each consumer's stop waits out its fetch.
+      await Promise.all(
+        [gateway, dispatcher, matcher, ledger, parcels, keys].map(async (app) => {
+          await app.stop();
+          await app.http?.close();
+        }),
+      );
       await receiver.close();
       await dispatching.pool.end();
-      await harness.close();
+      await bus.close();
+      await tested.close();
       await redis.stop();
       await broker.stop();
     },
