@@ -18,8 +18,14 @@ import { evaluateSignals, type FiredSignal, type PriorRoll } from "./signals.ts"
  * roll. A bare PARCEL_ID is unique only within its county.
  */
 export function folioOf(countyNo: number, parcelId: string): string {
-  return `${String(countyNo).padStart(2, "0")}-${parcelId}`;
+  return (COUNTY_PREFIXES[countyNo] ?? `${String(countyNo).padStart(2, "0")}-`) + parcelId;
 }
+
+/** "NN-" of each county number a row can hold, made once rather than for every row. */
+const COUNTY_PREFIXES: readonly string[] = Array.from(
+  { length: 78 },
+  (_, countyNo) => `${String(countyNo).padStart(2, "0")}-`,
+);
 
 /**
  * The folios of one county, compared byte by byte: from "NN-" up to but not including "NN."

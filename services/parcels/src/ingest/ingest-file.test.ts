@@ -1,8 +1,10 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout } from "node:timers/promises";
 import { decodeValue } from "@th/bus";
 import { contracts, type ParcelIngested, schemaHeaderValue } from "@th/contracts";
+import type { Pool, PoolClient } from "@th/db";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
@@ -240,6 +242,29 @@ describe("first load", () => {
   });
 });
 
+/** `pool`, its clients' COMMIT taking `ms` longer. */
+function slowCommits(pool: Pool, ms: number): Pool {
+  const bound = <T extends object>(target: T, prop: string | symbol) => {
+    const value = Reflect.get(target, prop, target);
+    return typeof value === "function" ? value.bind(target) : value;
+  };
+  const slowClient = (client: PoolClient) =>
+    new Proxy(client, {
+      get: (target, prop) =>
+        prop === "query"
+          ? (...args: Parameters<PoolClient["query"]>) =>
+              // Anything else as it is: a COPY's query returns its stream, not a promise.
+              args[0] === "COMMIT"
+                ? setTimeout(ms).then(() => target.query(...args))
+                : target.query(...args)
+          : bound(target, prop),
+    });
+  return new Proxy(pool, {
+    get: (target, prop) =>
+      prop === "connect" ? async () => slowClient(await target.connect()) : bound(target, prop),
+  });
+}
+
 describe("a parcel repeated in its file", () => {
   const ingest = (path: string, batchSize = 2) =>
     ingestFile({ pool: harness.pool, publish: collect }, path, {
@@ -335,6 +360,37 @@ describe("a parcel repeated in its file", () => {
       ["23-H3", 330000, 6],
       ["23-H4", 300000, 7],
     ]);
+  });
+
+  it("looks a parcel up after the store lane's write of it, when the batch two before stores it and commits slowly", async () => {
+    await ingest(await writeRoll("NAL16F202501.csv", [nalLine({ ...rowValues, CO_NO: 16 })]), 10);
+    published = [];
+    const path = await writeRoll("NAL23F202501.csv", [
+      row("J1"),
+      row("J2"),
+      row("J3"),
+      row("J4"),
+      row("J1", { JV: 320000 }),
+      row("J5"),
+    ]);
+    // Each store commits late: the third batch is read and looked up while the first is stored.
+    const pool = slowCommits(harness.pool, 300);
+    const summary = await ingestFile({ pool, publish: collect }, path, {
+      asOf,
+      batchSize: 2,
+      rejectsPath: null,
+    });
+    expect(summary).toMatchObject({ read: 6, new: 5, changed: 0, unchanged: 0, rejected: 1 });
+    expect(duplicates(summary)).toEqual([[2, "J1", "duplicate parcel in file; kept line 6"]]);
+    expect(published.map((event) => event.folio)).toEqual([
+      "23-J1",
+      "23-J2",
+      "23-J3",
+      "23-J4",
+      "23-J1",
+      "23-J5",
+    ]);
+    expect(published[4]?.previous_content_hash).toBe(published[0]?.content_hash);
   });
 
   it("does not let a record with a lower SEQ_NO in a later batch replace the stored one, on a first ingest or a re-ingest", async () => {

@@ -120,6 +120,8 @@ export class ParcelPipeline {
    * Groups one batch of rows and starts looking its parcels up, then diffs the batch before it
    * and hands that to the store lane: a batch's lookup runs in Postgres while the next batch is
    * read, so neither waits for the other. A first load without recorded sales looks nothing up.
+   * Only a batch that stores parcels can make a later batch's lookup stale, so a re-ingest of
+   * unchanged rows checks nothing row by row.
    */
   async accept(results: readonly RowResult<NalRow>[]): Promise<void> {
     if (this.#storeError !== undefined) {
@@ -139,7 +141,9 @@ export class ParcelPipeline {
     }
     const ahead = this.#ahead;
     this.#ahead = null;
-    if (!this.#state.firstLoad && this.#holdsUnstored(folios, ahead)) {
+    const diffs = !this.#state.firstLoad;
+    // A parcel the store lane may still be writing must be looked up once it is written.
+    if (diffs && this.#storingHolds(folios)) {
       if (ahead !== null) {
         await this.#diffAndStore(ahead);
       }
@@ -147,20 +151,27 @@ export class ParcelPipeline {
       this.#ahead = this.#lookUp(byFolio, folios, false);
       return;
     }
-    this.#ahead = this.#lookUp(byFolio, folios, this.#state.firstLoad);
+    let lookingUp = this.#lookUp(byFolio, folios, this.#state.firstLoad);
     if (ahead !== null) {
       await this.#diffAndStore(ahead);
+      // The batch before stores one of this batch's parcels (a parcel the file repeats): this
+      // lookup may have read the store before that write, so it is done again after it.
+      if (diffs && this.#storingHolds(folios)) {
+        await this.#storing;
+        lookingUp = this.#lookUp(byFolio, folios, false);
+      }
     }
+    this.#ahead = lookingUp;
   }
 
-  /**
-   * Whether one of `folios` is in a batch not stored yet: the one ahead, or the one the store lane
-   * may still be storing. Such a parcel must be diffed against what that batch stores.
-   */
-  #holdsUnstored(folios: readonly string[], ahead: LookingUp | null): boolean {
+  /** Whether one of `folios` is in the batch the store lane was handed last, if it stores any. */
+  #storingHolds(folios: readonly string[]): boolean {
     const storing = this.#storingFolios;
+    if (storing.size === 0) {
+      return false;
+    }
     for (const folio of folios) {
-      if (ahead?.byFolio.has(folio) || (storing.size > 0 && storing.has(folio))) {
+      if (storing.has(folio)) {
         return true;
       }
     }
