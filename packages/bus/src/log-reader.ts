@@ -183,6 +183,44 @@ async function readRecordSet(
   return next;
 }
 
+/** One partition of a Fetch v4 answer: its high-water mark and its record set, if any. */
+interface FetchedPartition {
+  partition: number;
+  highWatermark: bigint;
+  records: Buffer | undefined;
+}
+
+/**
+ * The partitions of a Fetch v4 answer, in the answer's order; throws at the first partition the
+ * broker answered with an error.
+ */
+export function* fetchedPartitions(topic: string, body: Buffer): Generator<FetchedPartition> {
+  const reader = new Reader(body);
+  reader.int32(); // throttle time
+  const topics = reader.int32();
+  for (let t = 0; t < topics; t++) {
+    reader.string();
+    const partitions = reader.int32();
+    for (let p = 0; p < partitions; p++) {
+      const partition = reader.int32();
+      const errorCode = reader.int16();
+      const highWatermark = reader.int64();
+      reader.int64(); // last stable offset
+      const aborted = reader.int32();
+      if (aborted > 0) {
+        reader.pos += aborted * 16;
+      }
+      const size = reader.int32();
+      const records = size > 0 ? body.subarray(reader.pos, reader.pos + size) : undefined;
+      reader.pos += Math.max(0, size);
+      if (errorCode !== 0) {
+        throw new Error(`fetch of ${topic}/${partition} failed with error ${errorCode}`);
+      }
+      yield { partition, highWatermark, records };
+    }
+  }
+}
+
 /**
  * Reads each partition of `ranges` from its first offset up to (not including) its end, calling
  * `onRecords` with every fetched slice in log order per partition. The next fetch is on the wire
@@ -229,48 +267,25 @@ export async function readLog(
     let delivering: Promise<void> = Promise.resolve();
     while (inflight) {
       const body = await inflight;
-      const reader = new Reader(body);
-      reader.int32(); // throttle time
       const out: LogRecord[] = [];
-      const topics = reader.int32();
-      for (let t = 0; t < topics; t++) {
-        reader.string();
-        const partitions = reader.int32();
-        for (let p = 0; p < partitions; p++) {
-          const partition = reader.int32();
-          const errorCode = reader.int16();
-          const highWatermark = reader.int64();
-          reader.int64(); // last stable offset
-          const aborted = reader.int32();
-          if (aborted > 0) {
-            reader.pos += aborted * 16;
-          }
-          const size = reader.int32();
-          const records = size > 0 ? body.subarray(reader.pos, reader.pos + size) : undefined;
-          reader.pos += Math.max(0, size);
-          if (errorCode !== 0) {
-            throw new Error(
-              `fetch of ${options.topic}/${partition} failed with error ${errorCode}`,
-            );
-          }
-          const from = position.get(partition);
-          const end = options.ranges.get(partition)?.[1];
-          if (from === undefined || end === undefined) {
-            continue;
-          }
-          if (records === undefined) {
-            if (from >= highWatermark) {
-              position.delete(partition);
-            }
-            continue;
-          }
-          const next = await readRecordSet(records, partition, from, end, headerName, seen, out);
-          // The log can end short of `end` (records deleted since): stop there, never spin.
-          if (next >= end || next >= highWatermark) {
+      for (const { partition, highWatermark, records } of fetchedPartitions(options.topic, body)) {
+        const from = position.get(partition);
+        const end = options.ranges.get(partition)?.[1];
+        if (from === undefined || end === undefined) {
+          continue;
+        }
+        if (records === undefined) {
+          if (from >= highWatermark) {
             position.delete(partition);
-          } else {
-            position.set(partition, next);
           }
+          continue;
+        }
+        const next = await readRecordSet(records, partition, from, end, headerName, seen, out);
+        // The log can end short of `end` (records deleted since): stop there, never spin.
+        if (next >= end || next >= highWatermark) {
+          position.delete(partition);
+        } else {
+          position.set(partition, next);
         }
       }
       inflight = position.size > 0 ? start() : undefined;

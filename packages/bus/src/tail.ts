@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import kafkajs, { type Admin } from "kafkajs";
-import { FETCH, FETCH_VERSION, fetchRequest } from "./log-reader.ts";
+import { FETCH, FETCH_VERSION, fetchedPartitions, fetchRequest } from "./log-reader.ts";
 import { Connection, type ConnectionSecurity, Reader } from "./wire.ts";
 
 // kafkajs is CommonJS; its codec registry is read through the default export.
@@ -173,35 +173,14 @@ async function readKeys(
   atEnd: (partition: number) => void,
 ): Promise<string[]> {
   const keys: string[] = [];
-  const reader = new Reader(body);
-  reader.int32(); // throttle time
-  const topics = reader.int32();
-  for (let t = 0; t < topics; t++) {
-    reader.string();
-    const partitions = reader.int32();
-    for (let p = 0; p < partitions; p++) {
-      const partition = reader.int32();
-      const errorCode = reader.int16();
-      const highWatermark = reader.int64();
-      reader.int64(); // last stable offset
-      const aborted = reader.int32();
-      if (aborted > 0) {
-        reader.pos += aborted * 16;
-      }
-      const size = reader.int32();
-      const records = size > 0 ? body.subarray(reader.pos, reader.pos + size) : undefined;
-      reader.pos += Math.max(0, size);
-      if (errorCode !== 0) {
-        throw new Error(`fetch of ${topic}/${partition} failed with error ${errorCode}`);
-      }
-      let next = position.get(partition) ?? 0n;
-      if (records) {
-        next = await keysOfRecordSet(records, next, keys);
-        position.set(partition, next);
-      }
-      if (next >= highWatermark) {
-        atEnd(partition);
-      }
+  for (const { partition, highWatermark, records } of fetchedPartitions(topic, body)) {
+    let next = position.get(partition) ?? 0n;
+    if (records) {
+      next = await keysOfRecordSet(records, next, keys);
+      position.set(partition, next);
+    }
+    if (next >= highWatermark) {
+      atEnd(partition);
     }
   }
   return keys;
