@@ -20,5 +20,28 @@ export function createContacts(deps: Pick<AccountsDeps, "pool" | "now">) {
       );
       return { id, received_at: receivedAt.toISOString() };
     },
+
+    /** The newest messages first, for the operators who answer them. */
+    async listContacts(limit: number) {
+      const { rows } = await pool.query<{
+        id: string;
+        name: string;
+        email: string;
+        company: string | null;
+        message: string;
+        created_at: Date;
+      }>(
+        "SELECT id, name, email, company, message, created_at FROM contact_requests ORDER BY created_at DESC, id DESC LIMIT $1",
+        [limit],
+      );
+      return rows.map((row) => ({
+        id: row.id,
+        name: row.name,
+        email: row.email,
+        company: row.company,
+        message: row.message,
+        received_at: row.created_at.toISOString(),
+      }));
+    },
   };
 }

@@ -498,3 +498,43 @@ describe("the operation table", () => {
     expect(unserved).toEqual([]);
   });
 });
+
+describe("contact requests", () => {
+  it("are listed to operators newest first, with what the form sent", async () => {
+    const older = await call("POST", "/internal/v1/contact", token, {
+      name: "Ana Ruiz",
+      email: "ana@brokerage.test",
+      company: "Ruiz Realty",
+      message: "We would like a Custom quote for three counties.",
+    });
+    expect(older.statusCode).toBe(202);
+    clock = new Date(clock.getTime() + 60_000);
+    const newer = await call("POST", "/internal/v1/contact", token, {
+      name: "Ben Ode",
+      email: "ben@flip.test",
+      message: "Do you cover Monroe County?",
+    });
+    expect(newer.statusCode).toBe(202);
+
+    const listing = await call("GET", "/internal/v1/operator/contact-requests?limit=2", token);
+    expect(listing.statusCode).toBe(200);
+    expect(listing.json().contact_requests).toEqual([
+      {
+        id: newer.json().id,
+        name: "Ben Ode",
+        email: "ben@flip.test",
+        company: null,
+        message: "Do you cover Monroe County?",
+        received_at: newer.json().received_at,
+      },
+      {
+        id: older.json().id,
+        name: "Ana Ruiz",
+        email: "ana@brokerage.test",
+        company: "Ruiz Realty",
+        message: "We would like a Custom quote for three counties.",
+        received_at: older.json().received_at,
+      },
+    ]);
+  });
+});

@@ -31,6 +31,19 @@ import { registerInternalPasswordRoutes } from "./internal-passwords.ts";
 
 const revokedSchema = z.object({ key_hashes: z.array(z.string()) });
 
+const contactRequestsSchema = z.object({
+  contact_requests: z.array(
+    z.object({
+      id: z.string(),
+      name: z.string(),
+      email: z.string(),
+      company: z.string().nullable(),
+      message: z.string(),
+      received_at: z.string(),
+    }),
+  ),
+});
+
 /**
  * The keys service's internal API. The gateway authenticates the caller and forwards; these
  * routes enforce what only this service knows: roles, seats, ownership of keys. A route behind a
@@ -92,6 +105,18 @@ function registerSignUpRoutes(app: HttpApp, accounts: Accounts): void {
       },
     },
     async (request, reply) => reply.status(202).send(await accounts.recordContact(request.body)),
+  );
+
+  // The operators' read of the contact form: the messages are kept to be answered.
+  app.get(
+    "/internal/v1/operator/contact-requests",
+    {
+      schema: {
+        querystring: z.object({ limit: z.coerce.number().int().min(1).max(500).default(50) }),
+        response: { 200: contactRequestsSchema, ...errorResponses() },
+      },
+    },
+    async (request) => ({ contact_requests: await accounts.listContacts(request.query.limit) }),
   );
 }
 
