@@ -10,6 +10,7 @@ import {
 import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { ingestRunsRule } from "./db/ingest-runs.ts";
 import { ensureSecondaryIndexes, publishPending, tryWithIngestLock } from "./db/parcel-store.ts";
+import { registerOperatorRoutes } from "./routes/operator.ts";
 import { registerParcelRoutes } from "./routes/parcels.ts";
 
 const DAY_MS = 86_400_000;
@@ -29,6 +30,7 @@ export async function buildApp(
     callerKeys: deps.config.INTERNAL_CALLER_KEYS,
   });
   registerParcelRoutes(http, { pool: deps.pool });
+  registerOperatorRoutes(http, { pool: deps.pool });
   http.get("/internal/v1/openapi.json", { schema: { hide: true } }, async () => http.swagger());
   let recovery: Promise<void> = Promise.resolve();
   const retention = createRetention({

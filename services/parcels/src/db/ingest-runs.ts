@@ -53,6 +53,39 @@ export async function recordIngestFinished(
   );
 }
 
+/** The most recent ingest runs, newest first, with what each counted (unfinished runs too). */
+export async function listIngestRuns(pool: Pool, limit: number) {
+  const { rows } = await pool.query<{
+    ingest_id: string;
+    source_file: string;
+    kind: string;
+    started_at: Date;
+    finished_at: Date | null;
+    rows_read: string;
+    rows_new: string;
+    rows_changed: string;
+    rows_unchanged: string;
+    rows_rejected: string;
+  }>(
+    `SELECT ingest_id, source_file, kind, started_at, finished_at, rows_read, rows_new,
+            rows_changed, rows_unchanged, rows_rejected
+       FROM ingest_runs ORDER BY started_at DESC, ingest_id DESC LIMIT $1`,
+    [limit],
+  );
+  return rows.map((row) => ({
+    ingest_id: row.ingest_id,
+    source_file: row.source_file,
+    kind: row.kind,
+    started_at: row.started_at.toISOString(),
+    finished_at: row.finished_at?.toISOString() ?? null,
+    rows_read: Number(row.rows_read),
+    rows_new: Number(row.rows_new),
+    rows_changed: Number(row.rows_changed),
+    rows_unchanged: Number(row.rows_unchanged),
+    rows_rejected: Number(row.rows_rejected),
+  }));
+}
+
 /**
  * Ingest runs started before the horizon, oldest first, one batch a statement (decision 0394). A
  * run that never finished by then died with its process; it goes too.
