@@ -324,7 +324,11 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
     await page.getByText(tenant.email).first().waitFor();
     await shot("10-team");
     await go("Plan");
+    await page.getByRole("heading", { name: "Tiers" }).waitFor();
+    // The plan shows the tiers; changing or cancelling is Billing's, one link away.
+    await page.getByRole("main").getByRole("link", { name: "Billing" }).click();
     await page.getByRole("heading", { name: "Change tier" }).waitFor();
+    await go("Plan");
     await shot("11-plan");
     await go("MCP & exports");
     expect((await page.getByTestId("mcp-snippet").textContent()) ?? "").toContain(

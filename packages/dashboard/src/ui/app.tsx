@@ -79,7 +79,7 @@ function Shell(props: { session: Session; onSignOut: () => void; path: string })
   } else if (path === "/team") {
     page = <TeamPage session={session} />;
   } else if (path === "/plan") {
-    page = <PlanPage session={session} />;
+    page = <PlanPage />;
   } else if (path === "/billing") {
     page = <BillingPage session={session} />;
   } else if (path === "/integrations") {

@@ -1,6 +1,5 @@
-import { useState } from "react";
 import { call, th } from "../api.ts";
-import { Card, CopyButton, Loading, Page, Problem, useAttempt, useLoad } from "../components.tsx";
+import { Card, CopyButton, Link, Loading, Page, Problem, useLoad } from "../components.tsx";
 import {
   claudeDesktopSnippet,
   formatDate,
@@ -8,7 +7,7 @@ import {
   mcpSnippet,
   trialDaysLeft,
 } from "../logic.ts";
-import { type Session, TIER_LABELS } from "../session.ts";
+import { TIER_LABELS } from "../session.ts";
 
 const TIERS = ["starter", "operator", "team", "custom"] as const;
 const TIER_FACTS: Record<(typeof TIERS)[number], string> = {
@@ -18,20 +17,35 @@ const TIER_FACTS: Record<(typeof TIERS)[number], string> = {
   custom: "Negotiated limits on top of Team",
 };
 
-export function PlanPage(props: { session: Session }) {
+/**
+ * The tiers and what each includes, the current one marked. One page changes the subscription:
+ * Billing, which shows each tier's price and what a change charges before it is made.
+ */
+export function TierList(props: { current: (typeof TIERS)[number] }) {
+  return (
+    <>
+      <ul className="tiers">
+        {TIERS.map((tier) => (
+          <li key={tier} className={tier === props.current ? "current" : undefined}>
+            <h3>{TIER_LABELS[tier]}</h3>
+            <p className="muted">{TIER_FACTS[tier]}</p>
+            {tier === props.current ? <span className="pill on">Current</span> : null}
+          </li>
+        ))}
+      </ul>
+      <p className="muted">
+        Prices, tier changes and cancelling are on <Link to="/billing">Billing</Link>.
+      </p>
+    </>
+  );
+}
+
+export function PlanPage() {
   const account = useLoad(() => call(th.GET("/v1/account")));
-  const { error, setError, attempt } = useAttempt();
-  const [note, setNote] = useState<string | null>(null);
   const tenant = account.data;
-  const admin = props.session.member.role === "admin";
   return (
     <Page title="Plan" lead="Your tier, its limits, and your subscription.">
-      <Problem error={account.error ?? error} />
-      {note ? (
-        <p className="notice" role="status">
-          {note}
-        </p>
-      ) : null}
+      <Problem error={account.error} />
       {!tenant ? (
         <Loading />
       ) : (
@@ -72,66 +86,9 @@ export function PlanPage(props: { session: Session }) {
               </div>
             </dl>
           </Card>
-          <Card title="Change tier">
-            <ul className="tiers">
-              {TIERS.map((tier) => (
-                <li key={tier} className={tier === tenant.tier ? "current" : undefined}>
-                  <h3>{TIER_LABELS[tier]}</h3>
-                  <p className="muted">{TIER_FACTS[tier]}</p>
-                  {tier === tenant.tier ? (
-                    <span className="pill on">Current</span>
-                  ) : (
-                    <button
-                      type="button"
-                      className="button"
-                      disabled={!admin || tenant.status === "cancelled"}
-                      onClick={async () => {
-                        await attempt(async () => {
-                          await call(th.POST("/v1/account/tier", { body: { tier } }));
-                          setNote(
-                            `Moved to ${TIER_LABELS[tier]}; the new limits apply within seconds.`,
-                          );
-                          await account.reload();
-                        });
-                      }}
-                    >
-                      Move to {TIER_LABELS[tier]}
-                    </button>
-                  )}
-                </li>
-              ))}
-            </ul>
-            {!admin ? <p className="muted small">Only admins change the plan.</p> : null}
+          <Card title="Tiers">
+            <TierList current={tenant.tier} />
           </Card>
-          {tenant.status !== "cancelled" && admin ? (
-            <Card
-              title={tenant.status === "trialing" ? "Cancel the trial" : "Cancel the subscription"}
-            >
-              <p className="muted">
-                {tenant.status === "trialing"
-                  ? "Nothing has been charged. Cancelling ends access at once, and every key stops working."
-                  : "Cancelling ends access at once, and every key stops working."}
-              </p>
-              <button
-                type="button"
-                className="button danger"
-                onClick={async () => {
-                  if (!window.confirm("Cancel now? Every key stops working at once.")) {
-                    return;
-                  }
-                  try {
-                    await call(th.POST("/v1/account/cancel"));
-                    setNote("Cancelled.");
-                    await account.reload();
-                  } catch (failure) {
-                    setError(failure);
-                  }
-                }}
-              >
-                Cancel now
-              </button>
-            </Card>
-          ) : null}
         </>
       )}
     </Page>
