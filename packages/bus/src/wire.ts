@@ -51,10 +51,7 @@ const UNTRUSTED = new Set([
 ]);
 
 /** Turns a TLS failure into the setting it is about, or undefined when it is not one of ours. */
-export function tlsFailure(
-  error: NodeJS.ErrnoException,
-  where: string,
-): KafkaSecurityError | undefined {
+function tlsFailure(error: NodeJS.ErrnoException, where: string): KafkaSecurityError | undefined {
   const code = error.code ?? "";
   if (UNTRUSTED.has(code)) {
     return new KafkaSecurityError(

@@ -28,7 +28,7 @@ export interface ConnectionStats {
  * Kafka's sasl.server.max.receive.size: the largest frame accepted before authentication, so an
  * unauthenticated client cannot make the broker buffer the full request limit.
  */
-export const UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024;
+const UNAUTHENTICATED_MAX_FRAME_BYTES = 512 * 1024;
 
 /** Who is on the other end before any request: the TLS client certificate or anonymous. */
 export interface ConnectionSecurity {

@@ -32,7 +32,7 @@ export interface ClientConnection {
   onClose(callback: () => void): () => void;
 }
 
-export interface BrokerSettings {
+interface BrokerSettings {
   nodeId: number;
   clusterId: string;
   advertisedHost: string;
@@ -69,7 +69,7 @@ export interface BrokerContext {
 }
 
 /** A null result means "send nothing" (acks=0 produce) while keeping the response order slot. */
-export type HandlerResult = Writer | null;
+type HandlerResult = Writer | null;
 
 export interface ApiDefinition {
   apiKey: number;

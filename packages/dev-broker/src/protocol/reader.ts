@@ -1,7 +1,7 @@
 // Big-endian reader for Kafka request bodies. Every read is bounds-checked so a malformed request
 // surfaces as a ProtocolDecodeError instead of reading garbage.
 
-export class ProtocolDecodeError extends Error {}
+class ProtocolDecodeError extends Error {}
 
 export class Reader {
   readonly buf: Buffer;
