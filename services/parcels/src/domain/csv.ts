@@ -19,10 +19,10 @@ export function fieldValues(fields: Fields): string[] {
 export class LineFields implements Fields {
   readonly #line: string;
   /** Where each field ends: at its comma, the last one at the end of the line. */
-  readonly #ends: Int32Array;
+  readonly #ends: readonly number[];
 
   /** `ends`: where each field of `line` ends (`CsvReader` finds them as it looks for the line's end). */
-  constructor(line: string, ends: Int32Array) {
+  constructor(line: string, ends: readonly number[]) {
     this.#line = line;
     this.#ends = ends;
   }
@@ -93,17 +93,23 @@ const TAB = 9;
 const DELETE = 0x7f;
 const REPLACEMENT = 0xfffd;
 
-/** Where the commas of the line being read are, grown as lines need. */
-let commaScratch = new Int32Array(256);
+/**
+ * Where the commas of the line being read are, grown as lines need. A plain array of small
+ * integers: each line keeps a copy, and a typed array's copy took a buffer of its own outside the
+ * heap (several times the cost of the copy on the heap).
+ */
+let commaScratch: number[] = new Array<number>(256).fill(0);
 
-function grown(scratch: Int32Array): Int32Array<ArrayBuffer> {
-  const larger = new Int32Array(scratch.length * 2);
-  larger.set(scratch);
+function grown(scratch: readonly number[]): number[] {
+  const larger = new Array<number>(scratch.length * 2).fill(0);
+  for (let index = 0; index < scratch.length; index++) {
+    larger[index] = scratch[index] as number;
+  }
   return larger;
 }
 
 /** Where each field of a line without quotes ends: at its comma, the last at the line's end. */
-function endsOf(line: string): Int32Array {
+function endsOf(line: string): number[] {
   let count = 0;
   for (let comma = line.indexOf(","); comma !== -1; comma = line.indexOf(",", comma + 1)) {
     if (count === commaScratch.length - 1) {
