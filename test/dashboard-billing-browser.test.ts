@@ -2,31 +2,29 @@
 // keys service bills through the Stripe provider pointed at a local server that answers
 // Stripe's documented calls. Stripe's webhooks reach the gateway's public endpoint signed with
 // the SDK's helper. Screenshots land in test/artifacts/dashboard/.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { StripePaymentProvider } from "@th/keys/payments";
-import { type SignedEvent, type StripeFake, startStripeFake } from "@th/keys/testing/stripe";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { SignedEvent, StripeFake } from "@th/keys/testing/stripe";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import type { EdgeStack } from "./support/edge-stack.ts";
+import {
+  hasChromium,
+  SHOTS,
+  type StripeBrowserStack,
+  startStripeBrowserStack,
+} from "./support/stripe-browser.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SHOTS = join(import.meta.dirname, "artifacts", "dashboard");
 const PASSWORD = "a long billing passphrase";
 const WEBHOOK_SECRET = "whsec_browser_billing";
 const DAY = 86_400_000;
-const hasChromium = existsSync(CHROMIUM);
 
 // The card processor's clock (and the keys service's): days pass for billing while the browser,
 // the gateway and the session live in real time.
 let clock = Date.now();
+let browser: StripeBrowserStack;
 let stack: EdgeStack;
 let fake: StripeFake;
-let context: BrowserContext;
 let page: Page;
-let profile: string;
 let origin: string;
 let tenantId: string;
 let subscriptionRef: string;
@@ -57,41 +55,13 @@ async function openBilling() {
 
 describe.skipIf(!hasChromium)("the billing page in Chromium", () => {
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
-    fake = await startStripeFake({
+    browser = await startStripeBrowserStack({
+      name: "billing",
       webhookSecret: WEBHOOK_SECRET,
-      prices: {
-        price_starter: 4_900,
-        price_operator: 14_900,
-        price_team: 39_900,
-        price_custom: 99_900,
-      },
       now: () => new Date(clock),
+      viewportWidth: 1360,
     });
-    stack = await startEdgeStack({
-      keysOptions: {
-        now: () => new Date(clock),
-        payments: new StripePaymentProvider({
-          secretKey: "sk_test_browser",
-          webhookSigningSecret: WEBHOOK_SECRET,
-          prices: {
-            starter: "price_starter",
-            operator: "price_operator",
-            team: "price_team",
-            custom: "price_custom",
-          },
-          timeoutMs: 2_000,
-          api: fake.api,
-        }),
-      },
-    });
-    await stack.gateway.start();
-    const gatewayHttp = stack.gateway.http;
-    if (!gatewayHttp) {
-      throw new Error("the gateway has no HTTP app");
-    }
-    await gatewayHttp.listen({ port: 0, host: "127.0.0.1" });
-    origin = `http://127.0.0.1:${(gatewayHttp.server.address() as AddressInfo).port}`;
+    ({ stack, fake, page, origin } = browser);
 
     fake.addCard("pm_browser_card", {
       fingerprint: "fp_browser",
@@ -116,24 +86,6 @@ describe.skipIf(!hasChromium)("the billing page in Chromium", () => {
       .query("SELECT payment_subscription_ref FROM tenants WHERE id = $1", [tenantId]);
     subscriptionRef = rows[0].payment_subscription_ref;
 
-    profile = mkdtempSync(join(tmpdir(), "th-chromium-billing-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1360, height: 1000 },
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
     await page.goto(`${origin}/`);
     await page.getByLabel("Email").fill("owner@billing-realty.test");
     await page.getByLabel("Password").fill(PASSWORD);
@@ -142,12 +94,7 @@ describe.skipIf(!hasChromium)("the billing page in Chromium", () => {
   }, 120_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) {
-      rmSync(profile, { recursive: true, force: true });
-    }
-    await stack?.close();
-    await fake?.close();
+    await browser?.close();
   });
 
   it("shows the tier and its limits, the trial's end, the next charge date and the card", async () => {

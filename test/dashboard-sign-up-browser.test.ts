@@ -5,21 +5,20 @@
 // (a call to api.stripe.com, which the test turns into a card at the fake) and confirmCardSetup
 // (a 3-D Secure frame from hooks.stripe.com, then the SetupIntent confirmed at api.stripe.com).
 // The page's own code runs unchanged, under its own content policy, which the browser enforces.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SIGN_UP_CONTENT_POLICY } from "@th/dashboard/sign-up-policy";
-import { StripePaymentProvider } from "@th/keys/payments";
-import { type StripeFake, startStripeFake } from "@th/keys/testing/stripe";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { StripeFake } from "@th/keys/testing/stripe";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import type { EdgeStack } from "./support/edge-stack.ts";
+import {
+  hasChromium,
+  SHOTS,
+  type StripeBrowserStack,
+  startStripeBrowserStack,
+} from "./support/stripe-browser.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SHOTS = join(import.meta.dirname, "artifacts", "dashboard");
 const PUBLISHABLE_KEY = "pk_test_signuppage";
-const hasChromium = existsSync(CHROMIUM);
 
 /** Stripe's test card numbers: one that confirms at once, one that asks for 3-D Secure. */
 const CARD_OK = "4242424242424242";
@@ -91,11 +90,10 @@ const FAKE_STRIPE_JS = `
 const CHALLENGE_PAGE = `<!doctype html><title>3-D Secure</title><p>Authenticated</p>
 <script>parent.postMessage("3ds-authenticated", "*");</script>`;
 
+let browser: StripeBrowserStack;
 let stack: EdgeStack;
 let fake: StripeFake;
-let context: BrowserContext;
 let page: Page;
-let profile: string;
 let origin: string;
 let cards = 0;
 /** Every request the page sent, by URL, with its body: where the card number went, if anywhere. */
@@ -167,60 +165,13 @@ async function tenantOf(email: string) {
 
 describe.skipIf(!hasChromium)("the sign-up page in Chromium", () => {
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
-    fake = await startStripeFake({
+    browser = await startStripeBrowserStack({
+      name: "sign-up",
       webhookSecret: "whsec_browser_sign_up",
-      prices: {
-        price_starter: 4_900,
-        price_operator: 14_900,
-        price_team: 39_900,
-        price_custom: 99_900,
-      },
-      now: () => new Date(),
-    });
-    stack = await startEdgeStack({
       gatewayEnv: { STRIPE_PUBLISHABLE_KEY: PUBLISHABLE_KEY },
-      keysOptions: {
-        payments: new StripePaymentProvider({
-          secretKey: "sk_test_browser_sign_up",
-          webhookSigningSecret: "whsec_browser_sign_up",
-          prices: {
-            starter: "price_starter",
-            operator: "price_operator",
-            team: "price_team",
-            custom: "price_custom",
-          },
-          timeoutMs: 2_000,
-          api: fake.api,
-        }),
-      },
+      viewportWidth: 1280,
     });
-    await stack.gateway.start();
-    const gatewayHttp = stack.gateway.http;
-    if (!gatewayHttp) {
-      throw new Error("the gateway has no HTTP app");
-    }
-    await gatewayHttp.listen({ port: 0, host: "127.0.0.1" });
-    origin = `http://127.0.0.1:${(gatewayHttp.server.address() as AddressInfo).port}`;
-
-    profile = mkdtempSync(join(tmpdir(), "th-chromium-sign-up-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 1000 },
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
+    ({ stack, fake, page, origin } = browser);
     page.on("request", (request) =>
       sent.push({ url: request.url(), body: request.postData() ?? "" }),
     );
@@ -228,12 +179,7 @@ describe.skipIf(!hasChromium)("the sign-up page in Chromium", () => {
   }, 120_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) {
-      rmSync(profile, { recursive: true, force: true });
-    }
-    await stack?.close();
-    await fake?.close();
+    await browser?.close();
   });
 
   it("serves the sign-up page with a policy that admits Stripe.js, its frames and its API and nothing else, while the other pages keep the dashboard's", async () => {
