@@ -3,116 +3,40 @@
 // watchlist's recipe, the service POSTs the event to every subscribed endpoint of that watchlist,
 // within seconds", with the time from each match to its delivery held under a bound; and "a
 // manual run can be used to test a staging endpoint".
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { Bus } from "@th/bus";
 import { contracts } from "@th/contracts";
 import { matchFound as sampleMatch } from "@th/contracts/samples";
-import { createPool, migrate, type Pool } from "@th/db";
-import { type HttpApp, INTERNAL_HEADERS } from "@th/service-kit";
-import { signedInject, TEST_CONSUMER_TIMINGS } from "@th/service-kit/testing";
-import { buildApp as buildDispatcher } from "@th/webhook-dispatcher/app";
-import { readConfig as readDispatcherConfig } from "@th/webhook-dispatcher/config";
-import { migrations as dispatcherMigrations } from "@th/webhook-dispatcher/migrations";
 import { verifySignature } from "@th/webhooks";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import {
+  type Delivered,
+  type EdgeDispatcher,
+  startEdgeDispatcher,
+} from "./support/edge-dispatcher.ts";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
-import { DISPATCHER_TOPICS, TEST_DISPATCHER_ENV } from "./support/webhook-stack.ts";
 
 /** "Within seconds": from a match to its delivery at the receiver. */
 const WITHIN_MS = 5_000;
 
 let stack: EdgeStack;
-let dispatcher: Awaited<ReturnType<typeof buildDispatcher>>;
-let dispatcherPool: Pool;
-let dispatcherBus: Bus;
-let receiver: Server;
-const received: { at: number; path: string; body: string; signature: string }[] = [];
+let edge: EdgeDispatcher;
+let received: Delivered[];
 
 beforeAll(async () => {
   stack = await startEdgeStack();
-  const { harness } = stack;
-  await migrate(harness.db.url, dispatcherMigrations);
-  await harness.bus.provision(DISPATCHER_TOPICS);
-  dispatcherPool = createPool({ url: harness.db.url, schema: dispatcherMigrations.schema, max: 8 });
-  dispatcherBus = new Bus({
-    brokers: harness.brokers,
-    clientId: "dispatcher",
-    logger: harness.logger,
-    consumerTimings: TEST_CONSUMER_TIMINGS,
-  });
-  dispatcher = await buildDispatcher({
-    config: {
-      ...readDispatcherConfig(TEST_DISPATCHER_ENV),
-      DATABASE_URL: harness.db.url,
-      REDIS_URL: harness.config.REDIS_URL,
-      KAFKA_BROKERS: harness.brokers,
-      MATCHER_URL: stack.gatewayConfig.MATCHER_URL,
-      LEDGER_URL: stack.gatewayConfig.LEDGER_URL,
-    },
-    logger: harness.logger,
-    pool: dispatcherPool,
-    redis: harness.redis,
-    bus: dispatcherBus,
-  });
-  await dispatcher.start();
-  receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
-      received.push({
-        at: Date.now(),
-        path: request.url ?? "/",
-        body: Buffer.concat(chunks).toString("utf8"),
-        signature: String(request.headers["x-flpf-signature"] ?? ""),
-      });
-      response.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  edge = await startEdgeDispatcher(stack);
+  received = edge.received;
 });
 
 afterAll(async () => {
-  await dispatcher?.stop();
-  await dispatcherBus?.close();
-  await dispatcherPool?.end();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await edge?.close();
   await stack?.close();
 });
 
-type Tenant = Awaited<ReturnType<EdgeStack["startTrial"]>>;
-
-/**
- * Subscribes the receiver (at `path`) to the watchlist, once the dispatcher knows the tenant;
- * answers the endpoint's signing secret.
- */
-async function subscribed(tenant: Tenant, watchlistId: string, path: string): Promise<string> {
-  const port = (receiver.address() as AddressInfo).port;
-  const subscribe = () =>
-    (dispatcher.http as HttpApp).inject(
-      signedInject(dispatcher.http as HttpApp, "webhook-dispatcher", {
-        method: "POST",
-        url: `/internal/v1/watchlists/${watchlistId}/webhooks`,
-        headers: {
-          [INTERNAL_HEADERS.tenant]: tenant.tenantId,
-          [INTERNAL_HEADERS.member]: tenant.memberId,
-          [INTERNAL_HEADERS.key]: tenant.keyId,
-        },
-        body: { url: `http://127.0.0.1:${port}${path}`, events: ["watchlist.match"] },
-      }),
-    );
-  // The dispatcher learns the tenant's tier from tenant.changed; until then it cannot accept.
-  let secret = "";
-  await vi.waitFor(
-    async () => {
-      const answer = await subscribe();
-      expect(answer?.statusCode).toBe(201);
-      secret = answer?.json().secret;
-    },
-    { timeout: 15_000, interval: 100 },
-  );
-  return secret;
-}
+const subscribed = (
+  tenant: Awaited<ReturnType<EdgeStack["startTrial"]>>,
+  watchlistId: string,
+  path: string,
+) => edge.subscribe(tenant, watchlistId, path);
 
 describe("a match reaches a subscribed receiver", () => {
   it(`V2: within seconds: every match of a fresh ingest is delivered within ${WITHIN_MS / 1000} s of being found`, async () => {
@@ -197,7 +121,9 @@ describe("a match reaches a subscribed receiver", () => {
     );
     const staging = received.filter((each) => each.path === "/staging");
     for (const each of staging) {
-      expect(verifySignature(each.body, each.signature, [secret]).ok).toBe(true);
+      expect(
+        verifySignature(each.body, String(each.headers["x-flpf-signature"] ?? ""), [secret]).ok,
+      ).toBe(true);
     }
     const payloads = staging.map((each) => JSON.parse(each.body));
     expect(payloads.every((payload) => payload.watchlist.id === watchlistId)).toBe(true);
