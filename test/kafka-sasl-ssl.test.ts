@@ -15,7 +15,7 @@ import { writeNalFile } from "@th/parcels/generate";
 import { verifySignature } from "@th/webhooks";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { stackPorts } from "./support/service-ports.ts";
+import { internalPortsOf, portEnv, stackPorts } from "./support/service-ports.ts";
 import { type Receiver, startReceiver } from "./support/webhook-stack.ts";
 
 const root = join(import.meta.dirname, "..");
@@ -81,7 +81,7 @@ beforeAll(async () => {
   receiver = await startReceiver();
   env = {
     ...process.env,
-    ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
+    ...portEnv(ports),
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: "info",
     WEBHOOK_ALLOW_LOOPBACK_HTTP: "true",
@@ -219,8 +219,8 @@ describe("the whole system over SASL_SSL with SCRAM-SHA-512", () => {
     // Every process's log and the CLI's output, without the password anywhere.
     expect(output).not.toContain(PASSWORD);
     expect(ingest.said).not.toContain(PASSWORD);
-    for (const port of Object.entries(ports).filter(([name]) => name.endsWith("INTERNAL_PORT"))) {
-      const metrics = await fetch(`http://127.0.0.1:${port[1]}/metrics`);
+    for (const port of internalPortsOf(ports)) {
+      const metrics = await fetch(`http://127.0.0.1:${port}/metrics`);
       expect(await metrics.text()).not.toContain(PASSWORD);
     }
   }, 240_000);

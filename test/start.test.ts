@@ -13,13 +13,11 @@ import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { verifySignature } from "@th/webhooks";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stackPorts } from "./support/service-ports.ts";
+import { internalPortsOf, portEnv, stackPorts } from "./support/service-ports.ts";
 
 const root = join(import.meta.dirname, "..");
 const ports = stackPorts();
-const internalPorts = Object.entries(ports)
-  .filter(([name]) => name.endsWith("_INTERNAL_PORT"))
-  .map(([, port]) => port);
+const internalPorts = internalPortsOf(ports);
 // The gateway owns no Postgres schema, so its readiness does not wait on Postgres.
 const storelessPorts = new Set([ports.GATEWAY_INTERNAL_PORT]);
 /** The services that keep nothing in Redis, and so do not wait on it to be ready. */
@@ -150,7 +148,7 @@ describe("npm start", () => {
   it("brings up the broker and all seven services, answers /v1/health, and stops on Ctrl-C", async () => {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
-      ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
+      ...portEnv(ports),
       BROKER_DATA_DIR: mkdtempSync(join(tmpdir(), "th-start-")),
       DATABASE_URL: databaseUrl,
       LOG_LEVEL: "warn",
@@ -229,9 +227,7 @@ describe("npm start", () => {
     const shift = 100;
     const env: NodeJS.ProcessEnv = {
       ...process.env,
-      ...Object.fromEntries(
-        Object.entries(ports).map(([name, port]) => [name, String(port + shift)]),
-      ),
+      ...portEnv(ports, shift),
       DATABASE_URL: databaseUrl,
     };
     delete env.KAFKA_BROKERS;

@@ -23,3 +23,19 @@ export function stackPorts() {
     PIPELINE_INTERNAL_PORT: base + 16,
   };
 }
+
+export type StackPorts = ReturnType<typeof stackPorts>;
+
+/** The ports as `npm start` reads them from its environment, each moved on by `shift`. */
+export function portEnv(ports: StackPorts, shift = 0): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(ports).map(([name, port]) => [name, String(port + shift)]),
+  );
+}
+
+/** Every service's internal port (health, metrics and the internal API). */
+export function internalPortsOf(ports: StackPorts): number[] {
+  return Object.entries(ports)
+    .filter(([name]) => name.endsWith("_INTERNAL_PORT"))
+    .map(([, port]) => port);
+}
