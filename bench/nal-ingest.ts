@@ -312,11 +312,16 @@ try {
   const cpuPerRow = `CPU per row of the first ingest: this process ${perRow(processMs)}, Postgres ${perRow(postgresMs)}, broker ${perRow(brokerMs)}; ${cpus().length} cores fully busy at that cost would do at most ${Math.round(ceiling).toLocaleString("en-US")} rows/s`;
   const rssAfterFirst = process.memoryUsage().rss;
 
+  const againCpuBefore = process.cpuUsage();
+  const againPostgresBefore = postgresCpuMsOf(database);
   const again = await ingestFile({ pool: db.pool, publish }, file, {
     batchSize,
     rejectsPath: null,
   });
   const againRate = again.read / again.seconds;
+  const againCpu = process.cpuUsage(againCpuBefore);
+  const againPerRow = (ms: number) => `${((ms * 1000) / again.read).toFixed(1)} µs`;
+  const againCpuPerRow = `CPU per row of the re-ingest: this process ${againPerRow((againCpu.user + againCpu.system) / 1000)}, Postgres ${againPerRow(postgresCpuMsSince(database, againPostgresBefore))}`;
 
   const line = (label: string, rate: number, seconds: number) =>
     `${label.padEnd(44)} ${Math.round(rate).toLocaleString("en-US").padStart(9)} rows/s  ${seconds.toFixed(1).padStart(6)} s  ${(rate / baselineRate).toFixed(2)}x baseline  statewide ≈ ${(STATEWIDE_ROWS / rate / 60).toFixed(1)} min`;
@@ -339,6 +344,7 @@ try {
   console.info(`first ingest stages (wall time of each, overlapping): ${stages(first)}`);
   console.info(`re-ingest stages (wall time of each, overlapping): ${stages(again)}`);
   console.info(cpuPerRow);
+  console.info(againCpuPerRow);
   // The parse-only pass runs code every version of the ingest shares: its CPU per row tracks the
   // machine, so the ingest's CPU per row over it compares across machines and busy hours.
   const parseUs = (baseline.cpuMs * 1000) / baseline.rows;
