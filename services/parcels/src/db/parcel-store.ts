@@ -185,8 +185,8 @@ export interface BatchKeys {
 /**
  * The stored state of each parcel of a batch its diff must look at, by folio, null for a parcel
  * not stored. A parcel is left out when its stored row is the batch's row for it, told by the
- * row's digest (decision 0160): the same digest, the stored record no other line of file
- * `fileId`, and, once sales are recorded, none recorded for it. Its facts are then the stored
+ * row's digest (decision 0160): the same digest (neither of them null), the stored record no
+ * other line of file `fileId`, and, once sales are recorded, none recorded for it. Its facts are then the stored
  * ones and the diff counts it unchanged without a look: a re-ingest of an unchanged roll reads
  * nothing back. The batch goes as JSON arrays (serialized natively, where an array parameter is
  * escaped element by element), and rows come as arrays, not objects.
@@ -205,7 +205,7 @@ export async function loadStatesToDiff(
                              json_array_elements_text($3::json)) AS b (folio, digest, line)
              LEFT JOIN parcels p ON p.folio = b.folio
             WHERE p.folio IS NULL
-               OR p.row_digest IS DISTINCT FROM b.digest
+               OR p.row_digest IS NULL OR p.row_digest IS DISTINCT FROM b.digest
                OR (p.source_file_id = $4 AND p.source_line <> b.line::integer)
                ${salesRecorded ? "OR EXISTS (SELECT 1 FROM recorded_sales s WHERE s.folio = b.folio)" : ""}`,
     values: [

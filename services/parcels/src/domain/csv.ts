@@ -108,6 +108,11 @@ function grown(scratch: readonly number[]): number[] {
   return larger;
 }
 
+/** The fields of a line without quotes, split as the reader splits it. */
+export function lineFieldsOf(line: string): LineFields {
+  return new LineFields(line, endsOf(line));
+}
+
 /** Where each field of a line without quotes ends: at its comma, the last at the line's end. */
 function endsOf(line: string): number[] {
   let count = 0;

@@ -2,7 +2,6 @@ import type { Fields } from "./csv.ts";
 import { type ColumnAt, columnsAt, FieldError, FieldReader } from "./fields.ts";
 import type { HeaderMap, Reject } from "./header.ts";
 import type { NalColumn, SdfColumn } from "./nal-layout.ts";
-import { rowDigestOf } from "./row-digest.ts";
 
 /** A sale as the roll records it: year and month, never the day. */
 export interface RollSale {
@@ -49,8 +48,8 @@ export interface NalRow {
   publicLand: string | null;
   seqNo: number | null;
   /**
-   * The row's text digested under its file's context (`rowDigestOf`), when the reader was given
-   * one: a re-ingest tells the row a parcel was stored from by it. Null otherwise.
+   * The row's text digested under its file's context (`rowDigestOf`), when the ingest took one: a
+   * re-ingest tells the row a parcel was stored from by it. Null otherwise.
    */
   digest: string | null;
 }
@@ -181,12 +180,9 @@ export class NalRowReader {
   readonly #at: { readonly [Name in (typeof NAL_READ)[number]]: ColumnAt<Name> };
   readonly #saleSlots: readonly SaleSlot[];
   readonly #width: number;
-  readonly #digestContext: string | null;
 
-  /** `digestContext`: the file's `rowDigestContext`, for rows read with their text to digest. */
-  constructor(header: HeaderMap<NalColumn>, digestContext: string | null = null) {
+  constructor(header: HeaderMap<NalColumn>) {
     const at = columnsAt(header.index, NAL_READ);
-    this.#digestContext = digestContext;
     this.#at = at;
     this.#saleSlots = [
       {
@@ -209,11 +205,34 @@ export class NalRowReader {
     this.#width = header.width;
   }
 
-  /** `text`: the record as it stands in the file, digested when the reader has a context. */
-  read(fields: Fields, line: number, text?: string): RowResult<NalRow> {
+  /**
+   * The row's county and parcel id as `read` types them, or null where `read` rejects the row for
+   * either (or for its width): enough to look the parcel up before typing the rest.
+   */
+  key(fields: Fields): { countyNo: number; parcelId: string } | null {
     const f = this.#reader;
     const at = this.#at;
-    const context = this.#digestContext;
+    f.fields = fields;
+    if (fields.length !== this.#width) {
+      return null;
+    }
+    try {
+      return {
+        countyNo: f.requiredInteger(at.CO_NO, 11, 77),
+        parcelId: f.requiredText(at.PARCEL_ID),
+      };
+    } catch (error) {
+      if (error instanceof FieldError) {
+        return null;
+      }
+      throw error;
+    }
+  }
+
+  /** `digest`: the row's `rowDigestOf`, when its caller took one. */
+  read(fields: Fields, line: number, digest: string | null = null): RowResult<NalRow> {
+    const f = this.#reader;
+    const at = this.#at;
     return readWhole(f, at.PARCEL_ID, this.#width, fields, line, () => {
       // A roll year ahead of next year is a typo that would make every real roll look stale.
       const rollYear = f.requiredInteger(at.ASMNT_YR, 1900, LATEST_ROLL_YEAR);
@@ -267,7 +286,7 @@ export class NalRowReader {
         situsZip: f.text(at.PHY_ZIPCD),
         publicLand: f.text(at.PUBLIC_LND),
         seqNo: f.integer(at.SEQ_NO),
-        digest: context === null || text === undefined ? null : rowDigestOf(context, text),
+        digest,
       };
     });
   }

@@ -4,11 +4,12 @@ import { hash } from "node:crypto";
 import type { RollStage } from "@th/contracts";
 
 /**
- * The revision of how a roll row's facts follow from its text: the NAL row reader and
- * `rollFactsOf`. It is part of every row digest, so raising it makes every stored digest a
- * mismatch and each parcel is compared by its content hash again, once. A test holds the facts of
- * a fixed sample of rows to the digest recorded for this revision, and fails until it is raised
- * when they change.
+ * The revision of how a roll row's facts follow from its text: the NAL row reader (what it
+ * refuses, and how it types the rest) and `rollFactsOf`. A row whose digest matches the stored
+ * one is neither typed nor hashed again, so a change to either must raise it: it is part of every
+ * row digest, and raising it makes every stored digest a mismatch, each parcel compared by its
+ * content hash again, once. A test holds the facts and rejects of a fixed sample of rows to the
+ * value recorded for this revision, and fails until it is raised when they change.
  */
 export const ROW_FACTS_REVISION = 1;
 

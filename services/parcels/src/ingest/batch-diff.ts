@@ -93,10 +93,12 @@ const NO_SALES: readonly RollSale[] = [];
  */
 export interface StoredStates {
   get(folio: string): StoredParcelState | null | undefined;
+  /** False when the stored parcel was built from the batch's very row. */
+  has(folio: string): boolean;
 }
 
 /** The lookup of a batch in a store that holds none of its parcels. */
-export const NOTHING_STORED: StoredStates = { get: () => null };
+export const NOTHING_STORED: StoredStates = { get: () => null, has: () => true };
 
 /** Diffs a batch against the stored states: the parcels to store and how each row counted. */
 export async function diffBatch(

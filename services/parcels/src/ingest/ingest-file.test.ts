@@ -622,6 +622,33 @@ describe("rejects report", () => {
     expect(stored.rows.map((r) => r.folio)).toEqual(["23-D1", "23-D6"]);
   });
 
+  it("reports a re-ingest's rejects in the same order whichever of its rows are typed", async () => {
+    const first = await writeRoll("NAL23F202501.csv", [row("S1"), row("S2"), row("S3"), row("S4")]);
+    await ingestFile({ pool: harness.pool, publish: collect }, first, { asOf, rejectsPath: null });
+    // Batches of two: the rows' own rejects (a bad field, another county) and their diff's (an
+    // older roll than the one stored), a batch of rejects only between them.
+    const path = await writeRoll("NAL23F202502.csv", [
+      row("S1", { JV: 310000 }),
+      row("X1", { JV: "abc" }),
+      row("S2", { ASMNT_YR: 2024 }),
+      nalLine({ ...rowValues, CO_NO: 16, PARCEL_ID: "Y1" }),
+      row("X2", { JV: "x" }),
+      row("X3", { JV: "y" }),
+      row("S3", { ASMNT_YR: 2024 }),
+      row("X4", { JV: "z" }),
+      row("S4"),
+    ]);
+    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+      asOf,
+      batchSize: 2,
+      rejectsPath: null,
+    });
+    expect(summary).toMatchObject({ read: 9, changed: 1, unchanged: 1, rejected: 7 });
+    // As a reader typing every row as it came reported them: a batch's diff ran when the next
+    // batch with a parcel came in, after that batch's rows.
+    expect(summary.rejects.map((reject) => reject.line)).toEqual([3, 5, 6, 7, 9, 4, 8]);
+  });
+
   it("rejects rows a store or the topic could not take (a NUL, a value past any roll's, a huge field) and is not stuck after them", async () => {
     const path = await writeRoll("NAL23F202501.csv", [
       row("P1"),

@@ -32,6 +32,7 @@ import { rowDigestContext } from "../domain/row-digest.ts";
 import type { FileContext } from "./batch-diff.ts";
 import { IngestTally, ParcelPipeline } from "./parcel-pipeline.ts";
 import { RejectsReport } from "./rejects-report.ts";
+import { RollRows } from "./roll-rows.ts";
 import { headerLacks, type RowBatches, rowBatches, typedBy } from "./row-batches.ts";
 
 export type Publish = PublishParcels;
@@ -269,11 +270,15 @@ function shapeOf(
     report.add(reject);
   }
   const unloadable = headerLacks(map.missingRequired);
-  const reader = typedBy(unloadable, new NalRowReader(map, rowDigestContext(names, rollStage)));
+  const rows = new RollRows(unloadable, new NalRowReader(map), rowDigestContext(names, rollStage));
+  // A diff types a row only if the store does not hold the parcel built from it already.
+  const take = store.parcels.typesLate
+    ? (record: CsvRecord) => rows.late(record)
+    : (record: CsvRecord) => rows.typed(record);
   return {
     kind,
     unloadable,
-    rows: rowBatches(batchSize, reader, (results) => store.parcels.accept(results)),
+    rows: rowBatches(batchSize, take, (batch) => store.parcels.accept(batch)),
     headerIsRow: false,
   };
 }

@@ -5,6 +5,7 @@
 import type { Pool } from "@th/db";
 import {
   advanceWatermark,
+  type BatchKeys,
   dropSecondaryIndexes,
   insertNewParcels,
   loadRecordedSales,
@@ -12,7 +13,9 @@ import {
   type PublishParcels,
   upsertParcels,
 } from "../db/parcel-store.ts";
+import type { Reject } from "../domain/header.ts";
 import type { NalRow, RollSale, RowResult } from "../domain/nal-row.ts";
+import { folioOf } from "../domain/parcel.ts";
 import {
   type DiffOutcome,
   diffBatch,
@@ -21,6 +24,7 @@ import {
   NOTHING_STORED,
   type StoredStates,
 } from "./batch-diff.ts";
+import { LateRow, type RollRow } from "./roll-rows.ts";
 
 export type Stage = "read" | "diff" | "store" | "publish" | "index" | "waitStore";
 
@@ -73,21 +77,34 @@ export interface StoreState {
   watermarkByCaller: boolean;
 }
 
-/** A grouped batch whose parcels are being looked up. */
+/** A batch whose parcels are being looked up. */
 interface LookingUp {
-  byFolio: ReadonlyMap<string, NalRow>;
-  folios: readonly string[];
+  /**
+   * The batch's rows grouped by folio (a first load's), or as accepted, typed or to be typed once
+   * the lookup is back (a diff's).
+   */
+  rows: ReadonlyMap<string, NalRow> | readonly RollRow[];
+  /** What is looked up: each folio of the batch once, with its row's digest and line. */
+  keys: BatchKeys;
   found: Promise<[StoredStates, ReadonlyMap<string, RollSale[]>]>;
 }
 
-const NOTHING_STORING: ReadonlyMap<string, NalRow> = new Map();
+/** Folios of the batch the store lane was handed last. */
+interface Folios {
+  readonly size: number;
+  has(folio: string): boolean;
+}
+
+const NOTHING_STORING: Folios = new Set<string>();
 
 export class ParcelPipeline {
   #storing: Promise<void> = Promise.resolve();
   /** The batch accepted last, looked up while the next one is read; diffed when that arrives. */
   #ahead: LookingUp | null = null;
   #publishing: Promise<void> = Promise.resolve();
-  #storingFolios: ReadonlyMap<string, NalRow> = NOTHING_STORING;
+  #storingFolios: Folios = NOTHING_STORING;
+  /** Rejects of the last batch diffed, reported after the next batch's rows (see `#report`). */
+  #heldRejects: Reject[] = [];
   #storeError: unknown;
   #indexesDropped = false;
 
@@ -117,51 +134,77 @@ export class ParcelPipeline {
   }
 
   /**
-   * Groups one batch of rows and starts looking its parcels up, then diffs the batch before it
-   * and hands that to the store lane: a batch's lookup runs in Postgres while the next batch is
-   * read, so neither waits for the other. A first load without recorded sales looks nothing up.
-   * Only a batch that stores parcels can make a later batch's lookup stale, so a re-ingest of
-   * unchanged rows checks nothing row by row.
+   * Rows are best taken untyped (`LateRow`): a diff types only those of parcels the store does
+   * not hold as built from the very row. A first load builds every parcel, so it takes them typed.
    */
-  async accept(results: readonly RowResult<NalRow>[]): Promise<void> {
+  get typesLate(): boolean {
+    return !this.#state.firstLoad;
+  }
+
+  /**
+   * Takes one batch of rows and starts looking its parcels up, then diffs the batch before it and
+   * hands that to the store lane: a batch's lookup runs in Postgres while the next batch is read,
+   * so neither waits for the other. A first load without recorded sales looks nothing up. Only a
+   * batch that stores parcels can make a later batch's lookup stale, so a re-ingest of unchanged
+   * rows checks nothing row by row.
+   */
+  async accept(rows: readonly RollRow[]): Promise<void> {
     if (this.#storeError !== undefined) {
       throw this.#storeError;
     }
-    this.#tally.counts.read += results.length;
-    const byFolio = await groupByFolio(this.#file, results);
-    if (byFolio.size === 0) {
+    this.#tally.counts.read += rows.length;
+    if (this.#state.firstLoad) {
+      await this.#acceptNew(rows);
       return;
     }
-    const folios = [...byFolio.keys()];
-    if (this.#state.firstLoad && !this.#state.sales) {
-      // Nothing to look up: diffed at once, so its rows die before the young generation's next
-      // collection instead of being copied and promoted while the next batch is read.
-      await this.#diffAndStore(this.#lookUp(byFolio, folios, true));
-      return;
-    }
+    const keys = keysOf(rows, this.#file.countyNo);
     const ahead = this.#ahead;
     this.#ahead = null;
-    const diffs = !this.#state.firstLoad;
     // A parcel the store lane may still be writing must be looked up once it is written.
-    if (diffs && this.#storingHolds(folios)) {
+    if (this.#storingHolds(keys.folios)) {
       if (ahead !== null) {
         await this.#diffAndStore(ahead);
       }
       await this.#storing;
-      this.#ahead = this.#lookUp(byFolio, folios, false);
+      this.#ahead = this.#lookUp(rows, keys);
       return;
     }
-    let lookingUp = this.#lookUp(byFolio, folios, this.#state.firstLoad);
+    let lookingUp = this.#lookUp(rows, keys);
+    await dispatched();
     if (ahead !== null) {
       await this.#diffAndStore(ahead);
       // The batch before stores one of this batch's parcels (a parcel the file repeats): this
       // lookup may have read the store before that write, so it is done again after it.
-      if (diffs && this.#storingHolds(folios)) {
+      if (this.#storingHolds(keys.folios)) {
         await this.#storing;
-        lookingUp = this.#lookUp(byFolio, folios, false);
+        lookingUp = this.#lookUp(rows, keys);
       }
     }
     this.#ahead = lookingUp;
+  }
+
+  /**
+   * A first load's batch, every parcel taken for new: grouped at once (its rejects reported as
+   * they come), and diffed at once unless recorded sales are looked up while the next is read.
+   */
+  async #acceptNew(rows: readonly RollRow[]): Promise<void> {
+    const byFolio = await groupByFolio(this.#file, rows.map(typedNow));
+    if (byFolio.size === 0) {
+      return;
+    }
+    const keys = keysOf(grouped(byFolio), null);
+    if (!this.#state.sales) {
+      // Nothing to look up: diffed at once, so its rows die before the young generation's next
+      // collection instead of being copied and promoted while the next batch is read.
+      await this.#diffAndStore(this.#lookUp(byFolio, keys));
+      return;
+    }
+    const ahead = this.#ahead;
+    this.#ahead = this.#lookUp(byFolio, keys);
+    await dispatched();
+    if (ahead !== null) {
+      await this.#diffAndStore(ahead);
+    }
   }
 
   /** Whether one of `folios` is in the batch the store lane was handed last, if it stores any. */
@@ -185,6 +228,7 @@ export class ParcelPipeline {
     if (ahead !== null) {
       await this.#diffAndStore(ahead);
     }
+    this.#report([], true);
     await this.#storing;
   }
 
@@ -199,53 +243,105 @@ export class ParcelPipeline {
     await this.#publishing.catch(() => {});
   }
 
-  /** Starts looking a batch's parcels up: their stored states and their recorded sales. */
-  #lookUp(
-    byFolio: ReadonlyMap<string, NalRow>,
-    folios: readonly string[],
-    skipStates: boolean,
-  ): LookingUp {
-    const sales = this.#state.sales;
+  /**
+   * Starts looking a batch's parcels up: their stored states (on a first load, none, unless
+   * `states`) and their recorded sales.
+   */
+  #lookUp(rows: LookingUp["rows"], keys: BatchKeys, states = !this.#state.firstLoad): LookingUp {
     const found = Promise.all([
-      skipStates ? NOTHING_STORED : this.#loadStates(byFolio, folios),
-      sales ? loadRecordedSales(this.#pool, folios) : new Map<string, RollSale[]>(),
+      !states || keys.folios.length === 0
+        ? NOTHING_STORED
+        : loadStatesToDiff(this.#pool, keys, this.#file.sourceFileId, this.#state.sales),
+      this.#state.sales
+        ? loadRecordedSales(this.#pool, keys.folios)
+        : new Map<string, RollSale[]>(),
     ]);
     // Awaited when the batch is diffed; a failure meanwhile is no unhandled rejection.
     found.catch(() => {});
-    return { byFolio, folios, found };
-  }
-
-  #loadStates(byFolio: ReadonlyMap<string, NalRow>, folios: readonly string[]) {
-    const digests: (string | null)[] = [];
-    const lines: number[] = [];
-    for (const folio of folios) {
-      const row = byFolio.get(folio) as NalRow;
-      digests.push(row.digest);
-      lines.push(row.line);
-    }
-    return loadStatesToDiff(
-      this.#pool,
-      { folios, digests, lines },
-      this.#file.sourceFileId,
-      this.#state.sales,
-    );
+    return { rows, keys, found };
   }
 
   /** Diffs a looked-up batch and hands it to the store lane once the one before is stored. */
   async #diffAndStore(batch: LookingUp): Promise<void> {
-    const diffed = await this.#diff(batch);
+    const { byFolio, outcome } = await this.#diff(batch);
     await this.#tally.timed("waitStore", () => this.#storing);
     // A batch that stores nothing (all unchanged) changes no state a later lookup reads.
-    this.#storingFolios = diffed.batch.size > 0 ? batch.byFolio : NOTHING_STORING;
-    this.#storing = this.#store(batch.byFolio, batch.folios, diffed);
+    this.#storingFolios = outcome.batch.size > 0 ? byFolio : NOTHING_STORING;
+    this.#storing = this.#store(byFolio, outcome);
     this.#storing.catch((error: unknown) => {
       this.#storeError ??= error;
     });
   }
 
-  async #diff(batch: LookingUp): Promise<DiffOutcome> {
+  async #diff(
+    batch: LookingUp,
+  ): Promise<{ byFolio: ReadonlyMap<string, NalRow>; outcome: DiffOutcome }> {
     const [states, sales] = await this.#tally.timed("read", () => batch.found);
-    return this.#tally.timed("diff", () => diffBatch(this.#file, batch.byFolio, states, sales));
+    return this.#tally.timed("diff", async () => {
+      if (!Array.isArray(batch.rows)) {
+        const byFolio = batch.rows as ReadonlyMap<string, NalRow>;
+        return { byFolio, outcome: await diffBatch(this.#file, byFolio, states, sales) };
+      }
+      return this.#typeAndDiff(batch.rows, states, sales);
+    });
+  }
+
+  /**
+   * A diff's batch: the rows of parcels the store holds as built from the very row count as
+   * unchanged untyped; the others are typed, grouped and diffed. Their rejects are reported in
+   * the order they were when every row was typed and grouped as it was read (`#report`).
+   */
+  async #typeAndDiff(
+    rows: readonly RollRow[],
+    states: StoredStates,
+    sales: ReadonlyMap<string, RollSale[]>,
+  ): Promise<{ byFolio: ReadonlyMap<string, NalRow>; outcome: DiffOutcome }> {
+    const countyNo = this.#file.countyNo;
+    const results: RowResult<NalRow>[] = [];
+    let stored = 0;
+    for (const row of rows) {
+      if (!(row instanceof LateRow)) {
+        results.push(row);
+      } else if ((countyNo === null || row.countyNo === countyNo) && !states.has(row.folio)) {
+        stored += 1;
+      } else {
+        results.push(row.typed());
+      }
+    }
+    const grouped: Reject[] = [];
+    const diffed: Reject[] = [];
+    const byFolio = await groupByFolio({ ...this.#file, reject: (r) => grouped.push(r) }, results);
+    const outcome = await diffBatch(
+      { ...this.#file, reject: (r) => diffed.push(r) },
+      byFolio,
+      states,
+      sales,
+    );
+    outcome.unchanged += stored;
+    this.#report(grouped, false);
+    if (byFolio.size > 0) {
+      this.#report(diffed, true);
+    }
+    return { byFolio, outcome };
+  }
+
+  /**
+   * Reports a diff's rejects in the order a reader that typed and grouped each batch as it came
+   * would have: a batch's own rows' rejects at once (`last` false), and those of its diff after
+   * the rows of the next batch that holds a parcel (its diff ran when that batch came in). So
+   * the report is the same whichever rows were typed.
+   */
+  #report(rejects: readonly Reject[], last: boolean): void {
+    if (!last) {
+      for (const reject of rejects) {
+        this.#file.reject(reject);
+      }
+      return;
+    }
+    for (const reject of this.#heldRejects) {
+      this.#file.reject(reject);
+    }
+    this.#heldRejects = [...rejects];
   }
 
   /**
@@ -254,11 +350,7 @@ export class ParcelPipeline {
    * repeat a parcel of an earlier batch, nothing of the batch is stored and it is looked up and
    * diffed again against what is stored now.
    */
-  async #store(
-    byFolio: ReadonlyMap<string, NalRow>,
-    folios: readonly string[],
-    diffed: DiffOutcome,
-  ): Promise<void> {
+  async #store(byFolio: ReadonlyMap<string, NalRow>, diffed: DiffOutcome): Promise<void> {
     let outcome = diffed;
     if (outcome.batch.size > 0) {
       if (this.#state.deferIndexes && !this.#indexesDropped) {
@@ -271,7 +363,8 @@ export class ParcelPipeline {
           : upsertParcels(this.#pool, outcome.batch),
       );
       if (maxSeq === null) {
-        outcome = await this.#diff(this.#lookUp(byFolio, folios, false));
+        const again = this.#lookUp(byFolio, keysOf(grouped(byFolio), null), true);
+        outcome = (await this.#diff(again)).outcome;
         maxSeq = await this.#tally.timed("store", () => upsertParcels(this.#pool, outcome.batch));
       }
       await this.#publishAfterEarlier(outcome, maxSeq);
@@ -297,4 +390,58 @@ export class ParcelPipeline {
     });
     this.#publishing.catch(() => {});
   }
+}
+
+/** A row typed, whether it came typed or not. */
+function typedNow(row: RollRow): RowResult<NalRow> {
+  return row instanceof LateRow ? row.typed() : row;
+}
+
+/** A grouped batch's rows as typed rows. */
+function grouped(byFolio: ReadonlyMap<string, NalRow>): RowResult<NalRow>[] {
+  return [...byFolio.values()].map((row) => ({ ok: true, row }));
+}
+
+/**
+ * What a batch looks up: each folio once, with its row's digest and line, in the order the rows
+ * came. A row the reader rejects, or of another county than the file's, is left out (it is
+ * reported, never stored); a folio the batch repeats goes without a digest, so its rows are
+ * diffed rather than told by digest.
+ */
+function keysOf(rows: readonly RollRow[], countyNo: number | null): BatchKeys {
+  const folios: string[] = [];
+  const digests: (string | null)[] = [];
+  const lines: number[] = [];
+  const at = new Map<string, number>();
+  const add = (folio: string, county: number, digest: string | null, line: number) => {
+    if (countyNo !== null && county !== countyNo) {
+      return;
+    }
+    const index = at.get(folio);
+    if (index === undefined) {
+      at.set(folio, folios.length);
+      folios.push(folio);
+      digests.push(digest);
+      lines.push(line);
+    } else {
+      digests[index] = null;
+    }
+  };
+  for (const row of rows) {
+    if (row instanceof LateRow) {
+      add(row.folio, row.countyNo, row.digest, row.line);
+    } else if (row.ok) {
+      const { countyNo: county, parcelId, digest, line } = row.row;
+      add(folioOf(county, parcelId), county, digest, line);
+    }
+  }
+  return { folios, digests, lines };
+}
+
+/**
+ * Resolves once the pool has sent the queries just made: it hands them a connection on the next
+ * tick, which otherwise came only once the next batch was read, and each lookup started late.
+ */
+function dispatched(): Promise<void> {
+  return new Promise((resolve) => process.nextTick(resolve));
 }

@@ -33,20 +33,21 @@ export interface RowBatches {
 }
 
 /**
- * Batches rows typed as each record is read. A record's raw fields (165 strings on a roll row)
- * then live for one row: held until their batch was full, they outlived the young generation's
- * collections, which copied and promoted them (about a sixth of the ingest's CPU per row).
+ * Batches rows typed (or keyed) as each record is read. A record's raw fields (165 strings on a
+ * roll row) then live for one row: held until their batch was full, they outlived the young
+ * generation's collections, which copied and promoted them (about a sixth of the ingest's CPU per
+ * row).
  */
-export function rowBatches<R>(
+export function rowBatches<T>(
   batchSize: number,
-  type: (record: CsvRecord) => RowResult<R>,
-  store: (rows: readonly RowResult<R>[]) => Promise<void>,
+  take: (record: CsvRecord) => T,
+  store: (rows: readonly T[]) => Promise<void>,
 ): RowBatches {
-  let pending: RowResult<R>[] = [];
-  const full: RowResult<R>[][] = [];
+  let pending: T[] = [];
+  const full: T[][] = [];
   return {
     add(record) {
-      pending.push(type(record));
+      pending.push(take(record));
       if (pending.length >= batchSize) {
         full.push(pending);
         pending = [];
@@ -65,13 +66,13 @@ export function rowBatches<R>(
 
 /**
  * Types records with `reader`: a record the CSV reader refused, or every record of a file whose
- * header lacks a required column, becomes a reject.
+ * header lacks a required column, becomes a reject. `digest`: the record's, for the row to carry.
  */
 export function typedBy<R>(
   unloadable: string | null,
-  reader: { read(fields: Fields, line: number, text?: string): RowResult<R> },
-): (record: CsvRecord) => RowResult<R> {
-  return (record) => {
+  reader: { read(fields: Fields, line: number, digest?: string | null): RowResult<R> },
+): (record: CsvRecord, digest?: string | null) => RowResult<R> {
+  return (record, digest = null) => {
     if (unloadable !== null) {
       return {
         ok: false,
@@ -85,7 +86,7 @@ export function typedBy<R>(
     if (record.error !== undefined) {
       return { ok: false, reject: { line: record.line, column: null, reason: record.error } };
     }
-    return reader.read(record.fields, record.line, record.text);
+    return reader.read(record.fields, record.line, digest);
   };
 }
 

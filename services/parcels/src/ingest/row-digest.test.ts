@@ -217,6 +217,18 @@ describe("a re-ingest told by row digests", () => {
     expect(published.map((event) => event.situs.city)).toEqual(["DORAL"]);
   });
 
+  it("rejects a row of another county than its file's even when the store holds the parcel built from it", async () => {
+    const line = nalLine({ ...FULL_ROW, CO_NO: "16", PARCEL_ID: "M1" });
+    await ingest(await writeRoll("NAL16F202501.csv", [line]));
+    const summary = await ingest(
+      await writeRoll("NAL23F202501.csv", [line, nalLine({ ...FULL_ROW, PARCEL_ID: "A1" })]),
+    );
+    expect(summary).toMatchObject({ read: 2, new: 1, unchanged: 0, rejected: 1 });
+    expect(summary.rejects).toEqual([
+      expect.objectContaining({ line: 2, column: "CO_NO", parcelId: "M1" }),
+    ]);
+  });
+
   it("compares a parcel stored without a row digest by its content hash, and a quoted record by its text", async () => {
     const lines = [
       nalLine({ ...FULL_ROW, PARCEL_ID: "A1" }),
