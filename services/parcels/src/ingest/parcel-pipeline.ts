@@ -167,6 +167,7 @@ export class ParcelPipeline {
       }
       await this.#storing;
       this.#ahead = this.#lookUp(rows, keys);
+      await dispatched();
       return;
     }
     let lookingUp = this.#lookUp(rows, keys);
@@ -192,7 +193,8 @@ export class ParcelPipeline {
     if (byFolio.size === 0) {
       return;
     }
-    const keys = keysOf(grouped(byFolio), null);
+    // No stored state is looked up: the folios are all a lookup of recorded sales needs.
+    const keys = { folios: [...byFolio.keys()], digests: [], lines: [] };
     if (!this.#state.sales) {
       // Nothing to look up: diffed at once, so its rows die before the young generation's next
       // collection instead of being copied and promoted while the next batch is read.
