@@ -42,6 +42,56 @@ export class LineFields implements Fields {
   }
 }
 
+/**
+ * The fields of a line without quotes, found only as far as they are read: a reader that reads
+ * the first few fields of most lines (a re-ingest's key) does not split the rest.
+ */
+export class LineFieldsOnDemand implements Fields {
+  readonly #line: string;
+  /** Where each field found so far ends. */
+  readonly #ends: number[] = [];
+  #whole = false;
+
+  constructor(line: string) {
+    this.#line = line;
+  }
+
+  get length(): number {
+    this.#splitTo(Number.POSITIVE_INFINITY);
+    return this.#ends.length;
+  }
+
+  /** The field at `index`, or undefined past the last; unlike an array's, no negative index. */
+  at(index: number): string | undefined {
+    const ends = this.#ends;
+    if (index < 0) {
+      return undefined;
+    }
+    if (index >= ends.length) {
+      this.#splitTo(index);
+      if (index >= ends.length) {
+        return undefined;
+      }
+    }
+    const start = index === 0 ? 0 : (ends[index - 1] as number) + 1;
+    return this.#line.slice(start, ends[index]);
+  }
+
+  #splitTo(index: number): void {
+    const ends = this.#ends;
+    while (!this.#whole && ends.length <= index) {
+      const from = ends.length === 0 ? 0 : (ends[ends.length - 1] as number) + 1;
+      const comma = this.#line.indexOf(",", from);
+      if (comma === -1) {
+        ends.push(this.#line.length);
+        this.#whole = true;
+      } else {
+        ends.push(comma);
+      }
+    }
+  }
+}
+
 /** One CSV record: its fields and the file line it starts on (header = line 1). */
 export interface CsvRecord {
   fields: Fields;
@@ -72,7 +122,7 @@ export const MAX_RECORD_CHARS = 65_536;
 const UNREADABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufffd]/;
 
 /** Why a record's text cannot be a roll row; null when it can. */
-function unreadable(text: string): string | null {
+export function unreadable(text: string): string | null {
   if (text.length > MAX_RECORD_CHARS) {
     return `record longer than ${MAX_RECORD_CHARS} characters`;
   }
@@ -135,6 +185,14 @@ function endsOf(line: string): number[] {
  * exports produce them.
  */
 export class CsvReader {
+  /**
+   * Hands plain lines on with their fields split only as they are read (`LineFieldsOnDemand`),
+   * for a reader that reads a few fields of most records and keeps few of them. The line is then
+   * found by searching for its end and a quote, not by a pass over each character, and its text
+   * is not looked through for anything unreadable: the reader checks it (`unreadable`) for each
+   * record it keeps. Such a record is not stored unless it is.
+   */
+  splitOnDemand = false;
   #pending = "";
   #line = 1;
   #started = false;
@@ -212,8 +270,16 @@ export class CsvReader {
   #consume(text: string, out: RecordSink, final: boolean): number {
     let position = 0;
     const length = text.length;
+    // Set by the reader of the header, perhaps in the middle of this text.
+    let marks: Marks | null = null;
     while (position < length) {
-      const next = this.#plainLine(text, position, out);
+      if (this.splitOnDemand) {
+        marks ??= new Marks(text);
+      }
+      const next =
+        marks === null
+          ? this.#plainLine(text, position, out)
+          : this.#plainLineOnDemand(text, position, out, marks);
       if (next >= 0) {
         position = next;
         continue;
@@ -294,6 +360,31 @@ export class CsvReader {
       }
     }
     return -1;
+  }
+
+  /**
+   * The common line, its fields split on demand: no quote, not too long, its text unchecked.
+   * Returns the index after its line break, or -1 for any other line (or one not ended yet),
+   * which the general path reads.
+   */
+  #plainLineOnDemand(text: string, start: number, out: RecordSink, marks: Marks): number {
+    const newline = text.indexOf("\n", start);
+    if (newline === -1) {
+      return -1;
+    }
+    let end = newline;
+    if (end > start && text.charCodeAt(end - 1) === CARRIAGE_RETURN) {
+      end -= 1;
+    }
+    if (end - start > MAX_RECORD_CHARS || marks.quote(start) < newline) {
+      return -1;
+    }
+    if (end > start) {
+      const line = text.slice(start, end);
+      out.push({ fields: new LineFieldsOnDemand(line), line: this.#line, text: line });
+    }
+    this.#line += 1;
+    return newline + 1;
   }
 
   /**
@@ -379,6 +470,25 @@ export class CsvReader {
       index = runEnd;
     }
     return final ? length : -1;
+  }
+}
+
+/** Where a text's next quote is, searched for once for the lines before it. */
+class Marks {
+  readonly #text: string;
+  #quote = -1;
+
+  constructor(text: string) {
+    this.#text = text;
+  }
+
+  /** The first quote at or after `from`; infinity when there is none. */
+  quote(from: number): number {
+    if (this.#quote < from) {
+      const at = this.#text.indexOf('"', from);
+      this.#quote = at === -1 ? Number.POSITIVE_INFINITY : at;
+    }
+    return this.#quote;
   }
 }
 

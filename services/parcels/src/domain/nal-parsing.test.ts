@@ -5,7 +5,14 @@ import {
   nalLine,
   seededRandom,
 } from "../ingest/generate-nal.ts";
-import { CsvReader, type CsvRecord, fieldValues, MAX_RECORD_CHARS } from "./csv.ts";
+import {
+  CsvReader,
+  type CsvRecord,
+  fieldValues,
+  LineFieldsOnDemand,
+  MAX_RECORD_CHARS,
+  unreadable,
+} from "./csv.ts";
 import { headerDriftRejects, mapHeader } from "./header.ts";
 import {
   NAL_COLUMN_ALIASES,
@@ -20,8 +27,13 @@ import { NalRowReader, SdfRowReader } from "./nal-row.ts";
 import { stateCode } from "./normalize.ts";
 import { buildParcel, countyFolioRange, folioOf } from "./parcel.ts";
 
-function readAll(text: string, chunkSize = 7): (CsvRecord & { fields: string[] })[] {
+function readAll(
+  text: string,
+  chunkSize = 7,
+  splitOnDemand = false,
+): (CsvRecord & { fields: string[] })[] {
   const reader = new CsvReader();
+  reader.splitOnDemand = splitOnDemand;
   const out: CsvRecord[] = [];
   for (let at = 0; at < text.length; at += chunkSize) {
     reader.push(text.slice(at, at + chunkSize), out);
@@ -31,27 +43,30 @@ function readAll(text: string, chunkSize = 7): (CsvRecord & { fields: string[] }
 }
 
 describe("CSV reading", () => {
-  it("handles quotes, doubled quotes, embedded commas and newlines, CRLF, empty fields, across chunk edges", () => {
-    const text = 'a,b,c\r\n1,"SMITH, JOHN",x\r\n2,"LOT 5 ""A""\nLESS N 10 FT",\r\n3,,\n,"",last';
-    const records = readAll(text);
-    expect(records.map((record) => record.fields)).toEqual([
-      ["a", "b", "c"],
-      ["1", "SMITH, JOHN", "x"],
-      ["2", 'LOT 5 "A"\nLESS N 10 FT', ""],
-      ["3", "", ""],
-      ["", "", "last"],
-    ]);
-    // Line numbers are where each record starts; the embedded newline moves the next one down.
-    expect(records.map((record) => record.line)).toEqual([1, 2, 3, 5, 6]);
-    // Each record's text as it stands in the file, without its line break.
-    expect(records.map((record) => record.text)).toEqual([
-      "a,b,c",
-      '1,"SMITH, JOHN",x',
-      '2,"LOT 5 ""A""\nLESS N 10 FT",',
-      "3,,",
-      ',"",last',
-    ]);
-  });
+  it.each([false, true])(
+    "handles quotes, doubled quotes, embedded commas and newlines, CRLF, empty fields, across chunk edges (split on demand: %s)",
+    (splitOnDemand) => {
+      const text = 'a,b,c\r\n1,"SMITH, JOHN",x\r\n2,"LOT 5 ""A""\nLESS N 10 FT",\r\n3,,\n,"",last';
+      const records = readAll(text, 7, splitOnDemand);
+      expect(records.map((record) => record.fields)).toEqual([
+        ["a", "b", "c"],
+        ["1", "SMITH, JOHN", "x"],
+        ["2", 'LOT 5 "A"\nLESS N 10 FT', ""],
+        ["3", "", ""],
+        ["", "", "last"],
+      ]);
+      // Line numbers are where each record starts; the embedded newline moves the next one down.
+      expect(records.map((record) => record.line)).toEqual([1, 2, 3, 5, 6]);
+      // Each record's text as it stands in the file, without its line break.
+      expect(records.map((record) => record.text)).toEqual([
+        "a,b,c",
+        '1,"SMITH, JOHN",x',
+        '2,"LOT 5 ""A""\nLESS N 10 FT",',
+        "3,,",
+        ',"",last',
+      ]);
+    },
+  );
 
   it("reads a file whose lines end in CR alone, as a spreadsheet saved for a Mac writes it, across chunk edges", () => {
     const text = 'a,b\r1,"SMITH, JOHN"\r2,"LOT 5\rLESS N 10 FT"\r3,x\r';
@@ -129,7 +144,14 @@ describe("CSV reading", () => {
     });
   });
 
-  it("reads lines without quotes as a plain comma split, controls refused, whatever the chunks", () => {
+  it("gives a line's fields split on demand in any order read, and none past the last", () => {
+    const fields = new LineFieldsOnDemand("a,,b c,d");
+    expect([fields.at(2), fields.at(0), fields.at(3), fields.at(1)]).toEqual(["b c", "a", "d", ""]);
+    expect([fields.at(4), fields.at(-1), fields.length]).toEqual([undefined, undefined, 4]);
+    expect(new LineFieldsOnDemand("x").at(0)).toBe("x");
+  });
+
+  it("reads lines without quotes as a plain comma split, controls refused, whatever the chunks, splitting on demand or not", () => {
     // Lines of commas, tabs, lone CRs, controls, DEL, U+FFFD and letters beyond ASCII, ended by
     // LF or CRLF: each is a comma split of the line, or refused for what it holds.
     const random = seededRandom(7);
@@ -172,6 +194,12 @@ describe("CSV reading", () => {
     });
     for (const chunkSize of [1, 3, 64, 1 << 16]) {
       expect(readAll(text, chunkSize)).toEqual(expected);
+      // Split on demand, a plain line's text is left for its reader to check.
+      const checked = readAll(text, chunkSize, true).map((record) => {
+        const problem = record.text === undefined ? null : unreadable(record.text);
+        return problem === null ? record : { line: record.line, fields: [], error: problem };
+      });
+      expect(checked).toEqual(expected);
     }
   });
 

@@ -206,16 +206,14 @@ export class NalRowReader {
   }
 
   /**
-   * The row's county and parcel id as `read` types them, or null where `read` rejects the row for
-   * either (or for its width): enough to look the parcel up before typing the rest.
+   * The row's county and parcel id as `read` types them, or null where `read` rejects either:
+   * enough to look the parcel up before typing the rest. The row's width is not counted (that
+   * takes every field): `read` rejects a row of the wrong width when it is typed.
    */
   key(fields: Fields): { countyNo: number; parcelId: string } | null {
     const f = this.#reader;
     const at = this.#at;
     f.fields = fields;
-    if (fields.length !== this.#width) {
-      return null;
-    }
     try {
       return {
         countyNo: f.requiredInteger(at.CO_NO, 11, 77),

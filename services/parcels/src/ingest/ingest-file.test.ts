@@ -676,6 +676,15 @@ describe("rejects report", () => {
       { asOf },
     );
     expect(next).toMatchObject({ new: 1, published: 1 });
+    // Again into a store that holds parcels (rows keyed, not typed, as they are read): the same
+    // rejects, and nothing stored from them.
+    published = [];
+    const again = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+      asOf,
+      batchSize: 2,
+    });
+    expect(again).toMatchObject({ read: 5, unchanged: 2, rejected: 3, published: 0 });
+    expect(again.rejects).toEqual(summary.rejects);
   });
 
   it("rejects a row whose county is not the one the file name gives", async () => {

@@ -237,6 +237,8 @@ interface FileShape {
   unloadable: string | null;
   /** The header was a row: a header-less sales file. */
   headerIsRow: boolean;
+  /** Lines are split only as far as their fields are read (rows keyed, not typed). */
+  splitOnDemand: boolean;
 }
 
 /** Maps the header's columns, reports drift, and picks the row reader and where rows go. */
@@ -263,6 +265,7 @@ function shapeOf(
       unloadable,
       rows: rowBatches(batchSize, reader, store.sales),
       headerIsRow: fields !== names,
+      splitOnDemand: false,
     };
   }
   const map = mapHeader(names, NAL_COLUMNS, NAL_COLUMN_ALIASES, NAL_REQUIRED_COLUMNS);
@@ -280,6 +283,7 @@ function shapeOf(
     unloadable,
     rows: rowBatches(batchSize, take, (batch) => store.parcels.accept(batch)),
     headerIsRow: false,
+    splitOnDemand: store.parcels.typesLate,
   };
 }
 
@@ -323,6 +327,7 @@ async function readRecords(
     push(record) {
       if (shape === undefined) {
         shape = shapeFor(record);
+        csv.splitOnDemand = shape.splitOnDemand;
         // The first record is the header, but in a header-less sales file it is a row too.
         if (!shape.headerIsRow) {
           return;

@@ -229,6 +229,19 @@ describe("a re-ingest told by row digests", () => {
     ]);
   });
 
+  it("rejects a row of the wrong width on a re-ingest as on the first, though its key reads", async () => {
+    const path = await writeRoll("NAL23F202501.csv", [
+      nalLine({ ...FULL_ROW, PARCEL_ID: "A1" }),
+      "23,W1,R,2025",
+    ]);
+    const first = await ingest(path);
+    const again = await ingest(path);
+    expect(first).toMatchObject({ new: 1, rejected: 1 });
+    expect(again).toMatchObject({ unchanged: 1, rejected: 1 });
+    expect(again.rejects).toEqual(first.rejects);
+    expect(again.rejects[0]).toMatchObject({ line: 3, reason: "expected 165 fields, found 4" });
+  });
+
   it("compares a parcel stored without a row digest by its content hash, and a quoted record by its text", async () => {
     const lines = [
       nalLine({ ...FULL_ROW, PARCEL_ID: "A1" }),
