@@ -656,23 +656,25 @@ describe("rejects report", () => {
       row("P3", { JV: "9007199254740991" }),
       row("P4", { OWN_NAME: "X".repeat(1 << 20) }),
       row("P5"),
+      row("P6\u0000"),
     ]);
     const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
       asOf,
       batchSize: 2,
     });
-    expect(summary).toMatchObject({ read: 5, new: 2, rejected: 3, published: 2 });
+    expect(summary).toMatchObject({ read: 6, new: 2, rejected: 4, published: 2 });
     expect(summary.rejects.map((reject) => [reject.line, reject.reason])).toEqual([
       [3, "holds a control character (U+0000)"],
       [4, '"9007199254740991" is out of range'],
       [5, expect.stringMatching(/^record longer than 65536 characters/)],
+      [7, "holds a control character (U+0000)"],
     ]);
     const stored = await harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
     expect(stored.rows.map((r) => r.folio)).toEqual(["23-P1", "23-P5"]);
     // Everything stored went out, so the next run starts clean.
     const next = await ingestFile(
       { pool: harness.pool, publish: collect },
-      await writeRoll("NAL23F202502.csv", [row("P6")]),
+      await writeRoll("NAL23F202502.csv", [row("P7")]),
       { asOf },
     );
     expect(next).toMatchObject({ new: 1, published: 1 });
@@ -683,7 +685,7 @@ describe("rejects report", () => {
       asOf,
       batchSize: 2,
     });
-    expect(again).toMatchObject({ read: 5, unchanged: 2, rejected: 3, published: 0 });
+    expect(again).toMatchObject({ read: 6, unchanged: 2, rejected: 4, published: 0 });
     expect(again.rejects).toEqual(summary.rejects);
   });
 

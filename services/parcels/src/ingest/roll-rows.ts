@@ -94,7 +94,8 @@ export class RollRows {
       return this.typed(record);
     }
     const key = this.#reader.key(record.fields);
-    if (key === null) {
+    // A parcel id holding what the CSV reader refuses (a NUL) goes in no lookup: it is typed now.
+    if (key === null || unreadable(key.parcelId) !== null) {
       return this.checkedTyped({ ...record, text: record.text });
     }
     const digest = rowDigestOf(this.#digestContext, record.text);
