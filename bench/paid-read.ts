@@ -22,10 +22,10 @@ import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { promisify } from "node:util";
 import { GATEWAY_NODE_FLAGS } from "@th/gateway/heap";
 import { cpuMsOf, postgresCpuMsOf, postgresCpuMsSince } from "./support/cpu.ts";
+import { openLoopLateness } from "./support/loop-lateness.ts";
 import { startPaidReadStack } from "./support/paid-read-stack.ts";
 import { spawnUntilReady, stopChild } from "./support/processes.ts";
 import { commandLines, openRedisCommands } from "./support/redis-commands.ts";
@@ -58,10 +58,15 @@ interface Server {
   url: string;
 }
 
-/** The last "loop <p99> <max>" line each server printed (the gateway prints one on SIGUSR2). */
+/**
+ * The last "loop <p99> <max>" line each server printed (the gateway prints one on SIGUSR2): how
+ * late its event loop ran, in ms.
+ */
 const loopLines = new Map<string, string>();
 /** The last "gc <young> <other> <total ms> <longest ms>" line, printed with it. */
 const gcLines = new Map<string, string>();
+/** The last "inside <p50> <p99>" line: a request's time from its arrival to its answer, in ms. */
+const insideLines = new Map<string, string>();
 
 async function serve(name: string, args: string[], env: Record<string, string>): Promise<Server> {
   const started = await spawnUntilReady(args, env, /^ready \d+$/, (line) => {
@@ -69,6 +74,8 @@ async function serve(name: string, args: string[], env: Record<string, string>):
       loopLines.set(name, line);
     } else if (line.startsWith("gc ")) {
       gcLines.set(name, line);
+    } else if (line.startsWith("inside ")) {
+      insideLines.set(name, line);
     }
   });
   process.once("exit", () => started.child.kill());
@@ -236,10 +243,10 @@ async function paced(
   stackLoopP99: number;
   serverLoop: string;
   serverGc: string;
+  serverInside: string;
 }> {
   // The ledger consumes leadview.recorded on this process's event loop.
-  const loop = monitorEventLoopDelay({ resolution: 5 });
-  loop.enable();
+  const loop = openLoopLateness();
   // Only the gateway answers SIGUSR2 (with its event-loop delay); it would end the bare server.
   const ownLoop = server.name === "gateway";
   if (ownLoop) {
@@ -267,7 +274,7 @@ async function paced(
     ],
     { maxBuffer: 1024 * 1024 },
   );
-  loop.disable();
+  loop.stop();
   loopLines.delete(server.name);
   if (ownLoop) {
     server.child.kill("SIGUSR2");
@@ -285,9 +292,11 @@ async function paced(
     p99: result.p99,
     p999: result.p999,
     non2xx: result.non2xx + result.errors,
-    stackLoopP99: loop.percentile(99) / 1e6,
+    stackLoopP99: loop.p99(),
     serverLoop: loopLines.get(server.name)?.split(" ").slice(1).join(" ms, max ") ?? "n/a",
     serverGc: gcText(gcLines.get(server.name)),
+    serverInside:
+      insideLines.get(server.name)?.split(" ").slice(1).join(" / ").concat(" ms") ?? "n/a",
   };
 }
 
@@ -352,10 +361,11 @@ async function measureLatency(edge: number): Promise<void> {
   );
   report("  p50 / p99.9 of the gateway", `${edgeLatency.p50} / ${edgeLatency.p999} ms`);
   report(
-    "  event-loop delay p99 of the stack (keys, ledger)",
+    "  event-loop lateness p99 of the stack (keys, ledger)",
     `${edgeLatency.stackLoopP99.toFixed(1)} ms while the gateway was paced`,
   );
-  report("  event-loop delay p99 of the gateway", `${edgeLatency.serverLoop} ms`);
+  report("  p50 / p99 inside the gateway (arrival to answer)", edgeLatency.serverInside);
+  report("  event-loop lateness p99 of the gateway", `${edgeLatency.serverLoop} ms`);
   report("  collections in the gateway meanwhile", edgeLatency.serverGc);
   // At a tenth of saturation the cores are mostly idle: what remains is the path's own latency
   // (its hops, timers and batch windows), apart from waiting for a busy core.
@@ -364,10 +374,11 @@ async function measureLatency(edge: number): Promise<void> {
   const quietBare = await paced(bare, tenth);
   report(
     `p99 at a tenth of the gateway's saturation (${tenth} req/s)`,
-    `gateway ${quietEdge.p99} ms, bare ${quietBare.p99} ms; event-loop delay p99 of the stack ${quietEdge.stackLoopP99.toFixed(1)} ms`,
+    `gateway ${quietEdge.p99} ms, bare ${quietBare.p99} ms; event-loop lateness p99 of the stack ${quietEdge.stackLoopP99.toFixed(1)} ms`,
   );
   report("  p50 / p99.9 of the gateway", `${quietEdge.p50} / ${quietEdge.p999} ms`);
-  report("  event-loop delay p99 of the gateway", `${quietEdge.serverLoop} ms`);
+  report("  p50 / p99 inside the gateway (arrival to answer)", quietEdge.serverInside);
+  report("  event-loop lateness p99 of the gateway", `${quietEdge.serverLoop} ms`);
   report("  collections in the gateway meanwhile", quietEdge.serverGc);
 }
 
