@@ -105,12 +105,12 @@ async function writeViews(pool: Pool, views: readonly PositionedView[]): Promise
     if (!isMissingPartition(error)) {
       throw error;
     }
-    // Another writer may be making the same partition (Postgres then refuses the second
-    // CREATE): whoever made it, the call made again says whether it now exists.
+    // Writers that find the month missing together all create it; the kit counts the ones that
+    // lose the race as done, so an error here is a real one.
     await ensureLeadViewMonthsOf(
       pool,
       views.map(({ view }) => view.day),
-    ).catch(() => {});
+    );
     await recordCall(pool, views);
   }
 }
