@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import pg from "pg";
-import { type MigrationSet, migrate, readMigrations } from "./migrate.ts";
+import { type MigrationSet, migrate, readMigrationSet } from "./migrate.ts";
 import { createPool, type Pool } from "./pool.ts";
 
 export interface TestDatabase {
@@ -29,7 +29,7 @@ async function templateName(sets: readonly MigrationSet[]): Promise<string> {
   const hash = createHash("sha256");
   for (const set of sets) {
     hash.update(set.schema);
-    for (const migration of await readMigrations(set.dir)) {
+    for (const migration of await readMigrationSet(set)) {
       hash.update(migration.id).update(migration.checksum);
     }
   }
@@ -98,9 +98,7 @@ let youngGenerationProbe: ((value: unknown) => boolean) | undefined;
 
 /**
  * Whether V8 allocated `value` in the young generation (it was just created and has not yet
- * survived two young collections). The tests of the patched ioredis and pg use it: each patch
- * keeps a function those libraries create per call out of the old generation (see
- * docs/decisions/0018-ioredis-and-pg-functions-allocated-young.md).
+ * survived two young collections): the gateway's per-response number text is checked with it.
  */
 export function inYoungGeneration(value: unknown): boolean {
   if (!youngGenerationProbe) {
