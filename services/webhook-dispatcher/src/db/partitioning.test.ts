@@ -69,9 +69,10 @@ async function fillPreviousSchema(): Promise<void> {
   );
 }
 
+/** Rows as JSON, without the reply column a later migration drops (decision 0331). */
 async function snapshot(table: string, key: string): Promise<Map<string, string>> {
   const { rows } = await db.pool.query<{ key: string; row: string }>(
-    `SELECT ${key} AS key, to_jsonb(t)::text AS row FROM ${table} t`,
+    `SELECT ${key} AS key, (to_jsonb(t) - 'response_excerpt')::text AS row FROM ${table} t`,
   );
   return new Map(rows.map((row) => [row.key, row.row]));
 }
