@@ -20,7 +20,7 @@ export const EQUITY_ASSUMPTIONS = {
  * figures good enough for a balance estimate; replace with the official history file when exact
  * rates matter.
  */
-export const ANNUAL_30Y_RATE_PCT: Readonly<Record<number, number>> = {
+const ANNUAL_30Y_RATE_PCT: Readonly<Record<number, number>> = {
   1971: 7.54,
   1972: 7.38,
   1973: 8.04,
@@ -79,7 +79,7 @@ export const ANNUAL_30Y_RATE_PCT: Readonly<Record<number, number>> = {
   2026: 6.3,
 };
 
-export function annualRatePct(year: number): number {
+function annualRatePct(year: number): number {
   return ANNUAL_30Y_RATE_PCT[year] ?? EQUITY_ASSUMPTIONS.fallbackRatePct;
 }
 

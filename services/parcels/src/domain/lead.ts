@@ -15,7 +15,7 @@ export interface ParcelDetail {
 }
 
 /** One-line situs address as webhook payloads carry it: "1388 NW 7TH ST, MIAMI 33125". */
-export function formatAddress(situs: ParcelIngested["situs"]): string {
+function formatAddress(situs: ParcelIngested["situs"]): string {
   const place = [situs.city, situs.zip].filter(Boolean).join(" ");
   return [situs.address, place].filter(Boolean).join(", ");
 }

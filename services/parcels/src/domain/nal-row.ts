@@ -126,7 +126,7 @@ interface SaleSlot {
 }
 
 /** Multi-parcel flags are written several ways; any of these means "one price, many parcels". */
-export function isMultiParcelFlag(raw: string | null): boolean {
+function isMultiParcelFlag(raw: string | null): boolean {
   return raw !== null && /^(M|Y|X|C|1|MULTI)$/i.test(raw.trim());
 }
 

@@ -147,7 +147,7 @@ function sameSale(a: RollSale, b: RollSale): boolean {
 }
 
 /** The roll's two sale slots plus recorded SDF sales, newest first, each sale once. */
-export function saleHistory(row: NalRow, recorded: readonly RollSale[]): RollSale[] {
+function saleHistory(row: NalRow, recorded: readonly RollSale[]): RollSale[] {
   const all: RollSale[] = [];
   for (const sales of [row.sales, recorded]) {
     for (const sale of sales) {
@@ -160,7 +160,7 @@ export function saleHistory(row: NalRow, recorded: readonly RollSale[]): RollSal
 }
 
 /** Homestead: a homestead just value or the base homestead exemption (EXMPT_01). */
-export function isHomestead(row: NalRow): boolean {
+function isHomestead(row: NalRow): boolean {
   return (row.homesteadJustValue ?? 0) > 0 || (row.homesteadExemption ?? 0) > 0;
 }
 
@@ -169,10 +169,7 @@ export function isHomestead(row: NalRow): boolean {
  * roll year, else whatever prior roll the stored parcel already carried (a restated roll of the
  * same year compares with the same previous year).
  */
-export function priorRollOf(
-  previous: StoredParcelState | null,
-  rollYear: number,
-): PriorRoll | null {
+function priorRollOf(previous: StoredParcelState | null, rollYear: number): PriorRoll | null {
   if (previous === null) {
     return null;
   }
@@ -364,7 +361,7 @@ export function finishParcel(roll: RollFacts, context: ParcelContext): BuiltParc
  * Hex SHA-256 of the normalized roll facts. Derived facts (signals, equity) are left out: they
  * move with the calendar, and a parcel whose roll content is unchanged is not news.
  */
-export function contentHashOf(rollFacts: unknown): string {
+function contentHashOf(rollFacts: unknown): string {
   return hash("sha256", JSON.stringify(rollFacts), "hex");
 }
 

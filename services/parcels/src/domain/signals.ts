@@ -37,7 +37,7 @@ export interface FiredSignal {
   reason: string;
 }
 
-export const SIGNAL_THRESHOLDS = {
+const SIGNAL_THRESHOLDS = {
   longTenureYears: 15,
   tiredLandlordYears: 10,
   highEquityRatio: 0.5,
@@ -228,7 +228,7 @@ export function tiredLandlord(input: SignalInput): string | null {
  * recipes share through `@th/api-schemas`: a name outside it does not compile, and a test holds
  * the two lists equal, so no recipe waits for a signal that never fires.
  */
-export const SIGNAL_CATALOGUE: readonly {
+const SIGNAL_CATALOGUE: readonly {
   name: LeadSignal;
   evaluate: (input: SignalInput) => string | null;
 }[] = [
