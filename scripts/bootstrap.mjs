@@ -26,7 +26,7 @@ const commands = {
   broker: ["packages/dev-broker/src/cli.ts"],
   "ledger-rebuild": ["services/quota-ledger/src/main.ts", "rebuild"],
   ingest: ["services/parcels/src/ingest/cli.ts"],
-  generate: ["services/parcels/src/ingest/generate-nal.ts"],
+  generate: ["services/parcels/src/testing/generate-nal.ts"],
   topics: ["packages/topics/src/cli.ts"],
 };
 /** Commands that touch neither Postgres nor Redis, so nothing is started for them. */

@@ -16,6 +16,9 @@ import type {
   TenantChanged,
 } from "./types.ts";
 
+// The generator behind the synthetic records of the services' fixtures and the benches.
+export { seededRandom } from "./seeded-random.ts";
+
 export const parcelIngested: ParcelIngested = {
   ingest_id: "ing_2025F_23_01",
   folio: "23-3059010240130",

@@ -1,31 +1,9 @@
 import type { Lead, MatchSummary } from "@th/api-schemas";
+import { spreadsheetCell } from "@th/api-schemas/csv";
 
-/**
- * What a spreadsheet reads as the start of a formula (OWASP's CSV injection list: =, +, -, @,
- * tab, CR), and LF, which some importers treat as CR.
- */
-const FORMULA_START = /^[=+\-@\t\r\n]/;
-
-/**
- * A text cell a spreadsheet would run as a formula (an owner named `=HYPERLINK(...)`) is
- * prefixed with `'`, so it shows as the text it is. Numbers are ours, not the caller's, and stay
- * as they are: a negative equity is data (decision 0071).
- */
-function neutralizeFormula(text: string): string {
-  return FORMULA_START.test(text) ? `'${text}` : text;
-}
-
-/** RFC 4180: fields with a comma, quote, CR or LF are quoted, quotes doubled, lines end in CRLF. */
-function csvField(value: string | number | boolean | null | undefined): string {
-  if (value === null || value === undefined) {
-    return "";
-  }
-  const text = typeof value === "string" ? neutralizeFormula(value) : String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
+/** One line of an export: spreadsheet-safe cells (decision 0071), CRLF at the end (RFC 4180). */
 export function csvLine(fields: readonly (string | number | boolean | null | undefined)[]): string {
-  return `${fields.map(csvField).join(",")}\r\n`;
+  return `${fields.map(spreadsheetCell).join(",")}\r\n`;
 }
 
 /**

@@ -4,17 +4,8 @@
 import { LEAD_SIGNALS, RECIPE_USE_CLASSES, type Recipe, validateRecipe } from "@th/api-schemas";
 import type { ParcelIngested, UseClass } from "@th/contracts";
 
-/** mulberry32: small, fast, good enough for test data. */
-export function rng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded generator every synthetic parcel and recipe here draws from. */
+export { seededRandom as rng } from "@th/contracts/samples";
 
 type Random = () => number;
 

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Config, readConfig } from "../config.ts";
-import { writeNalFile } from "../ingest/generate-nal.ts";
 import { ingestFile } from "../ingest/ingest-file.ts";
+import { writeNalFile } from "../testing/generate-nal.ts";
 import { migrations } from "./migrations.ts";
 import { COUNT_CEILING, countParcels, countQuery } from "./parcel-queries.ts";
 

@@ -13,7 +13,7 @@ import { mapHeader } from "../domain/header.ts";
 import { NAL_COLUMN_ALIASES, NAL_COLUMNS, NAL_REQUIRED_COLUMNS } from "../domain/nal-layout.ts";
 import { NalRowReader } from "../domain/nal-row.ts";
 import { buildParcel } from "../domain/parcel.ts";
-import { generateNalLines } from "../ingest/generate-nal.ts";
+import { generateNalLines } from "../testing/generate-nal.ts";
 import { HAND_WRITTEN_SCHEMA, ParcelRecords, writesByHand } from "./parcel-record.ts";
 
 const avsc = (event: ParcelIngested) => encodeValue(contracts.parcelIngested, event);

@@ -1,10 +1,6 @@
+import { seededRandom } from "@th/contracts/samples";
 import { describe, expect, it } from "vitest";
-import {
-  generateNalLines,
-  NAL_HEADER_LINE,
-  nalLine,
-  seededRandom,
-} from "../ingest/generate-nal.ts";
+import { generateNalLines, NAL_HEADER_LINE, nalLine } from "../testing/generate-nal.ts";
 import {
   CsvReader,
   type CsvRecord,

@@ -4,7 +4,7 @@
 // value of generated rolls plus hand-picked odd ones goes through both.
 import { normalizeStateCode } from "@th/api-schemas/catalogue";
 import { describe, expect, it } from "vitest";
-import { generateNalLines } from "../ingest/generate-nal.ts";
+import { generateNalLines } from "../testing/generate-nal.ts";
 import { NAL_COLUMNS } from "./nal-layout.ts";
 import { cleanText, comparableStreet, normalizeZip, stateCode, zip5 } from "./normalize.ts";
 import { money } from "./signals.ts";

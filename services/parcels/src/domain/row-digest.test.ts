@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { generateNalLines } from "../ingest/generate-nal.ts";
+import { generateNalLines } from "../testing/generate-nal.ts";
 import { CsvReader, type CsvRecord, fieldValues } from "./csv.ts";
 import { mapHeader } from "./header.ts";
 import { NAL_COLUMN_ALIASES, NAL_COLUMNS, NAL_REQUIRED_COLUMNS } from "./nal-layout.ts";

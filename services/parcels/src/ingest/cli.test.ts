@@ -8,8 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
 import { capturedConsole } from "../testing/console.ts";
+import { NAL_HEADER_LINE, nalLine, writeNalFile } from "../testing/generate-nal.ts";
 import { main } from "./cli.ts";
-import { NAL_HEADER_LINE, nalLine, writeNalFile } from "./generate-nal.ts";
 
 let harness: TestHarness<Config>;
 let dir: string;

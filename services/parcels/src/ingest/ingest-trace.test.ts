@@ -8,7 +8,7 @@ import { startTelemetry, type TelemetryOptions } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { writeNalFile } from "./generate-nal.ts";
+import { writeNalFile } from "../testing/generate-nal.ts";
 import { ingestFile } from "./ingest-file.ts";
 
 type Exporter = NonNullable<TelemetryOptions["exporter"]>;

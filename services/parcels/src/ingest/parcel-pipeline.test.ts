@@ -11,8 +11,8 @@ import { fieldValues } from "../domain/csv.ts";
 import { mapHeader } from "../domain/header.ts";
 import { NAL_COLUMN_ALIASES, NAL_COLUMNS, NAL_REQUIRED_COLUMNS } from "../domain/nal-layout.ts";
 import { type NalRow, NalRowReader, type RowResult } from "../domain/nal-row.ts";
+import { generateNalLines } from "../testing/generate-nal.ts";
 import type { FileContext } from "./batch-diff.ts";
-import { generateNalLines } from "./generate-nal.ts";
 import { IngestTally, ParcelPipeline } from "./parcel-pipeline.ts";
 
 let db: TestDatabase;

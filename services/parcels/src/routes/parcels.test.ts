@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { NAL_HEADER_LINE, nalLine } from "../ingest/generate-nal.ts";
 import { ingestFile } from "../ingest/ingest-file.ts";
+import { NAL_HEADER_LINE, nalLine } from "../testing/generate-nal.ts";
 
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;

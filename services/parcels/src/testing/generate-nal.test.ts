@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { capturedConsole } from "../testing/console.ts";
+import { capturedConsole } from "./console.ts";
 import { dice, main } from "./generate-nal.ts";
 
 let dir: string;

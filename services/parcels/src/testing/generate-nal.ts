@@ -5,12 +5,14 @@
  * sale years, prices and qualification codes, DOR use codes, and CSV that needs quoting (commas,
  * doubled quotes and line breaks inside fields). Deterministic per seed.
  *
- *   node services/parcels/src/ingest/generate-nal.ts --rows 500 --seed 7 --county 23 --out dir/
+ *   node services/parcels/src/testing/generate-nal.ts --rows 500 --seed 7 --county 23 --out dir/
  */
 import { createWriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { csvField } from "@th/api-schemas/csv";
+import { seededRandom } from "@th/contracts/samples";
 import { COUNTY_NAMES, NAL_COLUMNS, type NalColumn } from "../domain/nal-layout.ts";
 
 const COLUMN_INDEX = new Map<NalColumn, number>(
@@ -30,22 +32,6 @@ export function nalLine(values: Partial<Record<NalColumn, string | number>>): st
 }
 
 export const NAL_HEADER_LINE = NAL_COLUMNS.join(",");
-
-export function csvField(value: string): string {
-  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
-}
-
-/** mulberry32: small, fast, and the same sequence for the same seed on every machine. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface County {
   no: number;
