@@ -19,6 +19,12 @@ export interface MigrationSet {
   schema: string;
   /** Folder of the service's migration files. */
   dir: string;
+  /**
+   * Folders of migrations another package owns that this schema applies too (the outbox's, from
+   * service-kit). Their files join the service's in timestamp order under the same history, so a
+   * file moved there from the service keeps its recorded id and checksum.
+   */
+  shared?: readonly string[];
 }
 
 export async function readMigrations(dir: string): Promise<Migration[]> {
@@ -40,6 +46,21 @@ export async function readMigrations(dir: string): Promise<Migration[]> {
   return migrations;
 }
 
+/** A set's migrations: the service's own and its shared folders', in timestamp order. */
+export async function readMigrationSet(set: MigrationSet): Promise<Migration[]> {
+  const all = (
+    await Promise.all([set.dir, ...(set.shared ?? [])].map((dir) => readMigrations(dir)))
+  ).flat();
+  const seen = new Set<string>();
+  for (const migration of all) {
+    if (seen.has(migration.id)) {
+      throw new Error(`${set.schema}: two migration files share the timestamp ${migration.id}`);
+    }
+    seen.add(migration.id);
+  }
+  return all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
 export interface MigrateResult {
   schema: string;
   applied: string[];
@@ -52,7 +73,7 @@ export interface MigrateResult {
  */
 export async function migrate(url: string, set: MigrationSet): Promise<MigrateResult> {
   const schema = assertSchemaName(set.schema);
-  const migrations = await readMigrations(set.dir);
+  const migrations = await readMigrationSet(set);
   const client = new pg.Client({ connectionString: url, application_name: `${schema}-migrate` });
   // A lost connection fails the query in flight; without a listener it would also end the process.
   client.on("error", () => {});

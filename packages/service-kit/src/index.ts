@@ -39,7 +39,13 @@ export {
 } from "./internal-server.ts";
 export { type Stoppable, stopOnSignals } from "./lifecycle.ts";
 export { createMetrics, type Metrics, observeHttpRequests } from "./metrics.ts";
-export { createOutboxRelay, enqueueEvent, type OutboxRelay, outboxShard } from "./outbox.ts";
+export {
+  createOutboxRelay,
+  enqueueEvent,
+  type OutboxRelay,
+  outboxMigrations,
+  outboxShard,
+} from "./outbox.ts";
 export { rawBodyOf } from "./raw-body.ts";
 export {
   createRetention,

@@ -2,7 +2,6 @@
 // `unavailable` with Retry-After and the request id within about 2 s, never 500; readiness turns
 // false in bounded time while liveness stays true.
 import { createServer } from "node:net";
-import { join } from "node:path";
 import { createPool, type Pool } from "@th/db";
 import { createTestDatabase, type TestDatabase } from "@th/db/testing";
 import { createLogger } from "@th/telemetry";
@@ -11,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHttpApp, type HttpApp, toApiError } from "./app.ts";
 import { errorResponses, unavailableStore } from "./errors.ts";
 import { startInternalServer } from "./internal-server.ts";
+import { outboxMigrations } from "./outbox.ts";
 import { REDIS_OPTIONS } from "./run-service.ts";
 
 /** A port nothing listens on: bound, then closed. */
@@ -33,9 +33,7 @@ beforeAll(async () => {
   downRedis = new Redis({ host: "127.0.0.1", port, ...REDIS_OPTIONS });
   downRedis.on("error", () => {});
   downPool = createPool({ url: `postgres://postgres@127.0.0.1:${port}/none`, schema: "kit" });
-  db = await createTestDatabase([
-    { schema: "outbox_test", dir: join(import.meta.dirname, "fixtures", "outbox") },
-  ]);
+  db = await createTestDatabase([{ schema: "outbox_test", dir: outboxMigrations.current }]);
   livePool = createPool({ url: db.url, schema: "kit", applicationName: "kit-outage-victim" });
   app = await createHttpApp({
     logger: createLogger({ service: "kit-outage-test", level: "silent" }),

@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import { Bus, on, partitionOfKey } from "@th/bus";
 import { commonShape, defineConfig } from "@th/config";
 import { contracts, type KeyIssued, type TenantChanged } from "@th/contracts";
@@ -6,7 +5,13 @@ import { keyIssued, tenantChanged } from "@th/contracts/samples";
 import { inTransaction } from "@th/db";
 import { inSpan, startTelemetry } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createOutboxRelay, enqueueEvent, outboxShard, rotated } from "./outbox.ts";
+import {
+  createOutboxRelay,
+  enqueueEvent,
+  outboxMigrations,
+  outboxShard,
+  rotated,
+} from "./outbox.ts";
 import { createTestHarness, type TestHarness } from "./testing.ts";
 
 const config = defineConfig(commonShape).load({});
@@ -15,7 +20,7 @@ let harness: TestHarness<typeof config>;
 beforeAll(async () => {
   harness = await createTestHarness({
     config,
-    migrations: [{ schema: "outbox_test", dir: join(import.meta.dirname, "fixtures", "outbox") }],
+    migrations: [{ schema: "outbox_test", dir: outboxMigrations.current }],
     topics: [contracts.keyIssued, contracts.tenantChanged],
   });
 });

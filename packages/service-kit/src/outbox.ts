@@ -1,4 +1,5 @@
 import { randomInt } from "node:crypto";
+import { join } from "node:path";
 import { type AnyTopicContract, type Bus, type PublishedRecord, partitionOfKey } from "@th/bus";
 import { contractForTopic, type TopicContract } from "@th/contracts";
 import type { Pool, PoolClient } from "@th/db";
@@ -6,12 +7,28 @@ import { type Logger, outsideAnyTrace, traceContextOf } from "@th/telemetry";
 import { coalescedDrains } from "./coalesced-drains.ts";
 
 /**
+ * The outbox's migrations, for the `shared` folders of a service's migration set: the service
+ * applies them to its own schema, in timestamp order among its own, under its own history.
+ */
+export const outboxMigrations = {
+  /** Makes the outbox where a schema has none and carries every later change to it. */
+  current: join(import.meta.dirname, "migrations", "outbox"),
+  /**
+   * The outbox migrations keys, matcher and webhook-dispatcher each once kept a copy of, byte for
+   * byte: their databases recorded these ids and checksums, which the migrator finds here now.
+   * Only those services apply them, before `current`; they are never edited.
+   */
+  recorded: join(import.meta.dirname, "migrations", "outbox-recorded"),
+};
+
+/**
  * The transactional outbox: a service writes the events of a change into its `outbox` table in
  * the same transaction as the change, and the relay publishes them afterwards. A crash between
- * commit and publish only delays the event; it cannot lose it. Each service's migrations create
- * the table: `outbox (id bigserial PRIMARY KEY, topic text, payload jsonb, created_at timestamptz,
- * published_at timestamptz, headers jsonb, shard smallint)` with partial indexes on unpublished
- * ids and on unpublished (shard, id); published rows are deleted after `OUTBOX_RETENTION_MS`.
+ * commit and publish only delays the event; it cannot lose it. The table is this kit's: a service
+ * with an outbox applies `outboxMigrations` to its schema (decision 0395), which make `outbox (id
+ * bigserial PRIMARY KEY, topic text, payload jsonb, created_at timestamptz, published_at
+ * timestamptz, headers jsonb, shard smallint)` with a partial index on unpublished (shard, id);
+ * published rows are deleted after `OUTBOX_RETENTION_MS`.
  * `headers` keeps the trace context of the work that wrote the row (the active one unless
  * given), so the event is published as part of that trace.
  */
@@ -67,10 +84,15 @@ type OutboxRow = {
 const RELAY_LOCK = `hashtext(current_schema() || '.outbox-relay'), $1::int`;
 
 /**
- * The shards with unpublished rows, one index probe per shard (a loose index scan), so the
- * question costs the same however long the backlog is.
+ * The relay's and the purge's statements. Each reads through an index however long the table
+ * is: the test of the outbox migrations checks their plans on a filled table.
  */
-const PENDING_SHARDS_SQL = `
+export const OUTBOX_QUERIES = {
+  /**
+   * The shards with unpublished rows, one probe of the unpublished (shard, id) index per shard
+   * (a loose index scan), so the question costs the same however long the backlog is.
+   */
+  pendingShards: `
 WITH RECURSIVE pending AS (
   (SELECT shard FROM outbox WHERE published_at IS NULL ORDER BY shard LIMIT 1)
   UNION ALL
@@ -79,7 +101,31 @@ WITH RECURSIVE pending AS (
            ORDER BY o.shard LIMIT 1)
     FROM pending WHERE pending.shard IS NOT NULL
 )
-SELECT shard FROM pending WHERE shard IS NOT NULL`;
+SELECT shard FROM pending WHERE shard IS NOT NULL`,
+  /** A shard's next batch ($1 the shard, $2 the batch size), in table order. */
+  claim: `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL AND shard = $1
+     ORDER BY id LIMIT $2`,
+  markPublished: "UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])",
+  /**
+   * One purge round ($1 the retention in seconds, $2 the batch size): deletes the first rows
+   * below the first one that is unpublished or still retained, found by walking the primary key.
+   * The rows go by the range from the batch's first id to its last, which the primary key
+   * serves; asked as `id IN (batch)` the planner hashed the batch and scanned the whole table.
+   */
+  purge: `WITH bound AS (
+       SELECT coalesce(
+         (SELECT id FROM outbox
+           WHERE published_at IS NULL OR published_at >= now() - make_interval(secs => $1)
+           ORDER BY id LIMIT 1),
+         (SELECT max(id) + 1 FROM outbox)) AS id
+     ),
+     batch AS (
+       SELECT min(id) AS first, max(id) AS last FROM (
+         SELECT id FROM outbox WHERE id < (SELECT id FROM bound) ORDER BY id LIMIT $2) ids
+     )
+     DELETE FROM outbox
+      WHERE id >= (SELECT first FROM batch) AND id <= (SELECT last FROM batch)`,
+};
 
 /**
  * Publishes a batch in one request per topic, the topics at once, and resolves once all are
@@ -118,16 +164,10 @@ async function publishBatch(
   shard: number,
   batchSize: number,
 ): Promise<number> {
-  const { rows } = await client.query<OutboxRow>(
-    `SELECT id, topic, payload, headers FROM outbox WHERE published_at IS NULL AND shard = $1
-     ORDER BY id LIMIT $2`,
-    [shard, batchSize],
-  );
+  const { rows } = await client.query<OutboxRow>(OUTBOX_QUERIES.claim, [shard, batchSize]);
   if (rows.length > 0) {
     await publishRows(bus, rows);
-    await client.query("UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])", [
-      rows.map((row) => row.id),
-    ]);
+    await client.query(OUTBOX_QUERIES.markPublished, [rows.map((row) => row.id)]);
   }
   return rows.length;
 }
@@ -197,7 +237,7 @@ async function drainOutbox(
 ): Promise<number> {
   let total = 0;
   for (;;) {
-    const { rows } = await pool.query<{ shard: number }>(PENDING_SHARDS_SQL);
+    const { rows } = await pool.query<{ shard: number }>(OUTBOX_QUERIES.pendingShards);
     let full = false;
     for (const { shard } of rotated(rows, nextStart())) {
       const published = await publishTurn(pool, bus, shard, batchSize);
@@ -219,18 +259,7 @@ async function drainOutbox(
 async function purgeOutbox(pool: Pool, retentionMs: number): Promise<number> {
   let total = 0;
   for (let round = 0; round < PURGE_ROUNDS; round++) {
-    const { rowCount } = await pool.query(
-      `WITH bound AS (
-         SELECT coalesce(
-           (SELECT id FROM outbox
-             WHERE published_at IS NULL OR published_at >= now() - make_interval(secs => $1)
-             ORDER BY id LIMIT 1),
-           (SELECT max(id) + 1 FROM outbox)) AS id
-       )
-       DELETE FROM outbox WHERE id IN (
-         SELECT id FROM outbox WHERE id < (SELECT id FROM bound) ORDER BY id LIMIT $2)`,
-      [retentionMs / 1000, PURGE_BATCH],
-    );
+    const { rowCount } = await pool.query(OUTBOX_QUERIES.purge, [retentionMs / 1000, PURGE_BATCH]);
     total += rowCount ?? 0;
     if ((rowCount ?? 0) < PURGE_BATCH) {
       break;
