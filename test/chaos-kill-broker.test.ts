@@ -2,12 +2,11 @@
 // directory (the dev broker keeps its log, offsets and groups on disk and syncs an acks=all
 // write before acknowledging it): the dispatcher stays up, its consumers rejoin, matches
 // published after the restart are delivered, and every webhook id arrives.
-import type { ChildProcess } from "node:child_process";
 import { type BrokerProcess, startBrokerProcess } from "@th/dev-broker/testing";
 import { describe, expect, it } from "vitest";
-import { recordFault } from "./support/chaos-report.ts";
+import { deliveryCounts, recordFault } from "./support/chaos-report.ts";
 import { useWebhookStack } from "./support/fault-fixtures.ts";
-import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
+import { waitFor } from "./support/webhook-stack.ts";
 
 let broker: BrokerProcess;
 const fault = useWebhookStack({
@@ -25,17 +24,21 @@ const fault = useWebhookStack({
 describe("kill -9 and restart of the broker during dispatch", () => {
   it("leaves the dispatcher running; it rejoins, delivers what comes after, and none is lost", async () => {
     const tenant = "tn_kill_broker";
-    await subscribedTenant(fault.stack, tenant, "wl_broker", fault.receiver.url);
-    const child: ChildProcess = await fault.stack.spawnDispatcher({ LEASE_MS: "3000" });
-    const exited = exitOf(child);
-
-    const before = Array.from({ length: 500 }, () => fault.stack.match(tenant, "wl_broker"));
-    await fault.stack.publishMatches(before);
-    await waitFor(() => fault.receiver.received.length >= 40, { what: "deliveries under way" });
-    await broker.kill();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    await broker.start();
-    const backAt = Date.now();
+    const {
+      child,
+      exited,
+      matches: before,
+    } = await fault.deliveriesUnderWay({
+      tenant,
+      watchlist: "wl_broker",
+      count: 500,
+      underWay: 40,
+      leaseMs: 3000,
+    });
+    const { backAt } = await fault.awayForTwoSeconds(
+      () => broker.kill(),
+      () => broker.start(),
+    );
     const after = Array.from({ length: 100 }, () => fault.stack.match(tenant, "wl_broker"));
     await waitFor(
       () =>
@@ -58,23 +61,12 @@ describe("kill -9 and restart of the broker during dispatch", () => {
     expect(exited()).toBeUndefined();
 
     const total = before.length + after.length;
-    const tally = await fault.tally(tenant, total, exited);
-    expect(exited()).toBeUndefined();
-    expect(tally.rows).toBe(total);
-    expect(tally.missing).toBe(0);
+    const tally = await fault.expectEveryDelivery(tenant, total, exited);
     expect(recoveryMs).toBeLessThan(30_000);
     recordFault({
       fault: "kill -9 and restart of the broker during dispatch",
-      matches: total,
-      uniqueDeliveries: tally.received,
-      duplicates: tally.duplicates,
-      lost: tally.lost,
-      fiveHundreds: 0,
-      unavailable: 0,
-      slowestAnswerMs: null,
+      ...deliveryCounts(total, tally),
       recoveryMs,
-      leadViewsCharged: null,
-      readsAnswered: null,
     });
     child.kill("SIGTERM");
   }, 150_000);

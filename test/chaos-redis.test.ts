@@ -3,13 +3,18 @@
 // reads: the dispatcher stays up and every webhook id arrives; every read is answered or refused
 // (503) within the bound, never a 5xx; reads and deliveries resume by themselves; and the
 // lead-views the ledger charged are exactly the reads answered with a lead.
-import type { ChildProcess } from "node:child_process";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { recordFault } from "./support/chaos-report.ts";
-import { gatewayOnRedis, useEdgeStack, useWebhookStack } from "./support/fault-fixtures.ts";
+import { deliveryCounts, readCounts, recordFault } from "./support/chaos-report.ts";
+import {
+  customTenant,
+  gatewayOnRedis,
+  timedReads,
+  useEdgeStack,
+  useWebhookStack,
+} from "./support/fault-fixtures.ts";
 import { type PrivateRedis, startPrivateRedis } from "./support/private-stores.ts";
-import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
+import { waitFor } from "./support/webhook-stack.ts";
 
 let redisServer: PrivateRedis;
 const delivery = useWebhookStack({
@@ -38,40 +43,28 @@ afterAll(async () => {
 
 describe("a Redis restart and a flush under deliveries and reads", () => {
   it("keeps the dispatcher up and every read bounded; nothing lost, nothing charged unanswered", async () => {
+    const trial = await customTenant(leads.stack, 10_000);
     const tenant = "tn_redis_chaos";
-    await subscribedTenant(delivery.stack, tenant, "wl_redis", delivery.receiver.url);
-    const child: ChildProcess = await delivery.stack.spawnDispatcher({ LEASE_MS: "3000" });
-    const exited = exitOf(child);
-
-    const trial = await leads.stack.startTrial("custom");
-    await leads.stack.setCustomLimits(trial.tenantId, {
-      lead_views_per_month: 10_000,
-      rate_per_minute: 100_000,
+    const { child, exited, matches } = await delivery.deliveriesUnderWay({
+      tenant,
+      watchlist: "wl_redis",
+      count: 600,
+      underWay: 40,
+      leaseMs: 3000,
     });
     // Reads of folios never read before, one after another for the whole fault.
-    const answers: { folio: string; status: number; ms: number; at: number }[] = [];
+    const { answers, read } = timedReads(leads.stack, trial.key, onRedis.gateway);
     let reading = true;
     const reads = (async () => {
       for (let next = 0; reading && next < leads.folios.length; next++) {
-        const folio = leads.folios[next] as string;
-        const started = Date.now();
-        const response = await leads.stack.request("GET", `/v1/leads/${folio}`, {
-          key: trial.key,
-          via: onRedis.gateway,
-        });
-        answers.push({ folio, status: response.statusCode, ms: Date.now() - started, at: started });
+        await read(leads.folios[next] as string);
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     })();
-
-    const matches = Array.from({ length: 600 }, () => delivery.stack.match(tenant, "wl_redis"));
-    await delivery.stack.publishMatches(matches);
-    await waitFor(() => delivery.receiver.received.length >= 40, { what: "deliveries under way" });
-    await redisServer.stop();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const seenWhileDown = delivery.receiver.received.length;
-    await redisServer.start();
-    const backAt = Date.now();
+    const { seenWhileDown, backAt } = await delivery.awayForTwoSeconds(
+      () => redisServer.stop(),
+      () => redisServer.start(),
+    );
     await waitFor(
       () =>
         exited() ??
@@ -92,10 +85,7 @@ describe("a Redis restart and a flush under deliveries and reads", () => {
     reading = false;
     await reads;
 
-    const tally = await delivery.tally(tenant, matches.length, exited);
-    expect(exited()).toBeUndefined();
-    expect(tally.missing).toBe(0);
-    expect(tally.rows).toBe(matches.length);
+    const tally = await delivery.expectEveryDelivery(tenant, matches.length, exited);
     const fiveHundreds = answers.filter((answer) => answer.status >= 500 && answer.status !== 503);
     expect(fiveHundreds).toEqual([]);
     expect(answers.filter((answer) => ![200, 503].includes(answer.status))).toEqual([]);
@@ -121,13 +111,8 @@ describe("a Redis restart and a flush under deliveries and reads", () => {
     expect(recoveryMs).toBeLessThan(30_000);
     recordFault({
       fault: "Redis restart (back empty) and flush under deliveries and reads",
-      matches: matches.length,
-      uniqueDeliveries: tally.received,
-      duplicates: tally.duplicates,
-      lost: tally.lost,
-      fiveHundreds: fiveHundreds.length,
-      unavailable: answers.filter((answer) => answer.status === 503).length,
-      slowestAnswerMs: slowest,
+      ...deliveryCounts(matches.length, tally),
+      ...readCounts(answers),
       recoveryMs,
       leadViewsCharged: (await charged()).length,
       readsAnswered: answered.length,

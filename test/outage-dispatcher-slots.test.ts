@@ -2,7 +2,7 @@
 // the surviving process within a few seconds (short slot leases renewed by a heartbeat), not
 // after the 20 s lease of the delivery rows it had claimed.
 import { describe, expect, it } from "vitest";
-import { recordFault } from "./support/chaos-report.ts";
+import { deliveryCounts, recordFault } from "./support/chaos-report.ts";
 import { useWebhookStack } from "./support/fault-fixtures.ts";
 import { waitFor } from "./support/webhook-stack.ts";
 
@@ -57,16 +57,12 @@ describe("concurrency slots of a killed dispatcher", () => {
     const ids = unique();
     recordFault({
       fault: "kill -9 of one of two dispatchers",
-      matches: matches.length,
-      uniqueDeliveries: ids.size,
-      duplicates: fault.receiver.received.length - ids.size,
-      lost: matches.length - ids.size,
-      fiveHundreds: 0,
-      unavailable: 0,
-      slowestAnswerMs: null,
+      ...deliveryCounts(matches.length, {
+        received: ids.size,
+        duplicates: fault.receiver.received.length - ids.size,
+        lost: matches.length - ids.size,
+      }),
       recoveryMs: recoveredMs,
-      leadViewsCharged: null,
-      readsAnswered: null,
     });
     survivor.kill("SIGTERM");
   }, 90_000);

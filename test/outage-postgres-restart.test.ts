@@ -1,12 +1,11 @@
 // A real Postgres restart under a dispatcher process mid-delivery, on a private cluster of this
 // test's own (other suites share the machine's Postgres): the dispatcher stays up, deliveries
 // resume by themselves once Postgres is back, and every webhook id arrives.
-import type { ChildProcess } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { recordFault } from "./support/chaos-report.ts";
+import { deliveryCounts, recordFault } from "./support/chaos-report.ts";
 import { useWebhookStack } from "./support/fault-fixtures.ts";
 import { type PrivatePostgres, startPrivatePostgres } from "./support/private-stores.ts";
-import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
+import { waitFor } from "./support/webhook-stack.ts";
 
 let postgres: PrivatePostgres;
 const fault = useWebhookStack({
@@ -27,18 +26,17 @@ const fault = useWebhookStack({
 describe("a Postgres restart with the dispatcher mid-delivery", () => {
   it("leaves the dispatcher running; deliveries resume within seconds of Postgres's return and none is lost", async () => {
     const tenant = "tn_pg_restart";
-    await subscribedTenant(fault.stack, tenant, "wl_restart", fault.receiver.url);
-    const child: ChildProcess = await fault.stack.spawnDispatcher({ LEASE_MS: "3000" });
-    const exited = exitOf(child);
-
-    const matches = Array.from({ length: 600 }, () => fault.stack.match(tenant, "wl_restart"));
-    await fault.stack.publishMatches(matches);
-    await waitFor(() => fault.receiver.received.length >= 40, { what: "deliveries under way" });
-    await postgres.stop();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const seenWhileDown = fault.receiver.received.length;
-    await postgres.start();
-    const backAt = Date.now();
+    const { child, exited, matches } = await fault.deliveriesUnderWay({
+      tenant,
+      watchlist: "wl_restart",
+      count: 600,
+      underWay: 40,
+      leaseMs: 3000,
+    });
+    const { seenWhileDown, backAt } = await fault.awayForTwoSeconds(
+      () => postgres.stop(),
+      () => postgres.start(),
+    );
     await waitFor(() => exited() ?? fault.receiver.received.length > seenWhileDown, {
       timeoutMs: 30_000,
       what: "a delivery after Postgres returned",
@@ -47,22 +45,11 @@ describe("a Postgres restart with the dispatcher mid-delivery", () => {
     expect(exited()).toBeUndefined();
     expect(resumedMs).toBeLessThan(10_000);
 
-    const tally = await fault.tally(tenant, matches.length, exited);
-    expect(exited()).toBeUndefined();
-    expect(tally.rows).toBe(matches.length);
-    expect(tally.missing).toBe(0);
+    const tally = await fault.expectEveryDelivery(tenant, matches.length, exited);
     recordFault({
       fault: "Postgres restart (2 s down) mid-delivery",
-      matches: matches.length,
-      uniqueDeliveries: tally.received,
-      duplicates: tally.duplicates,
-      lost: tally.lost,
-      fiveHundreds: 0,
-      unavailable: 0,
-      slowestAnswerMs: null,
+      ...deliveryCounts(matches.length, tally),
       recoveryMs: resumedMs,
-      leadViewsCharged: null,
-      readsAnswered: null,
     });
     child.kill("SIGTERM");
   }, 120_000);

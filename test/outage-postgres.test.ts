@@ -3,9 +3,9 @@
 // administrator command"), and the dispatcher process stays up and delivers every webhook id.
 import type { ChildProcess } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { recordFault } from "./support/chaos-report.ts";
+import { deliveryCounts, recordFault } from "./support/chaos-report.ts";
 import { useWebhookStack } from "./support/fault-fixtures.ts";
-import { exitOf, subscribedTenant, waitFor } from "./support/webhook-stack.ts";
+import { waitFor } from "./support/webhook-stack.ts";
 
 const fault = useWebhookStack({ receiver: () => ({ status: 200, delayMs: 20 }) });
 
@@ -22,35 +22,23 @@ async function terminateBackendsOf(child: ChildProcess): Promise<number> {
 describe("a Postgres connection loss mid-delivery", () => {
   it("leaves the dispatcher running, and every webhook id is delivered once Postgres answers again", async () => {
     const tenant = "tn_pg_outage";
-    await subscribedTenant(fault.stack, tenant, "wl_pg", fault.receiver.url);
-    const child = await fault.stack.spawnDispatcher({ LEASE_MS: "2000" });
-    const exited = exitOf(child);
-
-    const matches = Array.from({ length: 400 }, () => fault.stack.match(tenant, "wl_pg"));
-    await fault.stack.publishMatches(matches);
-    await waitFor(() => fault.receiver.received.length >= 40, { what: "deliveries under way" });
+    const { child, exited, matches } = await fault.deliveriesUnderWay({
+      tenant,
+      watchlist: "wl_pg",
+      count: 400,
+      underWay: 40,
+      leaseMs: 2000,
+    });
     let terminated = 0;
     for (let round = 0; round < 4; round++) {
       terminated += await terminateBackendsOf(child);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     expect(terminated).toBeGreaterThan(0);
-    const tally = await fault.tally(tenant, matches.length, exited);
-    expect(exited()).toBeUndefined();
-    expect(tally.rows).toBe(matches.length);
-    expect(tally.missing).toBe(0);
+    const tally = await fault.expectEveryDelivery(tenant, matches.length, exited);
     recordFault({
       fault: "Postgres backends terminated mid-delivery",
-      matches: matches.length,
-      uniqueDeliveries: tally.received,
-      duplicates: tally.duplicates,
-      lost: tally.lost,
-      fiveHundreds: 0,
-      unavailable: 0,
-      slowestAnswerMs: null,
-      recoveryMs: null,
-      leadViewsCharged: null,
-      readsAnswered: null,
+      ...deliveryCounts(matches.length, tally),
     });
     await waitFor(
       async () =>

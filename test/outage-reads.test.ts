@@ -2,18 +2,21 @@
 // (2 s) with Retry-After, its request id and the six limit headers; its reservation is given back;
 // and neither it nor a read whose client went away is published once the broker is back.
 
-import { mkdtempSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { type AddressInfo, connect, createServer, type Socket } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Bus } from "@th/bus";
-import { contracts, type LeadViewRecorded, type LeadViewVoided } from "@th/contracts";
-import { startBroker } from "@th/dev-broker";
+import { contracts } from "@th/contracts";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { recordFault } from "./support/chaos-report.ts";
-import { privateBus, useEdgeStack } from "./support/fault-fixtures.ts";
+import { readCounts, recordFault } from "./support/chaos-report.ts";
+import {
+  customTenant,
+  leadViewsRemaining,
+  replayed,
+  restartableBroker,
+  timedReads,
+  useEdgeStack,
+} from "./support/fault-fixtures.ts";
 
 const SIX_HEADERS = [
   "x-ratelimit-limit",
@@ -25,75 +28,36 @@ const SIX_HEADERS = [
 ];
 
 const reads = useEdgeStack();
-let dataDir: string;
-let broker: Awaited<ReturnType<typeof startBroker>> | undefined;
-let port: number;
-let bus: Bus;
+let broker: Awaited<ReturnType<typeof restartableBroker>>;
 let gateway: Awaited<ReturnType<typeof buildGateway>>;
 
 beforeAll(async () => {
   // The gateway under test records lead-views on a broker of its own, which the test stops and
   // starts again on the same port and log directory, as a broker restart would.
-  dataDir = mkdtempSync(join(tmpdir(), "th-outage-broker-"));
-  broker = await startBroker({ port: 0, dataDir, logLevel: "error" });
-  port = Number(broker.brokers[0]?.split(":").pop());
-  bus = privateBus(reads.stack, broker.brokers, "outage-gateway");
-  await bus.provision([contracts.leadViewRecorded, contracts.leadViewVoided]);
-  gateway = await buildGateway({ ...reads.stack.harness, bus, config: reads.stack.gatewayConfig });
+  broker = await restartableBroker(reads.stack, "outage-gateway", [
+    contracts.leadViewRecorded,
+    contracts.leadViewVoided,
+  ]);
+  gateway = await buildGateway({
+    ...reads.stack.harness,
+    bus: broker.bus,
+    config: reads.stack.gatewayConfig,
+  });
   await gateway.http?.listen({ port: 0, host: "127.0.0.1" });
 });
 
 afterAll(async () => {
   await gateway?.http?.close();
-  await bus?.close();
-  await broker?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await broker?.close();
 });
 
-async function tenant(leadViews: number) {
-  const trial = await reads.stack.startTrial("custom");
-  await reads.stack.setCustomLimits(trial.tenantId, {
-    lead_views_per_month: leadViews,
-    rate_per_minute: 100_000,
-  });
-  return trial;
-}
-
-/** Every read of the broker-outage case: its request id, status and time to answer. */
-const answers: { id: string; status: number; ms: number }[] = [];
-
-async function read(key: string, folio: string, requestId: string) {
-  const started = Date.now();
-  const response = await reads.stack.request("GET", `/v1/leads/${folio}`, {
-    key,
-    via: gateway,
-    headers: { "x-request-id": requestId },
-  });
-  answers.push({ id: requestId, status: response.statusCode, ms: Date.now() - started });
-  return response;
-}
-
 /** The request ids of every void on the private broker's topic. */
-async function voidedRequestIds(): Promise<string[]> {
-  const ids: string[] = [];
-  await bus.replay(contracts.leadViewVoided, {
-    onBatch: async (records) => {
-      ids.push(...records.map((record) => (record.value as LeadViewVoided).request_id));
-    },
-  });
-  return ids;
-}
+const voidedRequestIds = async () =>
+  (await replayed(broker.bus, contracts.leadViewVoided)).map((voided) => voided.request_id);
 
 /** The request ids of every lead-view on the private broker's topic. */
-async function recordedRequestIds(): Promise<string[]> {
-  const ids: string[] = [];
-  await bus.replay(contracts.leadViewRecorded, {
-    onBatch: async (records) => {
-      ids.push(...records.map((record) => (record.value as LeadViewRecorded).request_id));
-    },
-  });
-  return ids;
-}
+const recordedRequestIds = async () =>
+  (await replayed(broker.bus, contracts.leadViewRecorded)).map((view) => view.request_id);
 
 async function waitUntil(probe: () => boolean, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
@@ -154,20 +118,18 @@ async function holdingProxy(target: number) {
   };
 }
 
-const remaining = (response: { headers: Record<string, unknown> }) =>
-  Number(response.headers["x-quota-lead-views-remaining"]);
-
 describe("a lead read while the broker is down", () => {
   it("answers 503 unavailable within 2.5 s with Retry-After, its request id and the six headers, charges nothing, and is never published later", async () => {
-    const { key } = await tenant(10);
-    const before = await read(key, reads.folios[0] as string, "outage-read-ok-1");
+    const { key } = await customTenant(reads.stack, 10);
+    // Every read of this case: its request id, status and time to answer.
+    const { answers, read } = timedReads(reads.stack, key, gateway);
+    const before = await read(reads.folios[0] as string, "outage-read-ok-1");
     expect(before.statusCode).toBe(200);
-    expect(remaining(before)).toBe(9);
+    expect(leadViewsRemaining(before)).toBe(9);
 
-    await broker?.stop();
-    broker = undefined;
+    await broker.stop();
     const started = Date.now();
-    const refused = await read(key, reads.folios[1] as string, "outage-read-refused-1");
+    const refused = await read(reads.folios[1] as string, "outage-read-refused-1");
     const ms = Date.now() - started;
     expect(refused.statusCode).toBe(503);
     expect(ms).toBeLessThan(2_500);
@@ -179,18 +141,18 @@ describe("a lead read while the broker is down", () => {
     for (const header of SIX_HEADERS) {
       expect(refused.headers[header], header).toBeDefined();
     }
-    expect(remaining(refused)).toBe(9);
+    expect(leadViewsRemaining(refused)).toBe(9);
 
     // The broker comes back within the producer's own retry window: a publish that went on
     // retrying would land now.
-    broker = await startBroker({ port, dataDir, logLevel: "error" });
-    let after = await read(key, reads.folios[2] as string, "outage-read-ok-2");
+    await broker.start();
+    let after = await read(reads.folios[2] as string, "outage-read-ok-2");
     for (let i = 0; i < 20 && after.statusCode !== 200; i++) {
       await new Promise((resolve) => setTimeout(resolve, 250));
-      after = await read(key, reads.folios[2] as string, `outage-read-ok-2-${i}`);
+      after = await read(reads.folios[2] as string, `outage-read-ok-2-${i}`);
     }
     expect(after.statusCode).toBe(200);
-    expect(remaining(after)).toBe(8);
+    expect(leadViewsRemaining(after)).toBe(8);
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const ids = await recordedRequestIds();
     expect(ids).toContain("outage-read-ok-1");
@@ -207,26 +169,18 @@ describe("a lead read while the broker is down", () => {
     expect(charged.sort()).toEqual(answered.map((answer) => answer.id).sort());
     recordFault({
       fault: "broker stopped and restarted during reads",
-      matches: null,
-      uniqueDeliveries: null,
-      duplicates: null,
-      lost: null,
-      fiveHundreds: answers.filter((answer) => answer.status >= 500 && answer.status !== 503)
-        .length,
-      unavailable: answers.filter((answer) => answer.status === 503).length,
-      slowestAnswerMs: Math.max(...answers.map((answer) => answer.ms)),
-      recoveryMs: null,
+      ...readCounts(answers),
       leadViewsCharged: charged.length,
       readsAnswered: answered.length,
     });
   }, 60_000);
 
   it("gives the reservation back as soon as the client goes away, and never publishes its view", async () => {
-    const { key } = await tenant(10);
-    broker ??= await startBroker({ port, dataDir, logLevel: "error" });
+    const { key } = await customTenant(reads.stack, 10);
+    await broker.start();
     // A broker that has stopped answering: the gateway's connections reach a proxy that holds
     // their bytes until the test lets them through to the real broker.
-    const proxy = await holdingProxy(port);
+    const proxy = await holdingProxy(broker.port);
     const stalledBus = new Bus({
       brokers: [`127.0.0.1:${proxy.port}`],
       clientId: "outage-stalled",
@@ -255,7 +209,7 @@ describe("a lead read while the broker is down", () => {
         key,
         via: gateway,
       });
-      expect(remaining(during)).toBe(9);
+      expect(leadViewsRemaining(during)).toBe(9);
       client.destroy();
       await new Promise((resolve) => setTimeout(resolve, 300));
       const free = await reads.stack.request("GET", "/v1/leads/23-0000000000000", {
@@ -263,7 +217,7 @@ describe("a lead read while the broker is down", () => {
         via: gateway,
       });
       expect(free.statusCode).toBe(404);
-      expect(remaining(free)).toBe(10);
+      expect(leadViewsRemaining(free)).toBe(10);
       // The broker answers again: what the gateway had asked before the client left goes
       // through, and its view must still not be published.
       proxy.release();
@@ -271,14 +225,6 @@ describe("a lead read while the broker is down", () => {
       expect(await recordedRequestIds()).not.toContain("outage-read-gone-1");
       recordFault({
         fault: "client hangs up while the broker stalls",
-        matches: null,
-        uniqueDeliveries: null,
-        duplicates: null,
-        lost: null,
-        fiveHundreds: 0,
-        unavailable: 0,
-        slowestAnswerMs: null,
-        recoveryMs: null,
         leadViewsCharged: 0,
         readsAnswered: 0,
       });

@@ -3,14 +3,21 @@
 // the same, and the gateway's leadview.voided keeps the ledger from charging it. Afterwards the
 // ledger, the usage endpoint and the Redis counter agree on the reads answered with a lead.
 import type { Bus } from "@th/bus";
-import { contracts, type LeadViewRecorded } from "@th/contracts";
+import { contracts } from "@th/contracts";
 import { type RunningBroker, startBroker } from "@th/dev-broker";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import { buildApp as buildLedger } from "@th/quota-ledger/app";
 import { readConfig as readLedgerConfig } from "@th/quota-ledger/config";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { recordFault } from "./support/chaos-report.ts";
-import { privateBus, useEdgeStack } from "./support/fault-fixtures.ts";
+import { readCounts, recordFault } from "./support/chaos-report.ts";
+import {
+  customTenant,
+  leadViewsRemaining,
+  privateBus,
+  replayed,
+  timedReads,
+  useEdgeStack,
+} from "./support/fault-fixtures.ts";
 
 const reads = useEdgeStack();
 let broker: RunningBroker;
@@ -55,37 +62,13 @@ afterAll(async () => {
 });
 
 /** The request ids of every lead-view in the private broker's log. */
-async function recordedRequestIds(): Promise<string[]> {
-  const ids: string[] = [];
-  await bus.replay(contracts.leadViewRecorded, {
-    onBatch: async (records) => {
-      ids.push(...records.map((record) => (record.value as LeadViewRecorded).request_id));
-    },
-  });
-  return ids;
-}
-
-const remaining = (response: { headers: Record<string, unknown> }) =>
-  Number(response.headers["x-quota-lead-views-remaining"]);
+const recordedRequestIds = async () =>
+  (await replayed(bus, contracts.leadViewRecorded)).map((view) => view.request_id);
 
 describe("a lead read whose views the broker appends but acknowledges too late", () => {
   it("answers 503, and the view that reached the log is voided: ledger, usage and counter agree on the reads answered", async () => {
-    const trial = await reads.stack.startTrial("custom");
-    await reads.stack.setCustomLimits(trial.tenantId, {
-      lead_views_per_month: 10,
-      rate_per_minute: 100_000,
-    });
-    const answers: { id: string; status: number; ms: number }[] = [];
-    const read = async (folio: string, requestId: string) => {
-      const started = Date.now();
-      const response = await reads.stack.request("GET", `/v1/leads/${folio}`, {
-        key: trial.key,
-        via: gateway,
-        headers: { "x-request-id": requestId },
-      });
-      answers.push({ id: requestId, status: response.statusCode, ms: Date.now() - started });
-      return response;
-    };
+    const trial = await customTenant(reads.stack, 10);
+    const { answers, read } = timedReads(reads.stack, trial.key, gateway);
     expect((await read(reads.folios[0] as string, "stalled-ok-1")).statusCode).toBe(200);
 
     stallMs = 3_000;
@@ -93,7 +76,7 @@ describe("a lead read whose views the broker appends but acknowledges too late",
     expect(refused.statusCode).toBe(503);
     expect(refused.json().error).toBe("unavailable");
     expect(answers.at(-1)?.ms).toBeLessThan(2_500);
-    expect(remaining(refused)).toBe(9);
+    expect(leadViewsRemaining(refused)).toBe(9);
     stallMs = 0;
 
     // The refused read's view did reach the log: the case the void exists for.
@@ -144,18 +127,10 @@ describe("a lead read whose views the broker appends but acknowledges too late",
     expect(usage.json().used).toBe(answered.length);
     // The counter: a read of a folio already charged today is free and shows what remains.
     const again = await read(reads.folios[0] as string, "stalled-repeat");
-    expect(remaining(again)).toBe(10 - answered.length);
+    expect(leadViewsRemaining(again)).toBe(10 - answered.length);
     recordFault({
       fault: "broker appends but acknowledges 3 s late during reads",
-      matches: null,
-      uniqueDeliveries: null,
-      duplicates: null,
-      lost: null,
-      fiveHundreds: answers.filter((answer) => answer.status >= 500 && answer.status !== 503)
-        .length,
-      unavailable: answers.filter((answer) => answer.status === 503).length,
-      slowestAnswerMs: Math.max(...answers.map((answer) => answer.ms)),
-      recoveryMs: null,
+      ...readCounts(answers),
       leadViewsCharged: (await charged()).length,
       readsAnswered: answered.length,
     });
