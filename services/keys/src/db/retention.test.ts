@@ -2,77 +2,52 @@
 // past their expiry, and never before, so reuse detection (decision 0337) keeps working for as
 // long as a session can be refreshed; password and invite links and pending trials likewise.
 import { randomUUID } from "node:crypto";
-import { contracts } from "@th/contracts";
-import { createTestHarness, signedInject, type TestHarness } from "@th/service-kit/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../app.ts";
-import { type Config, readConfig } from "../config.ts";
-import { LocalPaymentProvider } from "../domain/payment-provider.ts";
-import { migrations } from "./migrations.ts";
+import { describe, expect, it } from "vitest";
+import { useKeysApp } from "../testing/keys-app.ts";
 import { EXPIRING } from "./retention.ts";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-let harness: TestHarness<Config>;
-let app: Awaited<ReturnType<typeof buildApp>>;
-let clock = new Date("2026-11-01T10:00:00Z");
-
-beforeAll(async () => {
-  harness = await createTestHarness({
-    config: readConfig({}),
-    migrations: [migrations],
-    topics: [contracts.tenantChanged, contracts.keyIssued, contracts.keyRevoked],
-  });
-  app = await buildApp(harness, { payments: new LocalPaymentProvider(), now: () => clock });
-});
-afterAll(async () => {
-  await app.http?.close();
-  await app.stop();
-  await harness.close();
+const keys = useKeysApp({
+  clock: new Date("2026-11-01T10:00:00Z"),
+  emailDomain: "retention.test",
 });
 
-async function call(url: string, payload: object, headers: Record<string, string> = {}) {
-  if (!app.http) {
-    throw new Error("no http app");
-  }
-  return app.http.inject(
-    signedInject(app.http, "keys", { method: "POST", url, headers, body: payload }),
-  );
-}
-
-let trials = 0;
 /** A trial whose admin has a password, and a sign-in of a week. */
 async function signedIn() {
-  trials++;
-  const email = `owner${trials}@retention.test`;
-  const trial = await call("/internal/v1/trials", {
-    tier: "team",
-    company: `Acme ${trials}`,
-    admin_email: email,
-    payment_method: "pm_card_visa",
-    admin_password: "a long enough passphrase",
-  });
-  expect(trial.statusCode).toBe(201);
-  const opened = await call("/internal/v1/sessions", {
-    email,
-    password: "a long enough passphrase",
-    lifetime_seconds: 7 * 86_400,
-  });
+  const trial = await keys.startTrial("team", "a long enough passphrase");
+  const opened = await keys.call(
+    "POST",
+    "/internal/v1/sessions",
+    {},
+    {
+      email: trial.email,
+      password: "a long enough passphrase",
+      lifetime_seconds: 7 * 86_400,
+    },
+  );
   expect(opened.statusCode).toBe(201);
   const { session } = opened.json();
   return {
-    tenantId: trial.json().tenant.id as string,
-    memberId: trial.json().member.id as string,
+    ...trial.caller,
     id: session.id as string,
     token: session.refresh_token as string,
   };
 }
 
 const refresh = (sessionId: string, token: string) =>
-  call("/internal/v1/sessions/refresh", { session_id: sessionId, refresh_token: token });
+  keys.call(
+    "POST",
+    "/internal/v1/sessions/refresh",
+    {},
+    {
+      session_id: sessionId,
+      refresh_token: token,
+    },
+  );
 
 async function rowsOf(sessionId: string) {
-  const { rows } = await harness.pool.query<{ sessions: number; tokens: number }>(
+  const { rows } = await keys.harness.pool.query<{ sessions: number; tokens: number }>(
     `SELECT (SELECT count(*)::int FROM dashboard_sessions WHERE id = $1) AS sessions,
             (SELECT count(*)::int FROM dashboard_refresh_tokens WHERE session_id = $1) AS tokens`,
     [sessionId],
@@ -83,14 +58,14 @@ async function rowsOf(sessionId: string) {
 describe("session retention", () => {
   it("keeps a live session and its spent tokens: after a round, the owner refreshes and a reused token still ends the session", async () => {
     const start = new Date("2026-11-01T10:00:00Z");
-    clock = start;
+    keys.clock = start;
     const session = await signedIn();
     const first = await refresh(session.id, session.token);
     expect(first.statusCode).toBe(200);
     const next = first.json().session.refresh_token as string;
     // Six days on, still a day inside the week the session lives.
-    clock = new Date(start.getTime() + 6 * DAY);
-    await app.retention.runOnce();
+    keys.clock = new Date(start.getTime() + 6 * DAY);
+    await keys.app.retention.runOnce();
     expect(await rowsOf(session.id)).toEqual({ sessions: 1, tokens: 2 });
     const owner = await refresh(session.id, next);
     expect(owner.statusCode).toBe(200);
@@ -101,15 +76,15 @@ describe("session retention", () => {
 
   it("keeps an expired session and its tokens for the day of grace, then removes both", async () => {
     const start = new Date("2026-12-01T10:00:00Z");
-    clock = start;
+    keys.clock = start;
     const session = await signedIn();
     expect((await refresh(session.id, session.token)).statusCode).toBe(200);
     const expiry = start.getTime() + 7 * DAY;
-    clock = new Date(expiry + DAY - HOUR);
-    await app.retention.runOnce();
+    keys.clock = new Date(expiry + DAY - HOUR);
+    await keys.app.retention.runOnce();
     expect(await rowsOf(session.id)).toEqual({ sessions: 1, tokens: 2 });
-    clock = new Date(expiry + DAY + HOUR);
-    const removed = await app.retention.runOnce();
+    keys.clock = new Date(expiry + DAY + HOUR);
+    const removed = await keys.app.retention.runOnce();
     expect(removed.get("keys.dashboard_refresh_tokens")).toBeGreaterThanOrEqual(2);
     expect(removed.get("keys.dashboard_sessions")).toBeGreaterThanOrEqual(1);
     expect(await rowsOf(session.id)).toEqual({ sessions: 0, tokens: 0 });
@@ -120,11 +95,11 @@ describe("session retention", () => {
 
 describe("password link and pending trial retention", () => {
   it("removes password and invite links a day past their expiry, used or not, and keeps the rest", async () => {
-    clock = new Date("2027-01-10T10:00:00Z");
+    keys.clock = new Date("2027-01-10T10:00:00Z");
     const { tenantId, memberId } = await signedIn();
     const link = async (purpose: string, expiresAt: Date, used: boolean) => {
       const hash = randomUUID();
-      await harness.pool.query(
+      await keys.harness.pool.query(
         `INSERT INTO password_tokens (token_hash, tenant_id, member_id, purpose, created_at,
                                       expires_at, used_at)
          VALUES ($1, $2, $3, $4, $5, $5, $6)`,
@@ -132,15 +107,15 @@ describe("password link and pending trial retention", () => {
       );
       return hash;
     };
-    const past = (ms: number) => new Date(clock.getTime() - ms);
+    const past = (ms: number) => new Date(keys.clock.getTime() - ms);
     await link("invite", past(DAY + HOUR), false);
     await link("reset", past(3 * DAY), true);
     const kept = [
       await link("invite", past(DAY - HOUR), false),
-      await link("reset", new Date(clock.getTime() + HOUR), false),
+      await link("reset", new Date(keys.clock.getTime() + HOUR), false),
     ];
-    await app.retention.runOnce();
-    const { rows } = await harness.pool.query<{ token_hash: string }>(
+    await keys.app.retention.runOnce();
+    const { rows } = await keys.harness.pool.query<{ token_hash: string }>(
       "SELECT token_hash FROM password_tokens WHERE member_id = $1",
       [memberId],
     );
@@ -148,10 +123,10 @@ describe("password link and pending trial retention", () => {
   });
 
   it("removes a pending trial a day after its hour to authenticate ended, and keeps a younger one", async () => {
-    clock = new Date("2027-02-10T10:00:00Z");
+    keys.clock = new Date("2027-02-10T10:00:00Z");
     const pending = async (createdAt: Date) => {
       const ref = `seti_${randomUUID().replaceAll("-", "")}`;
-      await harness.pool.query(
+      await keys.harness.pool.query(
         `INSERT INTO pending_trials (setup_intent_ref, client_secret_sha256, tenant_id, tier,
            company, admin_email, payment_method, customer_ref, card_fingerprint, card_brand,
            card_last4, card_claimed_at, created_at)
@@ -160,10 +135,10 @@ describe("password link and pending trial retention", () => {
       );
       return ref;
     };
-    await pending(new Date(clock.getTime() - HOUR - DAY - 60_000));
-    const kept = await pending(new Date(clock.getTime() - HOUR - DAY + 60_000));
-    await app.retention.runOnce();
-    const { rows } = await harness.pool.query<{ setup_intent_ref: string }>(
+    await pending(new Date(keys.clock.getTime() - HOUR - DAY - 60_000));
+    const kept = await pending(new Date(keys.clock.getTime() - HOUR - DAY + 60_000));
+    await keys.app.retention.runOnce();
+    const { rows } = await keys.harness.pool.query<{ setup_intent_ref: string }>(
       "SELECT setup_intent_ref FROM pending_trials",
     );
     expect(rows.map((row) => row.setup_intent_ref)).toEqual([kept]);
@@ -172,14 +147,14 @@ describe("password link and pending trial retention", () => {
 
 describe("the batches", () => {
   it("find their rows through an index of each table, never a sequential scan", async () => {
-    const client = await harness.pool.connect();
+    const client = await keys.harness.pool.connect();
     try {
       await client.query("BEGIN");
       // Scans the planner could avoid become its last resort, so any left needs an index.
       await client.query("SET LOCAL enable_seqscan = off");
       for (const rule of EXPIRING) {
         const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN ${rule.deleteSql}`, [
-          clock,
+          keys.clock,
           1_000,
         ]);
         const plan = rows.map((row) => row["QUERY PLAN"]).join("\n");

@@ -1,30 +1,10 @@
-import { contracts } from "@th/contracts";
 import { INTERNAL_HEADERS } from "@th/service-kit";
-import { createTestHarness, signedInject, type TestHarness } from "@th/service-kit/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../app.ts";
-import { type Config, readConfig } from "../config.ts";
-import { migrations } from "../db/migrations.ts";
-import { LocalPaymentProvider } from "../domain/payment-provider.ts";
+import { describe, expect, it } from "vitest";
+import { useKeysApp } from "../testing/keys-app.ts";
 
-let harness: TestHarness<Config>;
-let app: Awaited<ReturnType<typeof buildApp>>;
-let clock = new Date("2026-11-01T10:00:00Z");
+const keys = useKeysApp({ clock: new Date("2026-11-01T10:00:00Z"), emailDomain: "pw.test" });
+const { call, startTrial } = keys;
 const DAY = 86_400_000;
-
-beforeAll(async () => {
-  harness = await createTestHarness({
-    config: readConfig({}),
-    migrations: [migrations],
-    topics: [contracts.tenantChanged, contracts.keyIssued, contracts.keyRevoked],
-  });
-  app = await buildApp(harness, { payments: new LocalPaymentProvider(), now: () => clock });
-});
-afterAll(async () => {
-  await app.http?.close();
-  await app.stop();
-  await harness.close();
-});
 
 /** A call that names no tenant, member or key (signed like every call). */
 const token: Record<string, string> = {};
@@ -34,38 +14,6 @@ const as = (caller: { tenantId: string; memberId: string }) => ({
   [INTERNAL_HEADERS.member]: caller.memberId,
   [INTERNAL_HEADERS.key]: "key_test",
 });
-
-async function call(
-  method: "GET" | "POST" | "PUT",
-  url: string,
-  headers: Record<string, string>,
-  payload?: object,
-) {
-  if (!app.http) {
-    throw new Error("no http app");
-  }
-  return app.http.inject(signedInject(app.http, "keys", { method, url, headers, body: payload }));
-}
-
-let trials = 0;
-async function startTrial(tier: string, password?: string) {
-  trials++;
-  const email = `owner${trials}@pw.test`;
-  const response = await call("POST", "/internal/v1/trials", token, {
-    tier,
-    company: `Acme ${trials}`,
-    admin_email: email,
-    payment_method: "pm_card_visa",
-    ...(password ? { admin_password: password } : {}),
-  });
-  expect(response.statusCode).toBe(201);
-  const body = response.json();
-  return {
-    email,
-    body,
-    caller: { tenantId: body.tenant.id as string, memberId: body.member.id as string },
-  };
-}
 
 /** A sign-in: 201 with an opened session when the email and password match. */
 const verify = (email: string, password: string) =>
@@ -152,7 +100,7 @@ describe("admins invite and reset members", () => {
       as(admin.caller),
     );
     expect(reset.json().purpose).toBe("reset");
-    clock = new Date(clock.getTime() + 2 * DAY);
+    keys.clock = new Date(keys.clock.getTime() + 2 * DAY);
     const late = await call("POST", "/internal/v1/password", token, {
       token: reset.json().token,
       password: "too-late-passphrase",
@@ -207,7 +155,7 @@ describe("password hashes of the scrypt era", () => {
     "scrypt$32768$8$1$oTpFaCo-b51Z7nD5m69mcg$wAmPjUVCEx-LiVPcctwMcx46Jr2uSHowdr8QRElu2Dw";
   const storedHash = async (memberId: string) =>
     (
-      await harness.pool.query<{ password_hash: string }>(
+      await keys.harness.pool.query<{ password_hash: string }>(
         "SELECT password_hash FROM members WHERE id = $1",
         [memberId],
       )
@@ -216,7 +164,7 @@ describe("password hashes of the scrypt era", () => {
   it("still sign in, and are replaced by an Argon2id hash at that sign-in; a wrong password replaces nothing", async () => {
     const trial = await startTrial("team", "placeholder-passphrase");
     const memberId = trial.caller.memberId;
-    await harness.pool.query("UPDATE members SET password_hash = $2 WHERE id = $1", [
+    await keys.harness.pool.query("UPDATE members SET password_hash = $2 WHERE id = $1", [
       memberId,
       SCRYPT_ERA_HASH,
     ]);
