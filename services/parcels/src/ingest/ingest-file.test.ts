@@ -1,15 +1,10 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout } from "node:timers/promises";
-import { decodeValue } from "@th/bus";
 import { contracts, type ParcelIngested, schemaHeaderValue } from "@th/contracts";
 import type { Pool, PoolClient } from "@th/db";
-import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildApp } from "../app.ts";
-import { type Config, readConfig } from "../config.ts";
-import { migrations } from "../db/migrations.ts";
 import { findByFolios } from "../db/parcel-queries.ts";
 import {
   dropSecondaryIndexes,
@@ -33,36 +28,11 @@ import {
 import { NalRowReader } from "../domain/nal-row.ts";
 import { buildParcel } from "../domain/parcel.ts";
 import { NAL_HEADER_LINE, nalLine, writeNalFile } from "../testing/generate-nal.ts";
+import { useIngestRuns } from "../testing/ingest-runs.ts";
 import { ingestFile, type Publish } from "./ingest-file.ts";
 
-let harness: TestHarness<Config>;
-let dir: string;
-let published: ParcelIngested[];
-const asOf = new Date("2025-10-01T00:00:00Z");
-
-const collect: Publish = async (records) => {
-  published.push(
-    ...records.values.map((value) => decodeValue(contracts.parcelIngested, value, {})),
-  );
-};
-
-beforeAll(async () => {
-  harness = await createTestHarness({
-    config: readConfig({}),
-    migrations: [migrations],
-    topics: [contracts.parcelIngested],
-  });
-  dir = await mkdtemp(join(tmpdir(), "nal-ingest-"));
-});
-afterAll(async () => {
-  await harness.close();
-  await rm(dir, { recursive: true, force: true });
-});
-beforeEach(async () => {
-  published = [];
-  await harness.pool.query("TRUNCATE parcels, recorded_sales, ingest_runs");
-  await harness.pool.query("UPDATE publish_watermark SET published_through = 0");
-});
+const run = useIngestRuns("nal-ingest-");
+const { asOf, collect, published, writeRoll } = run;
 
 const rowValues = {
   CO_NO: 23,
@@ -98,52 +68,46 @@ const row = (parcelId: string, extra: Record<string, string | number> = {}) =>
     ...extra,
   });
 
-async function writeRoll(name: string, lines: string[]): Promise<string> {
-  const path = join(dir, name);
-  await writeFile(path, `${[NAL_HEADER_LINE, ...lines].join("\r\n")}\r\n`);
-  return path;
-}
-
 describe("content-hash diff", () => {
   it("publishes every parcel of a first ingest and nothing when the same file is ingested again", async () => {
-    const path = join(dir, "NAL23F202501.csv");
+    const path = join(run.dir, "NAL23F202501.csv");
     await writeNalFile(path, { rows: 300, seed: 11, countyNo: 23 });
-    const first = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    const first = await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf });
     expect(first).toMatchObject({ read: 300, new: 300, changed: 0, unchanged: 0, rejected: 0 });
     expect(published).toHaveLength(300);
 
-    published = [];
-    const again = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    published.length = 0;
+    const again = await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf });
     expect(again).toMatchObject({ read: 300, new: 0, changed: 0, unchanged: 300, rejected: 0 });
     expect(published).toHaveLength(0);
   });
 
   it("publishes a changed row once, with the previous hash, and leaves the others alone", async () => {
     const before = await writeRoll("NAL23F202501.csv", [row("A1"), row("A2"), row("A3")]);
-    await ingestFile({ pool: harness.pool, publish: collect }, before, { asOf });
+    await ingestFile({ pool: run.harness.pool, publish: collect }, before, { asOf });
     const firstHash = published.find((event) => event.folio === "23-A2")?.content_hash;
-    published = [];
+    published.length = 0;
 
     const after = await writeRoll("NAL23F202501.csv", [
       row("A1"),
       row("A2", { JV: 310000 }),
       row("A3"),
     ]);
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, after, { asOf });
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, after, { asOf });
     expect(summary).toMatchObject({ new: 0, changed: 1, unchanged: 2 });
     expect(published.map((event) => event.folio)).toEqual(["23-A2"]);
     expect(published[0]?.previous_content_hash).toBe(firstHash);
     expect(published[0]?.valuation.just_value).toBe(310000);
 
-    published = [];
-    await ingestFile({ pool: harness.pool, publish: collect }, after, { asOf });
+    published.length = 0;
+    await ingestFile({ pool: run.harness.pool, publish: collect }, after, { asOf });
     expect(published).toHaveLength(0);
   });
 });
 
 describe("first load", () => {
   const indexDefinitions = async () => {
-    const { rows } = await harness.pool.query<{ indexdef: string }>(
+    const { rows } = await run.harness.pool.query<{ indexdef: string }>(
       "SELECT indexdef FROM pg_indexes WHERE tablename = 'parcels' ORDER BY indexname",
     );
     return rows.map((item) => item.indexdef);
@@ -152,16 +116,16 @@ describe("first load", () => {
   it("loads an empty store without its secondary indexes and builds them as the migrations define them", async () => {
     const migrated = await indexDefinitions();
     expect(migrated).toHaveLength(5);
-    const path = join(dir, "NAL23F202501.csv");
+    const path = join(run.dir, "NAL23F202501.csv");
     await writeNalFile(path, { rows: 120, seed: 3, countyNo: 23 });
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, path, {
       asOf,
       batchSize: 25,
       deferIndexesFromBytes: 0,
     });
     expect(summary).toMatchObject({ new: 120, published: 120 });
     expect(await indexDefinitions()).toEqual(migrated);
-    const usable = await harness.pool.query<{ ready: boolean }>(
+    const usable = await run.harness.pool.query<{ ready: boolean }>(
       `SELECT bool_and(indisvalid AND indisready) AS ready FROM pg_index
         WHERE indrelid = 'parcels'::regclass`,
     );
@@ -175,12 +139,12 @@ describe("first load", () => {
       [23, 3],
       [60, 4],
     ] as const) {
-      const path = join(dir, `NAL${countyNo}F202501.csv`);
+      const path = join(run.dir, `NAL${countyNo}F202501.csv`);
       await writeNalFile(path, { rows: 60, seed, countyNo });
       files.push(path);
     }
     for (const path of files) {
-      const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+      const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, path, {
         asOf,
         batchSize: 25,
         indexesBuiltByCaller: true,
@@ -189,26 +153,26 @@ describe("first load", () => {
       // The primary key alone, after the first file and after the second.
       expect(await indexDefinitions()).toHaveLength(1);
     }
-    expect(await ensureSecondaryIndexes(harness.pool)).toBe(4);
+    expect(await ensureSecondaryIndexes(run.harness.pool)).toBe(4);
     expect(await indexDefinitions()).toEqual(migrated);
   });
 
   it("takes parcels for new when told to, and still diffs the batches that hold a stored one", async () => {
     await ingestFile(
-      { pool: harness.pool, publish: collect },
+      { pool: run.harness.pool, publish: collect },
       await writeRoll("NAL23F202501.csv", [row("N1"), row("N2")]),
       { asOf },
     );
-    published = [];
+    published.length = 0;
     const summary = await ingestFile(
-      { pool: harness.pool, publish: collect },
+      { pool: run.harness.pool, publish: collect },
       await writeRoll("NAL23F202502.csv", [row("N3"), row("N4"), row("N1", { JV: 350000 })]),
       { asOf, batchSize: 2, takeForNew: true },
     );
     expect(summary).toMatchObject({ read: 3, new: 2, changed: 1, unchanged: 0, published: 3 });
     const again = published.find((event) => event.folio === "23-N1");
     expect(again?.previous_content_hash).not.toBeNull();
-    const { rows } = await harness.pool.query(
+    const { rows } = await run.harness.pool.query(
       "SELECT just_value FROM parcels WHERE folio = '23-N1'",
     );
     expect(Number(rows[0]?.just_value)).toBe(350000);
@@ -221,7 +185,7 @@ describe("first load", () => {
       throw new Error("broker went away");
     };
     await expect(
-      ingestFile({ pool: harness.pool, publish: crashing }, path, {
+      ingestFile({ pool: run.harness.pool, publish: crashing }, path, {
         asOf,
         batchSize: 1,
         deferIndexesFromBytes: 0,
@@ -232,9 +196,9 @@ describe("first load", () => {
 
   it("has the service build the indexes at start when a first load died without building them", async () => {
     const migrated = await indexDefinitions();
-    await dropSecondaryIndexes(harness.pool);
+    await dropSecondaryIndexes(run.harness.pool);
     expect(await indexDefinitions()).toHaveLength(1);
-    const app = await buildApp(harness);
+    const app = await buildApp(run.harness);
     await app.start();
     await app.recovery();
     await app.stop();
@@ -267,14 +231,14 @@ function slowCommits(pool: Pool, ms: number): Pool {
 
 describe("a parcel repeated in its file", () => {
   const ingest = (path: string, batchSize = 2) =>
-    ingestFile({ pool: harness.pool, publish: collect }, path, {
+    ingestFile({ pool: run.harness.pool, publish: collect }, path, {
       asOf,
       batchSize,
       deferIndexesFromBytes: 0,
       rejectsPath: null,
     });
   const storedValues = async () => {
-    const stored = await harness.pool.query(
+    const stored = await run.harness.pool.query(
       "SELECT folio, just_value, source_line FROM parcels ORDER BY folio",
     );
     return stored.rows.map((r) => [r.folio, Number(r.just_value), r.source_line]);
@@ -327,7 +291,7 @@ describe("a parcel repeated in its file", () => {
     // Not a first load: each batch is looked up while the next is read, so a lookup must not run
     // ahead of the store of a batch that holds the same parcel.
     await ingest(await writeRoll("NAL16F202501.csv", [nalLine({ ...rowValues, CO_NO: 16 })]), 10);
-    published = [];
+    published.length = 0;
     const path = await writeRoll("NAL23F202501.csv", [
       row("H1"),
       row("H2"),
@@ -364,7 +328,7 @@ describe("a parcel repeated in its file", () => {
 
   it("looks a parcel up after the store lane's write of it, when the batch two before stores it and commits slowly", async () => {
     await ingest(await writeRoll("NAL16F202501.csv", [nalLine({ ...rowValues, CO_NO: 16 })]), 10);
-    published = [];
+    published.length = 0;
     const path = await writeRoll("NAL23F202501.csv", [
       row("J1"),
       row("J2"),
@@ -374,7 +338,7 @@ describe("a parcel repeated in its file", () => {
       row("J5"),
     ]);
     // Each store commits late: the third batch is read and looked up while the first is stored.
-    const pool = slowCommits(harness.pool, 300);
+    const pool = slowCommits(run.harness.pool, 300);
     const summary = await ingestFile({ pool, publish: collect }, path, {
       asOf,
       batchSize: 2,
@@ -405,7 +369,7 @@ describe("a parcel repeated in its file", () => {
     expect(duplicates(first)).toEqual([[5, "F1", "duplicate parcel in file; kept line 2"]]);
     expect(await storedValues()).toContainEqual(["23-F1", 500000, 2]);
 
-    published = [];
+    published.length = 0;
     const again = await ingest(path);
     expect(again).toMatchObject({ read: 4, new: 0, changed: 0, unchanged: 3, rejected: 1 });
     expect(duplicates(again)).toEqual(duplicates(first));
@@ -432,23 +396,23 @@ describe("publish after store", () => {
       throw new Error("broker went away");
     };
     await expect(
-      ingestFile({ pool: harness.pool, publish: crashing }, path, { asOf }),
+      ingestFile({ pool: run.harness.pool, publish: crashing }, path, { asOf }),
     ).rejects.toThrow("broker went away");
-    const stored = await harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
+    const stored = await run.harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
     expect(stored.rows.map((r) => r.folio)).toEqual(["23-B1", "23-B2"]);
 
     // The next run finds the file unchanged, but first publishes what the crash left behind.
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf });
     expect(summary.unchanged).toBe(2);
     expect(published.map((event) => event.folio).sort()).toEqual(["23-B1", "23-B2"]);
-    expect(await publishPending(harness.pool, collect)).toBe(0);
+    expect(await publishPending(run.harness.pool, collect)).toBe(0);
   });
 
   it("publishes to the parcel.ingested topic through the bus, keyed by folio", async () => {
     const path = await writeRoll("NAL23F202501.csv", [row("C1")]);
     const received: { key: string | null; value: ParcelIngested }[] = [];
     const { on } = await import("@th/bus");
-    const consumer = await harness.bus.consume({
+    const consumer = await run.harness.bus.consume({
       group: "ingest-test",
       fromBeginning: true,
       subscriptions: [
@@ -461,8 +425,8 @@ describe("publish after store", () => {
     try {
       await ingestFile(
         {
-          pool: harness.pool,
-          publish: (records) => harness.bus.publishEncoded(records),
+          pool: run.harness.pool,
+          publish: (records) => run.harness.bus.publishEncoded(records),
         },
         path,
         { asOf },
@@ -486,8 +450,8 @@ describe("the stored record", () => {
       });
       await collect(records);
     };
-    await ingestFile({ pool: harness.pool, publish: keep }, path, { asOf });
-    const { rows } = await harness.pool.query<StoredEventColumns & { folio: string }>(
+    await ingestFile({ pool: run.harness.pool, publish: keep }, path, { asOf });
+    const { rows } = await run.harness.pool.query<StoredEventColumns & { folio: string }>(
       `SELECT folio, ${STORED_EVENT_COLUMNS} FROM parcels ORDER BY folio`,
     );
     expect(rows.map((stored) => stored.folio)).toEqual(["23-R1", "23-R2"]);
@@ -497,25 +461,25 @@ describe("the stored record", () => {
       expect(stored.record?.equals(sent.get(stored.folio) as Buffer)).toBe(true);
       expect(storedEvent(stored)).toEqual(published.find((event) => event.folio === stored.folio));
     }
-    const found = await findByFolios(harness.pool, ["23-R2"]);
+    const found = await findByFolios(run.harness.pool, ["23-R2"]);
     expect(found.get("23-R2")?.event.valuation.just_value).toBe(450000);
   });
 
   it("of a parcel stored as JSON before records were stored still reads and republishes", async () => {
     const path = await writeRoll("NAL23F202501.csv", [row("J1")]);
-    await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf });
     const event = published[0] as ParcelIngested;
-    await harness.pool.query(
+    await run.harness.pool.query(
       "UPDATE parcels SET event = $1, record = NULL, record_schema = NULL WHERE folio = $2",
       [JSON.stringify(event), event.folio],
     );
-    expect((await findByFolios(harness.pool, [event.folio])).get(event.folio)?.event).toEqual(
+    expect((await findByFolios(run.harness.pool, [event.folio])).get(event.folio)?.event).toEqual(
       event,
     );
     // Unconfirmed on the topic: the recovery publish encodes it from its JSON.
-    await harness.pool.query("UPDATE publish_watermark SET published_through = 0");
-    published = [];
-    expect(await publishPending(harness.pool, collect)).toBe(1);
+    await run.harness.pool.query("UPDATE publish_watermark SET published_through = 0");
+    published.length = 0;
+    expect(await publishPending(run.harness.pool, collect)).toBe(1);
     expect(published).toEqual([event]);
   });
 
@@ -524,9 +488,9 @@ describe("the stored record", () => {
       "NAL23F202501.csv",
       Array.from({ length: 9 }, (_, index) => row(`W${index}`)),
     );
-    await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf, batchSize: 2 });
-    await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf, batchSize: 2 });
-    const { rows } = await harness.pool.query<{ schemas: number; ids: number; taken: string }>(
+    await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf, batchSize: 2 });
+    await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf, batchSize: 2 });
+    const { rows } = await run.harness.pool.query<{ schemas: number; ids: number; taken: string }>(
       `SELECT (SELECT count(*)::int FROM record_schemas) AS schemas,
               (SELECT count(DISTINCT record_schema)::int FROM parcels) AS ids,
               (SELECT last_value::text FROM record_schemas_id_seq) AS taken`,
@@ -537,9 +501,11 @@ describe("the stored record", () => {
 
   it("is never missing along with the event: such a row is refused", async () => {
     const path = await writeRoll("NAL23F202501.csv", [row("N1")]);
-    await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf });
     await expect(
-      harness.pool.query("UPDATE parcels SET record = NULL, event = NULL WHERE folio = '23-N1'"),
+      run.harness.pool.query(
+        "UPDATE parcels SET record = NULL, event = NULL WHERE folio = '23-N1'",
+      ),
     ).rejects.toThrow(/parcels_event_stored/);
   });
 });
@@ -565,7 +531,7 @@ describe("store", () => {
   };
 
   it("copies new parcels straight in and upserts one that was stored after all, each with a fresh change_seq", async () => {
-    const schemaId = await registerRecordSchema(harness.pool);
+    const schemaId = await registerRecordSchema(run.harness.pool);
     const newBatch = (...parcels: ReturnType<typeof built>[]) => {
       const batch = new ParcelBatch(schemaId);
       for (const parcel of parcels) {
@@ -574,17 +540,19 @@ describe("store", () => {
       return batch;
     };
     const first = await upsertParcels(
-      harness.pool,
+      run.harness.pool,
       newBatch(built("S1", 100000), built("S2", 200000)),
     );
     // S2 is wrongly taken for new: the batch falls back to the upsert instead of failing.
     const second = await upsertParcels(
-      harness.pool,
+      run.harness.pool,
       newBatch(built("S2", 250000), built("S3", 300000)),
     );
-    const { rows } = await harness.pool.query<{ folio: string; just_value: string; seq: string }>(
-      "SELECT folio, just_value, change_seq AS seq FROM parcels ORDER BY folio",
-    );
+    const { rows } = await run.harness.pool.query<{
+      folio: string;
+      just_value: string;
+      seq: string;
+    }>("SELECT folio, just_value, change_seq AS seq FROM parcels ORDER BY folio");
     expect(rows.map((item) => [item.folio, Number(item.just_value)])).toEqual([
       ["23-S1", 100000],
       ["23-S2", 250000],
@@ -607,7 +575,7 @@ describe("rejects report", () => {
       row("", {}),
       row("D6"),
     ]);
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf });
     expect(summary).toMatchObject({ read: 6, new: 2, rejected: 4 });
     expect(summary.rejects).toEqual([
       { line: 3, column: "JV", reason: '"12O000" is not a number', parcelId: "D2" },
@@ -618,13 +586,16 @@ describe("rejects report", () => {
     const report = await readFile(`${path}.rejects.csv`, "utf8");
     expect(report.split("\n")[0]).toBe("line,column,parcel_id,reason");
     expect(report).toContain('3,JV,D2,"""12O000"" is not a number"');
-    const stored = await harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
+    const stored = await run.harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
     expect(stored.rows.map((r) => r.folio)).toEqual(["23-D1", "23-D6"]);
   });
 
   it("reports a re-ingest's rejects in the same order whichever of its rows are typed", async () => {
     const first = await writeRoll("NAL23F202501.csv", [row("S1"), row("S2"), row("S3"), row("S4")]);
-    await ingestFile({ pool: harness.pool, publish: collect }, first, { asOf, rejectsPath: null });
+    await ingestFile({ pool: run.harness.pool, publish: collect }, first, {
+      asOf,
+      rejectsPath: null,
+    });
     // Batches of two: the rows' own rejects (a bad field, another county) and their diff's (an
     // older roll than the one stored), a batch of rejects only between them.
     const path = await writeRoll("NAL23F202502.csv", [
@@ -638,7 +609,7 @@ describe("rejects report", () => {
       row("X4", { JV: "z" }),
       row("S4"),
     ]);
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, path, {
       asOf,
       batchSize: 2,
       rejectsPath: null,
@@ -658,7 +629,7 @@ describe("rejects report", () => {
       row("P5"),
       row("P6\u0000"),
     ]);
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, path, {
       asOf,
       batchSize: 2,
     });
@@ -669,19 +640,19 @@ describe("rejects report", () => {
       [5, expect.stringMatching(/^record longer than 65536 characters/)],
       [7, "holds a control character (U+0000)"],
     ]);
-    const stored = await harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
+    const stored = await run.harness.pool.query("SELECT folio FROM parcels ORDER BY folio");
     expect(stored.rows.map((r) => r.folio)).toEqual(["23-P1", "23-P5"]);
     // Everything stored went out, so the next run starts clean.
     const next = await ingestFile(
-      { pool: harness.pool, publish: collect },
+      { pool: run.harness.pool, publish: collect },
       await writeRoll("NAL23F202502.csv", [row("P7")]),
       { asOf },
     );
     expect(next).toMatchObject({ new: 1, published: 1 });
     // Again into a store that holds parcels (rows keyed, not typed, as they are read): the same
     // rejects, and nothing stored from them.
-    published = [];
-    const again = await ingestFile({ pool: harness.pool, publish: collect }, path, {
+    published.length = 0;
+    const again = await ingestFile({ pool: run.harness.pool, publish: collect }, path, {
       asOf,
       batchSize: 2,
     });
@@ -691,7 +662,7 @@ describe("rejects report", () => {
 
   it("rejects a row whose county is not the one the file name gives", async () => {
     const path = await writeRoll("NAL23F202501.csv", [row("C1"), row("C2", { CO_NO: 60 })]);
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf });
     expect(summary).toMatchObject({ read: 2, new: 1, rejected: 1 });
     expect(summary.rejects).toEqual([
       { line: 3, column: "CO_NO", reason: "county 60 in a file of county 23", parcelId: "C2" },
@@ -714,21 +685,23 @@ describe("sales files and headers", () => {
     });
 
   it("records the sales of a sales file with or without its header line, and a later roll carries them", async () => {
-    const withHeader = join(dir, "SDF23F202501.csv");
+    const withHeader = join(run.dir, "SDF23F202501.csv");
     await writeFile(
       withHeader,
       `${[SDF_COLUMNS.join(","), saleOf("S1", "A1", 410000, 2024), saleOf("S2", "A2", 250000, 2023)].join("\n")}\n`,
     );
-    const headerless = join(dir, "SDF23F202502.csv");
+    const headerless = join(run.dir, "SDF23F202502.csv");
     await writeFile(headerless, `${saleOf("S3", "A3", 199000, 2022)}\n`);
 
-    const first = await ingestFile({ pool: harness.pool, publish: collect }, withHeader, { asOf });
+    const first = await ingestFile({ pool: run.harness.pool, publish: collect }, withHeader, {
+      asOf,
+    });
     expect(first).toMatchObject({ kind: "SDF", read: 2, new: 2, rejected: 0 });
-    const second = await ingestFile({ pool: harness.pool, publish: collect }, headerless, {
+    const second = await ingestFile({ pool: run.harness.pool, publish: collect }, headerless, {
       asOf,
     });
     expect(second).toMatchObject({ kind: "SDF", read: 1, new: 1, rejected: 0 });
-    const sales = await harness.pool.query(
+    const sales = await run.harness.pool.query(
       "SELECT folio, sale_id, price FROM recorded_sales ORDER BY folio",
     );
     expect(sales.rows).toEqual([
@@ -738,7 +711,7 @@ describe("sales files and headers", () => {
     ]);
 
     await ingestFile(
-      { pool: harness.pool, publish: collect },
+      { pool: run.harness.pool, publish: collect },
       await writeRoll("NAL23F202501.csv", [row("S1")]),
       { asOf },
     );
@@ -749,9 +722,9 @@ describe("sales files and headers", () => {
 
   it("skips and reports every row of a roll whose header lacks a column a lead is built from", async () => {
     const header = NAL_COLUMNS.map((column) => (column === "OWN_NAME" ? "OWNER_NAME" : column));
-    const path = join(dir, "NAL23F202501.csv");
+    const path = join(run.dir, "NAL23F202501.csv");
     await writeFile(path, `${[header.join(","), row("H1"), row("H2")].join("\n")}\n`);
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, path, { asOf });
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf });
     expect(summary).toMatchObject({
       read: 2,
       new: 0,
@@ -762,7 +735,7 @@ describe("sales files and headers", () => {
       { line: 2, column: null, reason: "skipped: header lacks a required column" },
       { line: 3, column: null, reason: "skipped: header lacks a required column" },
     ]);
-    const stored = await harness.pool.query("SELECT count(*)::int AS n FROM parcels");
+    const stored = await run.harness.pool.query("SELECT count(*)::int AS n FROM parcels");
     expect(stored.rows[0].n).toBe(0);
     expect(published).toEqual([]);
   });
@@ -772,11 +745,11 @@ describe("the ingest's clock", () => {
   it("records the run as started and finished at the ingest's time, not the database's", async () => {
     const clock = new Date("2031-05-06T07:08:09.000Z");
     const roll = await writeRoll("NAL23F202501.csv", [row("C1"), row("C2")]);
-    const summary = await ingestFile({ pool: harness.pool, publish: collect }, roll, {
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, roll, {
       asOf,
       now: () => clock,
     });
-    const { rows } = await harness.pool.query<{ started_at: Date; finished_at: Date }>(
+    const { rows } = await run.harness.pool.query<{ started_at: Date; finished_at: Date }>(
       "SELECT started_at, finished_at FROM ingest_runs WHERE ingest_id = $1",
       [summary.ingestId],
     );

@@ -2,15 +2,7 @@
 // parcel's row that changes its facts is still seen, whichever column it is in and however the
 // row is quoted, under another header or roll stage too, and a parcel stored without a digest is
 // compared by its content hash.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { decodeValue } from "@th/bus";
-import { contracts, type ParcelIngested } from "@th/contracts";
-import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type Config, readConfig } from "../config.ts";
-import { migrations } from "../db/migrations.ts";
+import { describe, expect, it } from "vitest";
 import { mapHeader } from "../domain/header.ts";
 import {
   NAL_COLUMN_ALIASES,
@@ -21,36 +13,11 @@ import {
 import { NalRowReader } from "../domain/nal-row.ts";
 import { rollFactsOf } from "../domain/parcel.ts";
 import { NAL_HEADER_LINE, nalLine } from "../testing/generate-nal.ts";
-import { ingestFile, type Publish } from "./ingest-file.ts";
+import { useIngestRuns } from "../testing/ingest-runs.ts";
+import { ingestFile } from "./ingest-file.ts";
 
-let harness: TestHarness<Config>;
-let dir: string;
-let published: ParcelIngested[];
-const asOf = new Date("2025-10-01T00:00:00Z");
-
-const collect: Publish = async (records) => {
-  published.push(
-    ...records.values.map((value) => decodeValue(contracts.parcelIngested, value, {})),
-  );
-};
-
-beforeAll(async () => {
-  harness = await createTestHarness({
-    config: readConfig({}),
-    migrations: [migrations],
-    topics: [contracts.parcelIngested],
-  });
-  dir = await mkdtemp(join(tmpdir(), "nal-row-digest-"));
-});
-afterAll(async () => {
-  await harness.close();
-  await rm(dir, { recursive: true, force: true });
-});
-beforeEach(async () => {
-  published = [];
-  await harness.pool.query("TRUNCATE parcels, recorded_sales, ingest_runs");
-  await harness.pool.query("UPDATE publish_watermark SET published_through = 0");
-});
+const run = useIngestRuns("nal-row-digest-");
+const { asOf, collect, published, writeRoll } = run;
 
 /** A row with every column the reader reads filled, and the others too. */
 const FULL_ROW: Readonly<Partial<Record<NalColumn, string>>> = {
@@ -128,17 +95,11 @@ function parseQuoted(line: string): string[] {
     .map((field) => field.replace(/,$/, "").replace(/^"(.*)"$/, "$1"));
 }
 
-async function writeRoll(name: string, lines: readonly string[], header = NAL_HEADER_LINE) {
-  const path = join(dir, name);
-  await writeFile(path, `${[header, ...lines].join("\r\n")}\r\n`);
-  return path;
-}
-
 const ingest = (path: string) =>
-  ingestFile({ pool: harness.pool, publish: collect }, path, { asOf, rejectsPath: null });
+  ingestFile({ pool: run.harness.pool, publish: collect }, path, { asOf, rejectsPath: null });
 
 async function storedHashes(): Promise<Map<string, string>> {
-  const { rows } = await harness.pool.query<{ folio: string; content_hash: string }>(
+  const { rows } = await run.harness.pool.query<{ folio: string; content_hash: string }>(
     "SELECT folio, content_hash FROM parcels",
   );
   return new Map(rows.map((row) => [row.folio, row.content_hash]));
@@ -169,7 +130,7 @@ describe("a re-ingest told by row digests", () => {
         parcels.map((parcel) => parcel.before),
       ),
     );
-    published = [];
+    published.length = 0;
 
     const summary = await ingest(
       await writeRoll(
@@ -202,13 +163,13 @@ describe("a re-ingest told by row digests", () => {
     const line = nalLine({ ...FULL_ROW, PARCEL_ID: "A1", OWN_CITY: "DORAL", PHY_CITY: "MIAMI" });
     await ingest(await writeRoll("NAL23P202501.csv", [line]));
     // The same text, final: roll_stage is a fact.
-    published = [];
+    published.length = 0;
     const final = await ingest(await writeRoll("NAL23F202501.csv", [line]));
     expect(final).toMatchObject({ changed: 1, unchanged: 0 });
     expect(published.map((event) => event.roll_stage)).toEqual(["final"]);
 
     // The same text under a header that names the two city columns the other way round.
-    published = [];
+    published.length = 0;
     const swapped = NAL_HEADER_LINE.split(",").map((column) =>
       column === "OWN_CITY" ? "PHY_CITY" : column === "PHY_CITY" ? "OWN_CITY" : column,
     );
@@ -249,14 +210,14 @@ describe("a re-ingest told by row digests", () => {
     ];
     const path = await writeRoll("NAL23F202501.csv", lines);
     await ingest(path);
-    const { rows } = await harness.pool.query<{ row_digest: string | null }>(
+    const { rows } = await run.harness.pool.query<{ row_digest: string | null }>(
       "SELECT row_digest FROM parcels ORDER BY folio",
     );
     expect(rows.map((row) => row.row_digest)).toEqual([expect.any(String), expect.any(String)]);
 
     // Stored before digests were kept: unchanged by its content hash, nothing published.
-    await harness.pool.query("UPDATE parcels SET row_digest = NULL");
-    published = [];
+    await run.harness.pool.query("UPDATE parcels SET row_digest = NULL");
+    published.length = 0;
     expect(await ingest(path)).toMatchObject({ changed: 0, unchanged: 2 });
     expect(published).toEqual([]);
 
