@@ -121,10 +121,12 @@ describe("the SQL detector", () => {
 });
 
 describe("where SQL and the environment may be", () => {
-  it("allows SQL in a service's db/ and a package's named homes only", () => {
+  it("allows SQL in a service's db/ and its testing/ fixtures, and a package's named homes only", () => {
     expect(maySql("services/matcher/src/db/matches.ts")).toBe(true);
     expect(maySql("services/matcher/src/matching/run.ts")).toBe(false);
     expect(maySql("services/parcels/src/ingest/cli.ts")).toBe(false);
+    expect(maySql("services/parcels/src/testing/ingest-runs.ts")).toBe(true);
+    expect(maySql("services/parcels/src/testingx/ingest-runs.ts")).toBe(false);
     expect(maySql("packages/db/src/copy.ts")).toBe(true);
     expect(maySql("packages/service-kit/src/outbox.ts")).toBe(true);
     expect(maySql("packages/service-kit/src/app.ts")).toBe(false);

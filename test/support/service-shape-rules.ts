@@ -155,9 +155,12 @@ function listedUnder(file: string, homes: Record<string, string>): boolean {
   return Object.keys(homes).some((prefix) => file.startsWith(prefix));
 }
 
-/** Whether a production file may hold SQL: a service's db/, or a package's named home. */
+/**
+ * Whether a file may hold SQL: a service's db/, a package's named home, or a service's test
+ * fixtures in src/testing/ (which production code may not import), which set up and empty stores.
+ */
 export function maySql(file: string): boolean {
-  return /^services\/[^/]+\/src\/db\//.test(file) || listedUnder(file, PACKAGE_SQL_HOMES);
+  return /^services\/[^/]+\/src\/(db|testing)\//.test(file) || listedUnder(file, PACKAGE_SQL_HOMES);
 }
 
 /** Whether a production file may read `process.env`: a service's config.ts, or a named reader. */
