@@ -1,4 +1,5 @@
 import { createWriteStream, type WriteStream } from "node:fs";
+import { spreadsheetCell } from "@th/api-schemas/csv";
 import type { Reject } from "../domain/header.ts";
 
 const KEPT_REJECTS = 1000;
@@ -25,7 +26,7 @@ export class RejectsReport {
         this.#stream.write("line,column,parcel_id,reason\n");
       }
       this.#stream.write(
-        `${[reject.line, reject.column ?? "", reject.parcelId ?? "", reject.reason].map(csvCell).join(",")}\n`,
+        `${[reject.line, reject.column ?? "", reject.parcelId ?? "", reject.reason].map(spreadsheetCell).join(",")}\n`,
       );
     }
   }
@@ -43,13 +44,6 @@ export class RejectsReport {
       );
     }
   }
-}
-
-/** A text cell a spreadsheet would run as a formula is written after a `'` (decision 0071). */
-function csvCell(value: string | number): string {
-  const text =
-    typeof value === "string" && /^[=+\-@\t\r\n]/.test(value) ? `'${value}` : String(value);
-  return /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 /** The report line of a record dropped because its file holds a later one of the same parcel. */
