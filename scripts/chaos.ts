@@ -4,7 +4,7 @@
 // answered or refused within the bound, lead-views charged = reads answered with a lead, and
 // work resumed within 30 s. Exits 1 when a fault fails a condition or a test fails.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FaultRow } from "../test/support/chaos-report.ts";
@@ -26,10 +26,20 @@ const FAULT_TESTS = [
   "test/chaos-kill-matcher.test.ts",
   "test/chaos-kill-dispatcher.test.ts",
   "test/chaos-whole-stack.test.ts",
+  "test/chaos-lead-documents.test.ts",
 ];
 /** A read's bound: the 2 s publish deadline plus the request's own work. */
 const READ_BOUND_MS = 2_500;
 const RECOVERY_BOUND_MS = 30_000;
+
+// A fault test the chaos config holds but the list leaves out would run nowhere.
+const held = readdirSync(join(root, "test"))
+  .filter((name) => /^(outage|chaos)-.*\.test\.ts$/.test(name))
+  .map((name) => `test/${name}`);
+const unlisted = held.filter((file) => !FAULT_TESTS.includes(file));
+if (unlisted.length > 0) {
+  throw new Error(`fault tests missing from scripts/chaos.ts: ${unlisted.join(", ")}`);
+}
 
 const dir = mkdtempSync(join(tmpdir(), "th-chaos-"));
 const report = join(dir, "faults.jsonl");
