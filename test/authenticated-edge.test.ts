@@ -8,6 +8,7 @@ import { signedInject } from "@th/service-kit/testing";
 import { createLogger } from "@th/telemetry";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import { SIX_HEADERS } from "./support/limit-headers.ts";
 
 const logLines: string[] = [];
 let stack: EdgeStack;
@@ -24,15 +25,6 @@ beforeAll(async () => {
   });
 });
 afterAll(() => stack.close());
-
-const SIX_HEADERS = [
-  "x-ratelimit-limit",
-  "x-ratelimit-remaining",
-  "x-ratelimit-reset",
-  "x-quota-lead-views-limit",
-  "x-quota-lead-views-remaining",
-  "x-quota-resets",
-];
 
 function expectSixHeaders(headers: Record<string, unknown>) {
   for (const name of SIX_HEADERS) {

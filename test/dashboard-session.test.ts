@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dashboardClient } from "./support/dashboard-client.ts";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
+import { SIX_HEADERS } from "./support/limit-headers.ts";
 
 let stack: EdgeStack;
 let folios: string[];
@@ -16,15 +17,6 @@ beforeAll(async () => {
   folios = await stack.ingestSample();
 });
 afterAll(() => stack.close());
-
-const SIX_HEADERS = [
-  "x-ratelimit-limit",
-  "x-ratelimit-remaining",
-  "x-ratelimit-reset",
-  "x-quota-lead-views-limit",
-  "x-quota-lead-views-remaining",
-  "x-quota-resets",
-];
 
 async function signedIn(tier: "starter" | "operator" | "team" | "custom" = "team") {
   const tenant = await stack.startTrial(tier, { password: PASSWORD });

@@ -17,15 +17,7 @@ import {
   timedReads,
   useEdgeStack,
 } from "./support/fault-fixtures.ts";
-
-const SIX_HEADERS = [
-  "x-ratelimit-limit",
-  "x-ratelimit-remaining",
-  "x-ratelimit-reset",
-  "x-quota-lead-views-limit",
-  "x-quota-lead-views-remaining",
-  "x-quota-resets",
-];
+import { SIX_HEADERS } from "./support/limit-headers.ts";
 
 const reads = useEdgeStack();
 let broker: Awaited<ReturnType<typeof restartableBroker>>;
