@@ -73,6 +73,7 @@ export {
   type SchemaRegistry,
   type SchemaVersion,
 } from "./registry.ts";
+export { formatAddress } from "./situs.ts";
 export { isInstant, isUtcDay, toInstant, utcDayOf } from "./time.ts";
 export {
   PRODUCTION_REPLICATION,

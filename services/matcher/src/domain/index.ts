@@ -10,7 +10,7 @@ export {
   type RuleName,
   saleAgeYears,
 } from "./evaluate.ts";
-export { buildMatchFound, formatAddress, matchIdFor } from "./match-event.ts";
+export { buildMatchFound, matchIdFor } from "./match-event.ts";
 export { matchId } from "./match-id.ts";
 export {
   compilePredicate,

@@ -1,14 +1,13 @@
 // The `match.found` record of one match: the spec's `watchlist.match` payload fields plus the
 // tenant and watchlist. Built from the parcel as judged and the evaluation that matched it.
-import type { MatchFound, MatchTrigger, ParcelIngested } from "@th/contracts";
+import {
+  formatAddress,
+  type MatchFound,
+  type MatchTrigger,
+  type ParcelIngested,
+} from "@th/contracts";
 import type { RecipeEvaluation } from "./evaluate.ts";
 import { matchId } from "./match-id.ts";
-
-/** One-line situs address, as the parcels service formats it: "1388 NW 7TH ST, MIAMI 33125". */
-export function formatAddress(situs: ParcelIngested["situs"]): string {
-  const place = [situs.city, situs.zip].filter(Boolean).join(" ");
-  return [situs.address, place].filter(Boolean).join(", ");
-}
 
 /**
  * The id of a match. An ingest match is `matchId(watchlist, version, folio, content_hash)`, so a

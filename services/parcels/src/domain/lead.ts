@@ -1,5 +1,5 @@
 import type { Lead } from "@th/api-schemas";
-import type { ParcelIngested } from "@th/contracts";
+import { formatAddress, type ParcelIngested } from "@th/contracts";
 import { EQUITY_ASSUMPTIONS } from "./equity.ts";
 import { countyName } from "./nal-layout.ts";
 import type { FiredSignal } from "./signals.ts";
@@ -12,12 +12,6 @@ export interface ParcelDetail {
     rate_pct: number;
     basis: { price: number; year: number; month: number; qualification_code: string | null };
   } | null;
-}
-
-/** One-line situs address as webhook payloads carry it: "1388 NW 7TH ST, MIAMI 33125". */
-function formatAddress(situs: ParcelIngested["situs"]): string {
-  const place = [situs.city, situs.zip].filter(Boolean).join(" ");
-  return [situs.address, place].filter(Boolean).join(", ");
 }
 
 /** The public Lead record from a stored parcel. */
