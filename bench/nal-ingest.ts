@@ -45,6 +45,7 @@ import {
   NAL_REQUIRED_COLUMNS,
 } from "../services/parcels/src/domain/nal-layout.ts";
 import { NalRowReader } from "../services/parcels/src/domain/nal-row.ts";
+import { Utf8Chunks } from "../services/parcels/src/domain/utf8-chunks.ts";
 import { ingestFile, type Publish } from "../services/parcels/src/ingest/ingest-file.ts";
 import {
   GENERATOR_COUNTIES,
@@ -97,12 +98,15 @@ async function parseOnly(file: string): Promise<{ seconds: number; rows: number;
       }
     }
   };
-  for await (const chunk of createReadStream(file, { encoding: "utf8", highWaterMark: 1 << 20 })) {
+  // Decoded as the ingest decodes its file.
+  const text = new Utf8Chunks();
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
     const records: CsvRecord[] = [];
-    csv.push(chunk as string, records);
+    csv.push(text.text(chunk as Buffer), records);
     handle(records);
   }
   const tail: CsvRecord[] = [];
+  csv.push(text.end(), tail);
   csv.end(tail);
   handle(tail);
   const cpu = process.cpuUsage(cpuBefore);

@@ -757,3 +757,28 @@ describe("the ingest's clock", () => {
     expect(rows[0]?.finished_at.toISOString()).toBe(clock.toISOString());
   });
 });
+
+describe("a roll file's bytes", () => {
+  it("stores a name beyond ASCII as written and rejects a row whose bytes are not UTF-8, as not UTF-8", async () => {
+    const path = join(run.dir, "NAL23F202502.csv");
+    // A lone 0xFF in place of the X of U2's owner: no UTF-8 text holds that byte.
+    const notUtf8 = Buffer.from(`${row("U2", { OWN_NAME: "DOE X" })}\r\n`, "latin1");
+    notUtf8[notUtf8.indexOf("DOE X") + 4] = 0xff;
+    await writeFile(
+      path,
+      Buffer.concat([
+        Buffer.from(`${NAL_HEADER_LINE}\r\n${row("U1", { OWN_NAME: "NUÑEZ JOSÉ" })}\r\n`),
+        notUtf8,
+        Buffer.from(`${row("U3")}\r\n`),
+      ]),
+    );
+    const rejects = join(run.dir, "NAL23F202502.rejects.csv");
+    const summary = await ingestFile({ pool: run.harness.pool, publish: collect }, path, {
+      asOf,
+      rejectsPath: rejects,
+    });
+    expect(summary).toMatchObject({ read: 3, new: 2, rejected: 1 });
+    expect(published.find((event) => event.parcel_id === "U1")?.owner.name).toBe("NUÑEZ JOSÉ");
+    expect(await readFile(rejects, "utf8")).toContain("not UTF-8");
+  });
+});

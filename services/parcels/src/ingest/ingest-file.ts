@@ -29,6 +29,7 @@ import {
 import { NalRowReader, type RowResult, SdfRowReader, type SdfSale } from "../domain/nal-row.ts";
 import { folioOf } from "../domain/parcel.ts";
 import { rowDigestContext } from "../domain/row-digest.ts";
+import { Utf8Chunks } from "../domain/utf8-chunks.ts";
 import type { FileContext } from "./batch-diff.ts";
 import { IngestTally, ParcelPipeline } from "./parcel-pipeline.ts";
 import { RejectsReport } from "./rejects-report.ts";
@@ -345,12 +346,16 @@ async function readRecords(
     }
   };
   let bytesRead = 0;
-  const stream = createReadStream(file, { encoding: "utf8", highWaterMark: 1 << 20 });
-  for await (const chunk of stream) {
-    bytesRead += Buffer.byteLength(chunk as string);
-    csv.push(chunk as string, sink);
+  const text = new Utf8Chunks();
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
+    bytesRead += (chunk as Buffer).length;
+    csv.push(text.text(chunk as Buffer), sink);
     await flush(false);
     onChunk(bytesRead, shape);
+  }
+  const rest = text.end();
+  if (rest.length > 0) {
+    csv.push(rest, sink);
   }
   csv.end(sink);
   await flush(true);
