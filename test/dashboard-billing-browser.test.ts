@@ -6,9 +6,9 @@ import { join } from "node:path";
 import type { SignedEvent, StripeFake } from "@th/keys/testing/stripe";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hasChromium } from "./support/chromium.ts";
 import type { EdgeStack } from "./support/edge-stack.ts";
 import {
-  hasChromium,
   SHOTS,
   type StripeBrowserStack,
   startStripeBrowserStack,

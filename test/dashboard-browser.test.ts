@@ -2,18 +2,18 @@
 // (serving the built app and the API on one origin), keys, parcels, ledger, matcher and a
 // webhook dispatcher on real Postgres, Redis and Kafka. Screenshots of every page land in
 // test/artifacts/dashboard/.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { firstLoadReport } from "@th/dashboard/build";
 import { DASHBOARD_DIST } from "@th/dashboard/dist";
 import { buildApp as buildGateway } from "@th/gateway/app";
 import type { HttpApp } from "@th/service-kit";
 import { signedInject } from "@th/service-kit/testing";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ChromiumPage, hasChromium, openChromium } from "./support/chromium.ts";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
 import {
   type Receiver,
@@ -23,17 +23,15 @@ import {
   waitFor,
 } from "./support/webhook-stack.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const SHOTS = join(import.meta.dirname, "artifacts", "dashboard");
 const PASSWORD = "a long dashboard passphrase";
-const hasChromium = existsSync(CHROMIUM);
 
 let stack: EdgeStack;
 let hooks: WebhookStack;
 let receiver: Receiver;
 let context: BrowserContext;
 let page: Page;
-let profile: string;
+let browser: ChromiumPage;
 let origin: string;
 let tenant: Awaited<ReturnType<EdgeStack["startTrial"]>>;
 let folios: string[];
@@ -92,25 +90,9 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
         old.json().id,
       ]);
 
-    profile = mkdtempSync(join(tmpdir(), "th-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1360, height: 900 },
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await openChromium("dashboard", { width: 1360, height: 900 });
+    ({ context, page } = browser);
     page.on("dialog", (dialog) => void dialog.accept());
-    page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
     page.on("console", (message) => {
       if (message.type() === "error") {
         console.error(`page console: ${message.text()}`);
@@ -119,10 +101,7 @@ describe.skipIf(!hasChromium)("the web dashboard in Chromium", () => {
   }, 120_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) {
-      rmSync(profile, { recursive: true, force: true });
-    }
+    await browser?.close();
     await receiver?.close();
     await stack?.close();
     await hooks?.close();

@@ -1,17 +1,16 @@
 // The dashboard's key page in Debian's Chromium for an admin of every tier (decision 0380): the
 // gateway serving the built app and the API on one origin, the keys service on real Postgres,
 // Redis and Kafka. Screenshots land in test/artifacts/dashboard/.
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hasChromium, launchChromium } from "./support/chromium.ts";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const SHOTS = join(import.meta.dirname, "artifacts", "dashboard");
 const PASSWORD = "a long dashboard passphrase";
-const hasChromium = existsSync(CHROMIUM);
 
 let stack: EdgeStack;
 let browser: Browser;
@@ -35,11 +34,7 @@ describe.skipIf(!hasChromium)("the dashboard's key page in Chromium, for every t
     }
     await gatewayHttp.listen({ port: 0, host: "127.0.0.1" });
     origin = `http://127.0.0.1:${(gatewayHttp.server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
-    });
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {

@@ -10,9 +10,9 @@ import { SIGN_UP_CONTENT_POLICY } from "@th/dashboard/sign-up-policy";
 import type { StripeFake } from "@th/keys/testing/stripe";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hasChromium } from "./support/chromium.ts";
 import type { EdgeStack } from "./support/edge-stack.ts";
 import {
-  hasChromium,
   SHOTS,
   type StripeBrowserStack,
   startStripeBrowserStack,

@@ -3,23 +3,20 @@
 // and from a watchlist's matches, the board with cards dragged between columns (a stale drag
 // told so), an item's notes, follow-up and history, the list's filters and what is due today.
 // Screenshots land in test/artifacts/pipeline/.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ChromiumPage, hasChromium, openChromium } from "./support/chromium.ts";
 import { type EdgeStack, startEdgeStack } from "./support/edge-stack.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const SHOTS = join(import.meta.dirname, "artifacts", "pipeline");
 const PASSWORD = "a long pipeline passphrase";
-const hasChromium = existsSync(CHROMIUM);
 
 let stack: EdgeStack;
-let context: BrowserContext;
 let page: Page;
-let profile: string;
+let browser: ChromiumPage;
 let origin: string;
 let tenant: Awaited<ReturnType<EdgeStack["startTrial"]>>;
 
@@ -85,16 +82,9 @@ describe.skipIf(!hasChromium)("the pipeline in Chromium", () => {
     await stack.request("POST", `/v1/watchlists/${watchlist.json().id}/run`, { key: tenant.key });
     await stack.matcher.runs.settle();
 
-    profile = mkdtempSync(join(tmpdir(), "th-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1600, height: 1000 },
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await openChromium("pipeline", { width: 1600, height: 1000 });
+    ({ page } = browser);
     page.on("dialog", (dialog) => void dialog.accept());
-    page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
     await page.goto(`${origin}/`);
     await page.getByLabel("Email").fill(tenant.email);
     await page.getByLabel("Password").fill(PASSWORD);
@@ -103,10 +93,7 @@ describe.skipIf(!hasChromium)("the pipeline in Chromium", () => {
   }, 120_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) {
-      rmSync(profile, { recursive: true, force: true });
-    }
+    await browser?.close();
     await stack?.close();
   });
 

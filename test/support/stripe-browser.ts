@@ -1,17 +1,15 @@
 // A stack whose keys service bills through the Stripe provider pointed at the local server that
 // answers Stripe's documented calls, its gateway listening, and Debian's Chromium (driven by
 // playwright-core) with one page open: what the browser tests of sign-up and billing start from.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StripePaymentProvider } from "@th/keys/payments";
 import { type StripeFake, startStripeFake } from "@th/keys/testing/stripe";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
+import { type ChromiumPage, openChromium } from "./chromium.ts";
 import { type EdgeStack, startEdgeStack } from "./edge-stack.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-export const hasChromium = existsSync(CHROMIUM);
 /** Where the browser tests' screenshots land. */
 export const SHOTS = join(import.meta.dirname, "..", "artifacts", "dashboard");
 
@@ -49,12 +47,9 @@ export async function startStripeBrowserStack(
     },
     now: options.now ?? (() => new Date()),
   });
-  const opened: Partial<StripeBrowserStack> & { profile?: string } = { fake };
+  const opened: Partial<StripeBrowserStack> & { browser?: ChromiumPage } = { fake };
   const close = async () => {
-    await opened.context?.close();
-    if (opened.profile) {
-      rmSync(opened.profile, { recursive: true, force: true });
-    }
+    await opened.browser?.close();
     await opened.stack?.close();
     await fake.close();
   };
@@ -85,25 +80,11 @@ export async function startStripeBrowserStack(
     }
     await gatewayHttp.listen({ port: 0, host: "127.0.0.1" });
     const origin = `http://127.0.0.1:${(gatewayHttp.server.address() as AddressInfo).port}`;
-    opened.profile = mkdtempSync(join(tmpdir(), `th-chromium-${options.name}-`));
-    const context = await chromium.launchPersistentContext(opened.profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: options.viewportWidth, height: 1000 },
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
+    opened.browser = await openChromium(options.name, {
+      width: options.viewportWidth,
+      height: 1000,
     });
-    opened.context = context;
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
+    const { context, page } = opened.browser;
     return { stack, fake, context, page, origin, close };
   } catch (failure) {
     await close();
