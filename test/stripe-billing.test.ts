@@ -6,6 +6,8 @@
 import { StripePaymentProvider } from "@th/keys/payments";
 import {
   type CardBehaviour,
+  FAKE_PRICE_AMOUNTS,
+  FAKE_PRICE_IDS,
   type SignedEvent,
   type StripeFake,
   signPayload,
@@ -28,12 +30,7 @@ let addresses = 0;
 beforeAll(async () => {
   fake = await startStripeFake({
     webhookSecret: WEBHOOK_SECRET,
-    prices: {
-      price_starter: 4_900,
-      price_operator: 14_900,
-      price_team: 39_900,
-      price_custom: 99_900,
-    },
+    prices: FAKE_PRICE_AMOUNTS,
     now: () => new Date(clock),
   });
   stack = await startEdgeStack({
@@ -46,12 +43,7 @@ beforeAll(async () => {
       payments: new StripePaymentProvider({
         secretKey: "sk_test_edge",
         webhookSigningSecret: WEBHOOK_SECRET,
-        prices: {
-          starter: "price_starter",
-          operator: "price_operator",
-          team: "price_team",
-          custom: "price_custom",
-        },
+        prices: FAKE_PRICE_IDS,
         timeoutMs: 2_000,
         api: fake.api,
       }),

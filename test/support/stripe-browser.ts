@@ -5,7 +5,12 @@ import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { StripePaymentProvider } from "@th/keys/payments";
-import { type StripeFake, startStripeFake } from "@th/keys/testing/stripe";
+import {
+  FAKE_PRICE_AMOUNTS,
+  FAKE_PRICE_IDS,
+  type StripeFake,
+  startStripeFake,
+} from "@th/keys/testing/stripe";
 import type { BrowserContext, Page } from "playwright-core";
 import { type ChromiumPage, openChromium } from "./chromium.ts";
 import { type EdgeStack, startEdgeStack } from "./edge-stack.ts";
@@ -39,12 +44,7 @@ export async function startStripeBrowserStack(
   mkdirSync(SHOTS, { recursive: true });
   const fake = await startStripeFake({
     webhookSecret: options.webhookSecret,
-    prices: {
-      price_starter: 4_900,
-      price_operator: 14_900,
-      price_team: 39_900,
-      price_custom: 99_900,
-    },
+    prices: FAKE_PRICE_AMOUNTS,
     now: options.now ?? (() => new Date()),
   });
   const opened: Partial<StripeBrowserStack> & { browser?: ChromiumPage } = { fake };
@@ -61,12 +61,7 @@ export async function startStripeBrowserStack(
         payments: new StripePaymentProvider({
           secretKey: `sk_test_${options.name}`,
           webhookSigningSecret: options.webhookSecret,
-          prices: {
-            starter: "price_starter",
-            operator: "price_operator",
-            team: "price_team",
-            custom: "price_custom",
-          },
+          prices: FAKE_PRICE_IDS,
           timeoutMs: 2_000,
           api: fake.api,
         }),

@@ -12,18 +12,18 @@ import { buildApp } from "../app.ts";
 import { StripePaymentProvider } from "../clients/stripe-payments.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { type SignedEvent, type StripeFake, startStripeFake } from "../testing/stripe-fake.ts";
+import {
+  FAKE_PRICE_AMOUNTS,
+  FAKE_PRICE_IDS,
+  type SignedEvent,
+  type StripeFake,
+  startStripeFake,
+} from "../testing/stripe-fake.ts";
 import { STRIPE_EVENTS_PATH } from "./internal-billing.ts";
 
 const DAY = 86_400_000;
 const SECRET_KEY = "sk_test_terminalhouse";
 const WEBHOOK_SECRET = "whsec_terminalhouse";
-const PRICES = {
-  starter: "price_starter",
-  operator: "price_operator",
-  team: "price_team",
-  custom: "price_custom",
-} as const;
 
 let harness: TestHarness<Config>;
 let app: Awaited<ReturnType<typeof buildApp>>;
@@ -34,12 +34,7 @@ let cards = 0;
 beforeAll(async () => {
   fake = await startStripeFake({
     webhookSecret: WEBHOOK_SECRET,
-    prices: {
-      price_starter: 4_900,
-      price_operator: 14_900,
-      price_team: 39_900,
-      price_custom: 99_900,
-    },
+    prices: FAKE_PRICE_AMOUNTS,
     now: () => clock,
   });
   harness = await createTestHarness({
@@ -50,7 +45,7 @@ beforeAll(async () => {
   const payments = new StripePaymentProvider({
     secretKey: SECRET_KEY,
     webhookSigningSecret: WEBHOOK_SECRET,
-    prices: PRICES,
+    prices: FAKE_PRICE_IDS,
     timeoutMs: 2_000,
     api: fake.api,
   });

@@ -10,7 +10,12 @@ import { buildApp } from "../app.ts";
 import { StripePaymentProvider } from "../clients/stripe-payments.ts";
 import { type Config, readConfig } from "../config.ts";
 import { migrations } from "../db/migrations.ts";
-import { type StripeFake, startStripeFake } from "../testing/stripe-fake.ts";
+import {
+  FAKE_PRICE_AMOUNTS,
+  FAKE_PRICE_IDS,
+  type StripeFake,
+  startStripeFake,
+} from "../testing/stripe-fake.ts";
 
 const START = new Date("2026-11-02T10:00:00.000Z");
 let harness: TestHarness<Config>;
@@ -22,12 +27,7 @@ let cards = 0;
 beforeAll(async () => {
   fake = await startStripeFake({
     webhookSecret: "whsec_authentication",
-    prices: {
-      price_starter: 4_900,
-      price_operator: 14_900,
-      price_team: 39_900,
-      price_custom: 99_900,
-    },
+    prices: FAKE_PRICE_AMOUNTS,
     now: () => clock,
   });
   harness = await createTestHarness({
@@ -38,12 +38,7 @@ beforeAll(async () => {
   const payments = new StripePaymentProvider({
     secretKey: "sk_test_authentication",
     webhookSigningSecret: "whsec_authentication",
-    prices: {
-      starter: "price_starter",
-      operator: "price_operator",
-      team: "price_team",
-      custom: "price_custom",
-    },
+    prices: FAKE_PRICE_IDS,
     timeoutMs: 2_000,
     api: fake.api,
   });

@@ -513,6 +513,22 @@ function billingRuns(state: FakeState, subscriptionOf: (id: string) => FakeSubsc
   };
 }
 
+/** The test account's price of each tier, as the Stripe provider is configured with them. */
+export const FAKE_PRICE_IDS = {
+  starter: "price_starter",
+  operator: "price_operator",
+  team: "price_team",
+  custom: "price_custom",
+} as const;
+
+/** What each of those prices charges a month, in cents, as the fake is started with them. */
+export const FAKE_PRICE_AMOUNTS = {
+  price_starter: 4_900,
+  price_operator: 14_900,
+  price_team: 39_900,
+  price_custom: 99_900,
+};
+
 export async function startStripeFake(options: FakeOptions) {
   const state = fakeState(options);
   const { requests, cards, customers, setupIntents, subscriptions, invoices, newId } = state;
