@@ -1,7 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { closeTestRedis, openTestRedis } from "@th/test-stores";
 import { afterAll, describe, expect, it } from "vitest";
-import { createLeadViewMeter, type LedgerUsage, utcDay } from "./index.ts";
+import {
+  createLeadViewMeter,
+  foliosToRecord,
+  type Granted,
+  type LedgerUsage,
+  openLeadViewCharge,
+  utcDay,
+} from "./index.ts";
 
 const redis = openTestRedis();
 afterAll(() => closeTestRedis(redis));
@@ -253,7 +260,7 @@ describe("lead-view metering: a charge is final only once recorded", () => {
     const third = await reserveOk(id, ["x"]);
     expect(third).toMatchObject({ charged: [], unsettled: ["x"], remaining: 9 });
     expect(await reserveOk(id, ["x"])).toMatchObject({ charged: [], unsettled: ["x"] });
-    // Nobody else can give x back either.
+    // Nor can the second alone: the third reader still holds it and may record it.
     expect(
       await timed.release({
         tenantId: id,
@@ -294,5 +301,110 @@ describe("lead-view metering: a charge is final only once recorded", () => {
     const first = await reserveOk(id, ["x", "y"]);
     const resent = await reserveOk(id, ["x", "y"], first.reservation);
     expect(resent).toMatchObject({ charged: ["x", "y"], unsettled: [], remaining: 8 });
+  });
+});
+
+describe("lead-view metering: a shared charge goes back once its last reader gives it up", () => {
+  const day = "2026-11-21";
+  const clock = Date.parse("2026-11-21T12:00:00Z");
+  const shared = createLeadViewMeter(redis, {
+    loadUsage: async () => ({ used: 0, foliosToday: [] }),
+    now: () => clock,
+    settleWindowMs: 60_000,
+  });
+  const pendingKey = (id: string) => `th:lv:pend:${id}:${day}`;
+  const remaining = (id: string) => shared.remaining({ tenantId: id, cap: 10, period, day });
+  /** One reader of `folios`, as the webhook dispatcher runs it: reserve, then record or give up. */
+  const reader = async (id: string, folios: string[]) => {
+    const charge = openLeadViewCharge(shared, { tenantId: id, period, day });
+    const granted = await charge.reserve(10, folios);
+    if (!granted.ok) {
+      throw new Error("reservation refused");
+    }
+    return {
+      granted,
+      again: () => charge.reserve(10, folios) as Promise<Granted>,
+      fail: () => charge.giveBack(foliosToRecord(granted)),
+      recorded: () => charge.settle(foliosToRecord(granted)),
+    };
+  };
+
+  it("gives a folio back once when every reader sharing its charge fails, not before", async () => {
+    const id = tenant();
+    const a = await reader(id, ["x"]);
+    const b = await reader(id, ["x"]);
+    expect(b.granted).toMatchObject({ charged: [], unsettled: ["x"], remaining: 9 });
+    // A fails first: B may still record the view, so the charge stays.
+    expect(await a.fail()).toBe(0);
+    expect(await remaining(id)).toBe(9);
+    const c = await reader(id, ["x"]);
+    expect(c.granted).toMatchObject({ charged: [], unsettled: ["x"], remaining: 9 });
+    expect(await c.fail()).toBe(0);
+    // B, the last reader holding it, fails too: nobody recorded x, so it goes back.
+    expect(await b.fail()).toBe(1);
+    expect(await remaining(id)).toBe(10);
+    expect(await redis.hexists(pendingKey(id), "x")).toBe(0);
+    const next = await reader(id, ["x"]);
+    expect(next.granted).toMatchObject({ charged: ["x"], unsettled: [], remaining: 9 });
+  });
+
+  it("keeps the charge of a shared folio one reader recorded, though its charger failed", async () => {
+    const id = tenant();
+    const a = await reader(id, ["x"]);
+    const b = await reader(id, ["x"]);
+    expect(await a.fail()).toBe(0);
+    await b.recorded();
+    expect(await remaining(id)).toBe(9);
+    expect(await redis.hexists(pendingKey(id), "x")).toBe(0);
+    // Final now: a later read that day is free and records nothing, and nobody gives it back.
+    expect((await reader(id, ["x"])).granted).toMatchObject({
+      charged: [],
+      unsettled: [],
+      remaining: 9,
+    });
+    expect(await b.fail()).toBe(0);
+    expect(await remaining(id)).toBe(9);
+  });
+
+  it("answers a resent sharer as unsettled and lists it once, and a resent charger as charged", async () => {
+    const id = tenant();
+    const a = await reader(id, ["x"]);
+    const b = await reader(id, ["x"]);
+    expect(await b.again()).toMatchObject({ charged: [], unsettled: ["x"], remaining: 9 });
+    expect(await b.again()).toMatchObject({ charged: [], unsettled: ["x"], remaining: 9 });
+    // The charger asking again gets its own charge, though another reader shares it.
+    expect(await a.again()).toMatchObject({ charged: ["x"], unsettled: [], remaining: 9 });
+    // One give-up each: the folio goes back once, and the counter never drops below its start.
+    expect(await a.fail()).toBe(0);
+    expect(await b.fail()).toBe(1);
+    expect(await a.fail()).toBe(0);
+    expect(await b.fail()).toBe(0);
+    expect(await remaining(id)).toBe(10);
+  });
+
+  it("reads a legacy shared entry as before: nobody gives it back, any settlement removes it", async () => {
+    const id = tenant();
+    const a = await reader(id, ["x"]);
+    await redis.hset(pendingKey(id), "x", `shared|${clock}`);
+    const b = await reader(id, ["x"]);
+    expect(b.granted).toMatchObject({ charged: [], unsettled: ["x"], remaining: 9 });
+    expect(await redis.hget(pendingKey(id), "x")).toBe(`shared|${clock}`);
+    expect(await a.fail()).toBe(0);
+    expect(await b.fail()).toBe(0);
+    expect(await remaining(id)).toBe(9);
+    await shared.settle({ tenantId: id, day, reservation: "another", folios: ["x"] });
+    expect(await redis.hexists(pendingKey(id), "x")).toBe(0);
+    expect((await reader(id, ["x"])).granted).toMatchObject({ charged: [], unsettled: [] });
+  });
+
+  it("stops naming the holders of a folio read by very many readers at once, and keeps its charge", async () => {
+    const id = tenant();
+    const readers = [];
+    for (let i = 0; i < 20; i++) {
+      readers.push(await reader(id, ["x"]));
+    }
+    const given = await Promise.all(readers.map((one) => one.fail()));
+    expect(given.reduce((sum, n) => sum + n, 0)).toBe(0);
+    expect(await remaining(id)).toBe(9);
   });
 });

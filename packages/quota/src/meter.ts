@@ -7,7 +7,7 @@ import { leadViewDayKey } from "./day-keys.ts";
  * lead-views per billing period. Layout, under the `th:` prefix:
  * - `lv:used:<tenant>:<period start day>`  lead-views used in the period (TTL: period end + 7 d)
  * - `lv:day:<tenant>:<UTC day>`            folios already charged that day (TTL: 2 days)
- * - `lv:pend:<tenant>:<UTC day>`           folio -> "<reservation>|<ms>" for charges still in
+ * - `lv:pend:<tenant>:<UTC day>`           folio -> "<holders>|<ms>" for charges still in
  *                                          their settle window (TTL: two windows)
  * The first two are a cache of the quota ledger: when the period's counter is missing (first use,
  * expiry, a flushed Redis) the meter seeds it from the ledger before it reserves anything.
@@ -16,11 +16,21 @@ import { leadViewDayKey } from "./day-keys.ts";
  * it back. Meanwhile the folio looks charged to everyone else, so a concurrent read of it would be
  * free if the first one then gave it back. Hence the pending entries: a read of a folio another
  * reservation charged less than a settle window ago is told it is unsettled, must record the view
- * itself (the ledger keeps one per tenant, folio and day), and takes the give-back away from the
- * first reservation. Only the reservation that charged a folio may give it back, and only within
- * the window; after it the charge stands. The same reservation asking again (a command resent
- * after a lost reply, or several calls for one piece of work) gets its own charges back as
- * charged, so a resend never turns a charge into a free read.
+ * itself (the ledger keeps one per tenant, folio and day), and joins the charge's holders: the
+ * reservation that charged it, then each that shared it ("<charger>,<sharer>,...|<ms>"). A
+ * holder giving the folio back only leaves the list (the charger's slot stays, empty, so no
+ * sharer passes for the charger); the last one out gives the folio back, within the window only,
+ * after it the charge stands. So a folio whose readers all failed goes back once, and stays while
+ * one of them may still record it. The same reservation asking again (a command resent after a
+ * lost reply, or several calls for one piece of work) gets its own charges back as charged, so a
+ * resend never turns a charge into a free read; a sharer asking again is still told unsettled,
+ * and listed once.
+ *
+ * Past MAX_HOLDERS an entry becomes "shared|<ms>", which is also what an earlier meter wrote for
+ * every shared folio: nobody may give it back (the safe side: the counter keeps a view the ledger
+ * may lack) and any settlement removes it. An earlier meter, during a rolling upgrade, takes the
+ * holders of a shared entry for one owner that is no reservation: it gives nothing back and
+ * settles nothing of it, and marks it "shared" when it shares it, which keeps the charge too.
  *
  * A charge whose view the broker has acknowledged can no longer be given back, so its reader
  * settles it (`settle`): the pending entries go at once instead of at the end of the window, and
@@ -28,12 +38,36 @@ import { leadViewDayKey } from "./day-keys.ts";
  * folio in the five minutes after its first would record a view the ledger keeps as a runner-up.
  */
 
-// A pending entry is "<reservation>|<ms>"; one that does not parse counts as settled long ago.
+/**
+ * The most holders a pending entry names; past them it becomes "shared" (see the top of the
+ * file), which bounds its size and the cost of reading it on every read of a popular folio.
+ */
+const MAX_HOLDERS = 16;
+
+// A pending entry is "<holders>|<ms>"; one that does not parse counts as settled long ago. The
+// holders are "<charger>" or "<charger>,<sharer>,..." (reservation ids hold neither ',' nor
+// '|'), the charger's slot empty once it left; "shared" is the legacy entry nobody may give back.
 const PENDING_LUA = `
 local function pending(value)
   local bar = value and string.find(value, '|', 1, true)
   if not bar then return nil, 0 end
   return string.sub(value, 1, bar - 1), tonumber(string.sub(value, bar + 1)) or 0
+end
+local function charger(holders)
+  local comma = string.find(holders, ',', 1, true)
+  if comma then return string.sub(holders, 1, comma - 1) end
+  return holders
+end
+local function sharerAt(holders, reservation)
+  return string.find(holders .. ',', ',' .. reservation .. ',', 1, true)
+end
+-- The holders without the reservation, or nil when it holds none of the charge.
+local function without(holders, reservation)
+  if holders == 'shared' then return nil end
+  if charger(holders) == reservation then return string.sub(holders, #reservation + 1) end
+  local at = sharerAt(holders, reservation)
+  if not at then return nil end
+  return string.sub(holders, 1, at - 1) .. string.sub(holders, at + #reservation + 1)
 end
 `;
 
@@ -43,6 +77,7 @@ end
  * ARGV[first..last].
  */
 const RESERVE_ONE_LUA = `
+local maxHolders = ${MAX_HOLDERS}
 local extended = {}
 local function reserveOne(k1, k2, k3, cap, dayTtl, reservation, nowText, settle, first, last)
   local usedText = redis.call('GET', k1)
@@ -52,7 +87,7 @@ local function reserveOne(k1, k2, k3, cap, dayTtl, reservation, nowText, settle,
   local fresh = {}
   local mine = {}
   local unsettled = {}
-  local charged_at = {}
+  local joined = {}
   local seen = {}
   for i = first, last do
     local folio = ARGV[i]
@@ -63,14 +98,21 @@ local function reserveOne(k1, k2, k3, cap, dayTtl, reservation, nowText, settle,
       else
         local value = redis.call('HGET', k3, folio)
         if value then
-          local owner, at = pending(value)
+          local holders, at = pending(value)
           if at + settle <= now then
             redis.call('HDEL', k3, folio)
-          elseif owner == reservation then
+          elseif holders == reservation or charger(holders) == reservation then
             mine[#mine + 1] = folio
           else
             unsettled[#unsettled + 1] = folio
-            charged_at[folio] = at
+            if holders ~= 'shared' and not sharerAt(holders, reservation) then
+              local _, commas = string.gsub(holders, ',', ',')
+              if commas + 1 < maxHolders then
+                joined[folio] = holders .. ',' .. reservation .. '|' .. at
+              else
+                joined[folio] = 'shared|' .. at
+              end
+            end
           end
         end
       end
@@ -80,7 +122,8 @@ local function reserveOne(k1, k2, k3, cap, dayTtl, reservation, nowText, settle,
     return {'exhausted', tostring(math.max(0, cap - used)), tostring(#fresh)}
   end
   for i = 1, #unsettled do
-    redis.call('HSET', k3, unsettled[i], 'shared|' .. charged_at[unsettled[i]])
+    local entry = joined[unsettled[i]]
+    if entry then redis.call('HSET', k3, unsettled[i], entry) end
   end
   if #fresh > 0 then
     redis.call('SADD', k2, unpack(fresh))
@@ -109,9 +152,9 @@ end
  * ARGV[1] the settle window (ms), ARGV[2] the day set's TTL (s), ARGV[3] the settlement count S,
  * then S triples (index into KEYS of a pending hash, reservation, folio), then for each
  * reservation i: cap, reservation, now (ms), folio count, the folios; its keys are KEYS[3i-2..3i].
- * A settlement removes a pending entry its reservation owns, or a shared one (the settling
- * reader recorded a view of the folio too, which the broker acknowledged). Answers one reply
- * per reservation.
+ * A settlement removes a pending entry its reservation holds, as charger or sharer, or a legacy
+ * "shared" one (the settling reader recorded a view of the folio, which the broker acknowledged,
+ * so the charge is final). Answers one reply per reservation.
  */
 const METER_BATCH_LUA = `${PENDING_LUA}${RESERVE_ONE_LUA}
 local settle = tonumber(ARGV[1])
@@ -119,8 +162,8 @@ local dayTtl = ARGV[2]
 local pos = 4
 for i = 1, tonumber(ARGV[3]) do
   local key = KEYS[tonumber(ARGV[pos])]
-  local owner = pending(redis.call('HGET', key, ARGV[pos + 2]))
-  if owner == ARGV[pos + 1] or owner == 'shared' then
+  local holders = pending(redis.call('HGET', key, ARGV[pos + 2]))
+  if holders and (holders == 'shared' or without(holders, ARGV[pos + 1])) then
     redis.call('HDEL', key, ARGV[pos + 2])
   end
   pos = pos + 3
@@ -137,16 +180,21 @@ end
 return replies
 `;
 
+// A holder leaving a charge others still hold only rewrites its entry; the last one out gives the
+// folio back. The common case, a charge nobody shared, costs what it did before sharing was kept.
 const RELEASE_LUA = `${PENDING_LUA}
 local reservation = ARGV[1]
 local now = tonumber(ARGV[2])
 local settle = tonumber(ARGV[3])
 local removed = 0
 for i = 4, #ARGV do
-  local owner, at = pending(redis.call('HGET', KEYS[3], ARGV[i]))
-  if owner == reservation and at + settle > now then
+  local holders, at = pending(redis.call('HGET', KEYS[3], ARGV[i]))
+  local left = holders and at + settle > now and without(holders, reservation)
+  if left == '' then
     removed = removed + redis.call('SREM', KEYS[2], ARGV[i])
     redis.call('HDEL', KEYS[3], ARGV[i])
+  elseif left then
+    redis.call('HSET', KEYS[3], ARGV[i], left .. '|' .. at)
   end
 end
 if removed > 0 and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DECRBY', KEYS[1], removed) end
@@ -209,7 +257,7 @@ export type UsageLoader = (tenantId: string, period: Period, day: string) => Pro
 export type Reservation =
   | {
       ok: true;
-      /** Names this reservation's charges; only it may give them back (`release`). */
+      /** Names this reservation's holds on its charges; only it may give them up (`release`). */
       reservation: string;
       /**
        * Folios this reservation charged (now, or in an earlier call with the same id): the reader
@@ -217,8 +265,9 @@ export type Reservation =
        */
       charged: string[];
       /**
-       * Folios another reservation charged moments ago and may still give back: the reader
-       * records a view for each too (the ledger keeps one), but cannot give them back.
+       * Folios another reservation charged moments ago, not final yet: the reader records a view
+       * for each too (the ledger keeps one), or gives up its hold on them (`release`); they go
+       * back once no reader holds them.
        */
       unsettled: string[];
       remaining: number;
@@ -371,9 +420,9 @@ export function createLeadViewMeter(
       }),
 
     /**
-     * Gives back views whose read did not complete (the event could not be recorded). Only the
-     * folios `reservation` charged and nobody has read since go back, and only within the settle
-     * window. Returns how many went back.
+     * Gives back views whose read did not complete (the event could not be recorded):
+     * `reservation` leaves the holders of each folio's charge, and a folio no reader holds any
+     * more goes back, only within the settle window. Returns how many went back.
      */
     async release(input: {
       tenantId: string;
