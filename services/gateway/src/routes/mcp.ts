@@ -216,7 +216,7 @@ function registerListMatchesTool(server: McpServer, request: FastifyRequest, dep
     {
       title: "List a watchlist's matches",
       description:
-        "Match summaries of one watchlist (folio, score, signals fired, observed time), newest pages by cursor. Free: use get_lead for the full parcel.",
+        "Match summaries of one watchlist (folio, score, signals fired, observed time), oldest first; pass next_cursor back for the matches since. Matches are kept 90 days by default: a cursor older than the matches kept answers cursor_expired with retained_since; call again without a cursor to start from the oldest match kept. Free: use get_lead for the full parcel.",
       // GET /v1/watchlists/{id}/matches's own parameters: its path id and query.
       inputSchema: {
         watchlist_id: pollWatchlistMatches.params.shape.id,
