@@ -1,13 +1,17 @@
 // The ledger's statements keep their plans on the partitioned lead_views (decision 0393): the
 // live path (recording, voiding, the meter's seed, usage, retention's measure) never reads a large
-// partition whole, and the rebuild, which compares whole months, never reads one again per row.
+// partition whole, the rebuild, which compares whole months, never reads one again per row, and
+// retention's sweep of the first partition (the table as it was) never reads it whole, whether
+// any of its rows has expired or none has.
 // Plans are the ones Postgres chose as the statements ran (auto_explain, in EXPLAIN (FORMAT
 // JSON) form), nested statements of record_lead_views included, with custom and generic plans.
 import type { LeadViewRecorded, LeadViewVoided } from "@th/contracts";
 import { createPool, type Pool } from "@th/db";
+import { listPartitions } from "@th/service-kit";
 import { createTestHarness, type TestHarness } from "@th/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Config, readConfig } from "../config.ts";
+import { monthStart } from "../domain/retention.ts";
 import { leadView } from "../testing/fixtures.ts";
 import { createLedger } from "./ledger.ts";
 import { migrations } from "./migrations.ts";
@@ -247,5 +251,115 @@ describe("the ledger's plans on the partitioned lead_views (decision 0393)", () 
       await client.query("ROLLBACK");
       client.release();
     }
+  });
+});
+
+const OLD_TENANTS = 300;
+const OLD_MONTHS = 16;
+const DAY_MS = 86_400_000;
+
+interface ScanNode extends PlanNode {
+  "Index Name"?: string;
+  "Index Cond"?: string;
+  Filter?: string;
+}
+
+/**
+ * Every read of `partition` in a plan that may go through all of it: a sequential scan, or an
+ * index scan whose condition does not bound tenant_id, the leading column of both its indexes
+ * (a condition on day alone walks the whole index). An index scan with no condition at all
+ * under a Limit and without a filter reads the first entries only, and is not one.
+ */
+function wholeReads(node: ScanNode, partition: string, parent?: ScanNode): string[] {
+  const onPartition =
+    node["Relation Name"] === partition || node["Index Name"]?.startsWith(`${partition}_`);
+  const type = node["Node Type"];
+  const cond = node["Index Cond"];
+  const firstEntries = !cond && !node.Filter && parent?.["Node Type"] === "Limit";
+  const whole =
+    onPartition &&
+    (type === "Seq Scan" ||
+      (type.includes("Index") && !firstEntries && !cond?.includes("tenant_id")));
+  const here = whole ? [`${type} ${node["Index Name"] ?? ""} ${cond ?? node.Filter ?? ""}`] : [];
+  return here.concat(
+    (node.Plans ?? []).flatMap((child) => wholeReads(child as ScanNode, partition, node)),
+  );
+}
+
+/**
+ * The first partition as an upgraded installation has it: a view a day of each of 300 tenants
+ * over the 16 months before its end (about 145,000 rows), analysed. Answers its name and the
+ * first day it holds.
+ */
+async function fillFirstPartition(pool: Pool): Promise<{ name: string; start: Date }> {
+  const first = (await listPartitions(pool, "lead_views")).find((p) => p.from === null);
+  if (!first?.to) {
+    throw new Error("lead_views has no first partition");
+  }
+  const start = monthStart(first.to, -OLD_MONTHS);
+  await pool.query(
+    `INSERT INTO lead_views (tenant_id, day, folio, billing_period_start, surface, request_id,
+                             recorded_at, source_partition, source_offset)
+     SELECT 'ten_old_' || lpad(t::text, 3, '0'), d.day, 'O' || t || '_' || d.day,
+            date_trunc('month', d.day)::date, 'rest', 'req_old_' || t || '_' || d.day,
+            d.day + time '09:00', t % 12, row_number() OVER ()
+       FROM generate_series(1, $1::int) AS t
+      CROSS JOIN generate_series($2::date, $3::date - 1, interval '1 day') AS d(day)`,
+    [OLD_TENANTS, start, first.to],
+  );
+  await pool.query(`ANALYZE "${first.name}"`);
+  return { name: first.name, start };
+}
+
+describe("retention's sweep of the partition made from the table as it was (decision 0393)", () => {
+  let first: { name: string; start: Date };
+  beforeAll(async () => {
+    first = await fillFirstPartition(harness.pool);
+  }, 120_000);
+
+  it("fills the first partition past the size a partition is read whole at", async () => {
+    const { rows } = await harness.pool.query<{ n: number }>(
+      "SELECT reltuples::int AS n FROM pg_class WHERE oid = $1::regclass",
+      [first.name],
+    );
+    expect(rows[0]?.n).toBeGreaterThan(LARGE);
+  });
+
+  for (const mode of ["auto", "force_generic_plan"] as const) {
+    it(`reads it through its key, never whole, with nothing expired and with a backlog (${mode} plans)`, async () => {
+      const explaining = await explainingPool(mode);
+      const rule = leadViewsRule(400);
+      // The horizon at the first month it holds (nothing before it), then at the next one (a
+      // month of every tenant's views expired, far more than a batch).
+      const rounds = [
+        { at: new Date(first.start.getTime() + 400.5 * DAY_MS), removed: 0 },
+        { at: new Date(monthStart(first.start, 1).getTime() + 400.5 * DAY_MS), removed: 1_000 },
+      ];
+      const reads: Record<string, string[]> = {};
+      try {
+        for (const { at, removed } of rounds) {
+          explaining.plans.length = 0;
+          expect(await rule.sweep(explaining.pool, at, 1_000)).toBe(removed);
+          const deletes = explaining.plans.filter((plan) => plan["Query Text"].includes("DELETE"));
+          expect(deletes).toHaveLength(1);
+          reads[`${removed} removed`] = explaining.plans.flatMap((plan) =>
+            wholeReads(plan.Plan, first.name),
+          );
+        }
+      } finally {
+        await explaining.pool.end();
+      }
+      expect(reads).toEqual({ "0 removed": [], "1000 removed": [] });
+    });
+  }
+
+  it("catches a read of it that filters on day alone", async () => {
+    const { rows } = await harness.pool.query<{ "QUERY PLAN": CapturedPlan[] }>(
+      `EXPLAIN (FORMAT JSON) SELECT tenant_id, day, folio FROM "${first.name}"
+        WHERE day < $1 LIMIT 1000`,
+      [first.start],
+    );
+    const plan = rows[0]?.["QUERY PLAN"][0] as CapturedPlan;
+    expect(wholeReads(plan.Plan, first.name)).toHaveLength(1);
   });
 });

@@ -97,30 +97,44 @@ async function periodCounters(tenant: string) {
 const daysBefore = (at: Date, days: number) => utcDayOf(new Date(at.getTime() - days * DAY_MS));
 
 describe("lead-views are kept 400 days and dropped a month at a time (decision 0393)", () => {
-  it("deletes the expired rows of the partition made from the table as it was, a batch at a time, and drops it once all of it has expired", async () => {
-    const tenant = freshTenant("first");
+  it("deletes the expired rows of the partition made from the table as it was, a batch at a time across its tenants, and drops it once all of it has expired", async () => {
     const first = (await listPartitions(harness.pool, "lead_views")).find((p) => p.from === null);
     const end = first?.to as Date;
     const lastMonth = monthStart(end, -1);
-    const old = Array.from({ length: 5 }, (_, i) => `GONE${i}`);
-    for (const folio of old) {
-      await record(tenant, utcDayOf(new Date(lastMonth.getTime() - 20 * DAY_MS)), folio, "req");
+    const dayBefore = (days: number) => utcDayOf(new Date(lastMonth.getTime() - days * DAY_MS));
+    // Three tenants with expired views (the last the day before the horizon) and one on its
+    // first day, and a tenant between them with none expired: a batch spans tenants and skips it.
+    const tenants = ["first_a", "first_b", "first_c"].map((label) => freshTenant(label));
+    for (const tenant of tenants) {
+      for (const [i, day] of [dayBefore(40), dayBefore(20), dayBefore(1)].entries()) {
+        await record(tenant, day, `GONE${i}`, "req");
+      }
+      await record(tenant, utcDayOf(lastMonth), "STAYS", "req");
     }
-    await record(tenant, utcDayOf(new Date(lastMonth.getTime() + 5 * DAY_MS)), "STAYS", "req");
+    const young = freshTenant("first_b_young");
+    await record(young, utcDayOf(new Date(lastMonth.getTime() + 5 * DAY_MS)), "STAYS", "req");
 
     // The horizon reaches the first partition's last month: what lies before it goes, at most a
     // batch a statement.
     const at = new Date(lastMonth.getTime() + 400.5 * DAY_MS);
-    expect(await leadViewsRule(400).sweep(harness.pool, at, 2)).toBe(2);
-    expect(await rowsOf("lead_views", tenant)).toHaveLength(old.length - 2 + 1);
-    await retentionAt(at);
-    expect((await rowsOf("lead_views", tenant)).map((row) => row.folio)).toEqual(["STAYS"]);
+    const rule = leadViewsRule(400);
+    const batches = [];
+    for (let batch = 0; batch < 4; batch++) {
+      batches.push(await rule.sweep(harness.pool, at, 4));
+    }
+    expect(batches).toEqual([4, 4, 1, 0]);
+    for (const tenant of [...tenants, young]) {
+      expect((await rowsOf("lead_views", tenant)).map((row) => row.folio)).toEqual(["STAYS"]);
+    }
     expect(await relationExists(first?.name as string)).toBe(true);
 
     // Once its last month has expired too, the partition is dropped whole.
     await retentionAt(new Date(end.getTime() + 400.5 * DAY_MS));
-    expect(await rowsOf("lead_views", tenant)).toEqual([]);
+    for (const tenant of [...tenants, young]) {
+      expect(await rowsOf("lead_views", tenant)).toEqual([]);
+    }
     expect(await relationExists(first?.name as string)).toBe(false);
+    expect(await rule.sweep(harness.pool, new Date(end.getTime() + 400.5 * DAY_MS), 4)).toBe(0);
   });
 
   it("keeps a lead-view 399 days old and removes one 401 days old, dropping its month whole", async () => {

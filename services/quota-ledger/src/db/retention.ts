@@ -3,6 +3,7 @@ import {
   createRetention,
   deleteInBatches,
   dropExpiredPartitions,
+  listPartitions,
   type Metrics,
   type Retention,
   type RetentionRule,
@@ -46,15 +47,56 @@ SELECT to_char(min(first.day), 'YYYY-MM-DD') AS day
  WHERE t.tenant_id IS NOT NULL`;
 
 /**
- * Rows of days before the horizon that a partition spanning several months still holds: only the
- * first partition, made from the table as it was before partitioning, ever has any (every later
+ * Deletes up to $2 rows of days before the horizon ($1) from `partition`, the first partition:
+ * only it, made from the table as it was before partitioning, ever has any (every later
  * partition is one month, dropped whole once the horizon passes it).
+ *
+ * Its indexes lead with tenant_id and Postgres 15 cannot skip-scan them, so a filter on day alone
+ * reads the whole partition, every round until it is dropped a year or so after the upgrade.
+ * The statement walks the key instead, one index probe per tenant (the tenant's first entry holds
+ * its oldest day), and reads a key range only of tenants whose oldest day is expired, stopping
+ * at a batch; the rows go by TID (unique within the one partition it targets). Not an index on
+ * day: built on a partition this large it would block writes, or need a concurrent build outside
+ * the migrations' transactions, for a partition that only shrinks.
  */
-const EXPIRED_IN_FIRST_PARTITION_SQL = `
-DELETE FROM lead_views l
+function expiredInFirstPartitionSql(partition: string): string {
+  const first = quotedIdentifier(partition);
+  return `
+WITH RECURSIVE tenant AS (
+  (SELECT tenant_id, day FROM ${first} ORDER BY tenant_id, day, folio LIMIT 1)
+  UNION ALL
+  SELECT next.tenant_id, next.day
+    FROM tenant t CROSS JOIN LATERAL (
+      SELECT e.tenant_id, e.day FROM ${first} e WHERE e.tenant_id > t.tenant_id
+       ORDER BY e.tenant_id, e.day, e.folio LIMIT 1) AS next
+)
+DELETE FROM ${first} l
  WHERE l.day < $1
-   AND (l.tenant_id, l.day, l.folio) IN (
-     SELECT e.tenant_id, e.day, e.folio FROM lead_views e WHERE e.day < $1 LIMIT $2)`;
+   AND l.ctid = ANY(ARRAY(
+     SELECT expired.ctid
+       FROM tenant t CROSS JOIN LATERAL (
+         SELECT e.ctid FROM ${first} e WHERE e.tenant_id = t.tenant_id AND e.day < $1
+          ORDER BY e.day, e.folio LIMIT $2) AS expired
+      WHERE t.day < $1
+      LIMIT $2))`;
+}
+
+function quotedIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** A batch of the first partition's expired rows, deleted; 0 once the partition is gone. */
+async function deleteExpiredInFirstPartition(
+  pool: Pool,
+  horizon: Date,
+  limit: number,
+): Promise<number> {
+  const first = (await listPartitions(pool, LEAD_VIEWS)).find((p) => p.from === null);
+  if (!first) {
+    return 0;
+  }
+  return deleteInBatches(pool, expiredInFirstPartitionSql(first.name), [horizon], limit);
+}
 
 async function oldestLeadViewDay(pool: Pool): Promise<string | null> {
   const { rows } = await pool.query<{ day: string | null }>(OLDEST_LEAD_VIEW_SQL);
@@ -81,7 +123,7 @@ export function leadViewsRule(keepDays: number): RetentionRule {
       if (dropped > 0) {
         return dropped;
       }
-      return deleteInBatches(pool, EXPIRED_IN_FIRST_PARTITION_SQL, [horizon], limit);
+      return deleteExpiredInFirstPartition(pool, horizon, limit);
     },
     async oldestRowAgeMs(pool, now) {
       const day = await oldestLeadViewDay(pool);
