@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { copyFile, mkdtemp, readdir, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate, type Pool } from "@th/db";
@@ -39,8 +39,7 @@ afterAll(async () => {
 });
 
 /** Deliveries in every state (with their attempts), as the previous schema stored them. */
-async function fillPreviousSchema(): Promise<void> {
-  const pool = db.pool;
+async function fillPreviousSchema(pool: Pool, deliveries = 600): Promise<void> {
   await pool.query(
     `INSERT INTO tenants (tenant_id, revision, tier, status, lead_views_per_month,
                           concurrent_webhooks, changed_at)
@@ -58,8 +57,8 @@ async function fillPreviousSchema(): Promise<void> {
             '{"n":' || g || '}', ($1::text[])[1 + g % 6], g % 5,
             now() - interval '1 minute', now() - g * interval '1 hour',
             CASE WHEN g % 6 IN (3, 4) THEN now() + interval '10 days' END
-       FROM generate_series(1, 600) g`,
-    [states],
+       FROM generate_series(1, $2::int) g`,
+    [states, deliveries],
   );
   await pool.query(
     `INSERT INTO attempts (delivery_id, replay_no, attempt, attempted_at, duration_ms,
@@ -69,10 +68,20 @@ async function fillPreviousSchema(): Promise<void> {
   );
 }
 
-/** Rows as JSON, without the reply column a later migration drops (decision 0331). */
-async function snapshot(table: string, key: string): Promise<Map<string, string>> {
-  const { rows } = await db.pool.query<{ key: string; row: string }>(
-    `SELECT ${key} AS key, (to_jsonb(t) - 'response_excerpt')::text AS row FROM ${table} t`,
+/**
+ * Rows as JSON, without the reply column a later migration drops (decision 0331) and the columns
+ * named in `without`.
+ */
+async function snapshot(
+  table: string,
+  key: string,
+  pool: Pool = db.pool,
+  without: readonly string[] = [],
+): Promise<Map<string, string>> {
+  const { rows } = await pool.query<{ key: string; row: string }>(
+    `SELECT ${key} AS key, (to_jsonb(t) - 'response_excerpt' - $1::text[])::text AS row
+       FROM ${table} t`,
+    [without],
   );
   return new Map(rows.map((row) => [row.key, row.row]));
 }
@@ -82,7 +91,7 @@ describe("the migration that partitions deliveries and attempts by month", () =>
   let attemptsBefore: Map<string, string>;
 
   beforeAll(async () => {
-    await fillPreviousSchema();
+    await fillPreviousSchema(db.pool);
     deliveriesBefore = await snapshot("deliveries", "id::text");
     attemptsBefore = await snapshot("attempts", "delivery_id || '/' || attempt");
     await migrate(db.url, migrations);
@@ -238,4 +247,180 @@ describe("the migration that partitions deliveries and attempts by month", () =>
     expect(rows).toEqual([]);
     expect(await listPartitions(db.pool, ATTEMPTS)).toHaveLength(months.length + 2);
   });
+});
+
+const PARTITIONED = "20270305000200_history_partitioned_by_month.sql";
+
+/**
+ * The longest a statement of the service may wait on the partitioning: the lock_timeout the
+ * migration that swaps the tables sets, past which it gives up its lock request rather than hold
+ * the tables' readers and writers queued behind it (its lock itself lasts for catalog changes).
+ */
+async function documentedLockTimeoutMs(): Promise<number> {
+  const sql = await readFile(join(migrations.dir, PARTITIONED), "utf8");
+  const seconds = /SET LOCAL lock_timeout = '(\d+)s'/.exec(sql)?.[1];
+  if (!seconds) {
+    throw new Error(`${PARTITIONED} sets no lock_timeout`);
+  }
+  return Number(seconds) * 1000;
+}
+
+interface Calls {
+  calls: number;
+  failures: unknown[];
+  longestMs: number;
+}
+
+/** Runs `work`, counting it, its failure and how long it took; undefined when it failed. */
+async function timed<T>(calls: Calls, work: () => Promise<T>): Promise<T | undefined> {
+  const started = performance.now();
+  try {
+    return await work();
+  } catch (error) {
+    calls.failures.push(error);
+    return undefined;
+  } finally {
+    calls.calls++;
+    calls.longestMs = Math.max(calls.longestMs, performance.now() - started);
+  }
+}
+
+/**
+ * This release's dispatcher while the migrations run, each loop on its own as the intake consumer
+ * and the worker run: the intake takes in two new matches at a time (a batch that fails is sent
+ * again, as the consumer's records are redelivered), the worker claims what is due. A release
+ * before this one fails its intake until rolled forward (operations, Upgrade); this one's
+ * statements are the ones that must go on.
+ */
+function keepDispatching(pool: Pool) {
+  let stop = false;
+  const intake: Calls & { matches: string[]; lost: string[] } = {
+    calls: 0,
+    failures: [],
+    longestMs: 0,
+    matches: [],
+    lost: [],
+  };
+  const claim: Calls & { claimed: number } = { calls: 0, failures: [], longestMs: 0, claimed: 0 };
+  const takeIn = async (n: number) => {
+    const batch = ["a", "b"].map((side) => ({
+      tenant_id: "tn_1",
+      watchlist_id: "wl_1",
+      match_id: `live_${n}${side}`,
+      folio: `24-${n}`,
+      body: "{}",
+      trace_context: null,
+    }));
+    for (let tries = 0; tries < 20; tries++) {
+      if (
+        (await timed(intake, () => insertDeliveries(pool, batch, "watchlist.match"))) !== undefined
+      ) {
+        intake.matches.push(...batch.map((row) => row.match_id));
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    intake.lost.push(...batch.map((row) => row.match_id));
+  };
+  const claimSome = async () => {
+    const rows = await timed(claim, () =>
+      claimDeliveries(pool, {
+        now: new Date(),
+        limit: 5,
+        held: new Map(),
+        defaultConcurrency: 5,
+        depth: 1000,
+        retrySweepGraceMs: 5_000,
+        leaseMs: 60_000,
+        share: WHOLE,
+      }),
+    );
+    claim.claimed += rows?.length ?? 0;
+  };
+  const running = Promise.all([
+    (async () => {
+      for (let n = 0; !stop; n++) {
+        await takeIn(n);
+      }
+    })(),
+    (async () => {
+      while (!stop) {
+        await claimSome();
+      }
+    })(),
+  ]);
+  return {
+    intake,
+    claim,
+    async stop() {
+      stop = true;
+      await running;
+    },
+  };
+}
+
+describe("the partitioning migrations under this release's intake and claim", () => {
+  let live: TestDatabase;
+
+  beforeAll(async () => {
+    live = await createTestDatabase([{ schema: migrations.schema, dir: before }]);
+    await fillPreviousSchema(live.pool, 20_000);
+  });
+  afterAll(async () => {
+    await live?.drop();
+  });
+
+  it("keeps every row, loses no match taken in, and holds no statement past the migration's lock_timeout", async () => {
+    // The claim leases rows: their lease columns change, nothing else of them may.
+    const leases = ["lease_token", "lease_until"];
+    const deliveriesBefore = await snapshot("deliveries", "id::text", live.pool, leases);
+    const attemptsBefore = await snapshot("attempts", "delivery_id || '/' || attempt", live.pool);
+    const bound = await documentedLockTimeoutMs();
+
+    const traffic = keepDispatching(live.pool);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const atStart = { intake: traffic.intake.calls, claim: traffic.claim.calls };
+    const { applied } = await migrate(live.url, migrations);
+    const during = {
+      intake: traffic.intake.calls - atStart.intake,
+      claim: traffic.claim.calls - atStart.claim,
+    };
+    await traffic.stop();
+
+    // The outbox's shared migrations run too; the partitioning's three are the point.
+    expect(applied.filter((name) => name.startsWith("20270305"))).toEqual([
+      PARTITIONING.replace(".sql", ""),
+      "20270305000100_history_check_validated",
+      PARTITIONED.replace(".sql", ""),
+    ]);
+    // The service ran all along, and no statement of it waited past the bound.
+    expect(during.intake).toBeGreaterThan(0);
+    expect(during.claim).toBeGreaterThan(0);
+    expect(traffic.claim.claimed).toBeGreaterThan(0);
+    // None failed: they waited for the migration's short locks instead (a failed batch would
+    // be sent again, and must still have been taken in).
+    expect(traffic.claim.failures).toEqual([]);
+    expect(traffic.intake.failures).toEqual([]);
+    expect(traffic.intake.lost).toEqual([]);
+    expect(traffic.intake.longestMs).toBeLessThan(bound);
+    expect(traffic.claim.longestMs).toBeLessThan(bound);
+
+    // Every row as it was, and each match taken in delivered once.
+    const deliveriesAfter = await snapshot("deliveries", "id::text", live.pool, leases);
+    const kept = new Map([...deliveriesBefore.keys()].map((id) => [id, deliveriesAfter.get(id)]));
+    expect(kept).toEqual(deliveriesBefore);
+    expect(await snapshot("attempts", "delivery_id || '/' || attempt", live.pool)).toEqual(
+      attemptsBefore,
+    );
+    const { rows } = await live.pool.query<{ match_id: string; n: number }>(
+      `SELECT match_id, count(*)::int AS n FROM deliveries WHERE match_id LIKE 'live\\_%'
+        GROUP BY match_id`,
+    );
+    const byMatch = (a: { match_id: string }, b: { match_id: string }) =>
+      a.match_id < b.match_id ? -1 : 1;
+    expect(rows.sort(byMatch)).toEqual(
+      traffic.intake.matches.map((match_id) => ({ match_id, n: 1 })).sort(byMatch),
+    );
+    expect(deliveriesAfter.size).toBe(deliveriesBefore.size + traffic.intake.matches.length);
+  }, 60_000);
 });
