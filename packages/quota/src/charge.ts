@@ -17,10 +17,12 @@ export type Granted = Extract<Reservation, { ok: true }>;
  * 1. `reserve` the folios, all or none against the period's cap. The reservation is named before
  *    the call, so when a call fails (its reply may have been lost after it charged) everything
  *    this charge asked for is given back before the error is passed on.
- * 2. Record a view for every folio `toRecord` names (those it charged, and those another reader
- *    charged moments ago and may still give back), built by `view`.
- * 3. `giveBack` the charged folios whose views were not recorded. Only this charge's own charges
- *    go back, and only within the meter's settle window; after it the charge stands.
+ * 2. Record a view for every folio `foliosToRecord` names (those it charged, and those another
+ *    reader charged moments ago and may still give back), built by `view`.
+ * 3. `giveBack` every folio it was to record whose view was not recorded. Of a folio it charged
+ *    alone, the charge goes back; of a shared one (charged by another reader, or read by one
+ *    since) it only gives up its own hold, and the folio goes back when the last holder gives it
+ *    back. Only within the meter's settle window; after it the charge stands.
  * 4. Or `settle` the folios whose views the broker acknowledged: nothing can give them back now,
  *    so later reads of them that day are free at once (see `LeadViewMeter.settle`).
  */
@@ -47,7 +49,11 @@ export function openLeadViewCharge(
       }
     },
 
-    /** Gives back views not recorded; answers how many went back. */
+    /**
+     * Gives up this charge's hold on folios whose views were not recorded (all it was to record,
+     * shared ones too); answers how many went back, which leaves out shared folios another
+     * reader still holds (see `LeadViewMeter.release`).
+     */
     giveBack(folios: readonly string[]): Promise<number> {
       return meter.release({ ...scope, reservation, folios });
     },

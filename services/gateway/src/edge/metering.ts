@@ -32,7 +32,8 @@ export function refuseHeadOnMeteredRead(request: FastifyRequest): void {
  * not left yet, and the client gets 503: never a free read, never a charged read that was not
  * answered (docs/operations.md, "When a lead-view is charged"). A folio another request charged
  * moments ago and may still give back is recorded by this read too (the ledger keeps one view
- * per tenant, folio and day), so it is not free should the other one fail.
+ * per tenant, folio and day), so it is not free should the other one fail; should this read fail
+ * as well, it gives up its hold on it, and the folio goes back once no read holds it.
  */
 export function createMetering(deps: {
   meter: LeadViewMeter;
@@ -135,14 +136,14 @@ export function createMetering(deps: {
               : "publish_failed",
           voided_at: new Date().toISOString(),
         });
-        const released = await charge
-          .giveBack(reservation.charged)
-          .catch((releaseError: unknown) => {
-            // Kept charged: the tenant loses these views until the counters are rebuilt from
-            // the ledger, which is the safe side of a failure.
-            request.log.error({ err: releaseError }, "lead-views could not be given back");
-            return 0;
-          });
+        // Every folio it was to record, the shared ones too: it gives up its hold on those, and
+        // one goes back when no reader holds it any more. `released` counts what went back.
+        const released = await charge.giveBack(recorded).catch((releaseError: unknown) => {
+          // Kept charged: the tenant loses these views until the counters are rebuilt from
+          // the ledger, which is the safe side of a failure.
+          request.log.error({ err: releaseError }, "lead-views could not be given back");
+          return 0;
+        });
         quota.remaining += released;
         request.log.error(
           {
