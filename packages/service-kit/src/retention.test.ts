@@ -84,6 +84,66 @@ async function partitionsOf(parent: string): Promise<string[]> {
   return rows.map((row) => row.name);
 }
 
+const FAILURES = "th_retention_failures_total";
+const BEHIND = "th_retention_behind_seconds";
+const REMOVED = "th_retention_removed_rows_total";
+
+/** A pool of its own, as another process's sessions on the same tables. */
+function otherSessions(): Pool {
+  return createPool({ url: db.url, schema: "retention_test", max: 1 });
+}
+
+/**
+ * Runs `work` while a long transaction holds what it read of history (an open REPEATABLE READ
+ * one), and meanwhile another process reads the table and writes a month that stays, one
+ * statement after another (at least five) until `work` settles. Answers the slowest of those
+ * statements, in ms.
+ */
+async function whileLongReaderHolds(work: () => Promise<unknown>): Promise<{ slowest: number }> {
+  const reader = await pool.connect();
+  const other = otherSessions();
+  try {
+    await reader.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
+    await reader.query("SELECT count(*) FROM history");
+    await other.query("SELECT 1");
+    let settled = false;
+    // Its outcome is the test's to check; here it only ends the statements.
+    const done = work()
+      .catch(() => undefined)
+      .finally(() => {
+        settled = true;
+      });
+    let slowest = 0;
+    for (let statement = 0; !settled || statement < 5; statement++) {
+      const started = performance.now();
+      await (statement % 2 === 0
+        ? other.query("SELECT count(*) FROM history")
+        : other.query("INSERT INTO history (created_at) VALUES ('2027-02-15Z')"));
+      slowest = Math.max(slowest, performance.now() - started);
+    }
+    await done;
+    return { slowest };
+  } finally {
+    await reader.query("ROLLBACK");
+    reader.release();
+    await other.end();
+  }
+}
+
+async function detachPending(parent: string): Promise<string[]> {
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = $1::regclass AND i.inhdetachpending ORDER BY 1`,
+    [parent],
+  );
+  return rows.map((row) => row.name);
+}
+
+async function exists(table: string): Promise<boolean> {
+  const { rows } = await pool.query("SELECT to_regclass($1) IS NOT NULL AS found", [table]);
+  return rows[0].found;
+}
+
 function metricLine(text: string, name: string, table: string): number | undefined {
   const line = text
     .split("\n")
@@ -93,8 +153,14 @@ function metricLine(text: string, name: string, table: string): number | undefin
 
 beforeEach(async () => {
   await pool.query("TRUNCATE events");
-  for (const name of await partitionsOf("history")) {
-    await pool.query(`DROP TABLE ${name}`);
+  // Months detached and left standalone too.
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT relname AS name FROM pg_class
+      WHERE relnamespace = current_schema()::regnamespace AND relkind = 'r'
+        AND relname LIKE 'history\\_p%'`,
+  );
+  for (const name of [...(await partitionsOf("history")), ...rows.map((row) => row.name)]) {
+    await pool.query(`DROP TABLE IF EXISTS ${name}`);
   }
 });
 
@@ -216,51 +282,176 @@ describe("retention", () => {
     ]);
   });
 
-  it("keeps a partition its guard refuses, the guard asked while the table is locked", async () => {
+  it("asks the guard on the month once detached, where no write can reach it, and puts back a month it refuses", async () => {
     await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 1);
     await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-02Z'), ('2027-01-03Z')");
-    const writer = await pool.connect();
-    let locked: boolean | undefined;
+    const other = otherSessions();
+    let write: string | undefined;
+    let read: number | undefined;
+    let seen: number | undefined;
     try {
-      const kept = await dropPartition(pool, "history", "history_p202701", async (client) => {
-        // A writer cannot get in while the guard decides.
-        await writer.query("SET lock_timeout = '100ms'");
-        locked = await writer
-          .query("INSERT INTO history (created_at) VALUES ('2027-01-04Z')")
-          .then(() => false)
-          .catch((error: Error) => /lock timeout/.test(error.message));
-        const { rows } = await client.query("SELECT count(*)::int AS n FROM history_p202701");
-        return rows[0].n === 0;
-      });
+      const kept = await dropPartition(
+        pool,
+        "history",
+        "history_p202701",
+        async (client, month) => {
+          // A row of the month written while the guard decides fails rather than go unseen, and
+          // the rest of the table is read and written as usual.
+          write = await other
+            .query("INSERT INTO history (created_at) VALUES ('2027-01-04Z')")
+            .then(() => "written")
+            .catch((error: Error) => error.message);
+          await other.query("INSERT INTO history (created_at) VALUES ('2027-02-04Z')");
+          read = (await other.query("SELECT count(*)::int AS n FROM history")).rows[0].n;
+          seen = (await client.query(`SELECT count(*)::int AS n FROM ${month}`)).rows[0].n;
+          return seen === 0;
+        },
+      );
       expect(kept).toBe(0);
     } finally {
-      await writer.query("RESET lock_timeout");
-      writer.release();
+      await other.end();
     }
-    expect(locked).toBe(true);
-    expect(await partitionsOf("history")).toContain("history_p202701");
+    expect(write).toMatch(/no partition of relation "history" found for row/);
+    expect(read).toBe(1);
+    expect(seen).toBe(2);
+    // Put back with its rows, and found by the next round.
+    expect(await partitionsOf("history")).toEqual(["history_p202701", "history_p202702"]);
+    expect(await count("history")).toBe(3);
     expect(await dropPartition(pool, "history", "history_p202701", async () => true)).toBe(2);
     expect(await dropPartition(pool, "history", "history_p202701")).toBe(0);
     expect(await partitionsOf("history")).toEqual(["history_p202702"]);
   });
 
-  it("gives up dropping a partition a reader holds, instead of queueing behind it", async () => {
+  it("drops a month once when replicas drop it at the same moment, failing none", async () => {
+    for (let round = 0; round < 5; round++) {
+      await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 1);
+      await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-02Z')");
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 3 }, () => dropPartition(pool, "history", "history_p202701")),
+      );
+      expect(outcomes.filter((outcome) => outcome.status === "rejected")).toEqual([]);
+      expect(
+        outcomes.map((outcome) => (outcome.status === "fulfilled" ? outcome.value : -1)).sort(),
+      ).toEqual([0, 0, 1]);
+      expect(await partitionsOf("history")).toEqual(["history_p202702"]);
+    }
+  });
+
+  it("puts a month back when its guard fails, and the round fails", async () => {
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 0);
+    await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-02Z')");
+    await expect(
+      dropPartition(pool, "history", "history_p202701", async (client) => {
+        await client.query("SELECT 1 FROM no_such_table");
+        return true;
+      }),
+    ).rejects.toThrow(/no_such_table/);
+    expect(await partitionsOf("history")).toEqual(["history_p202701"]);
+    expect(await count("history")).toBe(1);
+  });
+
+  it("makes a month while a long reader holds the table, and no other reader or writer waits", async () => {
     await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 1);
+    const { slowest } = await whileLongReaderHolds(() =>
+      ensureMonthlyPartitions(pool, "history", new Date("2027-02-01Z"), 1),
+    );
+    expect(slowest).toBeLessThan(100);
+    expect(await partitionsOf("history")).toEqual([
+      "history_p202701",
+      "history_p202702",
+      "history_p202703",
+    ]);
+  });
+
+  it("drops a month while a long reader holds the table, and no other reader or writer waits: on the round after the reader ends", async () => {
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 1);
+    await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-02Z'), ('2027-02-02Z')");
+    const rule: RetentionRule = {
+      table: "retention_test.history",
+      keepMs: 0,
+      sweep: (db) => dropExpiredPartitions(db, "history", new Date("2027-02-01Z")),
+      oldestRowAgeMs: async () => null,
+    };
+    const metrics = createMetrics("retention-test");
+    const retention = createRetention({
+      pool,
+      rules: [rule],
+      metrics,
+      logger: capturingLogger().logger,
+    });
+    const { slowest } = await whileLongReaderHolds(() => retention.runOnce());
+    expect(slowest).toBeLessThan(100);
+    // The drop waited for the reader, gave up and was left to the next round.
+    const scrape = async (name: string) =>
+      metricLine(await metrics.registry.metrics(), name, rule.table);
+    expect(await scrape(FAILURES)).toBe(1);
+    await retention.runOnce();
+    expect(await partitionsOf("history")).toEqual(["history_p202702"]);
+    expect(await scrape(REMOVED)).toBe(1);
+  });
+
+  it("finishes on a later round a drop a long reader held up, the month out of sight meanwhile", async () => {
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 1);
+    await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-02Z'), ('2027-01-03Z')");
     const reader = await pool.connect();
     try {
-      await reader.query("BEGIN");
+      await reader.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
       await reader.query("SELECT count(*) FROM history");
-      const started = Date.now();
+      await expect(dropPartition(pool, "history", "history_p202701")).rejects.toThrow(
+        /lock timeout/,
+      );
+      expect(await detachPending("history")).toEqual(["history_p202701"]);
+      // New statements no longer see the month; the reader still does, and a round that makes
+      // months leaves it alone.
+      expect(await count("history")).toBe(0);
+      expect(await reader.query("SELECT count(*)::int AS n FROM history")).toMatchObject({
+        rows: [{ n: 2 }],
+      });
+      await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 1);
+      // Still held: finishing it gives up too, and leaves it pending.
       await expect(dropExpiredPartitions(pool, "history", new Date("2027-02-01Z"))).rejects.toThrow(
         /lock timeout/,
       );
-      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(await detachPending("history")).toEqual(["history_p202701"]);
     } finally {
       await reader.query("ROLLBACK");
       reader.release();
     }
-    expect(await dropExpiredPartitions(pool, "history", new Date("2027-02-01Z"))).toBe(0);
+    expect(await dropExpiredPartitions(pool, "history", new Date("2027-02-01Z"))).toBe(2);
     expect(await partitionsOf("history")).toEqual(["history_p202702"]);
+    expect(await exists("history_p202701")).toBe(false);
+  });
+
+  it("puts back a month left detach-pending that its guard then keeps", async () => {
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 0);
+    await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-02Z')");
+    const reader = await pool.connect();
+    try {
+      await reader.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
+      await reader.query("SELECT count(*) FROM history");
+      await expect(dropPartition(pool, "history", "history_p202701")).rejects.toThrow(
+        /lock timeout/,
+      );
+    } finally {
+      await reader.query("ROLLBACK");
+      reader.release();
+    }
+    expect(await detachPending("history")).toEqual(["history_p202701"]);
+    expect(await dropPartition(pool, "history", "history_p202701", async () => false)).toBe(0);
+    expect(await detachPending("history")).toEqual([]);
+    expect(await partitionsOf("history")).toEqual(["history_p202701"]);
+    expect(await count("history")).toBe(1);
+  });
+
+  it("answers the rows of a dropped month from the planner's count of it, without reading it", async () => {
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 0);
+    await pool.query(
+      "INSERT INTO history (created_at) SELECT '2027-01-02Z' FROM generate_series(1, 300)",
+    );
+    await pool.query("ANALYZE history_p202701");
+    // Rows the planner has not counted yet are not read to be counted.
+    await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-03Z')");
+    expect(await dropPartition(pool, "history", "history_p202701")).toBe(300);
   });
 
   it("exports rows removed, how far behind, the table's bytes and its oldest row's age", async () => {
@@ -296,6 +487,40 @@ describe("retention", () => {
     clock = new Date(clock.getTime() + 3_600_000);
     expect(await scrape("th_retention_behind_seconds", "stuck")).toBeCloseTo(behind + 3_600, 0);
     expect(await scrape("th_table_oldest_row_age_seconds", "stuck")).toBeCloseTo(age + 3_600, 0);
+  });
+
+  it("exports how far behind a table is whose rounds always fail, so its alert can fire", async () => {
+    await insertEvents(2, 10 * DAY);
+    const metrics = createMetrics("retention-test");
+    let clock = new Date();
+    const events = eventsRule(7 * DAY);
+    const fail = () => pool.query("SELECT 1 FROM no_such_table").then(() => 0);
+    // One cannot remove its rows but can still measure them, the other can do neither.
+    const stuck: RetentionRule = { ...events, table: "stuck", relation: "events", sweep: fail };
+    const broken: RetentionRule = {
+      ...events,
+      table: "broken",
+      sweep: fail,
+      oldestRowAgeMs: () => fail().then(() => null),
+    };
+    const retention = createRetention({
+      pool,
+      rules: [stuck, broken],
+      metrics,
+      logger: capturingLogger().logger,
+      now: () => clock,
+    });
+    const scrape = async (name: string, table: string) =>
+      metricLine(await metrics.registry.metrics(), name, table);
+    await retention.runOnce();
+    expect(Math.abs(((await scrape(BEHIND, "stuck")) ?? 0) - 3 * 86_400)).toBeLessThan(60);
+    expect(await scrape(BEHIND, "broken")).toBe(0);
+    clock = new Date(clock.getTime() + 2 * DAY);
+    await retention.runOnce();
+    expect(Math.abs(((await scrape(BEHIND, "stuck")) ?? 0) - 5 * 86_400)).toBeLessThan(60);
+    expect(await scrape(BEHIND, "broken")).toBe(2 * 86_400);
+    expect(await scrape(FAILURES, "stuck")).toBe(2);
+    expect(await scrape(FAILURES, "broken")).toBe(2);
   });
 
   it("logs a failing rule and still runs the others", async () => {

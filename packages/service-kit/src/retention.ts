@@ -107,7 +107,7 @@ export function monthlyPartitionName(table: string, start: Date): string {
   return `${table}_p${start.getUTCFullYear()}${month}`;
 }
 
-const MONTH_EXISTS_CODES = new Set(["42P17", "42P07", "23505"]);
+const MONTH_EXISTS_CODES = new Set(["42P17", "42P07", "42710", "23505"]);
 
 /** Runs `work` in one short transaction that gives up rather than queue for a lock. */
 async function inShortTransaction<T>(
@@ -130,10 +130,49 @@ async function inShortTransaction<T>(
 }
 
 /**
+ * Runs `work` on one connection outside a transaction block (DETACH ... CONCURRENTLY refuses
+ * one) whose statements give up rather than wait longer than DDL_LOCK_TIMEOUT for a lock.
+ */
+async function withShortLockTimeout<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let result: T;
+  try {
+    await client.query(`SET lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+    result = await work(client);
+  } catch (error) {
+    await resetAndRelease(client);
+    throw error;
+  }
+  await resetAndRelease(client);
+  return result;
+}
+
+/** Gives the pool back a connection as it lent it; one that cannot be reset is closed. */
+async function resetAndRelease(client: PoolClient): Promise<void> {
+  try {
+    await client.query("RESET lock_timeout");
+    client.release();
+  } catch (error) {
+    client.release(error as Error);
+  }
+}
+
+/**
  * Creates the monthly partitions `<table>_pYYYYMM` of `parent` (ranges on a timestamptz column)
  * from `from`'s month to `monthsAhead` months after it. Idempotent: existing partitions are
- * found in the catalog first, so a round that has nothing to create takes no lock on the parent
- * (creating a partition locks it). A month another partition already covers is left alone.
+ * found in the catalog first, so a round that has nothing to create touches no table. A month
+ * another partition already covers is left alone.
+ *
+ * A month is made as a table of its own, shaped like `parent` (columns, defaults, checks,
+ * indexes), and then attached, in one short transaction: the attach takes only a SHARE UPDATE
+ * EXCLUSIVE lock on `parent`, which its readers and writers do not wait for, where CREATE TABLE
+ * ... PARTITION OF takes an ACCESS EXCLUSIVE one that a long reader holds up and every later
+ * statement on `parent` queues behind. The attach checks the new table against its bounds by
+ * reading it, and it is empty. A DEFAULT partition would be read and locked exclusively by the
+ * attach (and DETACH CONCURRENTLY refuses a table that has one): no user of the kit has one.
  */
 export async function ensureMonthlyPartitions(
   pool: Pool,
@@ -142,11 +181,12 @@ export async function ensureMonthlyPartitions(
   monthsAhead: number,
 ): Promise<void> {
   const { schema, table } = await qualified(pool, parent);
+  const target = `${quoted(schema)}.${quoted(table)}`;
   const { rows } = await pool.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_inherits i
        JOIN pg_class c ON c.oid = i.inhrelid
       WHERE i.inhparent = $1::regclass`,
-    [`${quoted(schema)}.${quoted(table)}`],
+    [target],
   );
   const existing = new Set(rows.map((row) => row.name));
   for (let month = 0; month <= monthsAhead; month++) {
@@ -155,18 +195,21 @@ export async function ensureMonthlyPartitions(
     if (existing.has(name)) {
       continue;
     }
+    const partition = `${quoted(schema)}.${quoted(name)}`;
     try {
-      await inShortTransaction(pool, (client) =>
-        client.query(
-          `CREATE TABLE IF NOT EXISTS ${quoted(schema)}.${quoted(name)}
-             PARTITION OF ${quoted(schema)}.${quoted(table)}
+      await inShortTransaction(pool, async (client) => {
+        await client.query(`CREATE TABLE ${partition} (LIKE ${target} INCLUDING ALL)`);
+        await client.query(
+          `ALTER TABLE ${target} ATTACH PARTITION ${partition}
              FOR VALUES FROM ('${start.toISOString()}') TO ('${monthStart(start, 1).toISOString()}')`,
-        ),
-      );
+        );
+      });
     } catch (error) {
-      // 42P17: the month overlaps a partition of another name (one attached from before).
-      // 42P07 and 23505: another replica created it at the same moment (IF NOT EXISTS checks
-      // before it locks), so the month exists: done.
+      // 42P17: the month overlaps a partition of another name (one attached from before); the
+      // table made for it is rolled back with the attach. 42P07 and 23505: a table of that name
+      // exists, another replica's month made at the same moment, or a month retention detached
+      // and is about to drop (a writer of that expired month asked for it): done either way.
+      // 42710: the other replica's table's row type, made at the same moment.
       if (!MONTH_EXISTS_CODES.has((error as { code?: string }).code ?? "")) {
         throw error;
       }
@@ -207,41 +250,144 @@ export async function listPartitions(pool: Pool, parent: string): Promise<Partit
   return rows;
 }
 
+/** 55P03: lock_timeout; 57014: a statement canceled. */
+const GAVE_UP_CODES = new Set(["55P03", "57014"]);
+
+/** How long re-attaching a month its guard kept may wait for its lock (see `dropPartition`). */
+const REATTACH_LOCK_TIMEOUT = "30s";
+
 /**
- * Drops one partition of `parent`: counted, then detached and dropped in one short transaction
- * whose lock_timeout makes a busy table wait for the next round instead of queueing readers
- * behind the detach. `guard`, when given, runs in that transaction once `parent` is locked (no
- * row can change meanwhile): false keeps the partition. Answers the rows dropped; 0 when the
- * guard kept it or another process dropped it first.
+ * Asks, for a partition of the month being dropped, whether it may go. `partition` is the month
+ * as a table of its own (schema-qualified and quoted), already detached from the parent: the
+ * guard reads it, not the parent, which no longer shows its rows.
+ */
+export type PartitionGuard = (client: PoolClient, partition: string) => Promise<boolean>;
+
+/** A partition of `target`'s bound as written in ALTER TABLE, and whether a detach of it is pending. */
+async function partitionOf(
+  client: PoolClient,
+  target: string,
+  partition: string,
+): Promise<{ bound: string; pending: boolean } | undefined> {
+  const { rows } = await client.query<{ bound: string; pending: boolean }>(
+    `SELECT pg_get_expr(c.relpartbound, c.oid) AS bound, i.inhdetachpending AS pending
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = $1::regclass AND i.inhrelid = to_regclass($2)`,
+    [target, partition],
+  );
+  return rows[0];
+}
+
+/**
+ * The rows of a detached month as the planner last counted them (what autovacuum's analyze
+ * left), rather than a read of the whole month; counted only when it was never analyzed, which
+ * autovacuum leaves only to tables of few rows (or when it is off).
+ */
+async function rowsOf(client: PoolClient, partition: string): Promise<number> {
+  const { rows } = await client.query<{ n: number }>(
+    "SELECT reltuples::float8 AS n FROM pg_class WHERE oid = $1::regclass",
+    [partition],
+  );
+  const estimate = rows[0]?.n ?? -1;
+  if (estimate >= 0) {
+    return Math.round(estimate);
+  }
+  const counted = await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${partition}`);
+  return Number(counted.rows[0]?.n ?? 0);
+}
+
+/**
+ * Detaches a partition, or finishes its pending detach; false when another replica got there
+ * first: the partition is gone, or its detach started meanwhile (that replica finishes it, or
+ * a later round does).
+ */
+async function detach(
+  client: PoolClient,
+  target: string,
+  partition: string,
+  pending: boolean,
+): Promise<boolean> {
+  try {
+    const how = pending ? "FINALIZE" : "CONCURRENTLY";
+    await client.query(`ALTER TABLE ${target} DETACH PARTITION ${partition} ${how}`);
+    return true;
+  } catch (error) {
+    // A wait that gave up (which may leave the detach pending) is this round's failure.
+    if (GAVE_UP_CODES.has((error as { code?: string }).code ?? "")) {
+      throw error;
+    }
+    const now = await partitionOf(client, target, partition);
+    if (!now || now.pending !== pending) {
+      return false;
+    }
+    throw error;
+  }
+}
+
+/** The guard's answer, or its error: a guard that fails keeps the month too. */
+function askGuard(
+  client: PoolClient,
+  guard: PartitionGuard,
+  partition: string,
+): Promise<{ drop: boolean; error?: unknown }> {
+  return guard(client, partition).then(
+    (drop) => ({ drop }),
+    (error: unknown) => ({ drop: false, error }),
+  );
+}
+
+/** Puts back a detached month its guard kept, waiting (no reader or writer waits on it) for its lock. */
+async function reattach(client: PoolClient, target: string, partition: string, bound: string) {
+  await client.query(`SET lock_timeout = '${REATTACH_LOCK_TIMEOUT}'`);
+  await client.query(`ALTER TABLE ${target} ATTACH PARTITION ${partition} ${bound}`);
+}
+
+/**
+ * Drops one partition of `parent` without a lock its readers and writers wait for: `DETACH
+ * PARTITION ... CONCURRENTLY` takes SHARE UPDATE EXCLUSIVE locks, then waits for the
+ * transactions that use `parent` to end (new ones no longer see the month), then DROP TABLE
+ * locks only the month, which nothing reads any more. Each wait gives up after DDL_LOCK_TIMEOUT
+ * and the next round goes on: a detach interrupted after its first step leaves the month
+ * "detach pending" (new statements no longer see it), which the next call finishes with
+ * `DETACH PARTITION ... FINALIZE`.
+ *
+ * `guard`, when given, is asked once the month is detached, on the month as its own table: no
+ * writer can change it any more (a row of that month written meanwhile finds no partition and
+ * fails), so what the guard sees is what is dropped, as when the parent was locked exclusively
+ * while the guard decided. False puts the month back, attached as it was (the detach left a
+ * check of its bounds on it, so the attach reads no row); while it is detached, its rows are
+ * out of sight. A process that ends between the detach and the drop (or the attach back)
+ * leaves the month as a table of its own.
+ *
+ * Answers the rows dropped (`rowsOf`); 0 when the guard kept it or another process dropped it
+ * first.
  */
 export async function dropPartition(
   pool: Pool,
   parent: string,
   name: string,
-  guard?: (client: PoolClient) => Promise<boolean>,
+  guard?: PartitionGuard,
 ): Promise<number> {
   const { schema, table } = await qualified(pool, parent);
   const target = `${quoted(schema)}.${quoted(table)}`;
   const partition = `${quoted(schema)}.${quoted(name)}`;
-  try {
-    const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${partition}`);
-    const dropped = await inShortTransaction(pool, async (client) => {
-      await client.query(`LOCK TABLE ${target} IN ACCESS EXCLUSIVE MODE`);
-      if (guard && !(await guard(client))) {
-        return false;
-      }
-      await client.query(`ALTER TABLE ${target} DETACH PARTITION ${partition}`);
-      await client.query(`DROP TABLE ${partition}`);
-      return true;
-    });
-    return dropped ? Number(rows[0]?.n ?? 0) : 0;
-  } catch (error) {
-    // 42P01: another replica dropped it first.
-    if ((error as { code?: string }).code === "42P01") {
+  return withShortLockTimeout(pool, async (client) => {
+    const attached = await partitionOf(client, target, partition);
+    if (!attached || !(await detach(client, target, partition, attached.pending))) {
       return 0;
     }
-    throw error;
-  }
+    const verdict = guard ? await askGuard(client, guard, partition) : { drop: true };
+    if (!verdict.drop) {
+      await reattach(client, target, partition, attached.bound);
+      if ("error" in verdict) {
+        throw verdict.error;
+      }
+      return 0;
+    }
+    const rows = await rowsOf(client, partition);
+    await client.query(`DROP TABLE ${partition}`);
+    return rows;
+  });
 }
 
 /**
@@ -276,10 +422,18 @@ async function relationBytes(pool: Pool, relation: string): Promise<number> {
   return Number(rows[0]?.bytes ?? 0);
 }
 
-function createInstruments(metrics: Metrics, measured: Map<string, Measurement>, now: () => Date) {
+/** What the rounds learnt of each table. */
+interface Measured {
+  /** The last measurement of each table measured at least once. */
+  tables: Map<string, Measurement>;
+  /** When the first round of a table not yet measured failed to measure it. */
+  failingSince: Map<string, number>;
+}
+
+function createInstruments(metrics: Metrics, measured: Measured, now: () => Date) {
   // Between rounds the rows age with the clock: rounds that stop running show as retention
   // falling further behind, not as the value the last round left.
-  const elapsed = (m: Measurement) => Math.max(0, now().getTime() - m.at);
+  const elapsed = (m: { at: number }) => Math.max(0, now().getTime() - m.at);
   const removed = metrics.counter(
     "th_retention_removed_rows_total",
     "Rows retention removed, by table",
@@ -292,12 +446,18 @@ function createInstruments(metrics: Metrics, measured: Map<string, Measurement>,
   );
   metrics.gauge(
     "th_retention_behind_seconds",
-    "How far the most overdue row of a table is past its retention horizon (0 when none is)",
+    "How far the most overdue row of a table is past its retention horizon (0 when none is); " +
+      "for a table no round could measure yet, how long its rounds have been failing",
     ["table"] as const,
     (gauge) => {
-      for (const [table, m] of measured) {
+      for (const [table, m] of measured.tables) {
         const behind = m.behindMs === null ? 0 : Math.max(0, m.behindMs + elapsed(m));
         gauge.set({ table }, behind / 1000);
+      }
+      // What a rule that never got through is behind is unknown, but at least as long as it
+      // has failed: a value that grows lets the alert fire, where a missing series never would.
+      for (const [table, at] of measured.failingSince) {
+        gauge.set({ table }, elapsed({ at }) / 1000);
       }
     },
   );
@@ -306,7 +466,7 @@ function createInstruments(metrics: Metrics, measured: Map<string, Measurement>,
     "Age of the oldest row of a table",
     ["table"] as const,
     (gauge) => {
-      for (const [table, m] of measured) {
+      for (const [table, m] of measured.tables) {
         if (m.oldestAgeMs !== null) {
           gauge.set({ table }, (m.oldestAgeMs + elapsed(m)) / 1000);
         }
@@ -318,7 +478,7 @@ function createInstruments(metrics: Metrics, measured: Map<string, Measurement>,
     "Bytes of a table with its indexes and TOAST, partitions summed",
     ["table"] as const,
     (gauge) => {
-      for (const [table, m] of measured) {
+      for (const [table, m] of measured.tables) {
         gauge.set({ table }, m.bytes);
       }
     },
@@ -360,35 +520,58 @@ async function measureRule(pool: Pool, rule: RetentionRule, now: Date): Promise<
 }
 
 /**
- * One round: each rule sweeps, then is measured. A rule that fails is logged and counted, and
- * the others still run; the next round tries it again.
+ * One rule's round: it sweeps, then is measured even when the sweep failed (the rows it left
+ * still age, and the gauges show it). A failure of either is logged and counted once.
+ */
+async function runRule(
+  options: Required<Omit<RetentionOptions, "metrics">>,
+  rule: RetentionRule,
+  instruments: Instruments,
+  measured: Measured,
+): Promise<number | undefined> {
+  const { pool, logger } = options;
+  let removed: number | undefined;
+  let failure: { error: unknown } | undefined;
+  try {
+    const now = options.now();
+    removed = await sweepRule(pool, rule, now, options.batchSize, options.maxBatchesPerRound);
+    instruments.removed.inc({ table: rule.table }, removed);
+    if (removed > 0) {
+      logger.info({ table: rule.table, removed }, "retention removed expired rows");
+    }
+  } catch (error) {
+    failure = { error };
+  }
+  try {
+    measured.tables.set(rule.table, await measureRule(pool, rule, options.now()));
+    measured.failingSince.delete(rule.table);
+  } catch (error) {
+    failure ??= { error };
+    if (!measured.tables.has(rule.table) && !measured.failingSince.has(rule.table)) {
+      measured.failingSince.set(rule.table, options.now().getTime());
+    }
+  }
+  if (failure) {
+    instruments.failures.inc({ table: rule.table });
+    logger.warn({ err: failure.error, table: rule.table }, "retention failed; will retry");
+  }
+  return removed;
+}
+
+/**
+ * One round: each rule in turn. A rule that fails is logged and counted, and the others still
+ * run; the next round tries it again.
  */
 async function runRound(
   options: Required<Omit<RetentionOptions, "metrics">>,
   instruments: Instruments,
-  measured: Map<string, Measurement>,
+  measured: Measured,
 ): Promise<Map<string, number>> {
-  const { pool, logger } = options;
   const removedByTable = new Map<string, number>();
   for (const rule of options.rules) {
-    const now = options.now();
-    try {
-      const removed = await sweepRule(
-        pool,
-        rule,
-        now,
-        options.batchSize,
-        options.maxBatchesPerRound,
-      );
+    const removed = await runRule(options, rule, instruments, measured);
+    if (removed !== undefined) {
       removedByTable.set(rule.table, removed);
-      instruments.removed.inc({ table: rule.table }, removed);
-      measured.set(rule.table, await measureRule(pool, rule, options.now()));
-      if (removed > 0) {
-        logger.info({ table: rule.table, removed }, "retention removed expired rows");
-      }
-    } catch (error) {
-      instruments.failures.inc({ table: rule.table });
-      logger.warn({ err: error, table: rule.table }, "retention failed; will retry");
     }
   }
   return removedByTable;
@@ -410,7 +593,7 @@ export function createRetention(options: RetentionOptions): Retention {
     maxBatchesPerRound: options.maxBatchesPerRound ?? MAX_BATCHES_PER_ROUND,
     now: options.now ?? (() => new Date()),
   };
-  const measured = new Map<string, Measurement>();
+  const measured: Measured = { tables: new Map(), failingSince: new Map() };
   const instruments = createInstruments(options.metrics, measured, settings.now);
   let running: Promise<Map<string, number>> | undefined;
   let timer: NodeJS.Timeout | undefined;

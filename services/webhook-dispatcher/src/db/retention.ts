@@ -34,18 +34,19 @@ function horizonParams(now: Date): [Date, Date, Date, Date] {
 }
 
 /**
- * Rows of the month [$1, $2) that must stay at $6, each kind found by an index: waiting ones
- * (pending, retrying, exhausted), parked ones younger than their keep or leased right now, and
- * completed ones and dead letters within their hold ($3, $4: the hold end each must pass).
+ * Rows of the month [$1, $2) in `table` (deliveries, or the month detached from it) that must
+ * stay at $6, each kind found by an index: waiting ones (pending, retrying, exhausted), parked
+ * ones younger than their keep or leased right now, and completed ones and dead letters within
+ * their hold ($3, $4: the hold end each must pass).
  */
-const KEPT_SQL = `
-SELECT EXISTS (SELECT 1 FROM deliveries WHERE created_at >= $1 AND created_at < $2
+const keptSql = (table: string) => `
+SELECT EXISTS (SELECT 1 FROM ${table} WHERE created_at >= $1 AND created_at < $2
                  AND state IN ('pending', 'retrying', 'exhausted'))
-    OR EXISTS (SELECT 1 FROM deliveries WHERE created_at >= $1 AND created_at < $2
+    OR EXISTS (SELECT 1 FROM ${table} WHERE created_at >= $1 AND created_at < $2
                  AND state = 'parked' AND (created_at >= $5 OR lease_until > $6))
-    OR EXISTS (SELECT 1 FROM deliveries WHERE created_at >= $1 AND created_at < $2
+    OR EXISTS (SELECT 1 FROM ${table} WHERE created_at >= $1 AND created_at < $2
                  AND state = 'complete' AND hold_until > $3)
-    OR EXISTS (SELECT 1 FROM deliveries WHERE created_at >= $1 AND created_at < $2
+    OR EXISTS (SELECT 1 FROM ${table} WHERE created_at >= $1 AND created_at < $2
                  AND state = 'dead_letter' AND hold_until > $4) AS found`;
 
 /** A row past its horizon, as a condition on `d`: $2/$3 hold ends, $4 parked keep, $5 now. */
@@ -87,10 +88,16 @@ async function monthHolds(db: Queryable, sql: string, params: unknown[]): Promis
   return rows[0]?.found === true;
 }
 
-/** Whether anything in the month must stay at `now`. */
-function holdsKept(db: Queryable, month: MonthRange, now: Date): Promise<boolean> {
+/** Whether anything in the month must stay at `now`; read in `table`, deliveries unless given. */
+function holdsKept(
+  db: Queryable,
+  month: MonthRange,
+  now: Date,
+  table = DELIVERIES,
+): Promise<boolean> {
   const [complete, deadLetter, parked] = horizonParams(now);
-  return monthHolds(db, KEPT_SQL, [fromParam(month), month.to, complete, deadLetter, parked, now]);
+  const params = [fromParam(month), month.to, complete, deadLetter, parked, now];
+  return monthHolds(db, keptSql(table), params);
 }
 
 /** Whether the month holds a delivery past its horizon at `now`. */
@@ -98,13 +105,16 @@ function holdsExpired(db: Queryable, month: MonthRange, now: Date): Promise<bool
   return monthHolds(db, EXPIRED_SQL, [fromParam(month), ...horizonParams(now), month.to]);
 }
 
-/** Drops the due months that keep nothing, checked again under the table's lock. */
+/**
+ * Drops the due months that keep nothing, checked again on the month once detached: a delivery
+ * made kept meanwhile (a parked one unparked or leased) puts the month back.
+ */
 async function dropDeliveryMonths(pool: Pool, months: readonly MonthRange[], now: Date) {
   let dropped = 0;
   for (const month of monthsToSweep(months, now)) {
     if (!(await holdsKept(pool, month, now))) {
-      dropped += await dropPartition(pool, DELIVERIES, month.name, async (client) => {
-        return !(await holdsKept(client, month, now));
+      dropped += await dropPartition(pool, DELIVERIES, month.name, async (client, detached) => {
+        return !(await holdsKept(client, month, now, detached));
       });
     }
   }
@@ -156,15 +166,15 @@ export const deliveriesRetention: RetentionRule = {
 };
 
 /**
- * Whether a delivery still stored has an attempt in the attempts month [$1, $2). Only the
- * deliveries created before $2 can; the caller asks once those are few (the months before it
- * dropped or thinned to their kept rows).
+ * Whether a delivery still stored has an attempt in the attempts month [$1, $2) of `table`
+ * (attempts, or the month detached from it). Only the deliveries created before $2 can; the
+ * caller asks once those are few (the months before it dropped or thinned to their kept rows).
  */
-const PINNED_SQL = `
+const pinnedSql = (table: string) => `
 SELECT EXISTS (
   SELECT 1 FROM deliveries d
    WHERE d.created_at < $2
-     AND EXISTS (SELECT 1 FROM attempts a
+     AND EXISTS (SELECT 1 FROM ${table} a
                   WHERE a.delivery_id = d.id AND a.attempted_at >= $1 AND a.attempted_at < $2)
 ) AS found`;
 
@@ -206,8 +216,8 @@ async function deliveriesSettledBefore(
   return true;
 }
 
-function pinned(db: Queryable, month: MonthRange): Promise<boolean> {
-  return monthHolds(db, PINNED_SQL, [fromParam(month), month.to]);
+function pinned(db: Queryable, month: MonthRange, table = ATTEMPTS): Promise<boolean> {
+  return monthHolds(db, pinnedSql(table), [fromParam(month), month.to]);
 }
 
 async function sweepAttempts(pool: Pool, now: Date, limit: number): Promise<number> {
@@ -219,8 +229,8 @@ async function sweepAttempts(pool: Pool, now: Date, limit: number): Promise<numb
       (await deliveriesSettledBefore(pool, deliveries, month, now)) &&
       !(await pinned(pool, month))
     ) {
-      removed += await dropPartition(pool, ATTEMPTS, month.name, async (client) => {
-        return !(await pinned(client, month));
+      removed += await dropPartition(pool, ATTEMPTS, month.name, async (client, detached) => {
+        return !(await pinned(client, month, detached));
       });
     }
   }
