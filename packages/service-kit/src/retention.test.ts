@@ -12,6 +12,7 @@ import {
   ensureMonthlyPartitions,
   listPartitions,
   type RetentionRule,
+  reattachLeftMonths,
 } from "./retention.ts";
 
 const DAY = 86_400_000;
@@ -439,6 +440,44 @@ describe("retention", () => {
     expect(await detachPending("history")).toEqual(["history_p202701"]);
     expect(await dropPartition(pool, "history", "history_p202701", async () => false)).toBe(0);
     expect(await detachPending("history")).toEqual([]);
+    expect(await partitionsOf("history")).toEqual(["history_p202701"]);
+    expect(await count("history")).toBe(1);
+  });
+
+  it("attaches back a month whose detach lost its connection before it dropped it or put it back, and decides on it again", async () => {
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 1);
+    await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-02Z'), ('2027-01-03Z')");
+    // The connection ends while the guard decides: the month is left detached, its rows out of
+    // sight.
+    await expect(
+      dropPartition(pool, "history", "history_p202701", async (client) => {
+        await client.query("SELECT pg_terminate_backend(pg_backend_pid())");
+        return true;
+      }),
+    ).rejects.toThrow();
+    expect(await partitionsOf("history")).toEqual(["history_p202702"]);
+    expect(await exists("history_p202701")).toBe(true);
+    expect(await count("history")).toBe(0);
+    // The next round puts it back before deciding, and then drops it.
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 1);
+    expect(await partitionsOf("history")).toEqual(["history_p202701", "history_p202702"]);
+    expect(await count("history")).toBe(2);
+    expect(await reattachLeftMonths(pool, "history")).toBe(0);
+    expect(await dropExpiredPartitions(pool, "history", new Date("2027-02-01Z"))).toBe(2);
+    expect(await exists("history_p202701")).toBe(false);
+  });
+
+  it("leaves a month another process is detaching to it", async () => {
+    await ensureMonthlyPartitions(pool, "history", new Date("2027-01-01Z"), 0);
+    await pool.query("INSERT INTO history (created_at) VALUES ('2027-01-02Z')");
+    let recovered: number | undefined;
+    let dropped: number | undefined;
+    const kept = await dropPartition(pool, "history", "history_p202701", async () => {
+      recovered = await reattachLeftMonths(pool, "history");
+      dropped = await dropPartition(pool, "history", "history_p202701");
+      return false;
+    });
+    expect([kept, recovered, dropped]).toEqual([0, 0, 0]);
     expect(await partitionsOf("history")).toEqual(["history_p202701"]);
     expect(await count("history")).toBe(1);
   });

@@ -164,7 +164,8 @@ async function resetAndRelease(client: PoolClient): Promise<void> {
  * Creates the monthly partitions `<table>_pYYYYMM` of `parent` (ranges on a timestamptz column)
  * from `from`'s month to `monthsAhead` months after it. Idempotent: existing partitions are
  * found in the catalog first, so a round that has nothing to create touches no table. A month
- * another partition already covers is left alone.
+ * another partition already covers is left alone. Months a detach left as tables of their own
+ * are attached back first (`reattachLeftMonths`).
  *
  * A month is made as a table of its own, shaped like `parent` (columns, defaults, checks,
  * indexes), and then attached, in one short transaction: the attach takes only a SHARE UPDATE
@@ -180,6 +181,7 @@ export async function ensureMonthlyPartitions(
   from: Date,
   monthsAhead: number,
 ): Promise<void> {
+  await reattachLeftMonths(pool, parent);
   const { schema, table } = await qualified(pool, parent);
   const target = `${quoted(schema)}.${quoted(table)}`;
   const { rows } = await pool.query<{ name: string }>(
@@ -336,10 +338,57 @@ function askGuard(
   );
 }
 
-/** Puts back a detached month its guard kept, waiting (no reader or writer waits on it) for its lock. */
+/**
+ * Puts back a detached month, waiting (no reader or writer waits on it) for its lock, and
+ * removes its mark.
+ */
 async function reattach(client: PoolClient, target: string, partition: string, bound: string) {
   await client.query(`SET lock_timeout = '${REATTACH_LOCK_TIMEOUT}'`);
   await client.query(`ALTER TABLE ${target} ATTACH PARTITION ${partition} ${bound}`);
+  await client.query(`COMMENT ON TABLE ${partition} IS NULL`);
+}
+
+/**
+ * The comment a month carries from the start of its detach: what to attach it back to, should
+ * the process detaching it end before it drops the month or puts it back (`reattachLeftMonths`).
+ */
+const DETACHING = "retention: detaching ";
+
+interface DetachingMark {
+  parent: string;
+  bound: string;
+}
+
+async function markDetaching(client: PoolClient, partition: string, mark: DetachingMark) {
+  const text = `${DETACHING}${JSON.stringify(mark)}`.replaceAll("'", "''");
+  await client.query(`COMMENT ON TABLE ${partition} IS '${text}'`);
+}
+
+/**
+ * Runs `work` holding the session's advisory lock on `partition`'s detach, so that one process
+ * at a time detaches, drops or attaches back a month; answers `busy` when another holds it. A
+ * session that ends lets go of it.
+ */
+async function whileMonthLocked<T>(
+  client: PoolClient,
+  partition: string,
+  busy: T,
+  work: () => Promise<T>,
+): Promise<T> {
+  const { rows } = await client.query<{ locked: boolean }>(
+    "SELECT pg_try_advisory_lock(hashtext('retention.detach'), hashtext($1)) AS locked",
+    [partition],
+  );
+  if (!rows[0]?.locked) {
+    return busy;
+  }
+  try {
+    return await work();
+  } finally {
+    await client
+      .query("SELECT pg_advisory_unlock(hashtext('retention.detach'), hashtext($1))", [partition])
+      .catch(() => undefined);
+  }
 }
 
 /**
@@ -356,8 +405,9 @@ async function reattach(client: PoolClient, target: string, partition: string, b
  * fails), so what the guard sees is what is dropped, as when the parent was locked exclusively
  * while the guard decided. False puts the month back, attached as it was (the detach left a
  * check of its bounds on it, so the attach reads no row); while it is detached, its rows are
- * out of sight. A process that ends between the detach and the drop (or the attach back)
- * leaves the month as a table of its own.
+ * out of sight. One process at a time works on a month (another answers 0); the month carries
+ * a mark from the start of its detach, so one left as a table of its own by a process that ended
+ * before it dropped the month or put it back is attached back by `reattachLeftMonths`.
  *
  * Answers the rows dropped (`rowsOf`); 0 when the guard kept it or another process dropped it
  * first.
@@ -371,34 +421,86 @@ export async function dropPartition(
   const { schema, table } = await qualified(pool, parent);
   const target = `${quoted(schema)}.${quoted(table)}`;
   const partition = `${quoted(schema)}.${quoted(name)}`;
-  return withShortLockTimeout(pool, async (client) => {
-    const attached = await partitionOf(client, target, partition);
-    if (!attached || !(await detach(client, target, partition, attached.pending))) {
-      return 0;
-    }
-    const verdict = guard ? await askGuard(client, guard, partition) : { drop: true };
-    if (!verdict.drop) {
-      await reattach(client, target, partition, attached.bound);
-      if ("error" in verdict) {
-        throw verdict.error;
+  return withShortLockTimeout(pool, (client) =>
+    whileMonthLocked(client, partition, 0, async () => {
+      const attached = await partitionOf(client, target, partition);
+      if (!attached) {
+        return 0;
       }
-      return 0;
+      if (!attached.pending) {
+        await markDetaching(client, partition, { parent: target, bound: attached.bound });
+      }
+      if (!(await detach(client, target, partition, attached.pending))) {
+        return 0;
+      }
+      const verdict = guard ? await askGuard(client, guard, partition) : { drop: true };
+      if (!verdict.drop) {
+        await reattach(client, target, partition, attached.bound);
+        if ("error" in verdict) {
+          throw verdict.error;
+        }
+        return 0;
+      }
+      const rows = await rowsOf(client, partition);
+      await client.query(`DROP TABLE ${partition}`);
+      return rows;
+    }),
+  );
+}
+
+/**
+ * Attaches back every month of `parent` that a detach left as a table of its own, its process
+ * ended (or its connection lost) before it dropped the month or put it back: the rows stay out
+ * of sight until then, and the next round decides on the month again. A month another process
+ * is detaching right now is left to it. Answers how many it attached.
+ */
+export async function reattachLeftMonths(pool: Pool, parent: string): Promise<number> {
+  const { schema, table } = await qualified(pool, parent);
+  const target = `${quoted(schema)}.${quoted(table)}`;
+  const { rows } = await pool.query<{ schema: string; name: string; mark: string }>(
+    `SELECT n.nspname AS schema, c.relname AS name, d.description AS mark
+       FROM pg_description d
+       JOIN pg_class c ON c.oid = d.objoid
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE d.classoid = 'pg_class'::regclass AND d.objsubid = 0 AND starts_with(d.description, $1)
+        AND c.relkind = 'r' AND NOT c.relispartition`,
+    [DETACHING],
+  );
+  let attached = 0;
+  for (const row of rows) {
+    const mark = JSON.parse(row.mark.slice(DETACHING.length)) as DetachingMark;
+    if (mark.parent !== target) {
+      continue;
     }
-    const rows = await rowsOf(client, partition);
-    await client.query(`DROP TABLE ${partition}`);
-    return rows;
-  });
+    const partition = `${quoted(row.schema)}.${quoted(row.name)}`;
+    attached += await withShortLockTimeout(pool, (client) =>
+      whileMonthLocked(client, partition, 0, async () => {
+        const { rows: left } = await client.query(
+          "SELECT 1 FROM pg_class WHERE oid = to_regclass($1) AND NOT relispartition",
+          [partition],
+        );
+        if (left.length === 0) {
+          return 0;
+        }
+        await reattach(client, target, partition, mark.bound);
+        return 1;
+      }),
+    );
+  }
+  return attached;
 }
 
 /**
  * Drops every partition of `parent` whose upper bound is at or before `cutoff`, oldest first (a
- * MAXVALUE or default partition never is). Answers the rows dropped.
+ * MAXVALUE or default partition never is), once months a detach left as tables of their own are
+ * attached back. Answers the rows dropped.
  */
 export async function dropExpiredPartitions(
   pool: Pool,
   parent: string,
   cutoff: Date,
 ): Promise<number> {
+  await reattachLeftMonths(pool, parent);
   let dropped = 0;
   for (const partition of await listPartitions(pool, parent)) {
     if (partition.to !== null && partition.to.getTime() <= cutoff.getTime()) {
