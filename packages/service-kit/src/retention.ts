@@ -398,7 +398,10 @@ async function whileMonthLocked<T>(
  * locks only the month, which nothing reads any more. Each wait gives up after DDL_LOCK_TIMEOUT
  * and the next round goes on: a detach interrupted after its first step leaves the month
  * "detach pending" (new statements no longer see it), which the next call finishes with
- * `DETACH PARTITION ... FINALIZE`.
+ * `DETACH PARTITION ... FINALIZE`. A write into the month while it goes either began before the
+ * detach, which waits for it (its row goes with the month), or finds no partition and fails: a
+ * caller whose writers may still write there moves their horizon first (the ledger) or passes a
+ * guard.
  *
  * `guard`, when given, is asked once the month is detached, on the month as its own table: no
  * writer can change it any more (a row of that month written meanwhile finds no partition and
