@@ -2,10 +2,17 @@
 // clock, every growing table's rows and bytes (indexes and TOAST, partitions summed) at each
 // month's end, and the same traffic without retention, measured in the same run, as the
 // baseline. Run from the repository root: node bench/retention-soak.ts [--tenants 200]
-// [--months 13] [--scale 1] [--no-baseline] (--scale n: n changed parcels a tenant each week,
-// and n neighbours' parcels in each of its reads). Needs Postgres and redis-server (a Redis of
-// its own is started); the dev broker runs in a process of its own, and the baseline in another
-// process beside this one (its own database, Redis and broker).
+// [--months 13] [--scale 1] [--no-baseline] [--lead-view-days n] (--scale n: n changed parcels a
+// tenant each week, and n neighbours' parcels in each of its reads; --lead-view-days n: the
+// ledger keeps lead-views n days, at least 32, instead of production's 400, so that lead_views,
+// which levels off only after 431 days, shows its plateau within a run's months: it then levels
+// off after n + 31 days, and the run's lead_views and totals are not production's. A month is
+// dropped once its end is n days past, so with n from 32 to 58 every month's end, where the bench
+// measures, holds two months; above 58, some months' ends hold a third (60: February's and
+// March's), which the summary's verdict may read as growth). Needs
+// Postgres and redis-server (a Redis of its own is started); the dev broker runs in a process of
+// its own, and the baseline in another process beside this one (its own database, Redis and
+// broker).
 //
 // The stack (support/soak-stack.ts): keys, parcels, the quota ledger, the matcher, the webhook
 // dispatcher and the gateway, each built in this process with `buildApp` and given the bench's
@@ -63,6 +70,7 @@ function settings() {
       months: { type: "string", default: "13" },
       scale: { type: "string", default: "1" },
       "no-baseline": { type: "boolean", default: false },
+      "lead-view-days": { type: "string" },
       // Internal: the baseline's own process, which prints its months as JSON lines.
       "baseline-from": { type: "string" },
     },
@@ -72,11 +80,34 @@ function settings() {
     months: Number(values.months),
     scale: Number(values.scale),
     baseline: !values["no-baseline"],
+    leadViewDays:
+      values["lead-view-days"] === undefined ? undefined : Number(values["lead-view-days"]),
     baselineFrom: values["baseline-from"],
   };
 }
 
 type Settings = ReturnType<typeof settings>;
+
+const LEAD_VIEWS = "quota_ledger.lead_views";
+
+/**
+ * The tables as this run keeps them: with --lead-view-days, lead_views is kept that long and
+ * levels off once a month past it (each month is dropped whole once its last day is past).
+ */
+function tablesOfRun(options: Settings): readonly SoakTable[] {
+  const days = options.leadViewDays;
+  return days === undefined
+    ? SOAK_TABLES
+    : SOAK_TABLES.map((table) =>
+        table.name === LEAD_VIEWS
+          ? {
+              ...table,
+              kept: `${days} days (production 400), dropped by month`,
+              levelsAfterDays: days + 31,
+            }
+          : table,
+      );
+}
 
 /** A result as a JSON line (its maps as entry lists), and back. */
 function encode(value: unknown): string {
@@ -104,6 +135,9 @@ function startBaseline(options: Settings, start: Date): Promise<SoakResult> {
       fileURLToPath(import.meta.url),
       ...["--tenants", String(options.tenants), "--months", String(options.months)],
       ...["--scale", String(options.scale), "--baseline-from", start.toISOString()],
+      ...(options.leadViewDays === undefined
+        ? []
+        : ["--lead-view-days", String(options.leadViewDays)]),
     ],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
@@ -127,6 +161,7 @@ async function runBaselineHere(options: Settings, from: string): Promise<void> {
     scale: options.scale,
     start: new Date(from),
     retention: false,
+    leadViewDays: options.leadViewDays,
   });
   process.stdout.write(`${encode(result)}\n`);
 }
@@ -183,13 +218,13 @@ function verdict(result: SoakResult, table: SoakTable): string {
     : `growing (${percent} over the last 4 months), as it should: ${table.levelsAfterDays === null ? "kept for ever" : "its horizon is not reached in this run"}`;
 }
 
-function printSummary(result: SoakResult, baseline: SoakResult | undefined, tenants: number) {
+function printSummary(result: SoakResult, baseline: SoakResult | undefined, options: Settings) {
   const last = result.months.length;
   const picks = [4, 8, last].filter((m, i, all) => m <= last && all.indexOf(m) === i);
   process.stdout.write(
     `\nsummary: MB at months ${picks.join(", ")}; bytes per row kept at month ${last}\n`,
   );
-  for (const table of SOAK_TABLES) {
+  for (const table of tablesOfRun(options)) {
     const sizes = picks.map((m) => mb(bytesAt(result, m, table.name)).padStart(9)).join("");
     const rows = result.months[last - 1]?.sizes.get(table.name)?.rows ?? 0;
     // A table of a few rows is its empty pages and maps; a per-row figure would mean nothing.
@@ -201,7 +236,7 @@ function printSummary(result: SoakResult, baseline: SoakResult | undefined, tena
   }
   const totals = picks.map((m) => mb(totalAt(result, m)).padStart(9)).join("");
   process.stdout.write(`  ${"all of the above".padEnd(34)}${totals}\n`);
-  printPerTenant(result, tenants);
+  printPerTenant(result, options);
   if (baseline) {
     const with_ = totalAt(result, last);
     const without = totalAt(baseline, last);
@@ -221,11 +256,17 @@ function printSummary(result: SoakResult, baseline: SoakResult | undefined, tena
 /**
  * Disk per tenant at the plateau, for the sizing table: what the tables that level off hold per
  * tenant at the last month, and what a month of lead-views adds per tenant (kept 400 to 431
- * days, so about 14 months of it are held once lead_views levels off too).
+ * days in production, so about 14 months of it are held once lead_views levels off too). With
+ * --lead-view-days, a month's growth is read from the months before the first was dropped.
  */
-function printPerTenant(result: SoakResult, tenants: number): void {
+function printPerTenant(result: SoakResult, options: Settings): void {
+  const { tenants } = options;
+  const leadViews = LEAD_VIEWS;
   const last = result.months.length;
-  const leadViews = "quota_ledger.lead_views";
+  const growing =
+    options.leadViewDays === undefined
+      ? last
+      : Math.min(last, Math.floor(options.leadViewDays / 30.44) + 1);
   let flat = 0;
   for (const { name } of SOAK_TABLES) {
     if (name !== leadViews) {
@@ -233,8 +274,8 @@ function printPerTenant(result: SoakResult, tenants: number): void {
     }
   }
   const monthly =
-    last > 1
-      ? (bytesAt(result, last, leadViews) - bytesAt(result, 1, leadViews)) / (last - 1)
+    growing > 1
+      ? (bytesAt(result, growing, leadViews) - bytesAt(result, 1, leadViews)) / (growing - 1)
       : bytesAt(result, 1, leadViews);
   const held = 431 / 30.44;
   const kb = (bytes: number) => (bytes / 1024).toFixed(1);
@@ -272,7 +313,7 @@ async function main(): Promise<void> {
       .map((n) => n.toFixed(2))
       .join(" ");
   process.stdout.write(
-    `retention-soak: ${options.tenants} tenants, ${options.months} months from ${start.toISOString().slice(0, 10)}, scale ${options.scale}; ${cpus().length} CPUs, load average ${load()}\n`,
+    `retention-soak: ${options.tenants} tenants, ${options.months} months from ${start.toISOString().slice(0, 10)}, scale ${options.scale}${options.leadViewDays === undefined ? "" : `, lead-views kept ${options.leadViewDays} days`}; ${cpus().length} CPUs, load average ${load()}\n`,
   );
   const baselineRun = options.baseline ? startBaseline(options, start) : undefined;
   // Not left unhandled while the run with retention goes on; awaited below.
@@ -283,6 +324,7 @@ async function main(): Promise<void> {
     scale: options.scale,
     start,
     retention: true,
+    leadViewDays: options.leadViewDays,
     onMonth: (month) => printMonth("retention", month),
   });
   printRun("with retention", result);
@@ -293,7 +335,7 @@ async function main(): Promise<void> {
     }
     printRun("without retention", baseline);
   }
-  printSummary(result, baseline, options.tenants);
+  printSummary(result, baseline, options);
   process.stdout.write(`load average at the end: ${load()}\n`);
 }
 

@@ -27,6 +27,8 @@ export interface SoakOptions {
   scale: number;
   start: Date;
   retention: boolean;
+  /** Days the ledger keeps lead-views; production's when absent. */
+  leadViewDays?: number;
   /** Called with each month's sizes as soon as they are measured. */
   onMonth?: (month: MonthSizes) => void;
 }
@@ -163,7 +165,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const started = performance.now();
   const clock = new SoakClock(options.start);
   const receiving = new Receiving(clock, options.start);
-  const stack = await startSoakStack(clock, receiving.answer);
+  const stack = await startSoakStack(clock, receiving.answer, {
+    leadViewDays: options.leadViewDays,
+  });
   const counts = emptyCounts();
   const removed = new Map<string, number>();
   const months: MonthSizes[] = [];

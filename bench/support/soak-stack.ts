@@ -92,8 +92,14 @@ async function startReceiver(script: ReceiverScript) {
   };
 }
 
+/** Settings a run may change from production's. */
+export interface SoakStackSettings {
+  /** The ledger's LEAD_VIEW_RETENTION_DAYS; production's when absent. */
+  leadViewDays?: number;
+}
+
 /** Keys, parcels and the ledger: the services the gateway and the dispatcher call. */
-async function startUpstreams(harness: Harness, now: () => Date) {
+async function startUpstreams(harness: Harness, now: () => Date, settings: SoakStackSettings) {
   const keys = await buildKeys(
     {
       ...harness,
@@ -115,7 +121,13 @@ async function startUpstreams(harness: Harness, now: () => Date) {
   const parcelsUrl = await listen(parcels.http);
   await parcels.start();
   // Offsets committed often, so the bench can tell when the ledger has read everything.
-  const ledgerConfig = readLedgerConfig({ ...TIMER_OFF, LEDGER_COMMIT_INTERVAL_MS: "100" });
+  const ledgerConfig = readLedgerConfig({
+    ...TIMER_OFF,
+    LEDGER_COMMIT_INTERVAL_MS: "100",
+    ...(settings.leadViewDays === undefined
+      ? {}
+      : { LEAD_VIEW_RETENTION_DAYS: String(settings.leadViewDays) }),
+  });
   const ledger = await buildLedger(
     {
       ...harness,
@@ -167,7 +179,11 @@ async function startDispatcher(
   return { dispatcher, pool, url };
 }
 
-export async function startSoakStack(clock: SoakClock, script: ReceiverScript) {
+export async function startSoakStack(
+  clock: SoakClock,
+  script: ReceiverScript,
+  settings: SoakStackSettings = {},
+) {
   const now = () => clock.date();
   const broker = await startBrokerProcess(["--in-memory"]);
   const redis = await startRedisProcess();
@@ -199,7 +215,7 @@ export async function startSoakStack(clock: SoakClock, script: ReceiverScript) {
     isUnavailable: (error) => unavailableStore(error) !== undefined,
   });
   const harness: Harness = { ...tested, bus };
-  const upstreams = await startUpstreams(harness, now);
+  const upstreams = await startUpstreams(harness, now, settings);
   const matcher = await buildMatcher(
     {
       ...harness,
