@@ -24,32 +24,57 @@ export function userCpuMsOf(pid: number | undefined): number {
 }
 
 /**
- * CPU milliseconds used so far by each Postgres backend serving a database, by pid. Backends
- * that exit between two readings are lost, so a difference of two readings is a floor.
+ * CPU milliseconds used so far by each Postgres backend serving a database, by pid, with the
+ * parallel workers a backend of it started (an index build's, whose command line names the
+ * leader's pid, not the database). Backends that exit between two readings are lost, so a
+ * difference of two readings is a floor.
  */
 export function postgresCpuMsOf(database: string): Map<number, number> {
   const byPid = new Map<number, number>();
-  try {
-    for (const entry of readdirSync("/proc")) {
-      if (!/^\d+$/.test(entry)) {
-        continue;
-      }
-      try {
-        const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-        if (cmdline.startsWith("postgres: ") && cmdline.includes(` ${database} `)) {
-          byPid.set(Number(entry), cpuMsOf(Number(entry)));
-        }
-      } catch {
-        // Gone meanwhile.
-      }
+  const workers: [pid: number, leader: number][] = [];
+  for (const [pid, cmdline] of postgresProcesses()) {
+    if (cmdline.includes(` ${database} `)) {
+      byPid.set(pid, cpuMsOf(pid));
+      continue;
     }
-  } catch {
-    // No /proc here.
+    const leader = /parallel worker for PID (\d+)/.exec(cmdline)?.[1];
+    if (leader !== undefined) {
+      workers.push([pid, Number(leader)]);
+    }
+  }
+  for (const [pid, leader] of workers) {
+    if (byPid.has(leader)) {
+      byPid.set(pid, cpuMsOf(pid));
+    }
   }
   return byPid;
 }
 
-/** The CPU milliseconds the database's backends used since `before` was read. */
+/** The command line of every Postgres server process, by pid; none without /proc. */
+function postgresProcesses(): [pid: number, cmdline: string][] {
+  const found: [number, string][] = [];
+  let entries: string[] = [];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) {
+      continue;
+    }
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.startsWith("postgres: ")) {
+        found.push([Number(entry), cmdline]);
+      }
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
 export function postgresCpuMsSince(database: string, before: Map<number, number>): number {
   let total = 0;
   for (const [pid, ms] of postgresCpuMsOf(database)) {
