@@ -64,6 +64,45 @@ describe("the match listing pages in commit order", () => {
   });
 });
 
+describe("the match listing and transactions still open", () => {
+  it("never hands out a cursor past a match whose transaction is still open: a later poll returns it, in order", async () => {
+    const watchlistId = `wl_${randomUUID()}`;
+    const slow = await db.pool.connect();
+    try {
+      // The slow transaction takes its id and seq first, then stays open while a later one
+      // commits its match: ordered by commit, the later match would be handed out first.
+      await slow.query("BEGIN");
+      await slow.query(
+        `INSERT INTO matches (match_id, tenant_id, watchlist_id, recipe_version, folio,
+                              content_hash, trigger, score, signals_fired, observed_at)
+         VALUES (gen_random_uuid(), 'tn_poll', $1, 1, '23-slow', 'h', 'ingest', 1, '{}', now())`,
+        [watchlistId],
+      );
+      await insertMatches(watchlistId, 1);
+      const early = await listMatches(db.pool, watchlistId, { limit: 10 }, retention);
+      expect(early.matches).toEqual([]);
+      await slow.query("COMMIT");
+      const seen: string[] = early.matches.map((match) => match.folio);
+      let cursor = early.next_cursor;
+      // Other tests' transactions on the server may hold the horizon back a moment longer.
+      await expect
+        .poll(
+          async () => {
+            const page = await listMatches(db.pool, watchlistId, { cursor, limit: 10 }, retention);
+            seen.push(...page.matches.map((match) => match.folio));
+            cursor = page.next_cursor;
+            return seen;
+          },
+          { timeout: 30_000 },
+        )
+        .toEqual(["23-slow", "23-000001"]);
+    } finally {
+      await slow.query("ROLLBACK").catch(() => {});
+      slow.release();
+    }
+  });
+});
+
 describe("the match cursor", () => {
   const cursorOf = (text: string) => Buffer.from(text, "utf8").toString("base64url");
 
