@@ -12,8 +12,10 @@ import {
 import { type Config, INTERNAL_RECEIVER } from "./config.ts";
 import { consumeParcelsForMatching, type MatchCounters } from "./consumers/match.ts";
 import { consumeParcelsForProjection } from "./consumers/projection.ts";
+import { snapshotBounds } from "./db/poll-horizon.ts";
 import { manualRunsRule, matchesRule } from "./db/retention.ts";
 import { createWatchlistStore } from "./db/watchlists.ts";
+import { PollHorizon } from "./domain/poll-horizon.ts";
 import { createManualRuns } from "./matching/manual-runs.ts";
 import { WatchlistCache } from "./matching/watchlist-cache.ts";
 import { registerWatchlistRoutes } from "./routes/watchlists.ts";
@@ -53,6 +55,26 @@ function createMatcherRetention(deps: ServiceDeps<Config>, now: () => Date): Ret
     batchSize: config.RETENTION_BATCH_SIZE,
     now,
   });
+}
+
+/**
+ * How long the oldest writing transaction of the Postgres instance has held back what polls
+ * return (decision 0397), read at each scrape; a failed read leaves the last value.
+ */
+function exportPollHorizon(deps: ServiceDeps<Config>): void {
+  const horizon = new PollHorizon();
+  deps.metrics?.gauge(
+    "th_match_poll_held_back_seconds",
+    "How long the oldest writing transaction on the Postgres instance has held back the matches polls return",
+    [] as const,
+    async (gauge) => {
+      try {
+        gauge.set(horizon.observe(await snapshotBounds(deps.pool), Date.now()));
+      } catch (error) {
+        deps.logger.warn({ err: error }, "could not read the poll horizon");
+      }
+    },
+  );
 }
 
 /** Builds the service without listening or consuming; `start` begins consuming. */
@@ -98,6 +120,7 @@ export async function buildApp(
   });
   const cache = new WatchlistCache({ pool, logger, pollIntervalMs: config.WATCHLIST_POLL_MS });
   const retention = createMatcherRetention(deps, now);
+  exportPollHorizon(deps);
   registerWatchlistRoutes(http, {
     pool,
     watchlists,
