@@ -64,7 +64,7 @@ describe("the chart's operator's kit", () => {
     }
   });
 
-  it("alerts on lag, dead letters, webhook success, parked deliveries, gateway 5xx, ledger drift, readiness and retention, each with a runbook that exists", async () => {
+  it("alerts on lag, dead letters, webhook success, parked deliveries, gateway 5xx, ledger drift, readiness, retention and held-back polls, each with a runbook that exists", async () => {
     const { alerts } = await renderedKit();
     expect(alerts.map((alert) => alert.alert).sort()).toEqual(
       [
@@ -73,6 +73,7 @@ describe("the chart's operator's kit", () => {
         "TerminalHouseGateway5xxRate",
         "TerminalHouseLedgerRedisDrift",
         "TerminalHouseParkedDeliveries",
+        "TerminalHousePollsHeldBack",
         "TerminalHouseRetentionBehind",
         "TerminalHouseServiceNotReady",
         "TerminalHouseWebhookSuccessRateLow",
@@ -112,7 +113,7 @@ describe("the chart's operator's kit", () => {
         throw new Error(`${error.message}\n${error.stdout}\n${error.stderr}`);
       },
     );
-    expect(result.stdout).toMatch(/SUCCESS: 8 rules found/);
+    expect(result.stdout).toMatch(/SUCCESS: 9 rules found/);
   });
 
   it("fires each alert on series that mean it, and stays quiet on series that do not (promtool test rules)", async () => {
@@ -367,6 +368,35 @@ describe("the chart's operator's kit", () => {
                   "TerminalHouseRetentionBehind",
                   { table: "dispatcher.deliveries" },
                   "Retention of dispatcher.deliveries is 2d 0h 0m 0s behind",
+                ),
+              ],
+            },
+          ],
+        },
+        {
+          interval: "1m",
+          input_series: [
+            // Both matcher replicas sample the instance: one sees a writer held open for 25
+            // minutes; the other saw one that ended after 10, within the threshold.
+            {
+              series: `th_match_poll_held_back_seconds{${ns},service="matcher",pod="m-1"}`,
+              values: "0+60x25",
+            },
+            {
+              series: `th_match_poll_held_back_seconds{${ns},service="matcher",pod="m-2"}`,
+              values: "0+60x10 0x15",
+            },
+          ],
+          alert_rule_test: [
+            { eval_time: "18m", alertname: "TerminalHousePollsHeldBack", exp_alerts: [] },
+            {
+              eval_time: "25m",
+              alertname: "TerminalHousePollsHeldBack",
+              exp_alerts: [
+                fired(
+                  "TerminalHousePollsHeldBack",
+                  {},
+                  "A transaction open for 25m 0s holds back what polls return",
                 ),
               ],
             },
