@@ -53,7 +53,7 @@ export interface Retention {
 export const RETENTION_INTERVAL_MS = 60_000;
 export const RETENTION_BATCH_SIZE = 1_000;
 const MAX_BATCHES_PER_ROUND = 20;
-/** A statement that would wait longer than this for a lock gives up until the next round. */
+/** Creating a month (its ATTACH) gives up after this long waiting for a lock, until the next round. */
 const DDL_LOCK_TIMEOUT = "500ms";
 
 /** What the last measurement of a table found, so a scrape can tell how stale it is. */
@@ -131,16 +131,17 @@ async function inShortTransaction<T>(
 
 /**
  * Runs `work` on one connection outside a transaction block (DETACH ... CONCURRENTLY refuses
- * one) whose statements give up rather than wait longer than DDL_LOCK_TIMEOUT for a lock.
+ * one) whose statements give up rather than wait longer than `timeout` for a lock.
  */
-async function withShortLockTimeout<T>(
+async function withLockTimeout<T>(
   pool: Pool,
+  timeout: string,
   work: (client: PoolClient) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
   let result: T;
   try {
-    await client.query(`SET lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+    await client.query(`SET lock_timeout = '${timeout}'`);
     result = await work(client);
   } catch (error) {
     await resetAndRelease(client);
@@ -255,8 +256,29 @@ export async function listPartitions(pool: Pool, parent: string): Promise<Partit
 /** 55P03: lock_timeout; 57014: a statement canceled. */
 const GAVE_UP_CODES = new Set(["55P03", "57014"]);
 
-/** How long re-attaching a month its guard kept may wait for its lock (see `dropPartition`). */
-const REATTACH_LOCK_TIMEOUT = "30s";
+/**
+ * How long the statements that drop a month, or put it back, may wait (see `dropPartition`):
+ * none takes a lock the parent's readers and writers queue behind, and `DETACH ... FINALIZE`
+ * waits for every older snapshot in the database, so a short limit would leave a month pending
+ * round after round while any transaction in the database is a little old (or while autovacuum
+ * works on the month, which yields only after `deadlock_timeout`).
+ */
+const DROP_LOCK_TIMEOUT = "30s";
+
+/** How a month is dropped. */
+export interface DropOptions {
+  /** How long each statement may wait for a lock, as Postgres writes it ("30s"); DROP_LOCK_TIMEOUT. */
+  lockTimeout?: string;
+}
+
+/** The lock timeout of `options`, checked: it is written into a SET statement. */
+function dropLockTimeout(options: DropOptions): string {
+  const timeout = options.lockTimeout ?? DROP_LOCK_TIMEOUT;
+  if (!/^\d+(ms|s|min)$/.test(timeout)) {
+    throw new RangeError(`not a lock timeout: ${timeout}`);
+  }
+  return timeout;
+}
 
 /**
  * Asks, for a partition of the month being dropped, whether it may go. `partition` is the month
@@ -338,12 +360,8 @@ function askGuard(
   );
 }
 
-/**
- * Puts back a detached month, waiting (no reader or writer waits on it) for its lock, and
- * removes its mark.
- */
+/** Puts back a detached month (no reader or writer waits on its lock) and removes its mark. */
 async function reattach(client: PoolClient, target: string, partition: string, bound: string) {
-  await client.query(`SET lock_timeout = '${REATTACH_LOCK_TIMEOUT}'`);
   await client.query(`ALTER TABLE ${target} ATTACH PARTITION ${partition} ${bound}`);
   await client.query(`COMMENT ON TABLE ${partition} IS NULL`);
 }
@@ -395,7 +413,7 @@ async function whileMonthLocked<T>(
  * Drops one partition of `parent` without a lock its readers and writers wait for: `DETACH
  * PARTITION ... CONCURRENTLY` takes SHARE UPDATE EXCLUSIVE locks, then waits for the
  * transactions that use `parent` to end (new ones no longer see the month), then DROP TABLE
- * locks only the month, which nothing reads any more. Each wait gives up after DDL_LOCK_TIMEOUT
+ * locks only the month, which nothing reads any more. Each wait gives up after DROP_LOCK_TIMEOUT
  * and the next round goes on: a detach interrupted after its first step leaves the month
  * "detach pending" (new statements no longer see it), which the next call finishes with
  * `DETACH PARTITION ... FINALIZE`. A write into the month while it goes either began before the
@@ -420,11 +438,12 @@ export async function dropPartition(
   parent: string,
   name: string,
   guard?: PartitionGuard,
+  options: DropOptions = {},
 ): Promise<number> {
   const { schema, table } = await qualified(pool, parent);
   const target = `${quoted(schema)}.${quoted(table)}`;
   const partition = `${quoted(schema)}.${quoted(name)}`;
-  return withShortLockTimeout(pool, (client) =>
+  return withLockTimeout(pool, dropLockTimeout(options), (client) =>
     whileMonthLocked(client, partition, 0, async () => {
       const attached = await partitionOf(client, target, partition);
       if (!attached) {
@@ -451,13 +470,34 @@ export async function dropPartition(
   );
 }
 
+/** A month's mark as `markDetaching` wrote it; null for any other comment of that prefix. */
+function detachingMark(comment: string): DetachingMark | null {
+  let mark: unknown;
+  try {
+    mark = JSON.parse(comment.slice(DETACHING.length));
+  } catch {
+    return null;
+  }
+  const { parent, bound } = (mark ?? {}) as Partial<DetachingMark>;
+  // The bound goes into ALTER TABLE as written: one partition bound and nothing after it.
+  return typeof parent === "string" &&
+    typeof bound === "string" &&
+    /^FOR VALUES FROM \([^;]+\) TO \([^;]+\)$/.test(bound)
+    ? { parent, bound }
+    : null;
+}
+
 /**
  * Attaches back every month of `parent` that a detach left as a table of its own, its process
  * ended (or its connection lost) before it dropped the month or put it back: the rows stay out
  * of sight until then, and the next round decides on the month again. A month another process
  * is detaching right now is left to it. Answers how many it attached.
  */
-export async function reattachLeftMonths(pool: Pool, parent: string): Promise<number> {
+export async function reattachLeftMonths(
+  pool: Pool,
+  parent: string,
+  options: DropOptions = {},
+): Promise<number> {
   const { schema, table } = await qualified(pool, parent);
   const target = `${quoted(schema)}.${quoted(table)}`;
   const { rows } = await pool.query<{ schema: string; name: string; mark: string }>(
@@ -471,12 +511,12 @@ export async function reattachLeftMonths(pool: Pool, parent: string): Promise<nu
   );
   let attached = 0;
   for (const row of rows) {
-    const mark = JSON.parse(row.mark.slice(DETACHING.length)) as DetachingMark;
-    if (mark.parent !== target) {
+    const mark = detachingMark(row.mark);
+    if (mark?.parent !== target) {
       continue;
     }
     const partition = `${quoted(row.schema)}.${quoted(row.name)}`;
-    attached += await withShortLockTimeout(pool, (client) =>
+    attached += await withLockTimeout(pool, dropLockTimeout(options), (client) =>
       whileMonthLocked(client, partition, 0, async () => {
         const { rows: left } = await client.query(
           "SELECT 1 FROM pg_class WHERE oid = to_regclass($1) AND NOT relispartition",
@@ -502,12 +542,13 @@ export async function dropExpiredPartitions(
   pool: Pool,
   parent: string,
   cutoff: Date,
+  options: DropOptions = {},
 ): Promise<number> {
-  await reattachLeftMonths(pool, parent);
+  await reattachLeftMonths(pool, parent, options);
   let dropped = 0;
   for (const partition of await listPartitions(pool, parent)) {
     if (partition.to !== null && partition.to.getTime() <= cutoff.getTime()) {
-      dropped += await dropPartition(pool, parent, partition.name);
+      dropped += await dropPartition(pool, parent, partition.name, undefined, options);
     }
   }
   return dropped;
@@ -541,7 +582,7 @@ function createInstruments(metrics: Metrics, measured: Measured, now: () => Date
   const elapsed = (m: { at: number }) => Math.max(0, now().getTime() - m.at);
   const removed = metrics.counter(
     "th_retention_removed_rows_total",
-    "Rows retention removed, by table",
+    "Rows retention removed, by table (a month dropped whole counts as the planner last counted it)",
     ["table"] as const,
   );
   const failures = metrics.counter(
