@@ -11,6 +11,9 @@ import { type Config, readConfig } from "../config.ts";
 import type { QuotaState } from "./authenticate.ts";
 import { createMetering, type Metering } from "./metering.ts";
 
+/** Room for a loaded machine: a charge not seen before the reads' 2 s publish timeout fails the test anyway. */
+const WAIT = { timeout: 5_000 };
+
 let harness: TestHarness<Config>;
 
 beforeAll(async () => {
@@ -170,10 +173,10 @@ describe("reads that share a folio's charge and fail to record it", () => {
   it("gives the folio back when both reads fail, so the counter is where it started and a third read is charged again", async () => {
     const reads = await tenantReads();
     const first = reads.read(failing(), "23-A1");
-    await vi.waitFor(async () => expect(await reads.chargedToday("23-A1")).toBe(true));
+    await vi.waitFor(async () => expect(await reads.chargedToday("23-A1")).toBe(true), WAIT);
     const second = reads.read(failing(), "23-A1");
     // Both hold the charge before either gives up: the second was told to record it too.
-    await vi.waitFor(async () => expect(await reads.sharedByTwo("23-A1")).toBe(true));
+    await vi.waitFor(async () => expect(await reads.sharedByTwo("23-A1")).toBe(true), WAIT);
     expect(await Promise.all([first, second])).toEqual([503, 503]);
 
     expect(await reads.remaining()).toBe(cap);
@@ -191,7 +194,7 @@ describe("reads that share a folio's charge and fail to record it", () => {
   it("keeps the one charge when the read that charged fails and the one sharing it records", async () => {
     const reads = await tenantReads();
     const failed = reads.read(failing(), "23-B2");
-    await vi.waitFor(async () => expect(await reads.chargedToday("23-B2")).toBe(true));
+    await vi.waitFor(async () => expect(await reads.chargedToday("23-B2")).toBe(true), WAIT);
     expect(await reads.read(acking(), "23-B2")).toBe(200);
     expect(await failed).toBe(503);
 
