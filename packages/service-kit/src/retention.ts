@@ -175,6 +175,8 @@ async function resetAndRelease(client: PoolClient): Promise<void> {
  * statement on `parent` queues behind. The attach checks the new table against its bounds by
  * reading it, and it is empty. A DEFAULT partition would be read and locked exclusively by the
  * attach (and DETACH CONCURRENTLY refuses a table that has one): no user of the kit has one.
+ * Nor has any a foreign key to or from a partitioned table: the detach would add triggers to the
+ * other table, and dropping the month would then wait behind that table's readers.
  */
 export async function ensureMonthlyPartitions(
   pool: Pool,
@@ -320,6 +322,16 @@ async function rowsOf(client: PoolClient, partition: string): Promise<number> {
   return Number(counted.rows[0]?.n ?? 0);
 }
 
+/** Fails with a plain reason on a server without DETACH ... CONCURRENTLY (before PostgreSQL 14). */
+async function requireConcurrentDetach(client: PoolClient): Promise<void> {
+  const { rows } = await client.query<{ version: number }>(
+    "SELECT current_setting('server_version_num')::int AS version",
+  );
+  if ((rows[0]?.version ?? 0) < 140_000) {
+    throw new Error("dropping a month needs PostgreSQL 14 or later (DETACH ... CONCURRENTLY)");
+  }
+}
+
 /**
  * Detaches a partition, or finishes its pending detach; false when another replica got there
  * first: the partition is gone, or its detach started meanwhile (that replica finishes it, or
@@ -332,6 +344,7 @@ async function detach(
   pending: boolean,
 ): Promise<boolean> {
   try {
+    await requireConcurrentDetach(client);
     const how = pending ? "FINALIZE" : "CONCURRENTLY";
     await client.query(`ALTER TABLE ${target} DETACH PARTITION ${partition} ${how}`);
     return true;
