@@ -10,6 +10,7 @@ export {
 export {
   assertSchemaName,
   createPool,
+  escapeIdentifier,
   inTransaction,
   type Pool,
   type PoolClient,

@@ -3,6 +3,9 @@ import pg from "pg";
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 
+/** An identifier (a table's name) quoted for SQL text, as pg quotes one. */
+export const { escapeIdentifier } = pg;
+
 const SCHEMA_NAME = /^[a-z][a-z0-9_]{0,62}$/;
 
 export function assertSchemaName(schema: string): string {

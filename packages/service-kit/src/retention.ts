@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from "@th/db";
+import { escapeIdentifier, type Pool, type PoolClient } from "@th/db";
 import type { Logger } from "@th/telemetry";
 import type { Metrics } from "./metrics.ts";
 
@@ -93,10 +93,6 @@ async function qualified(pool: Pool, parent: string): Promise<{ schema: string; 
   return { schema: rows[0]?.schema ?? "public", table: parent };
 }
 
-function quoted(identifier: string): string {
-  return `"${identifier.replaceAll('"', '""')}"`;
-}
-
 function monthStart(date: Date, plusMonths: number): Date {
   return new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + plusMonths, 1));
 }
@@ -186,7 +182,7 @@ export async function ensureMonthlyPartitions(
 ): Promise<void> {
   await reattachLeftMonths(pool, parent);
   const { schema, table } = await qualified(pool, parent);
-  const target = `${quoted(schema)}.${quoted(table)}`;
+  const target = `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`;
   const { rows } = await pool.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_inherits i
        JOIN pg_class c ON c.oid = i.inhrelid
@@ -200,7 +196,7 @@ export async function ensureMonthlyPartitions(
     if (existing.has(name)) {
       continue;
     }
-    const partition = `${quoted(schema)}.${quoted(name)}`;
+    const partition = `${escapeIdentifier(schema)}.${escapeIdentifier(name)}`;
     try {
       await inShortTransaction(pool, async (client) => {
         await client.query(`CREATE TABLE ${partition} (LIKE ${target} INCLUDING ALL)`);
@@ -250,7 +246,7 @@ export async function listPartitions(pool: Pool, parent: string): Promise<Partit
               WHERE i.inhparent = $1::regclass) AS partitions
       WHERE bound <> 'DEFAULT'
       ORDER BY 2 NULLS FIRST, 3 NULLS LAST`,
-    [`${quoted(schema)}.${quoted(table)}`],
+    [`${escapeIdentifier(schema)}.${escapeIdentifier(table)}`],
   );
   return rows;
 }
@@ -454,8 +450,8 @@ export async function dropPartition(
   options: DropOptions = {},
 ): Promise<number> {
   const { schema, table } = await qualified(pool, parent);
-  const target = `${quoted(schema)}.${quoted(table)}`;
-  const partition = `${quoted(schema)}.${quoted(name)}`;
+  const target = `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`;
+  const partition = `${escapeIdentifier(schema)}.${escapeIdentifier(name)}`;
   return withLockTimeout(pool, dropLockTimeout(options), (client) =>
     whileMonthLocked(client, partition, 0, async () => {
       const attached = await partitionOf(client, target, partition);
@@ -512,7 +508,7 @@ export async function reattachLeftMonths(
   options: DropOptions = {},
 ): Promise<number> {
   const { schema, table } = await qualified(pool, parent);
-  const target = `${quoted(schema)}.${quoted(table)}`;
+  const target = `${escapeIdentifier(schema)}.${escapeIdentifier(table)}`;
   const { rows } = await pool.query<{ schema: string; name: string; mark: string }>(
     `SELECT n.nspname AS schema, c.relname AS name, d.description AS mark
        FROM pg_description d
@@ -528,7 +524,7 @@ export async function reattachLeftMonths(
     if (mark?.parent !== target) {
       continue;
     }
-    const partition = `${quoted(row.schema)}.${quoted(row.name)}`;
+    const partition = `${escapeIdentifier(row.schema)}.${escapeIdentifier(row.name)}`;
     attached += await withLockTimeout(pool, dropLockTimeout(options), (client) =>
       whileMonthLocked(client, partition, 0, async () => {
         const { rows: left } = await client.query(

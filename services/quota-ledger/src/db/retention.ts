@@ -1,4 +1,4 @@
-import type { Pool } from "@th/db";
+import { escapeIdentifier, type Pool } from "@th/db";
 import {
   createRetention,
   deleteInBatches,
@@ -60,7 +60,7 @@ SELECT to_char(min(first.day), 'YYYY-MM-DD') AS day
  * the migrations' transactions, for a partition that only shrinks.
  */
 function expiredInFirstPartitionSql(partition: string): string {
-  const first = quotedIdentifier(partition);
+  const first = escapeIdentifier(partition);
   return `
 WITH RECURSIVE tenant AS (
   (SELECT tenant_id, day FROM ${first} ORDER BY tenant_id, day, folio LIMIT 1)
@@ -79,10 +79,6 @@ DELETE FROM ${first} l
           ORDER BY e.day, e.folio LIMIT $2) AS expired
       WHERE t.day < $1
       LIMIT $2))`;
-}
-
-function quotedIdentifier(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
 }
 
 /** A batch of the first partition's expired rows, deleted; 0 once the partition is gone. */
