@@ -101,7 +101,7 @@ local function reserveOne(k1, k2, k3, cap, dayTtl, reservation, nowText, settle,
           local holders, at = pending(value)
           if at + settle <= now then
             redis.call('HDEL', k3, folio)
-          elseif holders == reservation or charger(holders) == reservation then
+          elseif charger(holders) == reservation then
             mine[#mine + 1] = folio
           else
             unsettled[#unsettled + 1] = folio
